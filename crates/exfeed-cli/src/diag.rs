@@ -1,0 +1,43 @@
+//! Printing diagnostics and errors to stderr.
+
+use exfeed::{Diagnostic, DiagnosticSink, Severity};
+use std::io::Write;
+
+/// Prints diagnostics up to a trace level (0 errors, 1 warnings too, 2 info too) to stderr,
+/// and counts them by severity.
+pub struct Stderr {
+    trace_level: u8,
+    pub errors: u64,
+    pub warnings: u64,
+}
+
+impl Stderr {
+    pub fn new(trace_level: u8) -> Self {
+        Stderr { trace_level, errors: 0, warnings: 0 }
+    }
+}
+
+impl DiagnosticSink for Stderr {
+    fn report(&mut self, d: Diagnostic) {
+        match d.severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+            Severity::Info => {}
+        }
+        if d.severity as u8 <= self.trace_level {
+            let _ = writeln!(std::io::stderr().lock(), "exfeed: {d}");
+        }
+    }
+}
+
+/// Prints a fatal error with its chain of causes.
+pub fn print_error(err: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(stderr, "exfeed: error: {err}");
+    for cause in err.chain().skip(1) {
+        if !err.to_string().contains(&cause.to_string()) {
+            let _ = write!(stderr, ": {cause}");
+        }
+    }
+    let _ = writeln!(stderr);
+}

@@ -1,0 +1,38 @@
+//! The `exfeed` command: a thin layer over the library.
+
+mod commands;
+mod diag;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Read, check, convert and feed CNTK Text/Binary Format and Lens example files.
+#[derive(Parser)]
+#[command(name = "exfeed", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every sequence (or example) as one JSON object per line.
+    Dump(commands::dump::Args),
+    /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
+    Check(commands::check::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Dump(args) => commands::dump::run(args),
+        Command::Check(args) => commands::check::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            diag::print_error(&err);
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! [`SequenceBatch`]: whole sequences of every stream, stored column by column.
+//!
+//! This is what every decoder produces (a CTF chunk, a CBF chunk, Lens examples made dense) and
+//! what minibatches are built from. Per stream, dense data is one contiguous `[samples x dim]`
+//! buffer and sparse data is CSR (`sample_offsets` as row pointers, `indices`, `values`); a
+//! `seq_offsets` vector marks where each sequence's samples begin. Nothing is allocated per
+//! sample or per sequence, and [`SequenceBatch::clear`] keeps the buffers for reuse.
+//!
+//! Filling protocol: push the samples of one sequence into its streams, then call
+//! [`SequenceBatch::finish_sequence`] with its key, or [`SequenceBatch::discard_sequence`] to drop
+//! everything pushed since the last finished sequence (a bad sequence under `maxErrors`).
+
+use crate::element::Element;
+use crate::stream::{Storage, StreamSpec};
+use std::ops::Range;
+
+/// The samples of one stream for a run of sequences.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamData<T> {
+    storage: Storage,
+    dim: usize,
+    /// Dense: `samples * dim` values. Sparse: the non-zero values of all samples.
+    values: Vec<T>,
+    /// Sparse only: the index of each non-zero value.
+    indices: Vec<u32>,
+    /// Sparse only: CSR row pointers, `samples + 1` entries starting with 0.
+    sample_offsets: Vec<usize>,
+    /// `sequences + 1` entries starting with 0: the first sample of each sequence.
+    seq_offsets: Vec<usize>,
+    /// Dense only: number of complete samples (values.len() / dim once a sample is ended).
+    dense_samples: usize,
+}
+
+impl<T: Element> StreamData<T> {
+    /// An empty stream of the given storage and dimension.
+    pub fn new(storage: Storage, dim: usize) -> Self {
+        StreamData {
+            storage,
+            dim,
+            values: Vec::new(),
+            indices: Vec::new(),
+            sample_offsets: vec![0],
+            seq_offsets: vec![0],
+            dense_samples: 0,
+        }
+    }
+
+    /// Dense or sparse.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// The stream's dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of finished and open samples pushed so far.
+    pub fn num_samples(&self) -> usize {
+        match self.storage {
+            Storage::Dense => self.dense_samples,
+            Storage::Sparse => self.sample_offsets.len() - 1,
+        }
+    }
+
+    /// Number of finished sequences.
+    pub fn num_sequences(&self) -> usize {
+        self.seq_offsets.len() - 1
+    }
+
+    /// All values: dense `[samples x dim]`, or the sparse non-zeros.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// Sparse indices (empty for dense).
+    pub fn indices(&self) -> &[u32] {
+        &self.indices
+    }
+
+    /// Sparse CSR row pointers, `samples + 1` entries (just `[0]` for dense).
+    pub fn sample_offsets(&self) -> &[usize] {
+        &self.sample_offsets
+    }
+
+    /// Sequence boundaries in samples, `sequences + 1` entries.
+    pub fn seq_offsets(&self) -> &[usize] {
+        &self.seq_offsets
+    }
+
+    /// The sample range of sequence `seq`.
+    pub fn sequence_samples(&self, seq: usize) -> Range<usize> {
+        self.seq_offsets[seq]..self.seq_offsets[seq + 1]
+    }
+
+    /// The values of dense sample `sample`.
+    pub fn dense_sample(&self, sample: usize) -> &[T] {
+        &self.values[sample * self.dim..(sample + 1) * self.dim]
+    }
+
+    /// The indices and values of sparse sample `sample`.
+    pub fn sparse_sample(&self, sample: usize) -> (&[u32], &[T]) {
+        let r = self.sample_offsets[sample]..self.sample_offsets[sample + 1];
+        (&self.indices[r.clone()], &self.values[r])
+    }
+
+    /// Number of non-zeros of the samples of sequence `seq` (sparse), or values (dense).
+    pub fn sequence_nnz(&self, seq: usize) -> usize {
+        let r = self.sequence_samples(seq);
+        match self.storage {
+            Storage::Dense => r.len() * self.dim,
+            Storage::Sparse => self.sample_offsets[r.end] - self.sample_offsets[r.start],
+        }
+    }
+
+    /// Appends a complete dense sample. `values` shorter than `dim` are zero-padded; longer is
+    /// the caller's error to catch first (debug-asserted).
+    pub fn push_dense_sample(&mut self, values: &[T]) {
+        debug_assert!(values.len() <= self.dim);
+        self.values.extend_from_slice(values);
+        self.end_dense_sample();
+    }
+
+    /// Appends one value to the open dense sample (for parsers that write values as they go).
+    #[inline]
+    pub fn push_dense_value(&mut self, value: T) {
+        self.values.push(value);
+    }
+
+    /// Values pushed into the open dense sample so far.
+    #[inline]
+    pub fn open_dense_len(&self) -> usize {
+        self.values.len() - self.dense_samples * self.dim
+    }
+
+    /// Ends the open dense sample, zero-padding it to `dim`. Returns how many values it had.
+    pub fn end_dense_sample(&mut self) -> usize {
+        let had = self.open_dense_len();
+        debug_assert!(had <= self.dim);
+        self.values.resize((self.dense_samples + 1) * self.dim, T::default());
+        self.dense_samples += 1;
+        had
+    }
+
+    /// Appends one `(index, value)` pair to the open sparse sample.
+    #[inline]
+    pub fn push_sparse_value(&mut self, index: u32, value: T) {
+        self.indices.push(index);
+        self.values.push(value);
+    }
+
+    /// Ends the open sparse sample (possibly with no pairs).
+    pub fn end_sparse_sample(&mut self) {
+        self.sample_offsets.push(self.values.len());
+    }
+
+    /// Appends a complete sparse sample.
+    pub fn push_sparse_sample(&mut self, indices: &[u32], values: &[T]) {
+        debug_assert_eq!(indices.len(), values.len());
+        self.indices.extend_from_slice(indices);
+        self.values.extend_from_slice(values);
+        self.end_sparse_sample();
+    }
+
+    /// Drops the values pushed into the open (not yet ended) sample.
+    pub fn discard_open_sample(&mut self) {
+        match self.storage {
+            Storage::Dense => self.values.truncate(self.dense_samples * self.dim),
+            Storage::Sparse => {
+                let keep = *self.sample_offsets.last().expect("never empty");
+                self.values.truncate(keep);
+                self.indices.truncate(keep);
+            }
+        }
+    }
+
+    /// Samples pushed since the last finished sequence.
+    pub fn open_sequence_samples(&self) -> usize {
+        self.num_samples() - self.seq_offsets.last().expect("never empty")
+    }
+
+    fn finish_sequence(&mut self) {
+        debug_assert_eq!(self.open_dense_len_or_zero(), 0, "a sample is still open");
+        self.seq_offsets.push(self.num_samples());
+    }
+
+    fn open_dense_len_or_zero(&self) -> usize {
+        match self.storage {
+            Storage::Dense => self.open_dense_len(),
+            Storage::Sparse => 0,
+        }
+    }
+
+    fn discard_sequence(&mut self) {
+        let first = *self.seq_offsets.last().expect("never empty");
+        match self.storage {
+            Storage::Dense => {
+                self.dense_samples = first;
+                self.values.truncate(first * self.dim);
+            }
+            Storage::Sparse => {
+                self.sample_offsets.truncate(first + 1);
+                let keep = self.sample_offsets[first];
+                self.values.truncate(keep);
+                self.indices.truncate(keep);
+            }
+        }
+    }
+
+    /// Appends a copy of sequence `seq` of `other` (same storage and dim) as an open sequence.
+    pub fn extend_from_sequence(&mut self, other: &StreamData<T>, seq: usize) {
+        debug_assert_eq!((self.storage, self.dim), (other.storage, other.dim));
+        let r = other.sequence_samples(seq);
+        match self.storage {
+            Storage::Dense => {
+                self.values.extend_from_slice(&other.values[r.start * self.dim..r.end * self.dim]);
+                self.dense_samples += r.len();
+            }
+            Storage::Sparse => {
+                let (lo, hi) = (other.sample_offsets[r.start], other.sample_offsets[r.end]);
+                let base = self.values.len();
+                self.values.extend_from_slice(&other.values[lo..hi]);
+                self.indices.extend_from_slice(&other.indices[lo..hi]);
+                self.sample_offsets.extend(
+                    other.sample_offsets[r.start + 1..=r.end].iter().map(|&o| o - lo + base),
+                );
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.indices.clear();
+        self.sample_offsets.truncate(1);
+        self.seq_offsets.truncate(1);
+        self.dense_samples = 0;
+    }
+}
+
+/// Whole sequences of a fixed list of streams, column by column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SequenceBatch<T> {
+    keys: Vec<u64>,
+    streams: Vec<StreamData<T>>,
+}
+
+impl<T: Element> SequenceBatch<T> {
+    /// An empty batch for the given streams (in this order).
+    pub fn new(specs: &[StreamSpec]) -> Self {
+        SequenceBatch {
+            keys: Vec::new(),
+            streams: specs.iter().map(|s| StreamData::new(s.storage, s.dim)).collect(),
+        }
+    }
+
+    /// An empty batch with the same streams as `self`.
+    pub fn empty_like(&self) -> Self {
+        SequenceBatch {
+            keys: Vec::new(),
+            streams: self.streams.iter().map(|s| StreamData::new(s.storage, s.dim)).collect(),
+        }
+    }
+
+    /// Number of finished sequences.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// No finished sequences?
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The sequence keys, in order.
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// The streams, in configuration order.
+    pub fn streams(&self) -> &[StreamData<T>] {
+        &self.streams
+    }
+
+    /// Stream `i`, for pushing samples.
+    pub fn stream_mut(&mut self, i: usize) -> &mut StreamData<T> {
+        &mut self.streams[i]
+    }
+
+    /// Closes the samples pushed since the last finished sequence as one sequence with `key`.
+    pub fn finish_sequence(&mut self, key: u64) {
+        for s in &mut self.streams {
+            s.finish_sequence();
+        }
+        self.keys.push(key);
+    }
+
+    /// Drops everything pushed since the last finished sequence, open samples included.
+    pub fn discard_sequence(&mut self) {
+        for s in &mut self.streams {
+            s.discard_sequence();
+        }
+    }
+
+    /// The number of samples of sequence `seq`: the largest count over its streams, or that of
+    /// stream `defining` when given (CNTK's definesMBSize).
+    pub fn sequence_length(&self, seq: usize, defining: Option<usize>) -> usize {
+        match defining {
+            Some(i) => self.streams[i].sequence_samples(seq).len(),
+            None => self.streams.iter().map(|s| s.sequence_samples(seq).len()).max().unwrap_or(0),
+        }
+    }
+
+    /// Appends a copy of sequence `seq` of `other` (same streams), keeping its key.
+    pub fn push_sequence_from(&mut self, other: &SequenceBatch<T>, seq: usize) {
+        for (mine, theirs) in self.streams.iter_mut().zip(&other.streams) {
+            mine.extend_from_sequence(theirs, seq);
+        }
+        self.finish_sequence(other.keys[seq]);
+    }
+
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        for s in &mut self.streams {
+            s.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specs() -> Vec<StreamSpec> {
+        vec![StreamSpec::new("d", Storage::Dense, 3), StreamSpec::new("s", Storage::Sparse, 10)]
+    }
+
+    #[test]
+    fn fill_read_and_discard() {
+        let mut b = SequenceBatch::<f32>::new(&specs());
+        b.stream_mut(0).push_dense_sample(&[1.0, 2.0]);
+        b.stream_mut(1).push_sparse_sample(&[4, 7], &[0.5, 0.25]);
+        b.stream_mut(1).push_sparse_sample(&[], &[]);
+        b.finish_sequence(100);
+        // A bad sequence: pushed, then discarded.
+        b.stream_mut(0).push_dense_sample(&[9.0]);
+        b.stream_mut(1).push_sparse_value(1, 9.0);
+        b.discard_sequence();
+        b.stream_mut(0).push_dense_value(5.0);
+        assert_eq!(b.stream_mut(0).end_dense_sample(), 1);
+        b.finish_sequence(200);
+
+        assert_eq!(b.keys(), &[100, 200]);
+        let d = &b.streams()[0];
+        assert_eq!(d.values(), &[1.0, 2.0, 0.0, 5.0, 0.0, 0.0]);
+        assert_eq!(d.seq_offsets(), &[0, 1, 2]);
+        let s = &b.streams()[1];
+        assert_eq!(s.sequence_samples(0), 0..2);
+        assert_eq!(s.sequence_samples(1), 2..2);
+        assert_eq!(s.sparse_sample(0), (&[4u32, 7][..], &[0.5f32, 0.25][..]));
+        assert_eq!(s.sparse_sample(1).0.len(), 0);
+        assert_eq!(b.sequence_length(0, None), 2);
+        assert_eq!(b.sequence_length(0, Some(0)), 1);
+        assert_eq!(b.sequence_length(1, None), 1);
+    }
+
+    #[test]
+    fn copy_sequences_between_batches() {
+        let mut a = SequenceBatch::<f64>::new(&specs());
+        for k in 0..3u32 {
+            a.stream_mut(0).push_dense_sample(&[k as f64; 3]);
+            a.stream_mut(1).push_sparse_sample(&[k, k + 1], &[1.0, 2.0]);
+            a.finish_sequence(k as u64);
+        }
+        let mut b = a.empty_like();
+        b.push_sequence_from(&a, 2);
+        b.push_sequence_from(&a, 0);
+        assert_eq!(b.keys(), &[2, 0]);
+        assert_eq!(b.streams()[0].dense_sample(1), &[0.0; 3]);
+        assert_eq!(b.streams()[1].sparse_sample(0).0, &[2, 3]);
+        assert_eq!(b.streams()[1].sample_offsets(), &[0, 2, 4]);
+        b.clear();
+        assert!(b.is_empty());
+        assert_eq!(b.streams()[1].num_samples(), 0);
+    }
+}

@@ -1,0 +1,1 @@
+//! The CNTK Binary Format (CBF).

@@ -1,0 +1,1 @@
+//! The CNTK Text Format (CTF).

@@ -1,0 +1,81 @@
+//! Recognising which format a file is in.
+
+use std::path::Path;
+
+/// The file formats exfeed knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileFormat {
+    /// CNTK Text Format.
+    Ctf,
+    /// CNTK Binary Format.
+    Cbf,
+    /// Lens text example file (`.ex`).
+    LensText,
+    /// Lens binary example file (`.bex`).
+    LensBinary,
+}
+
+/// CBF's magic number, stored little-endian at the start and as the header's sentinel.
+pub const CBF_MAGIC: u64 = 0x636e_746b_5f62_696e;
+/// Lens binary example files start with this big-endian cookie.
+pub const LENS_BINARY_COOKIE: u32 = 0xaaaa_aaaa;
+
+impl FileFormat {
+    /// The names accepted by `--from`/`--to`.
+    pub fn parse_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "ctf" => FileFormat::Ctf,
+            "cbf" => FileFormat::Cbf,
+            "ex" | "lens" => FileFormat::LensText,
+            "bex" => FileFormat::LensBinary,
+            _ => return None,
+        })
+    }
+
+    /// From the content's first bytes (already decompressed), where they are decisive.
+    pub fn from_magic(head: &[u8]) -> Option<Self> {
+        if head.len() >= 8 && u64::from_le_bytes(head[..8].try_into().unwrap()) == CBF_MAGIC {
+            Some(FileFormat::Cbf)
+        } else if head.len() >= 4
+            && u32::from_be_bytes(head[..4].try_into().unwrap()) == LENS_BINARY_COOKIE
+        {
+            Some(FileFormat::LensBinary)
+        } else {
+            None
+        }
+    }
+
+    /// From the file name, looking through a `.gz`/`.bz2` suffix: `.ex` is Lens text, `.bex`
+    /// Lens binary, `.bin`/`.cbf` CBF, anything else CTF (CNTK's text files are often `.txt`).
+    pub fn from_name(path: &Path) -> Self {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let name = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bz2")).unwrap_or(name);
+        match name.rsplit_once('.').map(|(_, ext)| ext) {
+            Some("ex") => FileFormat::LensText,
+            Some("bex") => FileFormat::LensBinary,
+            Some("cbf") | Some("bin") => FileFormat::Cbf,
+            _ => FileFormat::Ctf,
+        }
+    }
+
+    /// Magic bytes win; otherwise the name decides.
+    pub fn detect(path: &Path, head: &[u8]) -> Self {
+        Self::from_magic(head).unwrap_or_else(|| Self::from_name(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_beats_name() {
+        let mut cbf = CBF_MAGIC.to_le_bytes().to_vec();
+        cbf.extend_from_slice(&1u32.to_le_bytes());
+        assert_eq!(FileFormat::detect(Path::new("x.txt"), &cbf), FileFormat::Cbf);
+        assert_eq!(FileFormat::detect(Path::new("x.ex"), &[0xaa; 8]), FileFormat::LensBinary);
+        assert_eq!(FileFormat::detect(Path::new("x.ex.gz"), b"I: 1"), FileFormat::LensText);
+        assert_eq!(FileFormat::detect(Path::new("x.txt"), b"|a 1"), FileFormat::Ctf);
+        assert_eq!(FileFormat::from_name(Path::new("a.bex.bz2")), FileFormat::LensBinary);
+    }
+}

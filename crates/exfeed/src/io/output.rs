@@ -1,0 +1,220 @@
+//! Writing outputs atomically: into a temporary file beside the target, renamed into place only
+//! when complete and flushed. A failed or interrupted write leaves no partial file, and an
+//! existing file is replaced only when asked to.
+
+use super::input::Compression;
+use crate::error::{Error, ErrorKind, Location, Result};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use tempfile::TempPath;
+
+/// How to treat the target of a write.
+#[derive(Debug, Clone, Default)]
+pub struct OutputOptions {
+    /// Replace an existing file (`--force`).
+    pub force: bool,
+    /// Inputs of the same run: writing onto one of them is refused.
+    pub inputs: Vec<PathBuf>,
+}
+
+enum Sink {
+    Plain(BufWriter<File>),
+    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
+    Bzip2(bzip2::write::BzEncoder<BufWriter<File>>),
+}
+
+/// An output file being written. Write through [`AtomicOutput`]'s `Write` impl, then
+/// [`AtomicOutput::commit`]; dropping it without committing removes the temporary file.
+/// Names ending in `.gz` or `.bz2` are compressed.
+pub struct AtomicOutput {
+    sink: Sink,
+    temp: TempPath,
+    target: PathBuf,
+    force: bool,
+    written: u64,
+}
+
+fn refused(path: &Path, message: String) -> Error {
+    Error::new(ErrorKind::Refused, Location::default().with_file(path.display().to_string()), message)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+impl AtomicOutput {
+    /// Starts writing `target`. Fails at once if it is one of the inputs, or exists and
+    /// `force` is not set.
+    pub fn create(target: &Path, options: &OutputOptions) -> Result<Self> {
+        if options.inputs.iter().any(|i| same_file(i, target)) {
+            return Err(refused(target, "output is the same file as an input".into()));
+        }
+        if !options.force && target.exists() {
+            return Err(refused(
+                target,
+                "output exists; use --force to replace it".into(),
+            ));
+        }
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let temp = tempfile::Builder::new()
+            .prefix(".exfeed-partial-")
+            .tempfile_in(dir)
+            .map_err(|e| Error::io(target, e))?;
+        let (file, temp) = temp.into_parts();
+        let buffered = BufWriter::with_capacity(1 << 20, file);
+        let sink = match Compression::from_extension(target) {
+            Compression::None => Sink::Plain(buffered),
+            Compression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(
+                buffered,
+                flate2::Compression::default(),
+            )),
+            Compression::Bzip2 => Sink::Bzip2(bzip2::write::BzEncoder::new(
+                buffered,
+                bzip2::Compression::default(),
+            )),
+        };
+        Ok(AtomicOutput { sink, temp, target: target.to_path_buf(), force: options.force, written: 0 })
+    }
+
+    /// The final path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Bytes written so far (before compression).
+    pub fn position(&self) -> u64 {
+        self.written
+    }
+
+    /// Finishes compression, flushes and syncs, and renames the file into place.
+    pub fn commit(self) -> Result<()> {
+        let target = self.target;
+        let io = |e: io::Error| Error::io(&target, e);
+        let buffered = match self.sink {
+            Sink::Plain(w) => w,
+            Sink::Gzip(w) => w.finish().map_err(io)?,
+            Sink::Bzip2(w) => w.finish().map_err(io)?,
+        };
+        let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        let result = if self.force {
+            self.temp.persist(&target).map(|_| ())
+        } else {
+            self.temp.persist_noclobber(&target).map(|_| ())
+        };
+        result.map_err(|e| {
+            if e.error.kind() == io::ErrorKind::AlreadyExists {
+                refused(&target, "output appeared while writing; use --force to replace it".into())
+            } else {
+                io(e.error)
+            }
+        })
+    }
+}
+
+impl Write for AtomicOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = match &mut self.sink {
+            Sink::Plain(w) => w.write(buf)?,
+            Sink::Gzip(w) => w.write(buf)?,
+            Sink::Bzip2(w) => w.write(buf)?,
+        };
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.sink {
+            Sink::Plain(w) => w.flush(),
+            Sink::Gzip(w) => w.flush(),
+            Sink::Bzip2(w) => w.flush(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{open_bytes, InputPath};
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn committed_output_appears_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        let mut out = AtomicOutput::create(&target, &OutputOptions::default()).unwrap();
+        out.write_all(b"hello").unwrap();
+        assert!(!target.exists(), "nothing at the target before commit");
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"hello");
+        assert_eq!(files_in(dir.path()), ["out.txt"]);
+    }
+
+    #[test]
+    fn dropped_output_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        let mut out = AtomicOutput::create(&target, &OutputOptions::default()).unwrap();
+        out.write_all(b"partial").unwrap();
+        drop(out);
+        assert!(files_in(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn existing_output_needs_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        std::fs::write(&target, b"old").unwrap();
+        let err = AtomicOutput::create(&target, &OutputOptions::default()).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::Refused);
+        assert!(err.to_string().contains("use --force"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        let opts = OutputOptions { force: true, ..Default::default() };
+        let mut out = AtomicOutput::create(&target, &opts).unwrap();
+        out.write_all(b"new").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+    }
+
+    #[test]
+    fn writing_onto_an_input_is_refused_even_with_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.txt");
+        std::fs::write(&input, b"data").unwrap();
+        let opts = OutputOptions { force: true, inputs: vec![input.clone()] };
+        let via_dot = dir.path().join(".").join("in.txt");
+        let err = AtomicOutput::create(&via_dot, &opts).err().unwrap();
+        assert!(err.to_string().contains("same file as an input"), "{err}");
+    }
+
+    #[test]
+    fn gz_and_bz2_names_compress() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["o.gz", "o.bz2"] {
+            let target = dir.path().join(name);
+            let mut out = AtomicOutput::create(&target, &OutputOptions::default()).unwrap();
+            out.write_all(&b"0123456789".repeat(100)).unwrap();
+            out.commit().unwrap();
+            let raw = std::fs::read(&target).unwrap();
+            assert!(raw.len() < 1000, "{name} is compressed");
+            let back = open_bytes(&InputPath::new(&target)).unwrap();
+            assert_eq!(&back[..], &b"0123456789".repeat(100)[..]);
+        }
+    }
+}

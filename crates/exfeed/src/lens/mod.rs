@@ -1,0 +1,1 @@
+//! Lens example files: `.ex` text and `.bex` binary.

@@ -1,0 +1,1 @@
+//! The minibatch reader: chunked, randomized, parallel, distributed and resumable.

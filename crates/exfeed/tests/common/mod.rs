@@ -1,0 +1,26 @@
+//! Shared by the integration tests: where the conformance corpus is.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The conformance corpus (`../shared/conformance` from the project root, or
+/// `$EXFEED_CONFORMANCE`). `None`, with a note on stderr, when it is missing on a developer's
+/// machine; in CI (`CI=true`) a missing corpus fails the test.
+pub fn conformance_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("EXFEED_CONFORMANCE").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
+    });
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("conformance corpus missing at {} (required in CI)", dir.display());
+    }
+    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
+    None
+}
+
+/// A subfolder of the conformance corpus, or `None` (skipped) as for [`conformance_dir`].
+pub fn conformance(sub: &str) -> Option<PathBuf> {
+    conformance_dir().map(|d| d.join(sub))
+}
