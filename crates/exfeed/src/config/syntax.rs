@@ -218,6 +218,21 @@ impl<'a> Parser<'a> {
         error_at(ErrorKind::Syntax, &self.lex.file, pos, msg)
     }
 
+    /// A closing bracket that does not close the block opened at `open`.
+    fn mismatched(&self, want: u8, open: Pos) -> Error {
+        let opener = if want == b']' { '[' } else { '{' };
+        self.err(
+            self.pos,
+            format!(
+                "expected '{}' to close the '{opener}' at line {}, column {}, found {}",
+                want as char,
+                open.line,
+                open.column,
+                describe(&self.tok)
+            ),
+        )
+    }
+
     fn skip_separators(&mut self) -> Result<(), Error> {
         while matches!(self.tok, Tok::Newline | Tok::Punct(b';')) {
             self.bump()?;
@@ -253,6 +268,9 @@ impl<'a> Parser<'a> {
                     self.bump()?;
                     return Ok(block);
                 }
+                (Tok::Punct(b']' | b'}' | b')'), Some((want, open))) => {
+                    return Err(self.mismatched(want, open))
+                }
                 (Tok::Word(_), _) => {}
                 (other, _) => {
                     return Err(self.err(
@@ -278,6 +296,10 @@ impl<'a> Parser<'a> {
             match &self.tok {
                 Tok::Newline | Tok::Eof | Tok::Punct(b';') => {}
                 Tok::Punct(c) if Some(*c) == close.map(|c| c.0) => {}
+                Tok::Punct(b']' | b'}' | b')') if close.is_some() => {
+                    let (want, open) = close.unwrap_or_default();
+                    return Err(self.mismatched(want, open));
+                }
                 other => {
                     return Err(self.err(
                         self.pos,
@@ -526,7 +548,7 @@ mod tests {
             d.get("i").unwrap().node.pos,
             Pos {
                 line: 3,
-                column: 30
+                column: 29
             }
         );
     }
@@ -573,7 +595,11 @@ mod tests {
             ),
             (
                 "a = { b = 1 ]",
-                "t:1:13: expected a parameter name, found ']'",
+                "t:1:13: expected '}' to close the '{' at line 1, column 5, found ']'",
+            ),
+            (
+                "a = [\n b = 1; )",
+                "t:2:9: expected ']' to close the '[' at line 1, column 5, found ')'",
             ),
             (
                 "a = \"abc\nb = 1",
