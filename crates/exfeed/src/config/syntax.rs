@@ -83,6 +83,8 @@ impl Block {
 const MAX_DEPTH: usize = 64;
 /// `$a$` -> `$b$` -> ... chains longer than this are taken as a cycle.
 const MAX_SUBSTITUTION_DEPTH: usize = 16;
+/// A value longer than this after substitution is refused (`$a$$a$` chains grow exponentially).
+const MAX_EXPANDED_LEN: usize = 1 << 20;
 
 /// An error at `pos` of `file` (line and column only when known).
 pub(crate) fn error_at(
@@ -157,7 +159,7 @@ impl<'a> Lexer<'a> {
         };
         if c == b'\n' {
             self.at += 1;
-            self.line += 1;
+            self.line = self.line.saturating_add(1);
             self.line_start = self.at;
             return Ok((Tok::Newline, pos));
         }
@@ -391,7 +393,7 @@ impl<'a> Parser<'a> {
                     for (i, part) in t.split(':').enumerate() {
                         let pos = Pos {
                             line: node.pos.line,
-                            column: node.pos.column + i as u32,
+                            column: node.pos.column.saturating_add(i as u32),
                         };
                         items.push(Node {
                             value: Value::Text(part.trim().to_string()),
@@ -507,6 +509,14 @@ fn expand(
             }
         }
         rest = &after[end + 1..];
+        if out.len() > MAX_EXPANDED_LEN {
+            return Err(error_at(
+                ErrorKind::Config,
+                file,
+                pos,
+                format!("value is longer than {MAX_EXPANDED_LEN} bytes after '$...$' substitution"),
+            ));
+        }
     }
     out.push_str(rest);
     Ok(out)
@@ -636,6 +646,27 @@ mod tests {
         ] {
             let err = parse(src, "t").unwrap_err();
             assert_eq!(err.to_string(), want, "{src:?}");
+        }
+    }
+
+    #[test]
+    fn exponential_substitution_is_capped() {
+        let mut src =
+            String::from("v0 = xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n");
+        for i in 1..=15 {
+            src += &format!("v{i} = $v{}$$v{}$\n", i - 1, i - 1);
+        }
+        let err = parse(&src, "t").unwrap_err();
+        assert!(
+            err.to_string().contains("longer than 1048576 bytes"),
+            "{err}"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(src in "[a-c=;:#$\\[\\]{}()'\" \n]{0,64}") {
+            let _ = parse(&src, "t");
         }
     }
 

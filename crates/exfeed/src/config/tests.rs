@@ -358,3 +358,20 @@ fn files_are_read_by_extension() {
     let err = ReaderConfig::from_file(dir.path().join("missing.cntk"), None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
 }
+
+proptest::proptest! {
+    /// Any one-byte change of a valid configuration parses or fails with an error, never panics.
+    #[test]
+    fn mutated_configs_never_panic(at in 0usize..400, c in proptest::sample::select(b"=;:#$[]{}()'\" \nx0".to_vec())) {
+        let text = reader(&format!(
+            "{CTF_READER}\nrandomize = $r$\ndeserializers = ([ type = CNTKTextFormatDeserializer; file = x; input = [ a = [ dim=1; format=dense ] ] ])"
+        ));
+        let text = format!("r = false\n{text}");
+        let mut bytes = text.into_bytes();
+        let at = at % bytes.len();
+        bytes[at] = c;
+        let text = String::from_utf8(bytes).unwrap();
+        let _ = ReaderConfig::from_cntk_str(&text, "c", None);
+        let _ = ReaderConfig::from_toml_str(&text, "c", None);
+    }
+}
