@@ -301,3 +301,53 @@ fn cbf_alias_only_inputs_leave_dim_to_the_file() {
         data.join("5_inputs_100x10_jagged_mixed.bin")
     );
 }
+
+#[test]
+fn documented_examples_are_true() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md"))
+            .unwrap();
+    let blocks: Vec<&str> = docs
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let composite = ReaderConfig::from_toml_str(blocks[0], "doc.toml", None).unwrap();
+    assert_eq!(composite.deserializers.len(), 2);
+    assert_eq!(composite.precision, Precision::Double);
+    let flat = ReaderConfig::from_toml_str(blocks[1], "doc.toml", None).unwrap();
+    let names: Vec<_> = flat.deserializers[0]
+        .inputs
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(names, ["features", "labels"]);
+
+    let Some(dir) = common::conformance("cntk/config") else {
+        return;
+    };
+    let text = read(&dir, "dense.cntk");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        (lines[12].trim(), lines[19].trim()),
+        ("randomize = true", "dim = 10000")
+    );
+    for (from, to, want) in [
+        (
+            "        randomize = true\n\n        input",
+            "        randomise = true\n\n        input",
+            "dense.cntk:13:9: unknown reader parameter 'randomise' (did you mean 'randomize'?)",
+        ),
+        (
+            "dim = 10000",
+            "dim = abc",
+            "dense.cntk:20:23: input 'features': dim must be a positive integer, found 'abc'",
+        ),
+    ] {
+        let bad = text.replacen(from, to, 1);
+        let err = ReaderConfig::from_cntk_str(&bad, "dense.cntk", Some("1x1")).unwrap_err();
+        assert_eq!(err.to_string(), want);
+        assert!(docs.contains(want), "docs/config.md shows {want}");
+    }
+}
