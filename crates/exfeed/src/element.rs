@@ -46,9 +46,7 @@ impl FromStr for Precision {
         match s {
             "float" => Ok(Precision::Float),
             "double" => Ok(Precision::Double),
-            other => Err(format!(
-                "precision must be 'float' or 'double', found '{other}'"
-            )),
+            other => Err(format!("precision must be 'float' or 'double', found '{other}'")),
         }
     }
 }
