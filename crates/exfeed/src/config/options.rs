@@ -77,6 +77,16 @@ pub struct DeserializerConfig {
 }
 
 impl DeserializerConfig {
+    /// A deserializer of `kind` for `file` with `inputs` and no per-deserializer overrides.
+    pub fn new(kind: DeserializerKind, file: impl Into<PathBuf>, inputs: Vec<StreamSpec>) -> Self {
+        DeserializerConfig {
+            kind,
+            file: file.into(),
+            inputs,
+            ..Default::default()
+        }
+    }
+
     /// The file resolved against `dir` (unchanged when it is absolute).
     pub fn resolve_file(&self, dir: &Path) -> PathBuf {
         dir.join(&self.file)
@@ -249,14 +259,18 @@ fn select_section<'a>(
                     format!("'{}' is not a section", entry.key),
                 ));
             };
-            let reader = sec.get("reader").ok_or_else(|| {
-                error_at(
-                    ErrorKind::Config,
-                    file,
-                    entry.key_pos,
-                    format!("section '{}' has no reader block", entry.key),
-                )
-            })?;
+            // As in CNTK's scoped lookup, a section without its own reader uses the top level's.
+            let reader = sec
+                .get("reader")
+                .or_else(|| top.get("reader"))
+                .ok_or_else(|| {
+                    error_at(
+                        ErrorKind::Config,
+                        file,
+                        entry.key_pos,
+                        format!("section '{}' has no reader block", entry.key),
+                    )
+                })?;
             Ok((vec![top, sec], reader))
         }
         None => {
@@ -390,14 +404,9 @@ impl Cx<'_> {
     }
 
     fn trace_level(&self, node: &Node, name: &str, ctx: Option<&str>) -> Result<u8> {
+        // 0 errors, 1 warnings, 2 everything; CNTK treats higher levels as 2, and so do we.
         let v = self.uint(node, name, ctx, false)?;
-        u8::try_from(v).map_err(|_| {
-            self.err(
-                node.pos,
-                ctx,
-                format!("{name} must be 0, 1 or 2, found '{v}'"),
-            )
-        })
+        Ok(u8::try_from(v).unwrap_or(u8::MAX))
     }
 
     fn precision(&self, node: &Node) -> Result<Precision> {

@@ -166,6 +166,23 @@ fn precision_in_the_reader_block_wins_over_the_section_and_top_level() {
 }
 
 #[test]
+fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_kept() {
+    let text = format!("reader = [ {CTF_READER}; traceLevel = 7; input = [ a = [ dim = 1; format = dense ] ] ]\ntest = [ action = test ]");
+    let top = ReaderConfig::from_cntk_str(&text, "c", None).unwrap();
+    assert_eq!(top.trace_level, 7);
+    assert_eq!(
+        ReaderConfig::from_cntk_str(&text, "c", Some("test")).unwrap(),
+        top
+    );
+    let d = DeserializerConfig::new(
+        DeserializerKind::Ctf,
+        "d.ctf",
+        vec!["a:dense:1".parse().unwrap()],
+    );
+    assert_eq!(top.deserializers, [d]);
+}
+
+#[test]
 fn composite_of_ctf_and_cbf() {
     let text = reader(
         r#"deserializers = (
@@ -194,7 +211,7 @@ fn errors_are_reported_verbatim() {
         (reader("randomize = yes"), None, "c:3:13: randomize must be true or false, found 'yes'"),
         (reader("chunkSizeInBytes = 0"), None, "c:3:20: chunkSizeInBytes must be a positive integer, found '0'"),
         (reader("maxErrors = -1"), None, "c:3:13: maxErrors must be a non-negative integer, found '-1'"),
-        (reader("traceLevel = 300"), None, "c:3:14: traceLevel must be 0, 1 or 2, found '300'"),
+        (reader("traceLevel = high"), None, "c:3:14: traceLevel must be a non-negative integer, found 'high'"),
         (reader("precision = half"), None, "c:3:13: precision must be 'float' or 'double', found 'half'"),
         (reader("readerType = HTKMLFReader"), None,
          "c:3:14: unknown readerType 'HTKMLFReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
