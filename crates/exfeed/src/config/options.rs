@@ -455,10 +455,7 @@ impl Cx<'_> {
             let n = &e.node;
             match self.param(&mut seen, e)? {
                 "readerType" => {
-                    kind = Some((
-                        self.kind(n, "readerType", None, DeserializerKind::reader_type)?,
-                        e,
-                    ))
+                    kind = Some(self.kind(n, "readerType", None, DeserializerKind::reader_type)?)
                 }
                 "file" => file = Some((self.text(n, "file", None)?, e)),
                 "input" => input = Some(e),
@@ -526,7 +523,7 @@ impl Cx<'_> {
                     .push(self.deserializer(block, item.pos, &ctx)?);
             }
         } else {
-            let Some((kind, _)) = kind else {
+            let Some(kind) = kind else {
                 return Err(self.err(
                     reader_entry.key_pos,
                     None,

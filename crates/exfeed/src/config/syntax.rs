@@ -384,12 +384,10 @@ impl<'a> Parser<'a> {
                     ));
                 }
             }
+            let bare = matches!(self.tok, Tok::Word(_));
             let node = self.value(depth)?;
             match node.value {
-                Value::Text(ref t)
-                    if matches!(self.tok, Tok::Punct(b')' | b':') | Tok::Newline)
-                        && t.contains(':') =>
-                {
+                Value::Text(ref t) if bare && t.contains(':') => {
                     for (i, part) in t.split(':').enumerate() {
                         let pos = Pos {
                             line: node.pos.line,
@@ -566,7 +564,7 @@ mod tests {
     #[test]
     fn arrays_of_blocks_and_words() {
         let b = parse(
-            "x = ([a=1]:[a=2])\ny = ({ a = 3 })\nz = (p:q : r)\nw = c:\\data\\f.txt",
+            "x = ([a=1]:[a=2])\ny = ({ a = 3 })\nz = (p:q : r : 's:t')\nw = c:\\data\\f.txt",
             "t",
         )
         .unwrap();
@@ -582,7 +580,7 @@ mod tests {
             panic!()
         };
         let z: Vec<_> = z.iter().map(|n| n.value.clone()).collect();
-        assert_eq!(z, ["p", "q", "r"].map(|s| Value::Text(s.into())));
+        assert_eq!(z, ["p", "q", "r", "s:t"].map(|s| Value::Text(s.into())));
         assert_eq!(text(&b, "w"), "c:\\data\\f.txt");
     }
 
