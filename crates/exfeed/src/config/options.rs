@@ -375,9 +375,13 @@ impl Cx<'_> {
 
     fn bool(&self, node: &Node, name: &str, ctx: Option<&str>) -> Result<bool> {
         let t = self.text(node, name, ctx)?;
-        if t.eq_ignore_ascii_case("true") {
+        // CNTK's ConfigValue also takes t/f and 1/0.
+        if ["true", "t", "1"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
             Ok(true)
-        } else if t.eq_ignore_ascii_case("false") {
+        } else if ["false", "f", "0"]
+            .iter()
+            .any(|w| t.eq_ignore_ascii_case(w))
+        {
             Ok(false)
         } else {
             Err(self.err(

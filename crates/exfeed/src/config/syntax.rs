@@ -129,7 +129,10 @@ struct Lexer<'a> {
 }
 
 fn is_punct(c: u8) -> bool {
-    matches!(c, b'=' | b';' | b'[' | b']' | b'{' | b'}' | b'(' | b')')
+    matches!(
+        c,
+        b'=' | b';' | b',' | b'[' | b']' | b'{' | b'}' | b'(' | b')'
+    )
 }
 
 impl<'a> Lexer<'a> {
@@ -236,7 +239,7 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_separators(&mut self) -> Result<(), Error> {
-        while matches!(self.tok, Tok::Newline | Tok::Punct(b';')) {
+        while matches!(self.tok, Tok::Newline | Tok::Punct(b';' | b',')) {
             self.bump()?;
         }
         Ok(())
@@ -296,7 +299,7 @@ impl<'a> Parser<'a> {
             self.skip_newlines()?;
             let node = self.value(depth)?;
             match &self.tok {
-                Tok::Newline | Tok::Eof | Tok::Punct(b';') => {}
+                Tok::Newline | Tok::Eof | Tok::Punct(b';' | b',') => {}
                 Tok::Punct(c) if Some(*c) == close.map(|c| c.0) => {}
                 Tok::Punct(b']' | b'}' | b')') if close.is_some() => {
                     let (want, open) = close.unwrap_or_default();
@@ -476,34 +479,43 @@ fn expand(
     while let Some(start) = rest.find('$') {
         out.push_str(&rest[..start]);
         let after = &rest[start + 1..];
-        let Some(end) = after.find('$') else {
-            // A lone '$' is kept as it is.
-            out.push_str(&rest[start..]);
-            return Ok(out);
+        // As in CNTK, only '$' followed by a letter or '_' starts a variable ("$1", "$$" stay).
+        if !after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        let end = after.find(|c: char| c == '$' || c.is_whitespace());
+        let Some(end) = end.filter(|&e| after.as_bytes()[e] == b'$') else {
+            return Err(error_at(
+                ErrorKind::Config,
+                file,
+                pos,
+                format!(
+                    "'${}' is not closed by '$'",
+                    after.split_whitespace().next().unwrap_or("")
+                ),
+            ));
         };
         let name = &after[..end];
-        if name.is_empty() {
-            out.push_str("$$");
-        } else {
-            let found = scopes.iter().rev().find_map(|b| b.get(name));
-            match found.map(|e| &e.node.value) {
-                Some(Value::Text(v)) => out.push_str(&expand(v, scopes, file, pos, depth + 1)?),
-                Some(_) => {
-                    return Err(error_at(
-                        ErrorKind::Config,
-                        file,
-                        pos,
-                        format!("'${name}$' names a block or array, not a value"),
-                    ));
-                }
-                None => {
-                    return Err(error_at(
-                        ErrorKind::Config,
-                        file,
-                        pos,
-                        format!("undefined variable '${name}$'"),
-                    ));
-                }
+        let found = scopes.iter().rev().find_map(|b| b.get(name));
+        match found.map(|e| &e.node.value) {
+            Some(Value::Text(v)) => out.push_str(&expand(v, scopes, file, pos, depth + 1)?),
+            Some(_) => {
+                return Err(error_at(
+                    ErrorKind::Config,
+                    file,
+                    pos,
+                    format!("'${name}$' names a block or array, not a value"),
+                ));
+            }
+            None => {
+                return Err(error_at(
+                    ErrorKind::Config,
+                    file,
+                    pos,
+                    format!("undefined variable '${name}$'"),
+                ));
             }
         }
         rest = &after[end + 1..];
@@ -592,6 +604,12 @@ mod tests {
         assert_eq!(text(s, "v"), "false");
         assert_eq!(text(block(s, "in"), "w"), "xfalsey");
         assert_eq!(text(&b, "late"), "5");
+        let b = parse("a = $1 $$ $_x$, _x = y", "t").unwrap();
+        assert_eq!(
+            text(&b, "a"),
+            "$1 $$ y",
+            "'$' before a non-letter is literal; ',' separates"
+        );
     }
 
     #[test]
@@ -633,6 +651,8 @@ mod tests {
             ),
             ("]", "t:1:1: expected a parameter name, found ']'"),
             ("a = $nope$", "t:1:5: undefined variable '$nope$'"),
+            ("a = x$nope", "t:1:5: '$nope' is not closed by '$'"),
+            ("a = $no pe$", "t:1:5: '$no' is not closed by '$'"),
             (
                 "a = $b$\nb = $a$",
                 "t:1:5: '$...$' substitutions nest too deep (a cycle?)",

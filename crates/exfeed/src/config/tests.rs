@@ -71,13 +71,13 @@ reader = [
     randomize = true
     randomizationWindow = 30
     randomizationSeed = 7
-    sampleBasedRandomizationWindow = TRUE
+    sampleBasedRandomizationWindow = T
     skipSequenceIds = false
     maxErrors = 100
     traceLevel = 2
     chunkSizeInBytes = 1024
     keepDataInMemory = true
-    frameMode = False
+    frameMode = 0
     cacheIndex = true
     input = [
         Some_very_long_input_name = [ alias = "a"; dim = 3; format = "dense" ]
@@ -333,8 +333,8 @@ fn toml_errors_name_line_and_column() {
             "t.toml:2:1: unknown reader parameter 'randomise' (did you mean 'randomize'?)",
         ),
         (
-            "[reader]\nrandomize = 1\n",
-            "t.toml:2:13: randomize must be true or false, found '1'",
+            "[reader]\nrandomize = 2\n",
+            "t.toml:2:13: randomize must be true or false, found '2'",
         ),
         ("[reader]\nrandomize = \n", "t.toml:2:13: "),
         ("[reader\n", "t.toml:1:"),
