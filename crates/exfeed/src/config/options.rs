@@ -123,7 +123,7 @@ pub struct ReaderConfig {
     /// `randomizationSeed` (default 0); sweep `s` uses seed + s.
     pub randomization_seed: u64,
     /// `randomizationWindow`: in chunks, or in samples with `sampleBasedRandomizationWindow`.
-    /// `None`: the default (the whole data set).
+    /// `None`: CNTK's default, see [`ReaderConfig::default_randomization_window`].
     pub randomization_window: Option<u64>,
     /// `sampleBasedRandomizationWindow` (default false).
     pub sample_based_randomization_window: bool,
@@ -166,6 +166,17 @@ impl Default for ReaderConfig {
 }
 
 impl ReaderConfig {
+    /// The window CNTK uses when `randomizationWindow` is not set: 4 GiB worth of chunks
+    /// (`4 GiB / chunkSizeInBytes`, at least 1) when the window counts chunks; `None` (the
+    /// whole data set) when it counts samples.
+    pub fn default_randomization_window(&self) -> Option<u64> {
+        if self.sample_based_randomization_window {
+            None
+        } else {
+            Some(((4u64 << 30) / self.chunk_size_bytes.max(1)).max(1))
+        }
+    }
+
     /// Resolves every deserializer's file against `dir` (see [`DeserializerConfig::resolve_file`]).
     pub fn resolve_files(&mut self, dir: &Path) {
         for d in &mut self.deserializers {
@@ -658,8 +669,19 @@ impl Cx<'_> {
             }
             match (dim, format) {
                 (Some(d), Some(f)) => {
-                    spec.dim = usize::try_from(d)
-                        .map_err(|_| self.err(e.key_pos, c, "dim is too large"))?;
+                    // Sparse indices are 32-bit signed in CNTK (and in CBF files).
+                    let limit = match f {
+                        Storage::Sparse => i32::MAX as u64,
+                        Storage::Dense => u32::MAX as u64,
+                    };
+                    if d > limit {
+                        return Err(self.err(
+                            e.key_pos,
+                            c,
+                            format!("dim {d} of a {f} input is larger than {limit}"),
+                        ));
+                    }
+                    spec.dim = d as usize;
                     spec.storage = f;
                 }
                 (None, None) if kind.inputs_described_by_file() => {}
@@ -677,6 +699,18 @@ impl Cx<'_> {
                         "give both 'dim' and 'format' or neither (then the file's header says)",
                     ))
                 }
+            }
+            // Names in the data file must tell inputs apart (CNTK: "Alias ... is already mapped").
+            if let Some(other) = out.iter().find(|s| s.name_in_file() == spec.name_in_file()) {
+                return Err(self.err(
+                    e.key_pos,
+                    c,
+                    format!(
+                        "'{}' in the file already stands for input '{}'",
+                        spec.name_in_file(),
+                        other.name
+                    ),
+                ));
             }
             out.push(spec);
         }

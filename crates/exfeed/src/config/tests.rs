@@ -183,6 +183,16 @@ fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_k
 }
 
 #[test]
+fn default_randomization_window_is_4_gib_of_chunks() {
+    let mut cfg = ReaderConfig::default();
+    assert_eq!(cfg.default_randomization_window(), Some(128));
+    cfg.chunk_size_bytes = 10_000;
+    assert_eq!(cfg.default_randomization_window(), Some(429_496));
+    cfg.sample_based_randomization_window = true;
+    assert_eq!(cfg.default_randomization_window(), None);
+}
+
+#[test]
 fn composite_of_ctf_and_cbf() {
     let text = reader(
         r#"deserializers = (
@@ -230,6 +240,10 @@ fn errors_are_reported_verbatim() {
         (reader(&format!("{CTF_READER}\ninput = [ a = [ dim=1;format=dense ]; A = [ dim=1;format=dense ] ]")), None,
          "c:4:39: input 'a' is defined twice"),
         (reader(&format!("{CTF_READER}\ninput = 5")), None, "c:4:9: input must be a block [ ... ], found '5'"),
+        (reader(&format!("{CTF_READER}\ninput = [ a = [ dim=1;format=dense;alias=b ]; b = [ dim=1;format=dense ] ]")), None,
+         "c:4:47: input 'b': 'b' in the file already stands for input 'a'"),
+        (input("dim = 2147483648; format = sparse"), None,
+         "c:4:11: input 'a': dim 2147483648 of a sparse input is larger than 2147483647"),
         (reader(r#"readerType = CNTKBinaryReader; file = x.bin; input = [ a = [ dim = 3 ] ]"#), None,
          "c:3:56: input 'a': give both 'dim' and 'format' or neither (then the file's header says)"),
         (reader("deserializers = ([ type = CNTKTextFormatDeserializer; file = x; input = [ a = [ dim=1; format=dense ] ]; rand = 1 ])"),
