@@ -128,6 +128,11 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
             ..Default::default()
         });
     }
+    // CNTK's default: the window counts chunks with a CTF deserializer, samples otherwise.
+    cfg.sample_based_randomization_window = !cfg
+        .deserializers
+        .iter()
+        .any(|d| d.kind == DeserializerKind::Ctf);
     (section, cfg)
 }
 
@@ -205,8 +210,8 @@ fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
         }
     }
     s += &format!(
-        "traceLevel = {}\nmaxErrors = {}\n",
-        cfg.trace_level, cfg.max_errors
+        "traceLevel = {}\nmaxErrors = {}\nsampleBasedRandomizationWindow = {}\n",
+        cfg.trace_level, cfg.max_errors, cfg.sample_based_randomization_window
     );
     let input_tables = |s: &mut String, prefix: &str, d: &exfeed::config::DeserializerConfig| {
         for i in &d.inputs {

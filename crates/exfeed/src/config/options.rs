@@ -74,6 +74,12 @@ pub struct DeserializerConfig {
     pub trace_level: Option<u8>,
     /// `chunkSizeInBytes` set in this deserializer's block (overrides the reader's).
     pub chunk_size_bytes: Option<u64>,
+    /// `keepDataInMemory` set in this deserializer's block (overrides the reader's).
+    pub keep_data_in_memory: Option<bool>,
+    /// `frameMode` set in this deserializer's block (overrides the reader's).
+    pub frame_mode: Option<bool>,
+    /// `cacheIndex` set in this deserializer's block (overrides the reader's).
+    pub cache_index: Option<bool>,
 }
 
 impl DeserializerConfig {
@@ -111,6 +117,22 @@ impl DeserializerConfig {
     pub fn effective_chunk_size_bytes(&self, reader: &ReaderConfig) -> u64 {
         self.chunk_size_bytes.unwrap_or(reader.chunk_size_bytes)
     }
+
+    /// `keepDataInMemory` in effect: this block's, else the reader's.
+    pub fn effective_keep_data_in_memory(&self, reader: &ReaderConfig) -> bool {
+        self.keep_data_in_memory
+            .unwrap_or(reader.keep_data_in_memory)
+    }
+
+    /// `frameMode` in effect: this block's, else the reader's.
+    pub fn effective_frame_mode(&self, reader: &ReaderConfig) -> bool {
+        self.frame_mode.unwrap_or(reader.frame_mode)
+    }
+
+    /// `cacheIndex` in effect: this block's, else the reader's.
+    pub fn effective_cache_index(&self, reader: &ReaderConfig) -> bool {
+        self.cache_index.unwrap_or(reader.cache_index)
+    }
 }
 
 /// Everything a `reader = [ ... ]` block says, one field per documented parameter.
@@ -125,7 +147,8 @@ pub struct ReaderConfig {
     /// `randomizationWindow`: in chunks, or in samples with `sampleBasedRandomizationWindow`.
     /// `None`: CNTK's default, see [`ReaderConfig::default_randomization_window`].
     pub randomization_window: Option<u64>,
-    /// `sampleBasedRandomizationWindow` (default false).
+    /// `sampleBasedRandomizationWindow`. Default, as in CNTK: false when a CTF deserializer is
+    /// present, true otherwise (the binary reader's window counts samples).
     pub sample_based_randomization_window: bool,
     /// `skipSequenceIds` (default false).
     pub skip_sequence_ids: bool,
@@ -166,11 +189,15 @@ impl Default for ReaderConfig {
 }
 
 impl ReaderConfig {
-    /// The window CNTK uses when `randomizationWindow` is not set: 4 GiB worth of chunks
-    /// (`4 GiB / chunkSizeInBytes`, at least 1) when the window counts chunks; `None` (the
-    /// whole data set) when it counts samples.
+    /// The window CNTK uses when `randomizationWindow` is not set: with a CTF deserializer and a
+    /// window counted in chunks, 4 GiB worth of chunks (`4 GiB / chunkSizeInBytes`, at least 1);
+    /// otherwise `None`, the whole data set.
     pub fn default_randomization_window(&self) -> Option<u64> {
-        if self.sample_based_randomization_window {
+        let has_ctf = self
+            .deserializers
+            .iter()
+            .any(|d| d.kind == DeserializerKind::Ctf);
+        if self.sample_based_randomization_window || !has_ctf {
             None
         } else {
             Some(((4u64 << 30) / self.chunk_size_bytes.max(1)).max(1))
@@ -206,6 +233,12 @@ const READER_PARAMS: &[&str] = &[
     "keepDataInMemory",
     "frameMode",
     "cacheIndex",
+    // The composite reader's own parameters that exfeed checks but does not need.
+    "truncated",
+    "truncationLength",
+    "multiThreadedDeserialization",
+    "useNumericSequenceKeys",
+    "hashSequenceKeys",
 ];
 const DESERIALIZER_PARAMS: &[&str] = &[
     "type",
@@ -216,6 +249,9 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "maxErrors",
     "traceLevel",
     "chunkSizeInBytes",
+    "keepDataInMemory",
+    "frameMode",
+    "cacheIndex",
 ];
 const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
 
@@ -333,7 +369,15 @@ impl Cx<'_> {
             .find(|k| k.eq_ignore_ascii_case(&entry.key))
         else {
             let mut msg = format!("unknown {} parameter '{}'", seen.what, entry.key);
-            if let Some(near) = nearest(&entry.key, seen.known) {
+            let reader_param = READER_PARAMS
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(&entry.key));
+            if seen.what == "deserializer" && reader_param {
+                msg = format!(
+                    "'{}' is a reader parameter: set it in the reader block, not in a deserializer",
+                    entry.key
+                );
+            } else if let Some(near) = nearest(&entry.key, seen.known) {
                 msg.push_str(&format!(" (did you mean '{near}'?)"));
             }
             return Err(self.err(entry.key_pos, ctx, msg));
@@ -466,6 +510,7 @@ impl Cx<'_> {
         let mut deserializers = None;
         let mut verbosity = None;
         let mut trace_level = None;
+        let mut sample_based = None;
         for e in &reader.entries {
             let n = &e.node;
             match self.param(&mut seen, e)? {
@@ -485,8 +530,7 @@ impl Cx<'_> {
                         Some(self.uint(n, "randomizationWindow", None, true)?)
                 }
                 "sampleBasedRandomizationWindow" => {
-                    cfg.sample_based_randomization_window =
-                        self.bool(n, "sampleBasedRandomizationWindow", None)?
+                    sample_based = Some(self.bool(n, "sampleBasedRandomizationWindow", None)?)
                 }
                 "skipSequenceIds" => {
                     cfg.skip_sequence_ids = self.bool(n, "skipSequenceIds", None)?
@@ -502,6 +546,19 @@ impl Cx<'_> {
                 }
                 "frameMode" => cfg.frame_mode = self.bool(n, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.bool(n, "cacheIndex", None)?,
+                "truncated" => {
+                    if self.bool(n, "truncated", None)? {
+                        let msg = "truncated back-propagation through time (truncated = true) is not supported";
+                        return Err(error_at(ErrorKind::Unsupported, self.file, n.pos, msg));
+                    }
+                }
+                "truncationLength" => {
+                    self.uint(n, "truncationLength", None, false)?;
+                }
+                // Performance and key-storage hints of CNTK's composite reader: no effect here.
+                "multiThreadedDeserialization" | "useNumericSequenceKeys" | "hashSequenceKeys" => {
+                    self.bool(n, "a composite reader flag", None)?;
+                }
                 other => unreachable!("{other} is in READER_PARAMS"),
             }
         }
@@ -562,6 +619,13 @@ impl Cx<'_> {
                 ..Default::default()
             });
         }
+        // CNTK's composite reader counts the window in samples unless a CTF deserializer is
+        // present (the CTF reader counts chunks); the binary reader's window is in samples.
+        let has_ctf = cfg
+            .deserializers
+            .iter()
+            .any(|d| d.kind == DeserializerKind::Ctf);
+        cfg.sample_based_randomization_window = sample_based.unwrap_or(!has_ctf);
         Ok(cfg)
     }
 
@@ -592,6 +656,11 @@ impl Cx<'_> {
                 "chunkSizeInBytes" => {
                     d.chunk_size_bytes = Some(self.uint(n, "chunkSizeInBytes", c, true)?)
                 }
+                "keepDataInMemory" => {
+                    d.keep_data_in_memory = Some(self.bool(n, "keepDataInMemory", c)?)
+                }
+                "frameMode" => d.frame_mode = Some(self.bool(n, "frameMode", c)?),
+                "cacheIndex" => d.cache_index = Some(self.bool(n, "cacheIndex", c)?),
                 other => unreachable!("{other} is in DESERIALIZER_PARAMS"),
             }
         }

@@ -46,6 +46,10 @@ reader = {
     assert_eq!(d.effective_max_errors(&cfg), 100);
     assert_eq!(d.effective_trace_level(&cfg), 2);
     assert_eq!(d.effective_chunk_size_bytes(&cfg), DEFAULT_CHUNK_SIZE_BYTES);
+    assert!(
+        !cfg.sample_based_randomization_window,
+        "a CTF deserializer: the window counts chunks"
+    );
     let names: Vec<_> = d
         .inputs
         .iter()
@@ -185,6 +189,13 @@ fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_k
 #[test]
 fn default_randomization_window_is_4_gib_of_chunks() {
     let mut cfg = ReaderConfig::default();
+    assert_eq!(
+        cfg.default_randomization_window(),
+        None,
+        "no CTF deserializer: whole data set"
+    );
+    cfg.deserializers
+        .push(DeserializerConfig::new(DeserializerKind::Ctf, "x", vec![]));
     assert_eq!(cfg.default_randomization_window(), Some(128));
     cfg.chunk_size_bytes = 10_000;
     assert_eq!(cfg.default_randomization_window(), Some(429_496));
@@ -202,7 +213,24 @@ fn composite_of_ctf_and_cbf() {
               input = [ labels = [ alias = "L" ] ] ]
         )"#,
     );
+    let text = text.replace(
+        "chunkSizeInBytes = 4096",
+        "chunkSizeInBytes = 4096; keepDataInMemory = true; frameMode = true; cacheIndex = true",
+    );
+    let text = text.replace("deserializers =", "truncated = false; truncationLength = 0; multiThreadedDeserialization = true\ndeserializers =");
     let cfg = ReaderConfig::from_cntk_str(&text, "c", None).unwrap();
+    let d0 = &cfg.deserializers[0];
+    assert!(
+        d0.effective_keep_data_in_memory(&cfg)
+            && d0.effective_frame_mode(&cfg)
+            && d0.effective_cache_index(&cfg)
+    );
+    let d1 = &cfg.deserializers[1];
+    assert!(
+        !d1.effective_keep_data_in_memory(&cfg)
+            && !d1.effective_frame_mode(&cfg)
+            && !d1.effective_cache_index(&cfg)
+    );
     let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.kind).collect();
     assert_eq!(kinds, [DeserializerKind::Ctf, DeserializerKind::Cbf]);
     assert_eq!(cfg.deserializers[0].chunk_size_bytes, Some(4096));
@@ -249,6 +277,12 @@ fn errors_are_reported_verbatim() {
         (reader("deserializers = ([ type = CNTKTextFormatDeserializer; file = x; input = [ a = [ dim=1; format=dense ] ]; rand = 1 ])"),
          None, "c:3:106: deserializer 1: unknown deserializer parameter 'rand'"),
         (reader("deserializers = ([ file = x ])"), None, "c:3:18: deserializer 1: no 'type'"),
+        (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; file = x; randomize = false ])"), None,
+         "c:3:67: deserializer 1: 'randomize' is a reader parameter: set it in the reader block, not in a deserializer"),
+        (reader(&format!("{CTF_READER}\ntruncated = true")), None,
+         "c:4:13: truncated back-propagation through time (truncated = true) is not supported"),
+        (reader(&format!("{CTF_READER}\nmultiThreadedDeserialization = maybe")), None,
+         "c:4:32: a composite reader flag must be true or false, found 'maybe'"),
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; module = CNTKTextFormatReader; file = x ])"),
          None, "c:3:66: deserializer 1: module 'CNTKTextFormatReader' does not provide type 'CNTKBinaryFormatDeserializer'"),
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; file = x ]:[ type = Foo ])"), None,
@@ -273,7 +307,10 @@ fn errors_are_reported_verbatim() {
         if err.to_string() != want {
             wrong.push(format!("{text:?}\n  got:  {err}\n  want: {want}"));
         }
-        assert!(matches!(err.kind(), ErrorKind::Config | ErrorKind::Syntax));
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::Config | ErrorKind::Syntax | ErrorKind::Unsupported
+        ));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
