@@ -338,6 +338,7 @@ fn select_section<'a>(
     }
 }
 
+/// The conversion context: the file name that errors carry.
 struct Cx<'f> {
     file: &'f Arc<str>,
 }
