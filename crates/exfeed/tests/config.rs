@@ -1,0 +1,358 @@
+//! Every section of every CNTK conformance config parses to the typed configuration it spells out,
+//! with `$defMBSize$` substituted both ways (the CNTK tests ran with false and true), and the
+//! TOML form written from a parsed configuration reads back to the same configuration.
+
+mod common;
+
+use std::path::Path;
+
+use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::{Precision, Storage, StreamSpec};
+
+/// `SECTION PRECISION RANDOMIZE [chunk=N] [keep] [trace=N] [skip] [maxErrors=N] ; FILE INPUT... ; ...`
+/// where INPUT is `NAME:FORMAT:DIM[:ALIAS]` with a trailing `*` when it has
+/// `definesMbSize=$defMBSize$`, or `NAME=ALIAS` (CBF: alias only).
+const EXPECTED: &[(&str, &[&str])] = &[
+    (
+        "dense.cntk",
+        &[
+            "1x1 double true ; 1x1_dense.txt features:dense:10000:F*",
+            "1x2 double true ; 1x2_dense.txt features:dense:100:F0*",
+            "1x10 float true ; 1x10_dense.txt features:dense:10:F0*",
+            "10x1_MI float true chunk=50000 keep ; 10x1_MI_dense.txt features1:dense:1:F1* features2:dense:10:F2 \
+             features3:dense:100:F3 features4:dense:1000:F4 labels1:dense:1:L1 labels2:dense:10:L2 labels3:dense:100:L3",
+            "10x10 float false ; 10x10_dense.txt features:dense:5:F0*",
+            "100x1 double true chunk=10000 keep ; 100x1_dense.txt features:dense:100:F labels:dense:100:L*",
+            "MNIST double false chunk=10000 keep ; MNIST_dense.txt features:dense:784:F labels:dense:10:L*",
+            "Simple float false ; Simple_dense.txt features:dense:2:F* labels:dense:2:L",
+            "Simple_single_stream float false trace=0 ; Simple_dense.txt features:dense:2:F*",
+            "50x20_jagged_sequences double false ; 50x20_jagged_sequences_dense.txt features:dense:3:F0*",
+            "100x100x3_randomize_auto double true ; 100x100x3_jagged_sequences_dense.txt features1:dense:10:F0* \
+             features2:dense:50:F1 features3:dense:100:F2",
+            "200x200x2_seq2seq double true ; 200x200x2_seq2seq_dense.txt features1:dense:5:F0 features2:dense:50:F1",
+            "5x10_and_5x5_jagged double true ; 5x10_and_5x5_jagged.txt features1:dense:10:F0 features2:dense:5:F1",
+            "5x10_and_5x5_jagged_composite double true ; 5x10_jagged.txt features1:dense:10:F0 ; \
+             5x5_jagged.txt features2:dense:5:F1",
+        ],
+    ),
+    (
+        "sparse.cntk",
+        &[
+            "1x1 float true ; 1x1_sparse.txt features:sparse:10000:F0*",
+            "1x2 float true ; 1x2_sparse.txt features:sparse:1000:F0*",
+            "1x10 double true ; 1x10_sparse.txt features:sparse:100:F0*",
+            "10x10 double false ; 10x10_sparse.txt features:sparse:100:F0*",
+            "3x5_MI float false ; 3x5_MI_sparse.txt features1:sparse:2:F0* features2:sparse:20:F1 features3:sparse:200:F2",
+            "20x10_MI_jagged_samples float false ; 20x10_MI_jagged_samples_sparse.txt features1:sparse:2:F0* \
+             features2:sparse:20:F1 features3:sparse:200:F2",
+            "50x20_jagged_sequences float false ; 50x20_jagged_sequences_sparse.txt features:sparse:100:F0",
+            "100x100_jagged float false ; 100x100_jagged_sparse.txt features:sparse:20:F0",
+        ],
+    ),
+    (
+        "edge_cases.cntk",
+        &[
+            "space_separated double true ; space_separated.txt features1:dense:15:F1* features2:dense:12:F2 \
+             features3:dense:1:F3",
+            "missing_trailing_newline double true ; missing_trailing_newline.txt features:dense:1*",
+            "blank_lines double true skip ; contains_blank_lines.txt features:dense:1*",
+            "blank_lines_ignored double false maxErrors=2 ; contains_blank_lines.txt features:dense:1*",
+            "duplicate_inputs double true ; duplicate_inputs.txt features1:dense:1:F1* features2:dense:1:F2",
+            "empty_samples float false ; empty_samples.txt features:dense:10:F0* labels:sparse:10:F1",
+            "ref_data_with_escape_sequences float false ; ref_data_with_escape_sequences.txt \
+             features:sparse:100:F0* labels:dense:3:F1",
+        ],
+    ),
+    (
+        "cbf_test.cntk",
+        &[
+            "Simple float false ; Simple_dense.bin",
+            "MNIST double false keep ; MNIST_dense.bin",
+            "10x10_dense float false ; 10x10_dense.bin",
+            "50x20_jagged_sequences_dense double false ; 50x20_jagged_sequences_dense.bin",
+            "10x10_sparse double false ; 10x10_sparse.bin",
+            "50x20_jagged_sequences_sparse float false ; 50x20_jagged_sequences_sparse.bin",
+            "100x100x3_randomize_auto double true ; 100x100x3_jagged_sequences_dense.bin",
+            "5_inputs_100x10_jagged_mixed float true ; 5_inputs_100x10_jagged_mixed.bin \
+             features1=a features2=b features3=c features4=d features5=e",
+        ],
+    ),
+];
+
+/// The configuration a line of [`EXPECTED`] describes, with `defines` for the starred inputs.
+fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
+    let mut parts = line.split(';');
+    let mut head = parts.next().unwrap().split_whitespace();
+    let section = head.next().unwrap().to_string();
+    let mut cfg = ReaderConfig {
+        precision: head.next().unwrap().parse().unwrap(),
+        randomize: head.next().unwrap().parse().unwrap(),
+        ..ReaderConfig::default()
+    };
+    for extra in head {
+        match extra.split_once('=') {
+            Some(("chunk", n)) => cfg.chunk_size_bytes = n.parse().unwrap(),
+            Some(("trace", n)) => cfg.trace_level = n.parse().unwrap(),
+            Some(("maxErrors", n)) => cfg.max_errors = n.parse().unwrap(),
+            None if extra == "keep" => cfg.keep_data_in_memory = true,
+            None if extra == "skip" => cfg.skip_sequence_ids = true,
+            _ => panic!("bad expectation {extra}"),
+        }
+    }
+    for d in parts {
+        let mut words = d.split_whitespace();
+        let file = words.next().unwrap();
+        let kind = if file.ends_with(".bin") {
+            DeserializerKind::Cbf
+        } else {
+            DeserializerKind::Ctf
+        };
+        let inputs = words
+            .map(|w| match w.split_once('=') {
+                Some((name, alias)) => {
+                    let mut s = StreamSpec::new(name, Storage::Dense, 0);
+                    s.alias = Some(alias.into());
+                    s
+                }
+                None => {
+                    let mut s: StreamSpec = w.trim_end_matches('*').parse().unwrap();
+                    s.defines_mb_size = defines && w.ends_with('*');
+                    s
+                }
+            })
+            .collect();
+        cfg.deserializers.push(exfeed::config::DeserializerConfig {
+            kind,
+            file: file.into(),
+            inputs,
+            ..Default::default()
+        });
+    }
+    // CNTK's default: the window counts chunks with a CTF deserializer, samples otherwise.
+    cfg.sample_based_randomization_window = !cfg
+        .deserializers
+        .iter()
+        .any(|d| d.kind == DeserializerKind::Ctf);
+    (section, cfg)
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap()
+}
+
+#[test]
+fn every_conformance_section_parses_to_its_typed_config() {
+    let Some(dir) = common::conformance("cntk/config") else {
+        return;
+    };
+    let mut checked = 0;
+    for (file, lines) in EXPECTED {
+        let text = read(&dir, file);
+        // The CNTK tests ran these configs with defMBSize false (as written) and true.
+        let with_true = text
+            .replace("defMBSize=false", "defMBSize=true")
+            .replace("defMbSize=false", "defMbSize=true");
+        assert_eq!(
+            text != with_true,
+            *file != "cbf_test.cntk",
+            "{file}: only the CTF configs define defMBSize"
+        );
+        let sections = cntk_sections(&text, file).unwrap();
+        let listed: Vec<String> = lines.iter().map(|l| expected(l, false).0).collect();
+        assert_eq!(
+            sections, listed,
+            "{file}: every section is in the table, in file order"
+        );
+        for line in *lines {
+            for (text, defines) in [(&text, false), (&with_true, true)] {
+                let (section, want) = expected(line, defines);
+                let got = ReaderConfig::from_cntk_str(text, file, Some(&section))
+                    .unwrap_or_else(|e| panic!("{file} [{section}]: {e}"));
+                assert_eq!(got, want, "{file} [{section}] defMBSize={defines}");
+                checked += 1;
+            }
+        }
+        // Through the file API too, and several sections without a name is an error listing them.
+        let path = dir.join(file);
+        let err = ReaderConfig::from_cntk_file(&path, None).unwrap_err();
+        let msg = format!(
+            "{}: {} sections have a reader block, name one of them: {}",
+            path.display(),
+            listed.len(),
+            listed.join(", ")
+        );
+        assert_eq!(err.to_string(), msg);
+        let first = expected(lines[0], false);
+        assert_eq!(
+            ReaderConfig::from_cntk_file(&path, Some(&first.0)).unwrap(),
+            first.1
+        );
+    }
+    assert_eq!(checked, 2 * 37);
+}
+
+/// Writes `cfg` in the documented TOML form.
+fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
+    let mut s = format!("precision = \"{}\"\n\n[reader]\n", cfg.precision);
+    let d0 = ReaderConfig::default();
+    s += &format!("randomize = {}\n", cfg.randomize);
+    if cfg.chunk_size_bytes != d0.chunk_size_bytes {
+        s += &format!("chunkSizeInBytes = {}\n", cfg.chunk_size_bytes);
+    }
+    for (key, on) in [
+        ("keepDataInMemory", cfg.keep_data_in_memory),
+        ("skipSequenceIds", cfg.skip_sequence_ids),
+        ("frameMode", cfg.frame_mode),
+        ("cacheIndex", cfg.cache_index),
+    ] {
+        if on {
+            s += &format!("{key} = true\n");
+        }
+    }
+    s += &format!(
+        "traceLevel = {}\nmaxErrors = {}\nsampleBasedRandomizationWindow = {}\n",
+        cfg.trace_level, cfg.max_errors, cfg.sample_based_randomization_window
+    );
+    let input_tables = |s: &mut String, prefix: &str, d: &exfeed::config::DeserializerConfig| {
+        for i in &d.inputs {
+            *s += &format!("\n[{prefix}.input.{}]\n", i.name);
+            if let Some(a) = &i.alias {
+                *s += &format!("alias = \"{a}\"\n");
+            }
+            if i.dim > 0 {
+                *s += &format!("dim = {}\nformat = \"{}\"\n", i.dim, i.storage);
+            }
+            *s += &format!("definesMBSize = {}\n", i.defines_mb_size);
+        }
+    };
+    if flat {
+        let d = &cfg.deserializers[0];
+        s += &format!(
+            "readerType = \"{}\"\nfile = \"{}\"\n",
+            d.kind.reader_type(),
+            d.file.display()
+        );
+        input_tables(&mut s, "reader", d);
+    } else {
+        for d in &cfg.deserializers {
+            s += &format!(
+                "\n[[reader.deserializers]]\ntype = \"{}\"\nfile = \"{}\"\n",
+                d.kind.deserializer_type(),
+                d.file.display()
+            );
+            input_tables(&mut s, "reader.deserializers", d);
+        }
+    }
+    s
+}
+
+#[test]
+fn toml_form_of_every_conformance_section_reads_back_the_same() {
+    let Some(dir) = common::conformance("cntk/config") else {
+        return;
+    };
+    for (file, lines) in EXPECTED {
+        let text = read(&dir, file);
+        for line in *lines {
+            let section = expected(line, false).0;
+            let cfg = ReaderConfig::from_cntk_str(&text, file, Some(&section)).unwrap();
+            for flat in [true, false] {
+                if flat && cfg.deserializers.len() > 1 {
+                    continue;
+                }
+                let toml = to_toml(&cfg, flat);
+                let back = ReaderConfig::from_toml_str(&toml, "t.toml", None)
+                    .unwrap_or_else(|e| panic!("{file} [{section}]: {e}\n{toml}"));
+                assert_eq!(back, cfg, "{file} [{section}] flat={flat}\n{toml}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cbf_alias_only_inputs_leave_dim_to_the_file() {
+    let Some(dir) = common::conformance("cntk/config") else {
+        return;
+    };
+    let cfg = ReaderConfig::from_cntk_file(
+        dir.join("cbf_test.cntk"),
+        Some("5_inputs_100x10_jagged_mixed"),
+    )
+    .unwrap();
+    let d = &cfg.deserializers[0];
+    assert_eq!(d.kind, DeserializerKind::Cbf);
+    assert_eq!(cfg.precision, Precision::Float);
+    assert!(d.inputs.iter().all(|i| i.dim == 0));
+    let names: Vec<_> = d
+        .inputs
+        .iter()
+        .map(|i| (i.name.as_str(), i.alias.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("features1", "a"),
+            ("features2", "b"),
+            ("features3", "c"),
+            ("features4", "d"),
+            ("features5", "e")
+        ]
+    );
+    assert_eq!(cfg.chunk_size_bytes, DEFAULT_CHUNK_SIZE_BYTES);
+    // CNTK opens files relative to the working directory; the tests resolve against the data.
+    let data = dir.join("../cbf");
+    assert_eq!(
+        d.resolve_file(&data),
+        data.join("5_inputs_100x10_jagged_mixed.bin")
+    );
+}
+
+#[test]
+fn documented_examples_are_true() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md"))
+            .unwrap();
+    let blocks: Vec<&str> = docs
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    let composite = ReaderConfig::from_toml_str(blocks[0], "doc.toml", None).unwrap();
+    assert_eq!(composite.deserializers.len(), 2);
+    assert_eq!(composite.precision, Precision::Double);
+    let flat = ReaderConfig::from_toml_str(blocks[1], "doc.toml", None).unwrap();
+    let names: Vec<_> = flat.deserializers[0]
+        .inputs
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(names, ["features", "labels"]);
+
+    let Some(dir) = common::conformance("cntk/config") else {
+        return;
+    };
+    let text = read(&dir, "dense.cntk");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        (lines[12].trim(), lines[19].trim()),
+        ("randomize = true", "dim = 10000")
+    );
+    for (from, to, want) in [
+        (
+            "        randomize = true\n\n        input",
+            "        randomise = true\n\n        input",
+            "dense.cntk:13:9: unknown reader parameter 'randomise' (did you mean 'randomize'?)",
+        ),
+        (
+            "dim = 10000",
+            "dim = abc",
+            "dense.cntk:20:23: input 'features': dim must be a positive integer, found 'abc'",
+        ),
+    ] {
+        let bad = text.replacen(from, to, 1);
+        let err = ReaderConfig::from_cntk_str(&bad, "dense.cntk", Some("1x1")).unwrap_err();
+        assert_eq!(err.to_string(), want);
+        assert!(docs.contains(want), "docs/config.md shows {want}");
+    }
+}
