@@ -13,7 +13,11 @@ pub struct Stderr {
 
 impl Stderr {
     pub fn new(trace_level: u8) -> Self {
-        Stderr { trace_level, errors: 0, warnings: 0 }
+        Stderr {
+            trace_level,
+            errors: 0,
+            warnings: 0,
+        }
     }
 }
 
@@ -40,4 +44,9 @@ pub fn print_error(err: &anyhow::Error) {
         }
     }
     let _ = writeln!(stderr);
+}
+
+/// Prints a library error (it carries its own location).
+pub fn print_library_error(err: &exfeed::Error) {
+    let _ = writeln!(std::io::stderr().lock(), "exfeed: error: {err}");
 }
