@@ -89,17 +89,22 @@ pub fn read_batches<T: Element>(
         if n == 0 {
             break;
         }
-        stream.feed(&buf[..n], &mut batch, sink)?;
+        let fed = stream.feed(&buf[..n], &mut batch, sink);
+        if let Err(e) = fed {
+            // Hand over the sequences finished before the error, then stop.
+            each(&batch).map_err(Error::from)?;
+            return Err(e);
+        }
         if !batch.is_empty() {
             each(&batch).map_err(Error::from)?;
             batch.clear();
         }
     }
-    stream.finish(&mut batch, sink)?;
+    let finished = stream.finish(&mut batch, sink);
     if !batch.is_empty() {
         each(&batch).map_err(Error::from)?;
     }
-    Ok(())
+    finished
 }
 
 /// Runs `$body` with `$T` bound to the element type of `$precision`.
