@@ -168,7 +168,14 @@ fn conformance_ctf() -> Option<PathBuf> {
 
 /// Every CTF file of the corpus, with the inputs of its config in conformance/cntk/config
 /// (written out by hand), the flags there, and what dump should do.
-const CORPUS: &[(&str, &str, &[&str], &[&str], Option<usize>)] = &[
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    Option<usize>,
+);
+const CORPUS: &[Case] = &[
     // (file, precision, inputs, extra flags, Some(sequences) when dump succeeds / None when it fails)
     (
         "1x1_dense.txt",

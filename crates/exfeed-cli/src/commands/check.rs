@@ -88,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 for q in 0..batch.len() {
                     let len = batch.sequence_length(q, None);
-                    if sum.longest.is_none_or(|(l, _)| len > l) {
+                    if sum.longest.map_or(true, |(l, _)| len > l) {
                         sum.longest = Some((len, batch.keys()[q]));
                     }
                 }
