@@ -20,6 +20,9 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
+    /// Measure parsing speed on generated data (development aid).
+    #[command(hide = true)]
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,
