@@ -1,1 +1,65 @@
 //! The minibatch reader: chunked, randomized, parallel, distributed and resumable.
+//!
+//! The engine here does not know any file format. It reads from a [`ChunkSource`]: something
+//! that has a list of streams, a list of chunks (runs of whole sequences, see [`chunker`]) and
+//! can decode any chunk into a [`SequenceBatch`]. The CTF, CBF and Lens readers provide one each;
+//! [`MemorySource`] holds sequences in memory.
+//!
+//! How a sweep (one pass over the data) is planned, see [`plan`]:
+//! 1. with `randomize`, the chunks are permuted with a generator seeded by
+//!    `randomizationSeed + sweep` (see [`rng`]); otherwise they stay in file order;
+//! 2. the chunk at randomized position `i` belongs to worker `i % num_workers`;
+//! 3. each worker groups its own chunks, in that order, into windows of `randomizationWindow`
+//!    chunks (or of at least that many samples), and shuffles the sequences of each window
+//!    (in `frameMode`, where every sequence is one sample, this shuffles samples individually).
+//!
+//! A worker therefore reads only its own chunks, the workers' parts of a sweep are disjoint and
+//! together are the whole data set, and only the chunks of the current window (plus a bounded
+//! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
+//! that sequence order by [`Reader::next_minibatch`]; [`Reader::state`] and [`Reader::restore`]
+//! save and resume the exact position.
+
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::Result;
+use crate::stream::StreamSpec;
+
+pub mod chunker;
+mod engine;
+mod memory;
+mod minibatch;
+pub mod plan;
+pub mod rng;
+
+#[cfg(test)]
+mod tests;
+
+pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
+pub use engine::{EpochLimit, Reader, ReaderOptions, ReaderState, Window};
+pub use memory::MemorySource;
+pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
+
+/// What the engine knows of a chunk before decoding it (from the index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChunkInfo {
+    /// Number of sequences (decoding may drop bad ones under `maxErrors`).
+    pub sequences: usize,
+    /// Total samples of its sequences (used for sample-based randomization windows).
+    pub samples: u64,
+    /// Size in the file, in bytes.
+    pub bytes: u64,
+}
+
+/// What the reader engine reads from: an indexed data set split into chunks of whole sequences.
+///
+/// `read_chunk` is called from several threads at once, for different chunks.
+pub trait ChunkSource<T: Element>: Send + Sync {
+    /// The streams every decoded chunk has, in this order.
+    fn streams(&self) -> &[StreamSpec];
+    /// The chunks, in file order.
+    fn chunks(&self) -> &[ChunkInfo];
+    /// Decodes chunk `chunk` (an index into [`ChunkSource::chunks`]) into `out`, which is empty
+    /// (cleared, buffers kept) and has the streams of [`ChunkSource::streams`]. Sequences are
+    /// appended in file order.
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
+}

@@ -1,0 +1,695 @@
+//! Tests of the engine on in-memory sources.
+
+use super::plan::SweepPlan;
+use super::*;
+use crate::error::ErrorKind;
+use crate::stream::Storage;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+
+fn specs() -> Vec<StreamSpec> {
+    vec![
+        StreamSpec::new("features", Storage::Dense, 2),
+        StreamSpec::new("labels", Storage::Sparse, 100),
+    ]
+}
+
+/// Sequence `k` has `lens[k]` samples in both streams; dense sample `i` is `[k, i]`, sparse
+/// sample `i` is `{k % 100: i}`.
+fn batch_of(lens: &[usize]) -> SequenceBatch<f32> {
+    let mut b = SequenceBatch::new(&specs());
+    for (k, &len) in lens.iter().enumerate() {
+        for i in 0..len {
+            b.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+            b.stream_mut(1)
+                .push_sparse_sample(&[(k % 100) as u32], &[i as f32]);
+        }
+        b.finish_sequence(k as u64);
+    }
+    b
+}
+
+fn lens(n: usize) -> Vec<usize> {
+    (0..n).map(|k| 1 + (k * 7 + 3) % 5).collect()
+}
+
+fn source(n: usize, per_chunk: usize) -> Arc<MemorySource<f32>> {
+    Arc::new(MemorySource::from_batch(
+        specs(),
+        &batch_of(&lens(n)),
+        per_chunk,
+    ))
+}
+
+fn opts() -> ReaderOptions {
+    ReaderOptions {
+        randomize: true,
+        seed: 3,
+        window: Window::Chunks(2),
+        limit: EpochLimit::Sweeps(1),
+        threads: 2,
+        prefetch_chunks: 2,
+        ..ReaderOptions::default()
+    }
+}
+
+/// Reads to the end; returns the minibatches' sequences and their JSON lines.
+fn read_all(
+    src: Arc<dyn ChunkSource<f32>>,
+    o: ReaderOptions,
+    size: usize,
+) -> (Vec<Vec<SequenceInfo>>, Vec<String>) {
+    let mut r = Reader::new(src, o).unwrap();
+    drain(&mut r, size)
+}
+
+fn drain(r: &mut Reader<f32>, size: usize) -> (Vec<Vec<SequenceInfo>>, Vec<String>) {
+    let mut mb = r.new_minibatch();
+    let (mut seqs, mut lines) = (Vec::new(), Vec::new());
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        check_data(&mb);
+        seqs.push(mb.sequences.clone());
+        let mut line = Vec::new();
+        write_minibatch_json(&mut line, &mb);
+        lines.push(String::from_utf8(line).unwrap());
+        assert!(seqs.len() < 100_000, "runaway reader");
+    }
+    assert!(mb.is_empty());
+    assert!(!r.next_minibatch(size, &mut mb).unwrap(), "stays done");
+    (seqs, lines)
+}
+
+/// The data columns match the sequence list (the right sequences were copied whole).
+fn check_data(mb: &Minibatch<f32>) {
+    assert_eq!(
+        mb.data.keys(),
+        mb.sequences.iter().map(|s| s.key).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        mb.samples,
+        mb.sequences.iter().map(|s| s.samples).sum::<usize>()
+    );
+    let dense = &mb.data.streams()[0];
+    let sparse = &mb.data.streams()[1];
+    for (i, s) in mb.sequences.iter().enumerate() {
+        let r = dense.sequence_samples(i);
+        assert_eq!(r.len(), s.samples);
+        for (j, sample) in r.enumerate() {
+            assert_eq!(dense.dense_sample(sample), &[s.key as f32, j as f32]);
+        }
+        for (j, sample) in sparse.sequence_samples(i).enumerate() {
+            assert_eq!(
+                sparse.sparse_sample(sample),
+                (&[(s.key % 100) as u32][..], &[j as f32][..])
+            );
+        }
+    }
+}
+
+fn flat(seqs: &[Vec<SequenceInfo>]) -> Vec<(u64, u64)> {
+    seqs.iter().flatten().map(|s| (s.sweep, s.key)).collect()
+}
+
+fn sweep_keys(seqs: &[Vec<SequenceInfo>], sweep: u64) -> Vec<u64> {
+    flat(seqs)
+        .into_iter()
+        .filter(|&(s, _)| s == sweep)
+        .map(|(_, k)| k)
+        .collect()
+}
+
+#[test]
+fn every_sweep_is_a_new_permutation() {
+    let n = 103;
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(3),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(n, 7), o, 9);
+    let mut orders = Vec::new();
+    for sweep in 0..3 {
+        let keys = sweep_keys(&seqs, sweep);
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n as u64).collect::<Vec<_>>(), "sweep {sweep}");
+        assert_ne!(keys, sorted, "sweep {sweep} is shuffled");
+        orders.push(keys);
+    }
+    assert_ne!(orders[0], orders[1]);
+    assert_ne!(orders[1], orders[2]);
+    // Sweeps come one after the other.
+    let sweeps: Vec<u64> = flat(&seqs).iter().map(|x| x.0).collect();
+    assert!(sweeps.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn same_seed_same_order_whatever_the_threads() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (_, a) = read_all(source(80, 5), o.clone(), 6);
+    let (_, b) = read_all(
+        source(80, 5),
+        ReaderOptions {
+            threads: 0,
+            prefetch_chunks: 1,
+            ..o.clone()
+        },
+        6,
+    );
+    let (_, c) = read_all(
+        source(80, 5),
+        ReaderOptions {
+            threads: 3,
+            prefetch_chunks: 9,
+            ..o.clone()
+        },
+        6,
+    );
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+    let (_, d) = read_all(source(80, 5), ReaderOptions { seed: 4, ..o }, 6);
+    assert_ne!(a, d);
+}
+
+#[test]
+fn sweep_seed_is_seed_plus_sweep() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        seed: 10,
+        ..opts()
+    };
+    let (two, _) = read_all(source(60, 4), o.clone(), 5);
+    let (one, _) = read_all(
+        source(60, 4),
+        ReaderOptions {
+            seed: 11,
+            limit: EpochLimit::Sweeps(1),
+            ..o
+        },
+        5,
+    );
+    assert_eq!(sweep_keys(&two, 1), sweep_keys(&one, 0));
+}
+
+#[test]
+fn without_randomize_file_order() {
+    let o = ReaderOptions {
+        randomize: false,
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(50, 6), o, 8);
+    let want: Vec<u64> = (0..50).collect();
+    assert_eq!(sweep_keys(&seqs, 0), want);
+    assert_eq!(sweep_keys(&seqs, 1), want);
+}
+
+#[test]
+fn sequences_stay_within_their_window() {
+    let per_chunk = 4;
+    let src = source(90, per_chunk);
+    for window in [
+        Window::Chunks(1),
+        Window::Chunks(3),
+        Window::Samples(25),
+        Window::All,
+    ] {
+        let o = ReaderOptions {
+            window,
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let (seqs, _) = read_all(src.clone(), o.clone(), 7);
+        for sweep in 0..2 {
+            let keys = sweep_keys(&seqs, sweep);
+            let plan = SweepPlan::new(src.chunks(), true, o.seed, sweep, window, 1, 0);
+            let mut at = 0;
+            for w in 0..plan.windows.len() {
+                let chunks: BTreeSet<usize> = plan.window_chunks(w).iter().copied().collect();
+                let n: usize = chunks.iter().map(|&c| src.chunks()[c].sequences).sum();
+                let got: BTreeSet<usize> = keys[at..at + n]
+                    .iter()
+                    .map(|&k| k as usize / per_chunk)
+                    .collect();
+                assert_eq!(got, chunks, "{window:?} sweep {sweep} window {w}");
+                at += n;
+            }
+            assert_eq!(at, keys.len());
+            if let Window::Samples(min) = window {
+                // Every window but the last holds at least `min` samples.
+                for w in 0..plan.windows.len() - 1 {
+                    let s: u64 = plan
+                        .window_chunks(w)
+                        .iter()
+                        .map(|&c| src.chunks()[c].samples)
+                        .sum();
+                    assert!(s >= min);
+                }
+            }
+        }
+    }
+}
+
+/// A source that logs which chunks were read.
+struct Logged {
+    inner: Arc<MemorySource<f32>>,
+    log: Mutex<Vec<usize>>,
+}
+
+impl ChunkSource<f32> for Logged {
+    fn streams(&self) -> &[StreamSpec] {
+        self.inner.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.inner.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        self.log.lock().unwrap().push(chunk);
+        self.inner.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn workers_parts_are_disjoint_and_complete() {
+    let n = 97;
+    for workers in 1..=4 {
+        for randomize in [true, false] {
+            let mut all_keys = vec![Vec::new(); 2];
+            let mut read_chunks = Vec::new();
+            for rank in 0..workers {
+                let src = Arc::new(Logged {
+                    inner: source(n, 5),
+                    log: Mutex::new(Vec::new()),
+                });
+                let o = ReaderOptions {
+                    randomize,
+                    num_workers: workers,
+                    worker_rank: rank,
+                    limit: EpochLimit::Sweeps(2),
+                    ..opts()
+                };
+                let (seqs, _) = read_all(src.clone(), o, 11);
+                for sweep in 0..2 {
+                    all_keys[sweep as usize].extend(sweep_keys(&seqs, sweep));
+                }
+                // Each worker reads each of its chunks once a sweep, and only its own.
+                let log = src.log.lock().unwrap().clone();
+                let first_sweep: HashSet<usize> = SweepPlan::new(
+                    src.chunks(),
+                    randomize,
+                    3,
+                    0,
+                    Window::Chunks(2),
+                    workers,
+                    rank,
+                )
+                .chunks
+                .into_iter()
+                .collect();
+                assert_eq!(
+                    log[..first_sweep.len()]
+                        .iter()
+                        .copied()
+                        .collect::<HashSet<_>>(),
+                    first_sweep
+                );
+                read_chunks.push(first_sweep);
+            }
+            for keys in &mut all_keys {
+                keys.sort_unstable();
+                assert_eq!(
+                    *keys,
+                    (0..n as u64).collect::<Vec<_>>(),
+                    "{workers} workers"
+                );
+            }
+            let total: usize = read_chunks.iter().map(|s| s.len()).sum();
+            let union: HashSet<usize> = read_chunks.into_iter().flatten().collect();
+            assert_eq!((total, union.len()), (20, 20));
+        }
+    }
+}
+
+#[test]
+fn restored_reader_continues_exactly() {
+    let configs = [
+        (
+            ReaderOptions {
+                limit: EpochLimit::Sweeps(3),
+                ..opts()
+            },
+            10,
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Sweeps(2),
+                num_workers: 3,
+                worker_rank: 1,
+                ..opts()
+            },
+            4,
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Samples(500),
+                window: Window::Samples(30),
+                ..opts()
+            },
+            13,
+        ),
+        (
+            ReaderOptions {
+                randomize: false,
+                limit: EpochLimit::Sweeps(2),
+                threads: 0,
+                ..opts()
+            },
+            25,
+        ),
+    ];
+    for (o, size) in configs {
+        let src = source(70, 6);
+        let mut r = Reader::new(src.clone(), o.clone()).unwrap();
+        let mut mb = r.new_minibatch();
+        let mut states = vec![serde_json::to_string(&r.state()).unwrap()];
+        let mut lines = Vec::new();
+        while r.next_minibatch(size, &mut mb).unwrap() {
+            let mut line = Vec::new();
+            write_minibatch_json(&mut line, &mb);
+            lines.push(String::from_utf8(line).unwrap());
+            states.push(serde_json::to_string(&r.state()).unwrap());
+        }
+        assert!(lines.len() > 5);
+        for (k, state) in states.iter().enumerate() {
+            let state: ReaderState = serde_json::from_str(state).unwrap();
+            assert_eq!(state.minibatches, k as u64);
+            // Restore into a reader with other threads/prefetch: same continuation.
+            let o2 = ReaderOptions {
+                threads: 1,
+                prefetch_chunks: 1,
+                ..o.clone()
+            };
+            let mut r2 = Reader::restore(src.clone(), o2, &state).unwrap();
+            let (_, rest) = drain(&mut r2, size);
+            assert_eq!(rest, lines[k..], "{o:?} resumed after minibatch {k}");
+        }
+    }
+}
+
+#[test]
+fn restore_refuses_an_incompatible_state() {
+    let src = source(30, 5);
+    let state = Reader::new(src.clone(), opts()).unwrap().state();
+    let err = Reader::restore(src.clone(), ReaderOptions { seed: 9, ..opts() }, &state)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    assert!(
+        err.message().contains("randomizationSeed was 3, is 9"),
+        "{err}"
+    );
+    let err = Reader::restore(source(31, 5), opts(), &state)
+        .err()
+        .unwrap();
+    assert!(err.message().contains("number of samples"), "{err}");
+}
+
+fn fixed_source(lens: &[usize], per_chunk: usize) -> Arc<MemorySource<f32>> {
+    Arc::new(MemorySource::from_batch(
+        specs(),
+        &batch_of(lens),
+        per_chunk,
+    ))
+}
+
+fn sizes(seqs: &[Vec<SequenceInfo>]) -> Vec<Vec<usize>> {
+    seqs.iter()
+        .map(|m| m.iter().map(|s| s.samples).collect())
+        .collect()
+}
+
+#[test]
+fn minibatches_take_whole_sequences_up_to_the_size() {
+    let src = fixed_source(&[3, 1, 4, 1, 5, 9, 2, 6], 3);
+    let o = ReaderOptions {
+        randomize: false,
+        ..opts()
+    };
+    let (seqs, lines) = read_all(src.clone(), o.clone(), 5);
+    // The first sequence is always taken, even when larger than the size.
+    assert_eq!(
+        sizes(&seqs),
+        vec![vec![3, 1], vec![4, 1], vec![5], vec![9], vec![2], vec![6]]
+    );
+    assert_eq!(lines[5], "{\"end_of_sweep\":true,\"samples\":6,\"sequences\":[{\"sweep\":0,\"key\":7,\"samples\":6}]}\n");
+    assert!(lines[..5]
+        .iter()
+        .all(|l| l.starts_with("{\"end_of_sweep\":false,")));
+    // Size 0 or 1: one sequence each.
+    assert_eq!(read_all(src.clone(), o.clone(), 0).0.len(), 8);
+    // A minibatch spans the sweep boundary and says so.
+    let o2 = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..o
+    };
+    let (seqs, _) = read_all(src, o2.clone(), 12);
+    let spanning: Vec<_> = seqs
+        .iter()
+        .filter(|m| m.first().unwrap().sweep == 0 && m.last().unwrap().sweep == 1)
+        .collect();
+    assert_eq!(spanning.len(), 1);
+    assert_eq!(flat(&seqs).len(), 16);
+    let mut r = Reader::new(fixed_source(&[3, 1, 4, 1, 5, 9, 2, 6], 3), o2).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut flags = Vec::new();
+    while r.next_minibatch(12, &mut mb).unwrap() {
+        let has_last_of_sweep = mb.sequences.windows(2).any(|w| w[0].sweep != w[1].sweep)
+            || mb.sequences.last().unwrap().key == 7;
+        flags.push((mb.end_of_sweep, has_last_of_sweep));
+    }
+    assert!(flags.iter().all(|&(a, b)| a == b), "{flags:?}");
+}
+
+#[test]
+fn defines_mb_size_counts_one_stream() {
+    // Stream "labels" has one sample per sequence, "features" has lens[k].
+    let mut specs = specs();
+    specs[1].defines_mb_size = true;
+    let mut b = SequenceBatch::<f32>::new(&specs);
+    for (k, len) in [4usize, 4, 4, 4, 4].into_iter().enumerate() {
+        for i in 0..len {
+            b.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+        }
+        b.stream_mut(1).push_sparse_sample(&[1], &[1.0]);
+        b.finish_sequence(k as u64);
+    }
+    let src = Arc::new(MemorySource::from_batch(specs, &b, 2));
+    assert_eq!(src.chunks()[0].samples, 2);
+    let o = ReaderOptions {
+        randomize: false,
+        ..opts()
+    };
+    let (seqs, _) = read_all_unchecked(src, o, 2);
+    assert_eq!(sizes(&seqs), vec![vec![1, 1], vec![1, 1], vec![1]]);
+}
+
+fn read_all_unchecked(
+    src: Arc<dyn ChunkSource<f32>>,
+    o: ReaderOptions,
+    size: usize,
+) -> (Vec<Vec<SequenceInfo>>, usize) {
+    let mut r = Reader::new(src, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut seqs = Vec::new();
+    let mut samples = 0;
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        seqs.push(mb.sequences.clone());
+        samples += mb.data.streams()[0].num_samples();
+    }
+    (seqs, samples)
+}
+
+#[test]
+fn max_samples_ends_the_epoch() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Samples(200),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(40, 4), o, 16);
+    let total: usize = seqs.iter().flatten().map(|s| s.samples).sum();
+    // 40 sequences hold 120 samples: the epoch runs into the second sweep and stops at 200,
+    // passing it by less than one sequence (at most 5 samples) only if a minibatch's first
+    // sequence is longer than what is left.
+    assert_eq!(lens(40).iter().sum::<usize>(), 120);
+    assert!((200..205).contains(&total), "{total}");
+    assert!(seqs
+        .iter()
+        .all(|m| m.iter().map(|s| s.samples).sum::<usize>() <= 16));
+    assert_eq!(seqs.last().unwrap().last().unwrap().sweep, 1);
+}
+
+#[test]
+fn frame_mode() {
+    let src = fixed_source(&[1; 30], 4);
+    let o = ReaderOptions {
+        frame_mode: true,
+        window: Window::All,
+        ..opts()
+    };
+    let (seqs, _) = read_all(src, o.clone(), 8);
+    assert_eq!(
+        sizes(&seqs).iter().map(|m| m.len()).collect::<Vec<_>>(),
+        vec![8, 8, 8, 6]
+    );
+    let mut keys: Vec<u64> = flat(&seqs).iter().map(|x| x.1).collect();
+    assert_ne!(keys, (0..30).collect::<Vec<_>>());
+    keys.sort_unstable();
+    assert_eq!(keys, (0..30).collect::<Vec<_>>());
+
+    let mut lens = vec![1; 30];
+    lens[13] = 3;
+    let mut r = Reader::new(fixed_source(&lens, 4), o).unwrap();
+    let mut mb = r.new_minibatch();
+    let err = loop {
+        match r.next_minibatch(8, &mut mb) {
+            Ok(true) => {}
+            Ok(false) => panic!("no error"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert_eq!(
+        err.to_string(),
+        "chunk 3, input 'features': frameMode: sequence 13 has 3 samples; in frame mode every sequence must have exactly one sample"
+    );
+    assert!(r.next_minibatch(8, &mut mb).is_err(), "stays failed");
+}
+
+#[test]
+fn decoded_chunks_are_bounded_by_the_window() {
+    for (window, prefetch) in [(1, 1), (2, 1), (3, 2), (4, 4)] {
+        let src = source(200, 3);
+        let o = ReaderOptions {
+            window: Window::Chunks(window),
+            prefetch_chunks: prefetch,
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let mut r = Reader::new(src.clone(), o).unwrap();
+        let mut mb = r.new_minibatch();
+        while r.next_minibatch(10, &mut mb).unwrap() {
+            assert!(r.peak_chunks_held() <= window + prefetch);
+        }
+        assert!(r.peak_chunks_held() >= window);
+        // Every chunk decoded once a sweep, nothing beyond the epoch.
+        assert_eq!(r.chunks_read(), 2 * src.chunks().len() as u64);
+        assert_eq!(src.reads(), 2 * src.chunks().len());
+    }
+}
+
+#[test]
+fn empty_data_and_idle_workers_end_at_once() {
+    let src = fixed_source(&[], 4);
+    let (seqs, _) = read_all(src, opts(), 5);
+    assert!(seqs.is_empty());
+    // Two chunks, three workers: rank 2 owns nothing, whatever the limit.
+    let src = source(8, 4);
+    let o = ReaderOptions {
+        num_workers: 3,
+        worker_rank: 2,
+        limit: EpochLimit::Unlimited,
+        ..opts()
+    };
+    assert!(read_all(src, o, 5).0.is_empty());
+    // Sequences of zero samples with a sample limit: no endless loop.
+    let src = fixed_source(&[0, 0, 0], 2);
+    let o = ReaderOptions {
+        limit: EpochLimit::Samples(10),
+        ..opts()
+    };
+    let (seqs, _) = read_all_unchecked(src, o, 5);
+    assert_eq!(seqs.iter().map(|m| m.len()).sum::<usize>(), 3);
+}
+
+#[test]
+fn bad_options_are_config_errors() {
+    let src = source(8, 4);
+    for (o, want) in [
+        (
+            ReaderOptions {
+                num_workers: 2,
+                worker_rank: 2,
+                ..opts()
+            },
+            "worker_rank 2 is out of range for 2 workers",
+        ),
+        (
+            ReaderOptions {
+                num_workers: 0,
+                ..opts()
+            },
+            "num_workers must be at least 1",
+        ),
+        (
+            ReaderOptions {
+                window: Window::Chunks(0),
+                ..opts()
+            },
+            "randomizationWindow must be a positive integer",
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Samples(0),
+                ..opts()
+            },
+            "must be positive",
+        ),
+    ] {
+        let err = Reader::new(src.clone(), o).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(err.message().contains(want), "{err}");
+    }
+}
+
+/// A source whose decoder fails on one chunk.
+struct Failing(Arc<MemorySource<f32>>);
+
+impl ChunkSource<f32> for Failing {
+    fn streams(&self) -> &[StreamSpec] {
+        self.0.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.0.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        if chunk == 2 {
+            return Err(crate::error::Error::syntax(77, "bad number").in_file("x.ctf"));
+        }
+        self.0.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn decoder_errors_reach_the_caller() {
+    for threads in [0, 2] {
+        let o = ReaderOptions {
+            randomize: false,
+            threads,
+            ..opts()
+        };
+        let mut r = Reader::new(Arc::new(Failing(source(20, 4))), o).unwrap();
+        let mut mb = r.new_minibatch();
+        let mut ok = 0;
+        let err = loop {
+            match r.next_minibatch(4, &mut mb) {
+                Ok(true) => ok += 1,
+                Ok(false) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert!(ok >= 1);
+        assert_eq!(err.to_string(), "x.ctf (byte 77): bad number");
+    }
+}
