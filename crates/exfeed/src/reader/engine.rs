@@ -111,6 +111,18 @@ pub struct ReaderState {
     pub total_samples: u64,
 }
 
+impl ReaderState {
+    /// The state as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a ReaderState always serializes")
+    }
+
+    /// Reads a state written by [`ReaderState::to_json`].
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| Error::config(format!("not a reader state: {e}")))
+    }
+}
+
 enum Pending<T> {
     /// Decoding on the pool; the result arrives on the channel.
     Async(Receiver<Result<SequenceBatch<T>>>),
@@ -346,6 +358,19 @@ impl<T: Element> Reader<T> {
             chunks: self.source.chunks().len(),
             total_samples: self.total_samples,
         }
+    }
+
+    /// Changes when the epoch ends, e.g. to go on reading after it ended (CNTK's next epoch).
+    /// The position is kept: `Sweeps(k)` and `Samples(n)` count from the start of sweep 0.
+    pub fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
+        if limit == EpochLimit::Sweeps(0) || limit == EpochLimit::Samples(0) {
+            return Err(Error::config(
+                "the epoch limit (max sweeps or max samples) must be positive",
+            ));
+        }
+        self.opts.limit = limit;
+        self.done = false;
+        Ok(())
     }
 
     /// The streams of every minibatch, in order.

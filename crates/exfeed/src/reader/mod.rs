@@ -18,6 +18,43 @@
 //! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
 //! that sequence order by [`Reader::next_minibatch`]; [`Reader::state`] and [`Reader::restore`]
 //! save and resume the exact position.
+//!
+//! ```
+//! use exfeed::reader::{EpochLimit, MemorySource, Reader, ReaderOptions, Window};
+//! use exfeed::{SequenceBatch, Storage, StreamSpec};
+//! use std::sync::Arc;
+//!
+//! // Ten sequences of one dense sample each, in chunks of three sequences.
+//! let specs = vec![StreamSpec::new("x", Storage::Dense, 2)];
+//! let mut all = SequenceBatch::<f32>::new(&specs);
+//! for k in 0..10 {
+//!     all.stream_mut(0).push_dense_sample(&[k as f32, 1.0]);
+//!     all.finish_sequence(k);
+//! }
+//! let source = Arc::new(MemorySource::from_batch(specs, &all, 3));
+//! let options = ReaderOptions {
+//!     seed: 1,
+//!     window: Window::Chunks(2),
+//!     limit: EpochLimit::Sweeps(2),
+//!     ..ReaderOptions::default()
+//! };
+//! let mut reader = Reader::new(source.clone(), options.clone())?;
+//! let mut mb = reader.new_minibatch();
+//! assert!(reader.next_minibatch(4, &mut mb)?);
+//! assert_eq!(mb.samples, 4);
+//! assert_eq!(mb.data.streams()[0].values().len(), 8); // [4 samples x 2]
+//!
+//! // Save the position, and a restored reader goes on with the same minibatches.
+//! let saved = reader.state().to_json();
+//! let mut again = Reader::restore(source, options, &exfeed::reader::ReaderState::from_json(&saved)?)?;
+//! let mut mb2 = again.new_minibatch();
+//! while reader.next_minibatch(4, &mut mb)? {
+//!     assert!(again.next_minibatch(4, &mut mb2)?);
+//!     assert_eq!(mb.sequences, mb2.sequences);
+//! }
+//! assert!(!again.next_minibatch(4, &mut mb2)?);
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 
 use crate::batch::SequenceBatch;
 use crate::element::Element;

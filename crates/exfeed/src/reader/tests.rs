@@ -693,3 +693,108 @@ fn decoder_errors_reach_the_caller() {
         assert_eq!(err.to_string(), "x.ctf (byte 77): bad number");
     }
 }
+
+#[test]
+fn reader_is_send() {
+    fn send<X: Send>() {}
+    send::<Reader<f32>>();
+    send::<Reader<f64>>();
+}
+
+#[test]
+fn extending_the_limit_continues_the_same_stream() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(3),
+        ..opts()
+    };
+    let (_, whole) = read_all(source(40, 3), o.clone(), 7);
+    let mut r = Reader::new(
+        source(40, 3),
+        ReaderOptions {
+            limit: EpochLimit::Sweeps(1),
+            ..o
+        },
+    )
+    .unwrap();
+    let (_, mut parts) = drain(&mut r, 7);
+    r.set_limit(EpochLimit::Sweeps(3)).unwrap();
+    parts.extend(drain(&mut r, 7).1);
+    assert_eq!(parts, whole);
+}
+
+#[test]
+fn state_json_round_trip_and_garbage() {
+    let r = Reader::new(source(10, 3), opts()).unwrap();
+    let s = r.state();
+    assert_eq!(ReaderState::from_json(&s.to_json()).unwrap(), s);
+    let err = ReaderState::from_json("{\"sweep\": 1}").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn window() -> impl Strategy<Value = Window> {
+        prop_oneof![
+            (1usize..5).prop_map(Window::Chunks),
+            (1u64..40).prop_map(Window::Samples),
+            Just(Window::All)
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Any configuration: every sweep, the workers' parts together are a permutation of all
+        /// sequences; and every worker resumes exactly from a state saved at minibatch `k`.
+        #[test]
+        fn parts_and_resume(
+            n in 0usize..60,
+            per_chunk in 1usize..8,
+            window in window(),
+            workers in 1usize..4,
+            seed in any::<u64>(),
+            randomize in any::<bool>(),
+            size in 0usize..12,
+            k in 0usize..40,
+        ) {
+            let src = source(n, per_chunk);
+            let mut per_sweep = vec![Vec::new(); 2];
+            for rank in 0..workers {
+                let o = ReaderOptions {
+                    randomize, seed, window, num_workers: workers, worker_rank: rank,
+                    limit: EpochLimit::Sweeps(2), threads: 1, prefetch_chunks: 2, ..ReaderOptions::default()
+                };
+                let mut r = Reader::new(src.clone(), o.clone()).unwrap();
+                let mut mb = r.new_minibatch();
+                let mut lines = Vec::new();
+                let mut saved = None;
+                loop {
+                    if lines.len() == k {
+                        saved = Some(r.state().to_json());
+                    }
+                    if !r.next_minibatch(size, &mut mb).unwrap() {
+                        break;
+                    }
+                    for s in &mb.sequences {
+                        per_sweep[s.sweep as usize].push(s.key);
+                    }
+                    let mut line = Vec::new();
+                    write_minibatch_json(&mut line, &mb);
+                    lines.push(String::from_utf8(line).unwrap());
+                }
+                if let Some(saved) = saved {
+                    let state = ReaderState::from_json(&saved).unwrap();
+                    let mut r2 = Reader::restore(src.clone(), ReaderOptions { threads: 0, ..o }, &state).unwrap();
+                    let (_, rest) = drain(&mut r2, size);
+                    prop_assert_eq!(&rest[..], &lines[k..]);
+                }
+            }
+            for keys in &mut per_sweep {
+                keys.sort_unstable();
+                prop_assert_eq!(&keys[..], &(0..n as u64).collect::<Vec<_>>()[..]);
+            }
+        }
+    }
+}
