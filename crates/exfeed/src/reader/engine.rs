@@ -463,14 +463,14 @@ impl<T: Element> Reader<T> {
             });
             mb.samples += len;
             self.offset += 1;
-            self.samples_delivered += len as u64;
-            self.sweep_samples += len as u64;
+            self.samples_delivered = self.samples_delivered.saturating_add(len as u64);
+            self.sweep_samples = self.sweep_samples.saturating_add(len as u64);
             self.settle(mb)?;
             if mb.samples >= budget {
                 break;
             }
         }
-        self.minibatches += 1;
+        self.minibatches = self.minibatches.saturating_add(1);
         Ok(true)
     }
 
@@ -534,8 +534,11 @@ impl<T: Element> Reader<T> {
                 if !mb.is_empty() {
                     mb.end_of_sweep = true;
                 }
-                if self.sweep_samples == 0 && !matches!(self.opts.limit, EpochLimit::Sweeps(_)) {
-                    // A sweep gave this worker nothing: stop rather than loop for ever.
+                let idle =
+                    self.sweep_samples == 0 && !matches!(self.opts.limit, EpochLimit::Sweeps(_));
+                if idle || self.sweep == u64::MAX {
+                    // A sweep gave this worker nothing: stop rather than loop for ever (and a
+                    // restored state at the last representable sweep has nowhere to go).
                     self.done = true;
                     return Ok(());
                 }
@@ -651,6 +654,9 @@ impl<T: Element> Reader<T> {
             }
             let plan = self.plan(cur.sweep);
             if cur.window >= plan.windows.len() {
+                if cur.sweep == u64::MAX {
+                    break;
+                }
                 self.sched = Cursor {
                     sweep: cur.sweep + 1,
                     window: 0,

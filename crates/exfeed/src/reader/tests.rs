@@ -729,6 +729,36 @@ fn state_json_round_trip_and_garbage() {
     assert_eq!(ReaderState::from_json(&s.to_json()).unwrap(), s);
     let err = ReaderState::from_json("{\"sweep\": 1}").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config);
+    // Hostile positions: an error or a clean end, never a panic.
+    let o = ReaderOptions {
+        limit: EpochLimit::Unlimited,
+        ..opts()
+    };
+    let far = ReaderState {
+        sweep: u64::MAX,
+        samples_delivered: u64::MAX - 1,
+        minibatches: u64::MAX,
+        ..s.clone()
+    };
+    let mut r = Reader::restore(source(10, 3), o.clone(), &far).unwrap();
+    let (seqs, _) = drain(&mut r, 4);
+    assert!(!seqs.is_empty());
+    assert!(seqs.iter().all(|m| m.iter().all(|x| x.sweep == u64::MAX)));
+    let bad_window = ReaderState {
+        window: usize::MAX,
+        ..s.clone()
+    };
+    assert!(Reader::restore(source(10, 3), o.clone(), &bad_window).is_err());
+    let bad_offset = ReaderState {
+        offset: 1 << 40,
+        ..s.clone()
+    };
+    let mut r = Reader::restore(source(10, 3), o, &bad_offset).unwrap();
+    let mut mb = r.new_minibatch();
+    assert_eq!(
+        r.next_minibatch(4, &mut mb).unwrap_err().kind(),
+        ErrorKind::Config
+    );
 }
 
 mod properties {
@@ -797,4 +827,61 @@ mod properties {
             }
         }
     }
+}
+
+/// A source whose reads wait (up to a generous deadline) for a second read to run beside them,
+/// recording the most reads seen running at once.
+struct Concurrent {
+    inner: Arc<MemorySource<f32>>,
+    state: Mutex<(usize, usize)>, // (running, most running)
+    cv: std::sync::Condvar,
+}
+
+impl ChunkSource<f32> for Concurrent {
+    fn streams(&self) -> &[StreamSpec] {
+        self.inner.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.inner.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        st.0 += 1;
+        st.1 = st.1.max(st.0);
+        self.cv.notify_all();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while st.1 < 2 && std::time::Instant::now() < deadline {
+            st = self
+                .cv
+                .wait_timeout(st, std::time::Duration::from_millis(50))
+                .unwrap()
+                .0;
+        }
+        st.0 -= 1;
+        drop(st);
+        self.inner.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn chunks_are_decoded_in_parallel_ahead_of_the_consumer() {
+    let src = Arc::new(Concurrent {
+        inner: source(40, 4),
+        state: Mutex::new((0, 0)),
+        cv: std::sync::Condvar::new(),
+    });
+    let o = ReaderOptions {
+        threads: 2,
+        prefetch_chunks: 2,
+        ..opts()
+    };
+    let (seqs, _) = read_all(src.clone(), o.clone(), 5);
+    assert_eq!(
+        src.state.lock().unwrap().1,
+        2,
+        "two chunk reads ran at once"
+    );
+    // And the order is the one a single-threaded reader gives.
+    let (single, _) = read_all(source(40, 4), ReaderOptions { threads: 0, ..o }, 5);
+    assert_eq!(flat(&seqs), flat(&single));
 }
