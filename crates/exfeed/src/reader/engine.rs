@@ -111,6 +111,21 @@ pub struct ReaderState {
     pub total_samples: u64,
 }
 
+/// What [`Reader::run`] delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadSummary {
+    /// Minibatches delivered.
+    pub minibatches: u64,
+    /// Sequences delivered.
+    pub sequences: u64,
+    /// Samples delivered.
+    pub samples: u64,
+    /// Minibatches that ended a sweep.
+    pub sweeps_ended: u64,
+    /// The epoch ended (rather than `stop_after` being reached).
+    pub finished: bool,
+}
+
 impl ReaderState {
     /// The state as one line of JSON.
     pub fn to_json(&self) -> String {
@@ -431,6 +446,32 @@ impl<T: Element> Reader<T> {
             mb.clear();
         }
         r
+    }
+
+    /// Delivers minibatches of `size` samples until the epoch ends or `stop_after` minibatches
+    /// have been delivered by this call, handing each to `each` (e.g. to write its
+    /// [`super::write_minibatch_json`] line); what `exfeed read` does. Afterwards
+    /// [`Reader::state`] is the position to save for `--save-state`.
+    pub fn run(
+        &mut self,
+        size: usize,
+        stop_after: Option<u64>,
+        mut each: impl FnMut(&Minibatch<T>) -> Result<()>,
+    ) -> Result<ReadSummary> {
+        let mut mb = self.new_minibatch();
+        let mut summary = ReadSummary::default();
+        while stop_after.map_or(true, |m| summary.minibatches < m) {
+            if !self.next_minibatch(size, &mut mb)? {
+                summary.finished = true;
+                break;
+            }
+            summary.minibatches += 1;
+            summary.sequences += mb.len() as u64;
+            summary.samples += mb.samples as u64;
+            summary.sweeps_ended += u64::from(mb.end_of_sweep);
+            each(&mb)?;
+        }
+        Ok(summary)
     }
 
     fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {

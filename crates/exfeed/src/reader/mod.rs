@@ -72,7 +72,7 @@ pub mod rng;
 mod tests;
 
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
-pub use engine::{EpochLimit, Reader, ReaderOptions, ReaderState, Window};
+pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 

@@ -885,3 +885,42 @@ fn chunks_are_decoded_in_parallel_ahead_of_the_consumer() {
     let (single, _) = read_all(source(40, 4), ReaderOptions { threads: 0, ..o }, 5);
     assert_eq!(flat(&seqs), flat(&single));
 }
+
+#[test]
+fn run_stops_after_and_resumes_like_the_cli() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (_, whole) = read_all(source(30, 4), o.clone(), 6);
+    let mut lines = Vec::new();
+    let mut r = Reader::new(source(30, 4), o.clone()).unwrap();
+    let first = r
+        .run(6, Some(5), |mb| {
+            let mut l = Vec::new();
+            write_minibatch_json(&mut l, mb);
+            lines.push(String::from_utf8(l).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((first.minibatches, first.finished), (5, false));
+    let saved = r.state().to_json();
+    let mut r2 =
+        Reader::restore(source(30, 4), o, &ReaderState::from_json(&saved).unwrap()).unwrap();
+    let rest = r2
+        .run(6, None, |mb| {
+            let mut l = Vec::new();
+            write_minibatch_json(&mut l, mb);
+            lines.push(String::from_utf8(l).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    assert!(rest.finished);
+    assert_eq!(lines, whole);
+    assert_eq!(first.sweeps_ended + rest.sweeps_ended, 2);
+    assert_eq!(first.sequences + rest.sequences, 60);
+    assert_eq!(
+        first.samples + rest.samples,
+        2 * lens(30).iter().sum::<usize>() as u64
+    );
+}
