@@ -90,4 +90,8 @@ impl<T: Element> ChunkSource<T> for MemorySource<T> {
         }
         Ok(())
     }
+
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        Some(self.chunks[chunk].keys().to_vec())
+    }
 }

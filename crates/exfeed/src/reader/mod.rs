@@ -63,6 +63,7 @@ use crate::stream::StreamSpec;
 
 pub mod chunker;
 mod engine;
+mod join;
 mod memory;
 mod minibatch;
 pub mod plan;
@@ -73,6 +74,7 @@ mod tests;
 
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
+pub use join::JoinedSource;
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 
@@ -99,4 +101,10 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// (cleared, buffers kept) and has the streams of [`ChunkSource::streams`]. Sequences are
     /// appended in file order.
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
+    /// The keys of chunk `chunk`'s sequences in file order, when the index knows them without
+    /// decoding (needed to join sources by key, see [`JoinedSource`]). Default: unknown.
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let _ = chunk;
+        None
+    }
 }

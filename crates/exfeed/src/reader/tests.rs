@@ -924,3 +924,86 @@ fn run_stops_after_and_resumes_like_the_cli() {
         2 * lens(30).iter().sum::<usize>() as u64
     );
 }
+
+#[test]
+fn joined_sources_meet_by_key() {
+    // Primary: features of keys 0..20 except 5, chunks of 3. Secondary: labels of keys 19..=0
+    // (reverse order) except 7, plus 100, chunks of 4.
+    let fspec = vec![StreamSpec::new("features", Storage::Dense, 2)];
+    let mut f = SequenceBatch::<f32>::new(&fspec);
+    for k in (0..20u64).filter(|&k| k != 5) {
+        for i in 0..(k % 3 + 1) {
+            f.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+        }
+        f.finish_sequence(k);
+    }
+    let lspec = vec![StreamSpec::new("labels", Storage::Sparse, 50)];
+    let mut l = SequenceBatch::<f32>::new(&lspec);
+    for k in (0..20u64).rev().filter(|&k| k != 7).chain([100]) {
+        l.stream_mut(0).push_sparse_sample(&[k as u32 % 50], &[1.0]);
+        l.finish_sequence(k);
+    }
+    let primary: Arc<dyn ChunkSource<f32>> = Arc::new(MemorySource::from_batch(fspec, &f, 3));
+    let secondary: Arc<dyn ChunkSource<f32>> = Arc::new(MemorySource::from_batch(lspec, &l, 4));
+    let joined = Arc::new(JoinedSource::new(vec![primary, secondary]).unwrap());
+    let warnings: Vec<String> = joined.diagnostics().iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "warning: sequence 7 is missing from deserializer 1; dropped",
+            "warning: sequence 5 of deserializer 1 is missing from deserializer 0; dropped",
+            "warning: sequence 100 of deserializer 1 is missing from deserializer 0; dropped",
+        ]
+    );
+    let names: Vec<&str> = joined.streams().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["features", "labels"]);
+    assert_eq!(
+        joined.chunks().iter().map(|c| c.sequences).sum::<usize>(),
+        18
+    );
+
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let mut r = Reader::new(joined, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut per_sweep = vec![Vec::new(); 2];
+    while r.next_minibatch(4, &mut mb).unwrap() {
+        for (i, s) in mb.sequences.iter().enumerate() {
+            per_sweep[s.sweep as usize].push(s.key);
+            let feats = mb.data.streams()[0].sequence_samples(i);
+            assert_eq!(feats.len() as u64, s.key % 3 + 1);
+            for sample in feats {
+                assert_eq!(mb.data.streams()[0].dense_sample(sample)[0], s.key as f32);
+            }
+            let labels = &mb.data.streams()[1];
+            let r = labels.sequence_samples(i);
+            assert_eq!(r.len(), 1);
+            assert_eq!(labels.sparse_sample(r.start).0, &[s.key as u32 % 50]);
+        }
+    }
+    let want: Vec<u64> = (0..20).filter(|&k| k != 5 && k != 7).collect();
+    for keys in &mut per_sweep {
+        keys.sort_unstable();
+        assert_eq!(*keys, want);
+    }
+}
+
+#[test]
+fn joining_needs_keys_and_unique_names() {
+    let a: Arc<dyn ChunkSource<f32>> = source(5, 2);
+    let b: Arc<dyn ChunkSource<f32>> = source(5, 2);
+    let err = JoinedSource::new(vec![a.clone(), b]).err().unwrap();
+    assert_eq!(
+        err.message(),
+        "input 'features' is defined by more than one deserializer"
+    );
+    let logged: Arc<dyn ChunkSource<f32>> = Arc::new(Logged {
+        inner: source(5, 2),
+        log: Mutex::new(Vec::new()),
+    });
+    let err = JoinedSource::new(vec![logged]).err().unwrap();
+    assert!(err.message().contains("cannot be joined by key"), "{err}");
+    assert!(JoinedSource::<f32>::new(vec![]).is_err());
+}
