@@ -15,6 +15,9 @@ use crate::stream::StreamSpec;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+/// A decoded chunk of a non-primary source and where each key is in it.
+type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
+
 /// Sources joined by sequence key; its streams are those of all sources, in order.
 pub struct JoinedSource<T> {
     sources: Vec<Arc<dyn ChunkSource<T>>>,
@@ -148,7 +151,7 @@ impl<T: Element> ChunkSource<T> for JoinedSource<T> {
         let mut primary = SequenceBatch::new(self.sources[0].streams());
         self.sources[0].read_chunk(chunk, &mut primary)?;
         // Decode the other sources' chunks holding these keys, each once.
-        let mut others: Vec<Vec<(SequenceBatch<T>, HashMap<u64, usize>)>> = Vec::new();
+        let mut others: Vec<Vec<Decoded<T>>> = Vec::new();
         let mut where_: Vec<HashMap<usize, usize>> = Vec::new();
         for (j, map) in self.locate.iter().enumerate() {
             let source = &self.sources[j + 1];
