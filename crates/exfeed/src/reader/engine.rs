@@ -2,7 +2,7 @@
 
 use super::minibatch::{Minibatch, SequenceInfo};
 pub use super::plan::Window;
-use super::plan::{shuffle_window, SweepPlan};
+use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::ChunkSource;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
@@ -54,6 +54,10 @@ pub struct ReaderOptions {
     /// How many chunks may be scheduled or decoded ahead of the current window (at least 1).
     /// At most `window chunks + prefetch_chunks` decoded chunks are held at any time.
     pub prefetch_chunks: usize,
+    /// With `randomize`: draw each window's sequences at random with replacement (as many draws
+    /// as it has sequences), weighted by [`ChunkSource::chunk_weights`] when the source has
+    /// them, instead of shuffling them (Lens's RANDOMIZED and PROBABILISTIC modes).
+    pub with_replacement: bool,
 }
 
 impl Default for ReaderOptions {
@@ -69,6 +73,7 @@ impl Default for ReaderOptions {
             worker_rank: 0,
             threads,
             prefetch_chunks: threads.max(2),
+            with_replacement: false,
         }
     }
 }
@@ -105,6 +110,9 @@ pub struct ReaderState {
     pub num_workers: usize,
     /// This worker's rank.
     pub worker_rank: usize,
+    /// Drawing with replacement.
+    #[serde(default)]
+    pub with_replacement: bool,
     /// Number of chunks of the data set.
     pub chunks: usize,
     /// Total samples of the data set by its index.
@@ -308,6 +316,11 @@ impl<T: Element> Reader<T> {
             o.frame_mode.to_string(),
         );
         check(
+            "drawing with replacement",
+            state.with_replacement.to_string(),
+            o.with_replacement.to_string(),
+        );
+        check(
             "num_workers",
             state.num_workers.to_string(),
             o.num_workers.to_string(),
@@ -368,6 +381,7 @@ impl<T: Element> Reader<T> {
             seed: self.opts.seed,
             randomization_window: self.opts.window,
             frame_mode: self.opts.frame_mode,
+            with_replacement: self.opts.with_replacement,
             num_workers: self.opts.num_workers,
             worker_rank: self.opts.worker_rank,
             chunks: self.source.chunks().len(),
@@ -630,7 +644,17 @@ impl<T: Element> Reader<T> {
         for (c, b) in batches.iter().enumerate() {
             order.extend((0..b.len()).map(|s| (c as u32, s as u32)));
         }
-        if self.opts.randomize {
+        if self.opts.randomize && self.opts.with_replacement {
+            let weights = self.window_weights(&chunks, &batches)?;
+            order = draw_window(
+                &order,
+                weights.as_deref(),
+                self.opts.seed,
+                self.sweep,
+                self.window,
+            )
+            .map_err(|e| Error::new(ErrorKind::Invalid, Location::default(), e))?;
+        } else if self.opts.randomize {
             shuffle_window(&mut order, self.opts.seed, self.sweep, self.window);
         }
         if self.offset > order.len() {
@@ -646,6 +670,29 @@ impl<T: Element> Reader<T> {
         // Keep decoding ahead while the window is consumed.
         self.schedule(0);
         Ok(())
+    }
+
+    /// The weights of a window's sequences when every chunk of it has them.
+    fn window_weights(
+        &self,
+        chunks: &[usize],
+        batches: &[SequenceBatch<T>],
+    ) -> Result<Option<Vec<f64>>> {
+        let mut all = Vec::new();
+        for (&c, b) in chunks.iter().zip(batches) {
+            let Some(w) = self.source.chunk_weights(c) else {
+                return Ok(None);
+            };
+            if w.len() != b.len() {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_context(format!("chunk {c}")),
+                    format!("{} frequencies for {} sequences", w.len(), b.len()),
+                ));
+            }
+            all.extend(w);
+        }
+        Ok(Some(all))
     }
 
     fn check_frames(&self, batch: &SequenceBatch<T>, chunk: usize) -> Result<()> {

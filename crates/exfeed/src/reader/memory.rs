@@ -14,6 +14,7 @@ pub struct MemorySource<T> {
     specs: Vec<StreamSpec>,
     chunks: Vec<SequenceBatch<T>>,
     infos: Vec<ChunkInfo>,
+    weights: Option<Vec<Vec<f64>>>,
     reads: AtomicUsize,
 }
 
@@ -41,6 +42,7 @@ impl<T: Element> MemorySource<T> {
             specs,
             chunks,
             infos,
+            weights: None,
             reads: AtomicUsize::new(0),
         }
     }
@@ -67,6 +69,19 @@ impl<T: Element> MemorySource<T> {
         Self::new(specs, chunks)
     }
 
+    /// Gives every sequence a selection frequency (Lens's `freq:`), in sequence order across
+    /// chunks; see [`ChunkSource::chunk_weights`]. Missing ones are 1.
+    pub fn with_weights(mut self, weights: &[f64]) -> Self {
+        let mut it = weights.iter().copied();
+        self.weights = Some(
+            self.chunks
+                .iter()
+                .map(|c| (0..c.len()).map(|_| it.next().unwrap_or(1.0)).collect())
+                .collect(),
+        );
+        self
+    }
+
     /// How many times [`ChunkSource::read_chunk`] has been called.
     pub fn reads(&self) -> usize {
         self.reads.load(Ordering::Relaxed)
@@ -89,6 +104,10 @@ impl<T: Element> ChunkSource<T> for MemorySource<T> {
             out.push_sequence_from(src, s);
         }
         Ok(())
+    }
+
+    fn chunk_weights(&self, chunk: usize) -> Option<Vec<f64>> {
+        self.weights.as_ref().map(|w| w[chunk].clone())
     }
 
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {

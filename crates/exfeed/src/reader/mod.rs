@@ -13,6 +13,12 @@
 //!    chunks (or of at least that many samples), and shuffles the sequences of each window
 //!    (in `frameMode`, where every sequence is one sample, this shuffles samples individually).
 //!
+//! With [`ReaderOptions::with_replacement`] a window's sequences are instead drawn at random
+//! with replacement, as many draws as it has sequences, weighted by the source's
+//! [`ChunkSource::chunk_weights`] when it has them. Lens's example selection modes map onto
+//! this: ORDERED is `randomize = false`; PERMUTED is `randomize` with [`Window::All`];
+//! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights.
+//!
 //! A worker therefore reads only its own chunks, the workers' parts of a sweep are disjoint and
 //! together are the whole data set, and only the chunks of the current window (plus a bounded
 //! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
@@ -104,6 +110,13 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// The keys of chunk `chunk`'s sequences in file order, when the index knows them without
     /// decoding (needed to join sources by key, see [`JoinedSource`]). Default: unknown.
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let _ = chunk;
+        None
+    }
+    /// Selection frequencies of chunk `chunk`'s sequences, one per sequence [`ChunkSource::read_chunk`]
+    /// gives, in that order (Lens's `freq:`), for drawing with replacement
+    /// ([`ReaderOptions::with_replacement`]). Default: none (all equally likely).
+    fn chunk_weights(&self, chunk: usize) -> Option<Vec<f64>> {
         let _ = chunk;
         None
     }

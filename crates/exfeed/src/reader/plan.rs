@@ -149,3 +149,46 @@ impl SweepPlan {
 pub fn shuffle_window(order: &mut [(u32, u32)], seed: u64, sweep: u64, w: usize) {
     SplitMix64::for_stream(sweep_seed(seed, sweep), w as u64 + 1).shuffle(order);
 }
+
+/// Draws `items.len()` entries of `items` at random *with replacement* for window `w` of a sweep
+/// (Lens's RANDOMIZED mode, or PROBABILISTIC with `weights`, one per item, normalized here),
+/// from stream `w + 1` of the sweep's seed. Weights must be finite, non-negative and not all 0.
+pub fn draw_window<X: Copy>(
+    items: &[X],
+    weights: Option<&[f64]>,
+    seed: u64,
+    sweep: u64,
+    w: usize,
+) -> Result<Vec<X>, String> {
+    let mut rng = SplitMix64::for_stream(sweep_seed(seed, sweep), w as u64 + 1);
+    let n = items.len();
+    match weights {
+        None => Ok((0..n)
+            .map(|_| items[rng.below(n as u64) as usize])
+            .collect()),
+        Some(weights) => {
+            if weights.len() != n {
+                return Err(format!("{} weights for {n} sequences", weights.len()));
+            }
+            let mut cumulative = Vec::with_capacity(n);
+            let mut total = 0.0f64;
+            for (i, &x) in weights.iter().enumerate() {
+                if !(x.is_finite() && x >= 0.0) {
+                    return Err(format!("sequence {i} of the window has frequency {x}; frequencies must be finite and non-negative"));
+                }
+                total += x;
+                cumulative.push(total);
+            }
+            if n > 0 && !(total > 0.0 && total.is_finite()) {
+                return Err("the frequencies of a window sum to 0 (or overflow)".to_string());
+            }
+            Ok((0..n)
+                .map(|_| {
+                    let u = rng.next_f64() * total;
+                    let i = cumulative.partition_point(|&c| c <= u).min(n - 1);
+                    items[i]
+                })
+                .collect())
+        }
+    }
+}

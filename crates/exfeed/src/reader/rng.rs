@@ -53,6 +53,11 @@ impl SplitMix64 {
         }
     }
 
+    /// A uniform float in `[0, 1)`: the top 53 bits of [`SplitMix64::next_u64`] times 2^-53.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// Fisher-Yates shuffle: for i from the end down to 1, swap item i with item `below(i + 1)`.
     pub fn shuffle<X>(&mut self, items: &mut [X]) {
         for i in (1..items.len()).rev() {

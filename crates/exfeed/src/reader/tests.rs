@@ -337,6 +337,14 @@ fn restored_reader_continues_exactly() {
     let configs = [
         (
             ReaderOptions {
+                with_replacement: true,
+                limit: EpochLimit::Sweeps(2),
+                ..opts()
+            },
+            8,
+        ),
+        (
+            ReaderOptions {
                 limit: EpochLimit::Sweeps(3),
                 ..opts()
             },
@@ -1006,4 +1014,64 @@ fn joining_needs_keys_and_unique_names() {
     let err = JoinedSource::new(vec![logged]).err().unwrap();
     assert!(err.message().contains("cannot be joined by key"), "{err}");
     assert!(JoinedSource::<f32>::new(vec![]).is_err());
+}
+
+#[test]
+fn drawing_with_replacement() {
+    let n = 60;
+    let o = ReaderOptions {
+        with_replacement: true,
+        window: Window::All,
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (seqs, a) = read_all(source(n, 7), o.clone(), 9);
+    let (_, b) = read_all(
+        source(n, 7),
+        ReaderOptions {
+            threads: 0,
+            ..o.clone()
+        },
+        9,
+    );
+    assert_eq!(a, b, "deterministic");
+    for sweep in 0..2 {
+        let keys = sweep_keys(&seqs, sweep);
+        assert_eq!(keys.len(), n, "as many draws as sequences");
+        let distinct: HashSet<u64> = keys.iter().copied().collect();
+        assert!(distinct.len() < n, "with replacement, some repeat");
+        assert!(distinct.iter().all(|&k| k < n as u64));
+    }
+    // Weighted (PROBABILISTIC): weight 0 is never drawn; 3:1 shows in the counts.
+    let weights: Vec<f64> = (0..n)
+        .map(|k| {
+            if k == 4 {
+                3.0
+            } else if k == 9 {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let src =
+        Arc::new(MemorySource::from_batch(specs(), &batch_of(&lens(n)), 7).with_weights(&weights));
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(20),
+        ..o
+    };
+    let (seqs, _) = read_all(src, o.clone(), 9);
+    let keys: Vec<u64> = flat(&seqs).iter().map(|x| x.1).collect();
+    assert_eq!(keys.len(), 20 * n);
+    let fours = keys.iter().filter(|&&k| k == 4).count();
+    let nines = keys.iter().filter(|&&k| k == 9).count();
+    assert_eq!(fours + nines, keys.len());
+    assert!(fours > 2 * nines && fours < 4 * nines, "{fours} vs {nines}");
+    // Bad frequencies are errors.
+    let src =
+        Arc::new(MemorySource::from_batch(specs(), &batch_of(&lens(n)), 7).with_weights(&[-1.0]));
+    let mut r = Reader::new(src, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let err = r.next_minibatch(4, &mut mb).unwrap_err();
+    assert!(err.message().contains("has frequency -1"), "{err}");
 }
