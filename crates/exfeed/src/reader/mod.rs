@@ -19,6 +19,11 @@
 //! this: ORDERED is `randomize = false`; PERMUTED is `randomize` with [`Window::All`];
 //! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights.
 //!
+//! Windows are consecutive, non-overlapping groups of a worker's chunks (CNTK's block
+//! randomizer slides its window around each chunk instead); this keeps every window's
+//! sequences decodable from the worker's own chunks, and makes a position in a sweep just
+//! (window, offset). [`EpochLimit::Samples`] counts the samples this worker delivers.
+//!
 //! A worker therefore reads only its own chunks, the workers' parts of a sweep are disjoint and
 //! together are the whole data set, and only the chunks of the current window (plus a bounded
 //! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
