@@ -1,1 +1,128 @@
 //! The minibatch reader: chunked, randomized, parallel, distributed and resumable.
+//!
+//! The engine here does not know any file format. It reads from a [`ChunkSource`]: something
+//! that has a list of streams, a list of chunks (runs of whole sequences, see [`chunker`]) and
+//! can decode any chunk into a [`SequenceBatch`]. The CTF, CBF and Lens readers provide one each;
+//! [`MemorySource`] holds sequences in memory.
+//!
+//! How a sweep (one pass over the data) is planned, see [`plan`]:
+//! 1. with `randomize`, the chunks are permuted with a generator seeded by
+//!    `randomizationSeed + sweep` (see [`rng`]); otherwise they stay in file order;
+//! 2. the chunk at randomized position `i` belongs to worker `i % num_workers`;
+//! 3. each worker groups its own chunks, in that order, into windows of `randomizationWindow`
+//!    chunks (or of at least that many samples), and shuffles the sequences of each window
+//!    (in `frameMode`, where every sequence is one sample, this shuffles samples individually).
+//!
+//! With [`ReaderOptions::with_replacement`] a window's sequences are instead drawn at random
+//! with replacement, as many draws as it has sequences, weighted by the source's
+//! [`ChunkSource::chunk_weights`] when it has them. Lens's example selection modes map onto
+//! this: ORDERED is `randomize = false`; PERMUTED is `randomize` with [`Window::All`];
+//! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights.
+//!
+//! Windows are consecutive, non-overlapping groups of a worker's chunks (CNTK's block
+//! randomizer slides its window around each chunk instead); this keeps every window's
+//! sequences decodable from the worker's own chunks, and makes a position in a sweep just
+//! (window, offset). [`EpochLimit::Samples`] counts the samples this worker delivers.
+//!
+//! A worker therefore reads only its own chunks, the workers' parts of a sweep are disjoint and
+//! together are the whole data set, and only the chunks of the current window (plus a bounded
+//! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
+//! that sequence order by [`Reader::next_minibatch`]; [`Reader::state`] and [`Reader::restore`]
+//! save and resume the exact position.
+//!
+//! ```
+//! use exfeed::reader::{EpochLimit, MemorySource, Reader, ReaderOptions, Window};
+//! use exfeed::{SequenceBatch, Storage, StreamSpec};
+//! use std::sync::Arc;
+//!
+//! // Ten sequences of one dense sample each, in chunks of three sequences.
+//! let specs = vec![StreamSpec::new("x", Storage::Dense, 2)];
+//! let mut all = SequenceBatch::<f32>::new(&specs);
+//! for k in 0..10 {
+//!     all.stream_mut(0).push_dense_sample(&[k as f32, 1.0]);
+//!     all.finish_sequence(k);
+//! }
+//! let source = Arc::new(MemorySource::from_batch(specs, &all, 3));
+//! let options = ReaderOptions {
+//!     seed: 1,
+//!     window: Window::Chunks(2),
+//!     limit: EpochLimit::Sweeps(2),
+//!     ..ReaderOptions::default()
+//! };
+//! let mut reader = Reader::new(source.clone(), options.clone())?;
+//! let mut mb = reader.new_minibatch();
+//! assert!(reader.next_minibatch(4, &mut mb)?);
+//! assert_eq!(mb.samples, 4);
+//! assert_eq!(mb.data.streams()[0].values().len(), 8); // [4 samples x 2]
+//!
+//! // Save the position, and a restored reader goes on with the same minibatches.
+//! let saved = reader.state().to_json();
+//! let mut again = Reader::restore(source, options, &exfeed::reader::ReaderState::from_json(&saved)?)?;
+//! let mut mb2 = again.new_minibatch();
+//! while reader.next_minibatch(4, &mut mb)? {
+//!     assert!(again.next_minibatch(4, &mut mb2)?);
+//!     assert_eq!(mb.sequences, mb2.sequences);
+//! }
+//! assert!(!again.next_minibatch(4, &mut mb2)?);
+//! # Ok::<(), exfeed::Error>(())
+//! ```
+
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::Result;
+use crate::stream::StreamSpec;
+
+pub mod chunker;
+mod engine;
+mod join;
+mod memory;
+mod minibatch;
+pub mod plan;
+pub mod rng;
+
+#[cfg(test)]
+mod tests;
+
+pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
+pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
+pub use join::JoinedSource;
+pub use memory::MemorySource;
+pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
+
+/// What the engine knows of a chunk before decoding it (from the index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChunkInfo {
+    /// Number of sequences (decoding may drop bad ones under `maxErrors`).
+    pub sequences: usize,
+    /// Total samples of its sequences (used for sample-based randomization windows).
+    pub samples: u64,
+    /// Size in the file, in bytes.
+    pub bytes: u64,
+}
+
+/// What the reader engine reads from: an indexed data set split into chunks of whole sequences.
+///
+/// `read_chunk` is called from several threads at once, for different chunks.
+pub trait ChunkSource<T: Element>: Send + Sync {
+    /// The streams every decoded chunk has, in this order.
+    fn streams(&self) -> &[StreamSpec];
+    /// The chunks, in file order.
+    fn chunks(&self) -> &[ChunkInfo];
+    /// Decodes chunk `chunk` (an index into [`ChunkSource::chunks`]) into `out`, which is empty
+    /// (cleared, buffers kept) and has the streams of [`ChunkSource::streams`]. Sequences are
+    /// appended in file order.
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
+    /// The keys of chunk `chunk`'s sequences in file order, when the index knows them without
+    /// decoding (needed to join sources by key, see [`JoinedSource`]). Default: unknown.
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let _ = chunk;
+        None
+    }
+    /// Selection frequencies of chunk `chunk`'s sequences, one per sequence [`ChunkSource::read_chunk`]
+    /// gives, in that order (Lens's `freq:`), for drawing with replacement
+    /// ([`ReaderOptions::with_replacement`]). Default: none (all equally likely).
+    fn chunk_weights(&self, chunk: usize) -> Option<Vec<f64>> {
+        let _ = chunk;
+        None
+    }
+}

@@ -1,0 +1,791 @@
+//! [`Reader`]: the minibatch engine over a [`ChunkSource`].
+
+use super::minibatch::{Minibatch, SequenceInfo};
+pub use super::plan::Window;
+use super::plan::{draw_window, shuffle_window, SweepPlan};
+use super::ChunkSource;
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Location, Result};
+use crate::stream::StreamSpec;
+use crossbeam_channel::Receiver;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// When an epoch (a run of the reader) ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpochLimit {
+    /// After this many sweeps over the data (the default: one).
+    Sweeps(u64),
+    /// Once this many samples have been delivered (by this worker). Minibatches are cut so as
+    /// not to pass the limit, except that a minibatch always holds at least one sequence.
+    Samples(u64),
+    /// Never (the caller stops).
+    Unlimited,
+}
+
+impl Default for EpochLimit {
+    fn default() -> Self {
+        EpochLimit::Sweeps(1)
+    }
+}
+
+/// The engine's options; they map one to one onto CNTK's reader parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReaderOptions {
+    /// `randomize` (default true).
+    pub randomize: bool,
+    /// `randomizationSeed` (default 0); sweep `s` uses `seed + s`.
+    pub seed: u64,
+    /// `randomizationWindow` / `sampleBasedRandomizationWindow`.
+    pub window: Window,
+    /// `frameMode`: every sequence must be one sample.
+    pub frame_mode: bool,
+    /// Epoch size: max sweeps or max samples.
+    pub limit: EpochLimit,
+    /// Number of distributed workers (at least 1).
+    pub num_workers: usize,
+    /// This worker's rank, `0..num_workers`.
+    pub worker_rank: usize,
+    /// Threads decoding chunks ahead of the consumer; 0 decodes on the caller's thread when a
+    /// chunk is needed. Default: the available parallelism.
+    pub threads: usize,
+    /// How many chunks may be scheduled or decoded ahead of the current window (at least 1).
+    /// At most `window chunks + prefetch_chunks` decoded chunks are held at any time.
+    pub prefetch_chunks: usize,
+    /// With `randomize`: draw each window's sequences at random with replacement (as many draws
+    /// as it has sequences), weighted by [`ChunkSource::chunk_weights`] when the source has
+    /// them, instead of shuffling them (Lens's RANDOMIZED and PROBABILISTIC modes).
+    pub with_replacement: bool,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ReaderOptions {
+            randomize: true,
+            seed: 0,
+            window: Window::default(),
+            frame_mode: false,
+            limit: EpochLimit::default(),
+            num_workers: 1,
+            worker_rank: 0,
+            threads,
+            prefetch_chunks: threads.max(2),
+            with_replacement: false,
+        }
+    }
+}
+
+/// A saved reader position ([`Reader::state`]), serializable with serde (JSON).
+///
+/// It holds the position in the sweep order (which is recomputed from the seed on restore) and
+/// the options that order depends on, so a state is only restored into a compatible reader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReaderState {
+    /// Format version of this structure (1).
+    pub version: u32,
+    /// The current sweep.
+    pub sweep: u64,
+    /// The current window of this worker's plan of that sweep.
+    pub window: usize,
+    /// Sequences of that window already delivered.
+    pub offset: usize,
+    /// Samples delivered so far (for [`EpochLimit::Samples`]).
+    pub samples_delivered: u64,
+    /// Samples delivered in the current sweep so far.
+    pub sweep_samples: u64,
+    /// Minibatches delivered so far.
+    pub minibatches: u64,
+    /// `randomize` of the reader that saved it.
+    pub randomize: bool,
+    /// `randomizationSeed`.
+    pub seed: u64,
+    /// The randomization window.
+    pub randomization_window: Window,
+    /// `frameMode`.
+    pub frame_mode: bool,
+    /// Number of workers.
+    pub num_workers: usize,
+    /// This worker's rank.
+    pub worker_rank: usize,
+    /// Drawing with replacement.
+    #[serde(default)]
+    pub with_replacement: bool,
+    /// Number of chunks of the data set.
+    pub chunks: usize,
+    /// Total samples of the data set by its index.
+    pub total_samples: u64,
+}
+
+/// What [`Reader::run`] delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadSummary {
+    /// Minibatches delivered.
+    pub minibatches: u64,
+    /// Sequences delivered.
+    pub sequences: u64,
+    /// Samples delivered.
+    pub samples: u64,
+    /// Minibatches that ended a sweep.
+    pub sweeps_ended: u64,
+    /// The epoch ended (rather than `stop_after` being reached).
+    pub finished: bool,
+}
+
+impl ReaderState {
+    /// The state as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a ReaderState always serializes")
+    }
+
+    /// Reads a state written by [`ReaderState::to_json`].
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| Error::config(format!("not a reader state: {e}")))
+    }
+}
+
+enum Pending<T> {
+    /// Decoding on the pool; the result arrives on the channel.
+    Async(Receiver<Result<SequenceBatch<T>>>),
+    /// Decoded on the caller's thread when taken (threads = 0).
+    Deferred(SequenceBatch<T>),
+}
+
+struct Loaded<T> {
+    batches: Vec<SequenceBatch<T>>,
+    /// `(chunk in window, sequence in chunk)` in delivery order.
+    order: Vec<(u32, u32)>,
+}
+
+/// Position of the scheduler (what to decode next) in the chunk stream.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    sweep: u64,
+    window: usize,
+    index: usize,
+}
+
+/// The minibatch reader. See the [module documentation](super).
+pub struct Reader<T: Element> {
+    source: Arc<dyn ChunkSource<T>>,
+    specs: Vec<StreamSpec>,
+    opts: ReaderOptions,
+    defining: Option<usize>,
+    pool: Option<rayon::ThreadPool>,
+    plans: VecDeque<Arc<SweepPlan>>,
+    // Consumer position.
+    sweep: u64,
+    window: usize,
+    offset: usize,
+    loaded: Option<Loaded<T>>,
+    samples_delivered: u64,
+    sweep_samples: u64,
+    minibatches: u64,
+    done: bool,
+    failed: bool,
+    // Prefetch.
+    sched: Cursor,
+    pending: VecDeque<(usize, Pending<T>)>,
+    spare: Vec<SequenceBatch<T>>,
+    peak_held: usize,
+    chunks_read: u64,
+    no_data: bool,
+    total_samples: u64,
+}
+
+impl<T: Element> Reader<T> {
+    /// A reader at the start of sweep 0.
+    pub fn new(source: Arc<dyn ChunkSource<T>>, options: ReaderOptions) -> Result<Self> {
+        let num_chunks = source.chunks().len();
+        let total_samples = source
+            .chunks()
+            .iter()
+            .map(|c| c.samples)
+            .fold(0u64, u64::saturating_add);
+        if options.num_workers == 0 {
+            return Err(Error::config("num_workers must be at least 1"));
+        }
+        if options.worker_rank >= options.num_workers {
+            return Err(Error::config(format!(
+                "worker_rank {} is out of range for {} workers",
+                options.worker_rank, options.num_workers
+            )));
+        }
+        match options.window {
+            Window::Chunks(0) | Window::Samples(0) => {
+                return Err(Error::config(
+                    "randomizationWindow must be a positive integer",
+                ));
+            }
+            _ => {}
+        }
+        if options.limit == EpochLimit::Sweeps(0) || options.limit == EpochLimit::Samples(0) {
+            return Err(Error::config(
+                "the epoch limit (max sweeps or max samples) must be positive",
+            ));
+        }
+        let pool = if options.threads > 0 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(options.threads)
+                .thread_name(|i| format!("exfeed-reader-{i}"))
+                .build()
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        Location::default(),
+                        format!("cannot start reader threads: {e}"),
+                    )
+                })?;
+            Some(pool)
+        } else {
+            None
+        };
+        let specs = source.streams().to_vec();
+        let defining = specs.iter().position(|s| s.defines_mb_size);
+        Ok(Reader {
+            specs,
+            defining,
+            pool,
+            plans: VecDeque::new(),
+            sweep: 0,
+            window: 0,
+            offset: 0,
+            loaded: None,
+            samples_delivered: 0,
+            sweep_samples: 0,
+            minibatches: 0,
+            done: false,
+            failed: false,
+            sched: Cursor {
+                sweep: 0,
+                window: 0,
+                index: 0,
+            },
+            pending: VecDeque::new(),
+            spare: Vec::new(),
+            peak_held: 0,
+            chunks_read: 0,
+            // The number of chunks a worker owns is the same every sweep.
+            no_data: options.worker_rank >= num_chunks,
+            total_samples,
+            opts: options,
+            source,
+        })
+    }
+
+    /// A reader continuing from a saved state. `options` must agree with those that produced
+    /// the state in everything the order depends on (randomize, seed, window, frameMode, workers,
+    /// rank) and the data set must have the same chunks; the epoch limit, threads and prefetch
+    /// may differ.
+    pub fn restore(
+        source: Arc<dyn ChunkSource<T>>,
+        options: ReaderOptions,
+        state: &ReaderState,
+    ) -> Result<Self> {
+        let mut r = Reader::new(source, options)?;
+        let o = &r.opts;
+        let mut mismatch = Vec::new();
+        if state.version != 1 {
+            mismatch.push(format!("state version {} (expected 1)", state.version));
+        }
+        let mut check = |what: &str, saved: String, now: String| {
+            if saved != now {
+                mismatch.push(format!("{what} was {saved}, is {now}"));
+            }
+        };
+        check(
+            "randomize",
+            state.randomize.to_string(),
+            o.randomize.to_string(),
+        );
+        check(
+            "randomizationSeed",
+            state.seed.to_string(),
+            o.seed.to_string(),
+        );
+        check(
+            "randomization window",
+            format!("{:?}", state.randomization_window),
+            format!("{:?}", o.window),
+        );
+        check(
+            "frameMode",
+            state.frame_mode.to_string(),
+            o.frame_mode.to_string(),
+        );
+        check(
+            "drawing with replacement",
+            state.with_replacement.to_string(),
+            o.with_replacement.to_string(),
+        );
+        check(
+            "num_workers",
+            state.num_workers.to_string(),
+            o.num_workers.to_string(),
+        );
+        check(
+            "worker_rank",
+            state.worker_rank.to_string(),
+            o.worker_rank.to_string(),
+        );
+        check(
+            "number of chunks",
+            state.chunks.to_string(),
+            r.source.chunks().len().to_string(),
+        );
+        check(
+            "number of samples",
+            state.total_samples.to_string(),
+            r.total_samples.to_string(),
+        );
+        if !mismatch.is_empty() {
+            return Err(Error::config(format!(
+                "the saved reader state does not fit this reader: {}",
+                mismatch.join("; ")
+            )));
+        }
+        r.sweep = state.sweep;
+        r.window = state.window;
+        r.offset = state.offset;
+        r.samples_delivered = state.samples_delivered;
+        r.sweep_samples = state.sweep_samples;
+        r.minibatches = state.minibatches;
+        r.sched = Cursor {
+            sweep: state.sweep,
+            window: state.window,
+            index: 0,
+        };
+        let plan = r.plan(state.sweep);
+        if state.window > plan.windows.len() {
+            return Err(Error::config(format!(
+                "the saved reader state is corrupt: window {} of sweep {} does not exist",
+                state.window, state.sweep
+            )));
+        }
+        Ok(r)
+    }
+
+    /// The current position, to save and pass to [`Reader::restore`].
+    pub fn state(&self) -> ReaderState {
+        ReaderState {
+            version: 1,
+            sweep: self.sweep,
+            window: self.window,
+            offset: self.offset,
+            samples_delivered: self.samples_delivered,
+            sweep_samples: self.sweep_samples,
+            minibatches: self.minibatches,
+            randomize: self.opts.randomize,
+            seed: self.opts.seed,
+            randomization_window: self.opts.window,
+            frame_mode: self.opts.frame_mode,
+            with_replacement: self.opts.with_replacement,
+            num_workers: self.opts.num_workers,
+            worker_rank: self.opts.worker_rank,
+            chunks: self.source.chunks().len(),
+            total_samples: self.total_samples,
+        }
+    }
+
+    /// Changes when the epoch ends, e.g. to go on reading after it ended (CNTK's next epoch).
+    /// The position is kept: `Sweeps(k)` and `Samples(n)` count from the start of sweep 0.
+    pub fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
+        if limit == EpochLimit::Sweeps(0) || limit == EpochLimit::Samples(0) {
+            return Err(Error::config(
+                "the epoch limit (max sweeps or max samples) must be positive",
+            ));
+        }
+        self.opts.limit = limit;
+        self.done = false;
+        Ok(())
+    }
+
+    /// The streams of every minibatch, in order.
+    pub fn streams(&self) -> &[StreamSpec] {
+        &self.specs
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ReaderOptions {
+        &self.opts
+    }
+
+    /// An empty minibatch with this reader's streams, to pass to [`Reader::next_minibatch`].
+    pub fn new_minibatch(&self) -> Minibatch<T> {
+        Minibatch::new(&self.specs)
+    }
+
+    /// Samples delivered so far.
+    pub fn samples_delivered(&self) -> u64 {
+        self.samples_delivered
+    }
+
+    /// Minibatches delivered so far.
+    pub fn minibatches(&self) -> u64 {
+        self.minibatches
+    }
+
+    /// How many chunk reads were started (decoded or being decoded).
+    pub fn chunks_read(&self) -> u64 {
+        self.chunks_read
+    }
+
+    /// The largest number of decoded (or being decoded) chunks held at once: the current
+    /// window's plus those prefetched.
+    pub fn peak_chunks_held(&self) -> usize {
+        self.peak_held
+    }
+
+    /// Has the epoch ended?
+    pub fn is_done(&self) -> bool {
+        self.done || self.no_data
+    }
+
+    /// Fills `mb` with the next minibatch of about `size` samples: whole sequences while they
+    /// fit, and always at least one. Returns `false` (and an empty `mb`) once the epoch is over.
+    pub fn next_minibatch(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+        mb.clear();
+        if self.failed {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                Location::default(),
+                "the reader stopped after an earlier error",
+            ));
+        }
+        let r = self.fill(size, mb);
+        if r.is_err() {
+            self.failed = true;
+            mb.clear();
+        }
+        r
+    }
+
+    /// Delivers minibatches of `size` samples until the epoch ends or `stop_after` minibatches
+    /// have been delivered by this call, handing each to `each` (e.g. to write its
+    /// [`super::write_minibatch_json`] line); what `exfeed read` does. Afterwards
+    /// [`Reader::state`] is the position to save for `--save-state`.
+    pub fn run(
+        &mut self,
+        size: usize,
+        stop_after: Option<u64>,
+        mut each: impl FnMut(&Minibatch<T>) -> Result<()>,
+    ) -> Result<ReadSummary> {
+        let mut mb = self.new_minibatch();
+        let mut summary = ReadSummary::default();
+        while stop_after.map_or(true, |m| summary.minibatches < m) {
+            if !self.next_minibatch(size, &mut mb)? {
+                summary.finished = true;
+                break;
+            }
+            summary.minibatches += 1;
+            summary.sequences += mb.len() as u64;
+            summary.samples += mb.samples as u64;
+            summary.sweeps_ended += u64::from(mb.end_of_sweep);
+            each(&mb)?;
+        }
+        Ok(summary)
+    }
+
+    fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+        self.settle(mb)?;
+        if self.is_done() {
+            return Ok(false);
+        }
+        let budget = match self.opts.limit {
+            EpochLimit::Samples(n) => {
+                (size as u64).min(n.saturating_sub(self.samples_delivered)) as usize
+            }
+            _ => size,
+        };
+        while !self.is_done() {
+            let loaded = self
+                .loaded
+                .as_ref()
+                .expect("settle leaves a window loaded unless done");
+            let (c, s) = loaded.order[self.offset];
+            let batch = &loaded.batches[c as usize];
+            let len = batch.sequence_length(s as usize, self.defining);
+            if !mb.is_empty() && mb.samples + len > budget {
+                break;
+            }
+            mb.data.push_sequence_from(batch, s as usize);
+            mb.sequences.push(SequenceInfo {
+                sweep: self.sweep,
+                key: batch.keys()[s as usize],
+                samples: len,
+            });
+            mb.samples += len;
+            self.offset += 1;
+            self.samples_delivered = self.samples_delivered.saturating_add(len as u64);
+            self.sweep_samples = self.sweep_samples.saturating_add(len as u64);
+            self.settle(mb)?;
+            if mb.samples >= budget {
+                break;
+            }
+        }
+        self.minibatches = self.minibatches.saturating_add(1);
+        Ok(true)
+    }
+
+    fn limit_reached(&self) -> bool {
+        match self.opts.limit {
+            EpochLimit::Sweeps(k) => self.sweep >= k,
+            EpochLimit::Samples(n) => self.samples_delivered >= n,
+            EpochLimit::Unlimited => false,
+        }
+    }
+
+    fn plan(&mut self, sweep: u64) -> Arc<SweepPlan> {
+        if let Some(p) = self.plans.iter().find(|p| p.sweep == sweep) {
+            return p.clone();
+        }
+        let o = &self.opts;
+        let p = Arc::new(SweepPlan::new(
+            self.source.chunks(),
+            o.randomize,
+            o.seed,
+            sweep,
+            o.window,
+            o.num_workers,
+            o.worker_rank,
+        ));
+        if self.plans.len() >= 3 {
+            self.plans.pop_front();
+        }
+        self.plans.push_back(p.clone());
+        p
+    }
+
+    /// Moves the position past exhausted windows (loading the next one) until a sequence is
+    /// ready or the epoch is over; flags `mb` when a sweep ends after its last sequence.
+    fn settle(&mut self, mb: &mut Minibatch<T>) -> Result<()> {
+        loop {
+            if self.no_data {
+                return Ok(());
+            }
+            let available = self.loaded.as_ref().map(|l| self.offset < l.order.len());
+            if available == Some(false) && !mb.is_empty() {
+                let windows = self.plan(self.sweep).windows.len();
+                if self.window + 1 >= windows {
+                    mb.end_of_sweep = true;
+                }
+            }
+            if self.limit_reached() {
+                self.done = true;
+                return Ok(());
+            }
+            if available == Some(true) {
+                return Ok(());
+            }
+            if let Some(l) = self.loaded.take() {
+                self.release(l);
+                self.window += 1;
+                self.offset = 0;
+            }
+            let plan = self.plan(self.sweep);
+            if self.window >= plan.windows.len() {
+                if !mb.is_empty() {
+                    mb.end_of_sweep = true;
+                }
+                let idle =
+                    self.sweep_samples == 0 && !matches!(self.opts.limit, EpochLimit::Sweeps(_));
+                if idle || self.sweep == u64::MAX {
+                    // A sweep gave this worker nothing: stop rather than loop for ever (and a
+                    // restored state at the last representable sweep has nowhere to go).
+                    self.done = true;
+                    return Ok(());
+                }
+                self.sweep += 1;
+                self.window = 0;
+                self.offset = 0;
+                self.sweep_samples = 0;
+                continue;
+            }
+            self.load_window(&plan)?;
+        }
+    }
+
+    fn release(&mut self, loaded: Loaded<T>) {
+        for mut b in loaded.batches {
+            b.clear();
+            self.spare.push(b);
+        }
+    }
+
+    fn load_window(&mut self, plan: &SweepPlan) -> Result<()> {
+        let chunks = plan.window_chunks(self.window).to_vec();
+        let mut batches = Vec::with_capacity(chunks.len());
+        for (i, &chunk) in chunks.iter().enumerate() {
+            self.schedule(chunks.len() - i);
+            let (got, pending) = self.pending.pop_front().expect("scheduled in plan order");
+            debug_assert_eq!(got, chunk);
+            let batch = match pending {
+                Pending::Async(rx) => rx.recv().map_err(|_| {
+                    Error::new(
+                        ErrorKind::Invalid,
+                        Location::default().with_context(format!("chunk {chunk}")),
+                        "decoding the chunk failed: its thread panicked",
+                    )
+                })??,
+                Pending::Deferred(mut b) => {
+                    self.source.read_chunk(chunk, &mut b)?;
+                    b
+                }
+            };
+            if self.opts.frame_mode {
+                self.check_frames(&batch, chunk)?;
+            }
+            batches.push(batch);
+            self.track_held(batches.len());
+        }
+        let mut order = Vec::new();
+        for (c, b) in batches.iter().enumerate() {
+            order.extend((0..b.len()).map(|s| (c as u32, s as u32)));
+        }
+        if self.opts.randomize && self.opts.with_replacement {
+            let weights = self.window_weights(&chunks, &batches)?;
+            order = draw_window(
+                &order,
+                weights.as_deref(),
+                self.opts.seed,
+                self.sweep,
+                self.window,
+            )
+            .map_err(|e| Error::new(ErrorKind::Invalid, Location::default(), e))?;
+        } else if self.opts.randomize {
+            shuffle_window(&mut order, self.opts.seed, self.sweep, self.window);
+        }
+        if self.offset > order.len() {
+            return Err(Error::config(format!(
+                "the saved reader state does not fit the data: window {} of sweep {} has {} sequences, not {}",
+                self.window,
+                self.sweep,
+                order.len(),
+                self.offset
+            )));
+        }
+        self.loaded = Some(Loaded { batches, order });
+        // Keep decoding ahead while the window is consumed.
+        self.schedule(0);
+        Ok(())
+    }
+
+    /// The weights of a window's sequences when every chunk of it has them.
+    fn window_weights(
+        &self,
+        chunks: &[usize],
+        batches: &[SequenceBatch<T>],
+    ) -> Result<Option<Vec<f64>>> {
+        let mut all = Vec::new();
+        for (&c, b) in chunks.iter().zip(batches) {
+            let Some(w) = self.source.chunk_weights(c) else {
+                return Ok(None);
+            };
+            if w.len() != b.len() {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_context(format!("chunk {c}")),
+                    format!("{} frequencies for {} sequences", w.len(), b.len()),
+                ));
+            }
+            all.extend(w);
+        }
+        Ok(Some(all))
+    }
+
+    fn check_frames(&self, batch: &SequenceBatch<T>, chunk: usize) -> Result<()> {
+        for s in 0..batch.len() {
+            for (stream, spec) in batch.streams().iter().zip(&self.specs) {
+                let n = stream.sequence_samples(s).len();
+                if n > 1 {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Location::default().with_context(format!("chunk {chunk}, input '{}'", spec.name)),
+                        format!(
+                            "frameMode: sequence {} has {n} samples; in frame mode every sequence must have exactly one sample",
+                            batch.keys()[s]
+                        ),
+                    ));
+                }
+            }
+            if batch.sequence_length(s, None) == 0 {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_context(format!("chunk {chunk}")),
+                    format!(
+                        "frameMode: sequence {} has no samples; in frame mode every sequence must have exactly one sample",
+                        batch.keys()[s]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn track_held(&mut self, extra: usize) {
+        let held = self.loaded.as_ref().map_or(0, |l| l.batches.len()) + self.pending.len() + extra;
+        self.peak_held = self.peak_held.max(held);
+    }
+
+    /// Schedules chunk reads in plan order until `prefetch_chunks` (or at least `need`) are
+    /// pending, not past the epoch's last sweep.
+    fn schedule(&mut self, need: usize) {
+        let target = self.opts.prefetch_chunks.max(1).max(need);
+        while self.pending.len() < target && !self.no_data {
+            let cur = self.sched;
+            if let EpochLimit::Sweeps(k) = self.opts.limit {
+                if cur.sweep >= k {
+                    break;
+                }
+            }
+            let plan = self.plan(cur.sweep);
+            if cur.window >= plan.windows.len() {
+                if cur.sweep == u64::MAX {
+                    break;
+                }
+                self.sched = Cursor {
+                    sweep: cur.sweep + 1,
+                    window: 0,
+                    index: 0,
+                };
+                if plan.windows.is_empty() {
+                    break; // never happens with no_data false; guards against a loop
+                }
+                continue;
+            }
+            let in_window = plan.window_chunks(cur.window);
+            if cur.index >= in_window.len() {
+                self.sched = Cursor {
+                    sweep: cur.sweep,
+                    window: cur.window + 1,
+                    index: 0,
+                };
+                continue;
+            }
+            let chunk = in_window[cur.index];
+            self.sched.index += 1;
+            let batch = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| SequenceBatch::new(&self.specs));
+            let pending = match &self.pool {
+                Some(pool) => {
+                    let (tx, rx) = crossbeam_channel::bounded(1);
+                    let source = self.source.clone();
+                    let mut batch = batch;
+                    pool.spawn(move || {
+                        let r = source.read_chunk(chunk, &mut batch).map(|()| batch);
+                        let _ = tx.send(r);
+                    });
+                    Pending::Async(rx)
+                }
+                None => Pending::Deferred(batch),
+            };
+            self.chunks_read += 1;
+            self.pending.push_back((chunk, pending));
+            self.track_held(0);
+        }
+    }
+}

@@ -1,0 +1,1077 @@
+//! Tests of the engine on in-memory sources.
+
+use super::plan::SweepPlan;
+use super::*;
+use crate::error::ErrorKind;
+use crate::stream::Storage;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+
+fn specs() -> Vec<StreamSpec> {
+    vec![
+        StreamSpec::new("features", Storage::Dense, 2),
+        StreamSpec::new("labels", Storage::Sparse, 100),
+    ]
+}
+
+/// Sequence `k` has `lens[k]` samples in both streams; dense sample `i` is `[k, i]`, sparse
+/// sample `i` is `{k % 100: i}`.
+fn batch_of(lens: &[usize]) -> SequenceBatch<f32> {
+    let mut b = SequenceBatch::new(&specs());
+    for (k, &len) in lens.iter().enumerate() {
+        for i in 0..len {
+            b.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+            b.stream_mut(1)
+                .push_sparse_sample(&[(k % 100) as u32], &[i as f32]);
+        }
+        b.finish_sequence(k as u64);
+    }
+    b
+}
+
+fn lens(n: usize) -> Vec<usize> {
+    (0..n).map(|k| 1 + (k * 7 + 3) % 5).collect()
+}
+
+fn source(n: usize, per_chunk: usize) -> Arc<MemorySource<f32>> {
+    Arc::new(MemorySource::from_batch(
+        specs(),
+        &batch_of(&lens(n)),
+        per_chunk,
+    ))
+}
+
+fn opts() -> ReaderOptions {
+    ReaderOptions {
+        randomize: true,
+        seed: 3,
+        window: Window::Chunks(2),
+        limit: EpochLimit::Sweeps(1),
+        threads: 2,
+        prefetch_chunks: 2,
+        ..ReaderOptions::default()
+    }
+}
+
+/// Reads to the end; returns the minibatches' sequences and their JSON lines.
+fn read_all(
+    src: Arc<dyn ChunkSource<f32>>,
+    o: ReaderOptions,
+    size: usize,
+) -> (Vec<Vec<SequenceInfo>>, Vec<String>) {
+    let mut r = Reader::new(src, o).unwrap();
+    drain(&mut r, size)
+}
+
+fn drain(r: &mut Reader<f32>, size: usize) -> (Vec<Vec<SequenceInfo>>, Vec<String>) {
+    let mut mb = r.new_minibatch();
+    let (mut seqs, mut lines) = (Vec::new(), Vec::new());
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        check_data(&mb);
+        seqs.push(mb.sequences.clone());
+        let mut line = Vec::new();
+        write_minibatch_json(&mut line, &mb);
+        lines.push(String::from_utf8(line).unwrap());
+        assert!(seqs.len() < 100_000, "runaway reader");
+    }
+    assert!(mb.is_empty());
+    assert!(!r.next_minibatch(size, &mut mb).unwrap(), "stays done");
+    (seqs, lines)
+}
+
+/// The data columns match the sequence list (the right sequences were copied whole).
+fn check_data(mb: &Minibatch<f32>) {
+    assert_eq!(
+        mb.data.keys(),
+        mb.sequences.iter().map(|s| s.key).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        mb.samples,
+        mb.sequences.iter().map(|s| s.samples).sum::<usize>()
+    );
+    let dense = &mb.data.streams()[0];
+    let sparse = &mb.data.streams()[1];
+    for (i, s) in mb.sequences.iter().enumerate() {
+        let r = dense.sequence_samples(i);
+        assert_eq!(r.len(), s.samples);
+        for (j, sample) in r.enumerate() {
+            assert_eq!(dense.dense_sample(sample), &[s.key as f32, j as f32]);
+        }
+        for (j, sample) in sparse.sequence_samples(i).enumerate() {
+            assert_eq!(
+                sparse.sparse_sample(sample),
+                (&[(s.key % 100) as u32][..], &[j as f32][..])
+            );
+        }
+    }
+}
+
+fn flat(seqs: &[Vec<SequenceInfo>]) -> Vec<(u64, u64)> {
+    seqs.iter().flatten().map(|s| (s.sweep, s.key)).collect()
+}
+
+fn sweep_keys(seqs: &[Vec<SequenceInfo>], sweep: u64) -> Vec<u64> {
+    flat(seqs)
+        .into_iter()
+        .filter(|&(s, _)| s == sweep)
+        .map(|(_, k)| k)
+        .collect()
+}
+
+#[test]
+fn every_sweep_is_a_new_permutation() {
+    let n = 103;
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(3),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(n, 7), o, 9);
+    let mut orders = Vec::new();
+    for sweep in 0..3 {
+        let keys = sweep_keys(&seqs, sweep);
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n as u64).collect::<Vec<_>>(), "sweep {sweep}");
+        assert_ne!(keys, sorted, "sweep {sweep} is shuffled");
+        orders.push(keys);
+    }
+    assert_ne!(orders[0], orders[1]);
+    assert_ne!(orders[1], orders[2]);
+    // Sweeps come one after the other.
+    let sweeps: Vec<u64> = flat(&seqs).iter().map(|x| x.0).collect();
+    assert!(sweeps.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn same_seed_same_order_whatever_the_threads() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (_, a) = read_all(source(80, 5), o.clone(), 6);
+    let (_, b) = read_all(
+        source(80, 5),
+        ReaderOptions {
+            threads: 0,
+            prefetch_chunks: 1,
+            ..o.clone()
+        },
+        6,
+    );
+    let (_, c) = read_all(
+        source(80, 5),
+        ReaderOptions {
+            threads: 3,
+            prefetch_chunks: 9,
+            ..o.clone()
+        },
+        6,
+    );
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+    let (_, d) = read_all(source(80, 5), ReaderOptions { seed: 4, ..o }, 6);
+    assert_ne!(a, d);
+}
+
+#[test]
+fn sweep_seed_is_seed_plus_sweep() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        seed: 10,
+        ..opts()
+    };
+    let (two, _) = read_all(source(60, 4), o.clone(), 5);
+    let (one, _) = read_all(
+        source(60, 4),
+        ReaderOptions {
+            seed: 11,
+            limit: EpochLimit::Sweeps(1),
+            ..o
+        },
+        5,
+    );
+    assert_eq!(sweep_keys(&two, 1), sweep_keys(&one, 0));
+}
+
+#[test]
+fn without_randomize_file_order() {
+    let o = ReaderOptions {
+        randomize: false,
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(50, 6), o, 8);
+    let want: Vec<u64> = (0..50).collect();
+    assert_eq!(sweep_keys(&seqs, 0), want);
+    assert_eq!(sweep_keys(&seqs, 1), want);
+}
+
+#[test]
+fn sequences_stay_within_their_window() {
+    let per_chunk = 4;
+    let src = source(90, per_chunk);
+    for window in [
+        Window::Chunks(1),
+        Window::Chunks(3),
+        Window::Samples(25),
+        Window::All,
+    ] {
+        let o = ReaderOptions {
+            window,
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let (seqs, _) = read_all(src.clone(), o.clone(), 7);
+        for sweep in 0..2 {
+            let keys = sweep_keys(&seqs, sweep);
+            let plan = SweepPlan::new(src.chunks(), true, o.seed, sweep, window, 1, 0);
+            let mut at = 0;
+            for w in 0..plan.windows.len() {
+                let chunks: BTreeSet<usize> = plan.window_chunks(w).iter().copied().collect();
+                let n: usize = chunks.iter().map(|&c| src.chunks()[c].sequences).sum();
+                let got: BTreeSet<usize> = keys[at..at + n]
+                    .iter()
+                    .map(|&k| k as usize / per_chunk)
+                    .collect();
+                assert_eq!(got, chunks, "{window:?} sweep {sweep} window {w}");
+                at += n;
+            }
+            assert_eq!(at, keys.len());
+            if let Window::Samples(min) = window {
+                // Every window but the last holds at least `min` samples.
+                for w in 0..plan.windows.len() - 1 {
+                    let s: u64 = plan
+                        .window_chunks(w)
+                        .iter()
+                        .map(|&c| src.chunks()[c].samples)
+                        .sum();
+                    assert!(s >= min);
+                }
+            }
+        }
+    }
+}
+
+/// A source that logs which chunks were read.
+struct Logged {
+    inner: Arc<MemorySource<f32>>,
+    log: Mutex<Vec<usize>>,
+}
+
+impl ChunkSource<f32> for Logged {
+    fn streams(&self) -> &[StreamSpec] {
+        self.inner.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.inner.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        self.log.lock().unwrap().push(chunk);
+        self.inner.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn workers_parts_are_disjoint_and_complete() {
+    let n = 97;
+    for workers in 1..=4 {
+        for randomize in [true, false] {
+            let mut all_keys = vec![Vec::new(); 2];
+            let mut read_chunks = Vec::new();
+            for rank in 0..workers {
+                let src = Arc::new(Logged {
+                    inner: source(n, 5),
+                    log: Mutex::new(Vec::new()),
+                });
+                let o = ReaderOptions {
+                    randomize,
+                    num_workers: workers,
+                    worker_rank: rank,
+                    limit: EpochLimit::Sweeps(2),
+                    ..opts()
+                };
+                let (seqs, _) = read_all(src.clone(), o, 11);
+                for sweep in 0..2 {
+                    all_keys[sweep as usize].extend(sweep_keys(&seqs, sweep));
+                }
+                // Each worker reads each of its chunks once a sweep, and only its own.
+                let log = src.log.lock().unwrap().clone();
+                let first_sweep: HashSet<usize> = SweepPlan::new(
+                    src.chunks(),
+                    randomize,
+                    3,
+                    0,
+                    Window::Chunks(2),
+                    workers,
+                    rank,
+                )
+                .chunks
+                .into_iter()
+                .collect();
+                assert_eq!(
+                    log[..first_sweep.len()]
+                        .iter()
+                        .copied()
+                        .collect::<HashSet<_>>(),
+                    first_sweep
+                );
+                read_chunks.push(first_sweep);
+            }
+            for keys in &mut all_keys {
+                keys.sort_unstable();
+                assert_eq!(
+                    *keys,
+                    (0..n as u64).collect::<Vec<_>>(),
+                    "{workers} workers"
+                );
+            }
+            let total: usize = read_chunks.iter().map(|s| s.len()).sum();
+            let union: HashSet<usize> = read_chunks.into_iter().flatten().collect();
+            assert_eq!((total, union.len()), (20, 20));
+        }
+    }
+}
+
+#[test]
+fn restored_reader_continues_exactly() {
+    let configs = [
+        (
+            ReaderOptions {
+                with_replacement: true,
+                limit: EpochLimit::Sweeps(2),
+                ..opts()
+            },
+            8,
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Sweeps(3),
+                ..opts()
+            },
+            10,
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Sweeps(2),
+                num_workers: 3,
+                worker_rank: 1,
+                ..opts()
+            },
+            4,
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Samples(500),
+                window: Window::Samples(30),
+                ..opts()
+            },
+            13,
+        ),
+        (
+            ReaderOptions {
+                randomize: false,
+                limit: EpochLimit::Sweeps(2),
+                threads: 0,
+                ..opts()
+            },
+            25,
+        ),
+    ];
+    for (o, size) in configs {
+        let src = source(70, 6);
+        let mut r = Reader::new(src.clone(), o.clone()).unwrap();
+        let mut mb = r.new_minibatch();
+        let mut states = vec![serde_json::to_string(&r.state()).unwrap()];
+        let mut lines = Vec::new();
+        while r.next_minibatch(size, &mut mb).unwrap() {
+            let mut line = Vec::new();
+            write_minibatch_json(&mut line, &mb);
+            lines.push(String::from_utf8(line).unwrap());
+            states.push(serde_json::to_string(&r.state()).unwrap());
+        }
+        assert!(lines.len() > 5);
+        for (k, state) in states.iter().enumerate() {
+            let state: ReaderState = serde_json::from_str(state).unwrap();
+            assert_eq!(state.minibatches, k as u64);
+            // Restore into a reader with other threads/prefetch: same continuation.
+            let o2 = ReaderOptions {
+                threads: 1,
+                prefetch_chunks: 1,
+                ..o.clone()
+            };
+            let mut r2 = Reader::restore(src.clone(), o2, &state).unwrap();
+            let (_, rest) = drain(&mut r2, size);
+            assert_eq!(rest, lines[k..], "{o:?} resumed after minibatch {k}");
+        }
+    }
+}
+
+#[test]
+fn restore_refuses_an_incompatible_state() {
+    let src = source(30, 5);
+    let state = Reader::new(src.clone(), opts()).unwrap().state();
+    let err = Reader::restore(src.clone(), ReaderOptions { seed: 9, ..opts() }, &state)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    assert!(
+        err.message().contains("randomizationSeed was 3, is 9"),
+        "{err}"
+    );
+    let err = Reader::restore(source(31, 5), opts(), &state)
+        .err()
+        .unwrap();
+    assert!(err.message().contains("number of samples"), "{err}");
+}
+
+fn fixed_source(lens: &[usize], per_chunk: usize) -> Arc<MemorySource<f32>> {
+    Arc::new(MemorySource::from_batch(
+        specs(),
+        &batch_of(lens),
+        per_chunk,
+    ))
+}
+
+fn sizes(seqs: &[Vec<SequenceInfo>]) -> Vec<Vec<usize>> {
+    seqs.iter()
+        .map(|m| m.iter().map(|s| s.samples).collect())
+        .collect()
+}
+
+#[test]
+fn minibatches_take_whole_sequences_up_to_the_size() {
+    let src = fixed_source(&[3, 1, 4, 1, 5, 9, 2, 6], 3);
+    let o = ReaderOptions {
+        randomize: false,
+        ..opts()
+    };
+    let (seqs, lines) = read_all(src.clone(), o.clone(), 5);
+    // The first sequence is always taken, even when larger than the size.
+    assert_eq!(
+        sizes(&seqs),
+        vec![vec![3, 1], vec![4, 1], vec![5], vec![9], vec![2], vec![6]]
+    );
+    assert_eq!(lines[5], "{\"end_of_sweep\":true,\"samples\":6,\"sequences\":[{\"sweep\":0,\"key\":7,\"samples\":6}]}\n");
+    assert!(lines[..5]
+        .iter()
+        .all(|l| l.starts_with("{\"end_of_sweep\":false,")));
+    // Size 0 or 1: one sequence each.
+    assert_eq!(read_all(src.clone(), o.clone(), 0).0.len(), 8);
+    // A minibatch spans the sweep boundary and says so.
+    let o2 = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..o
+    };
+    let (seqs, _) = read_all(src, o2.clone(), 12);
+    let spanning: Vec<_> = seqs
+        .iter()
+        .filter(|m| m.first().unwrap().sweep == 0 && m.last().unwrap().sweep == 1)
+        .collect();
+    assert_eq!(spanning.len(), 1);
+    assert_eq!(flat(&seqs).len(), 16);
+    let mut r = Reader::new(fixed_source(&[3, 1, 4, 1, 5, 9, 2, 6], 3), o2).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut flags = Vec::new();
+    while r.next_minibatch(12, &mut mb).unwrap() {
+        let has_last_of_sweep = mb.sequences.windows(2).any(|w| w[0].sweep != w[1].sweep)
+            || mb.sequences.last().unwrap().key == 7;
+        flags.push((mb.end_of_sweep, has_last_of_sweep));
+    }
+    assert!(flags.iter().all(|&(a, b)| a == b), "{flags:?}");
+}
+
+#[test]
+fn defines_mb_size_counts_one_stream() {
+    // Stream "labels" has one sample per sequence, "features" has lens[k].
+    let mut specs = specs();
+    specs[1].defines_mb_size = true;
+    let mut b = SequenceBatch::<f32>::new(&specs);
+    for (k, len) in [4usize, 4, 4, 4, 4].into_iter().enumerate() {
+        for i in 0..len {
+            b.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+        }
+        b.stream_mut(1).push_sparse_sample(&[1], &[1.0]);
+        b.finish_sequence(k as u64);
+    }
+    let src = Arc::new(MemorySource::from_batch(specs, &b, 2));
+    assert_eq!(src.chunks()[0].samples, 2);
+    let o = ReaderOptions {
+        randomize: false,
+        ..opts()
+    };
+    let (seqs, _) = read_all_unchecked(src, o, 2);
+    assert_eq!(sizes(&seqs), vec![vec![1, 1], vec![1, 1], vec![1]]);
+}
+
+fn read_all_unchecked(
+    src: Arc<dyn ChunkSource<f32>>,
+    o: ReaderOptions,
+    size: usize,
+) -> (Vec<Vec<SequenceInfo>>, usize) {
+    let mut r = Reader::new(src, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut seqs = Vec::new();
+    let mut samples = 0;
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        seqs.push(mb.sequences.clone());
+        samples += mb.data.streams()[0].num_samples();
+    }
+    (seqs, samples)
+}
+
+#[test]
+fn max_samples_ends_the_epoch() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Samples(200),
+        ..opts()
+    };
+    let (seqs, _) = read_all(source(40, 4), o, 16);
+    let total: usize = seqs.iter().flatten().map(|s| s.samples).sum();
+    // 40 sequences hold 120 samples: the epoch runs into the second sweep and stops at 200,
+    // passing it by less than one sequence (at most 5 samples) only if a minibatch's first
+    // sequence is longer than what is left.
+    assert_eq!(lens(40).iter().sum::<usize>(), 120);
+    assert!((200..205).contains(&total), "{total}");
+    assert!(seqs
+        .iter()
+        .all(|m| m.iter().map(|s| s.samples).sum::<usize>() <= 16));
+    assert_eq!(seqs.last().unwrap().last().unwrap().sweep, 1);
+}
+
+#[test]
+fn frame_mode() {
+    let src = fixed_source(&[1; 30], 4);
+    let o = ReaderOptions {
+        frame_mode: true,
+        window: Window::All,
+        ..opts()
+    };
+    let (seqs, _) = read_all(src, o.clone(), 8);
+    assert_eq!(
+        sizes(&seqs).iter().map(|m| m.len()).collect::<Vec<_>>(),
+        vec![8, 8, 8, 6]
+    );
+    let mut keys: Vec<u64> = flat(&seqs).iter().map(|x| x.1).collect();
+    assert_ne!(keys, (0..30).collect::<Vec<_>>());
+    keys.sort_unstable();
+    assert_eq!(keys, (0..30).collect::<Vec<_>>());
+
+    let mut lens = vec![1; 30];
+    lens[13] = 3;
+    let mut r = Reader::new(fixed_source(&lens, 4), o).unwrap();
+    let mut mb = r.new_minibatch();
+    let err = loop {
+        match r.next_minibatch(8, &mut mb) {
+            Ok(true) => {}
+            Ok(false) => panic!("no error"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert_eq!(
+        err.to_string(),
+        "chunk 3, input 'features': frameMode: sequence 13 has 3 samples; in frame mode every sequence must have exactly one sample"
+    );
+    assert!(r.next_minibatch(8, &mut mb).is_err(), "stays failed");
+}
+
+#[test]
+fn decoded_chunks_are_bounded_by_the_window() {
+    for (window, prefetch) in [(1, 1), (2, 1), (3, 2), (4, 4)] {
+        let src = source(200, 3);
+        let o = ReaderOptions {
+            window: Window::Chunks(window),
+            prefetch_chunks: prefetch,
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let mut r = Reader::new(src.clone(), o).unwrap();
+        let mut mb = r.new_minibatch();
+        while r.next_minibatch(10, &mut mb).unwrap() {
+            assert!(r.peak_chunks_held() <= window + prefetch);
+        }
+        assert!(r.peak_chunks_held() >= window);
+        // Every chunk decoded once a sweep, nothing beyond the epoch.
+        assert_eq!(r.chunks_read(), 2 * src.chunks().len() as u64);
+        assert_eq!(src.reads(), 2 * src.chunks().len());
+    }
+}
+
+#[test]
+fn empty_data_and_idle_workers_end_at_once() {
+    let src = fixed_source(&[], 4);
+    let (seqs, _) = read_all(src, opts(), 5);
+    assert!(seqs.is_empty());
+    // Two chunks, three workers: rank 2 owns nothing, whatever the limit.
+    let src = source(8, 4);
+    let o = ReaderOptions {
+        num_workers: 3,
+        worker_rank: 2,
+        limit: EpochLimit::Unlimited,
+        ..opts()
+    };
+    assert!(read_all(src, o, 5).0.is_empty());
+    // Sequences of zero samples with a sample limit: no endless loop.
+    let src = fixed_source(&[0, 0, 0], 2);
+    let o = ReaderOptions {
+        limit: EpochLimit::Samples(10),
+        ..opts()
+    };
+    let (seqs, _) = read_all_unchecked(src, o, 5);
+    assert_eq!(seqs.iter().map(|m| m.len()).sum::<usize>(), 3);
+}
+
+#[test]
+fn bad_options_are_config_errors() {
+    let src = source(8, 4);
+    for (o, want) in [
+        (
+            ReaderOptions {
+                num_workers: 2,
+                worker_rank: 2,
+                ..opts()
+            },
+            "worker_rank 2 is out of range for 2 workers",
+        ),
+        (
+            ReaderOptions {
+                num_workers: 0,
+                ..opts()
+            },
+            "num_workers must be at least 1",
+        ),
+        (
+            ReaderOptions {
+                window: Window::Chunks(0),
+                ..opts()
+            },
+            "randomizationWindow must be a positive integer",
+        ),
+        (
+            ReaderOptions {
+                limit: EpochLimit::Samples(0),
+                ..opts()
+            },
+            "must be positive",
+        ),
+    ] {
+        let err = Reader::new(src.clone(), o).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(err.message().contains(want), "{err}");
+    }
+}
+
+/// A source whose decoder fails on one chunk.
+struct Failing(Arc<MemorySource<f32>>);
+
+impl ChunkSource<f32> for Failing {
+    fn streams(&self) -> &[StreamSpec] {
+        self.0.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.0.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        if chunk == 2 {
+            return Err(crate::error::Error::syntax(77, "bad number").in_file("x.ctf"));
+        }
+        self.0.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn decoder_errors_reach_the_caller() {
+    for threads in [0, 2] {
+        let o = ReaderOptions {
+            randomize: false,
+            threads,
+            ..opts()
+        };
+        let mut r = Reader::new(Arc::new(Failing(source(20, 4))), o).unwrap();
+        let mut mb = r.new_minibatch();
+        let mut ok = 0;
+        let err = loop {
+            match r.next_minibatch(4, &mut mb) {
+                Ok(true) => ok += 1,
+                Ok(false) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert!(ok >= 1);
+        assert_eq!(err.to_string(), "x.ctf (byte 77): bad number");
+    }
+}
+
+#[test]
+fn reader_is_send() {
+    fn send<X: Send>() {}
+    send::<Reader<f32>>();
+    send::<Reader<f64>>();
+}
+
+#[test]
+fn extending_the_limit_continues_the_same_stream() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(3),
+        ..opts()
+    };
+    let (_, whole) = read_all(source(40, 3), o.clone(), 7);
+    let mut r = Reader::new(
+        source(40, 3),
+        ReaderOptions {
+            limit: EpochLimit::Sweeps(1),
+            ..o
+        },
+    )
+    .unwrap();
+    let (_, mut parts) = drain(&mut r, 7);
+    r.set_limit(EpochLimit::Sweeps(3)).unwrap();
+    parts.extend(drain(&mut r, 7).1);
+    assert_eq!(parts, whole);
+}
+
+#[test]
+fn state_json_round_trip_and_garbage() {
+    let r = Reader::new(source(10, 3), opts()).unwrap();
+    let s = r.state();
+    assert_eq!(ReaderState::from_json(&s.to_json()).unwrap(), s);
+    let err = ReaderState::from_json("{\"sweep\": 1}").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    // Hostile positions: an error or a clean end, never a panic.
+    let o = ReaderOptions {
+        limit: EpochLimit::Unlimited,
+        ..opts()
+    };
+    let far = ReaderState {
+        sweep: u64::MAX,
+        samples_delivered: u64::MAX - 1,
+        minibatches: u64::MAX,
+        ..s.clone()
+    };
+    let mut r = Reader::restore(source(10, 3), o.clone(), &far).unwrap();
+    let (seqs, _) = drain(&mut r, 4);
+    assert!(!seqs.is_empty());
+    assert!(seqs.iter().all(|m| m.iter().all(|x| x.sweep == u64::MAX)));
+    let bad_window = ReaderState {
+        window: usize::MAX,
+        ..s.clone()
+    };
+    assert!(Reader::restore(source(10, 3), o.clone(), &bad_window).is_err());
+    let bad_offset = ReaderState {
+        offset: 1 << 40,
+        ..s.clone()
+    };
+    let mut r = Reader::restore(source(10, 3), o, &bad_offset).unwrap();
+    let mut mb = r.new_minibatch();
+    assert_eq!(
+        r.next_minibatch(4, &mut mb).unwrap_err().kind(),
+        ErrorKind::Config
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn window() -> impl Strategy<Value = Window> {
+        prop_oneof![
+            (1usize..5).prop_map(Window::Chunks),
+            (1u64..40).prop_map(Window::Samples),
+            Just(Window::All)
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Any configuration: every sweep, the workers' parts together are a permutation of all
+        /// sequences; and every worker resumes exactly from a state saved at minibatch `k`.
+        #[test]
+        fn parts_and_resume(
+            n in 0usize..60,
+            per_chunk in 1usize..8,
+            window in window(),
+            workers in 1usize..4,
+            seed in any::<u64>(),
+            randomize in any::<bool>(),
+            size in 0usize..12,
+            k in 0usize..40,
+        ) {
+            let src = source(n, per_chunk);
+            let mut per_sweep = vec![Vec::new(); 2];
+            for rank in 0..workers {
+                let o = ReaderOptions {
+                    randomize, seed, window, num_workers: workers, worker_rank: rank,
+                    limit: EpochLimit::Sweeps(2), threads: 1, prefetch_chunks: 2, ..ReaderOptions::default()
+                };
+                let mut r = Reader::new(src.clone(), o.clone()).unwrap();
+                let mut mb = r.new_minibatch();
+                let mut lines = Vec::new();
+                let mut saved = None;
+                loop {
+                    if lines.len() == k {
+                        saved = Some(r.state().to_json());
+                    }
+                    if !r.next_minibatch(size, &mut mb).unwrap() {
+                        break;
+                    }
+                    for s in &mb.sequences {
+                        per_sweep[s.sweep as usize].push(s.key);
+                    }
+                    let mut line = Vec::new();
+                    write_minibatch_json(&mut line, &mb);
+                    lines.push(String::from_utf8(line).unwrap());
+                }
+                if let Some(saved) = saved {
+                    let state = ReaderState::from_json(&saved).unwrap();
+                    let mut r2 = Reader::restore(src.clone(), ReaderOptions { threads: 0, ..o }, &state).unwrap();
+                    let (_, rest) = drain(&mut r2, size);
+                    prop_assert_eq!(&rest[..], &lines[k..]);
+                }
+            }
+            for keys in &mut per_sweep {
+                keys.sort_unstable();
+                prop_assert_eq!(&keys[..], &(0..n as u64).collect::<Vec<_>>()[..]);
+            }
+        }
+    }
+}
+
+/// A source whose reads wait (up to a generous deadline) for a second read to run beside them,
+/// recording the most reads seen running at once.
+struct Concurrent {
+    inner: Arc<MemorySource<f32>>,
+    state: Mutex<(usize, usize)>, // (running, most running)
+    cv: std::sync::Condvar,
+}
+
+impl ChunkSource<f32> for Concurrent {
+    fn streams(&self) -> &[StreamSpec] {
+        self.inner.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.inner.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        st.0 += 1;
+        st.1 = st.1.max(st.0);
+        self.cv.notify_all();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while st.1 < 2 && std::time::Instant::now() < deadline {
+            st = self
+                .cv
+                .wait_timeout(st, std::time::Duration::from_millis(50))
+                .unwrap()
+                .0;
+        }
+        st.0 -= 1;
+        drop(st);
+        self.inner.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn chunks_are_decoded_in_parallel_ahead_of_the_consumer() {
+    let src = Arc::new(Concurrent {
+        inner: source(40, 4),
+        state: Mutex::new((0, 0)),
+        cv: std::sync::Condvar::new(),
+    });
+    let o = ReaderOptions {
+        threads: 2,
+        prefetch_chunks: 2,
+        ..opts()
+    };
+    let (seqs, _) = read_all(src.clone(), o.clone(), 5);
+    assert_eq!(
+        src.state.lock().unwrap().1,
+        2,
+        "two chunk reads ran at once"
+    );
+    // And the order is the one a single-threaded reader gives.
+    let (single, _) = read_all(source(40, 4), ReaderOptions { threads: 0, ..o }, 5);
+    assert_eq!(flat(&seqs), flat(&single));
+}
+
+#[test]
+fn run_stops_after_and_resumes_like_the_cli() {
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (_, whole) = read_all(source(30, 4), o.clone(), 6);
+    let mut lines = Vec::new();
+    let mut r = Reader::new(source(30, 4), o.clone()).unwrap();
+    let first = r
+        .run(6, Some(5), |mb| {
+            let mut l = Vec::new();
+            write_minibatch_json(&mut l, mb);
+            lines.push(String::from_utf8(l).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((first.minibatches, first.finished), (5, false));
+    let saved = r.state().to_json();
+    let mut r2 =
+        Reader::restore(source(30, 4), o, &ReaderState::from_json(&saved).unwrap()).unwrap();
+    let rest = r2
+        .run(6, None, |mb| {
+            let mut l = Vec::new();
+            write_minibatch_json(&mut l, mb);
+            lines.push(String::from_utf8(l).unwrap());
+            Ok(())
+        })
+        .unwrap();
+    assert!(rest.finished);
+    assert_eq!(lines, whole);
+    assert_eq!(first.sweeps_ended + rest.sweeps_ended, 2);
+    assert_eq!(first.sequences + rest.sequences, 60);
+    assert_eq!(
+        first.samples + rest.samples,
+        2 * lens(30).iter().sum::<usize>() as u64
+    );
+}
+
+#[test]
+fn joined_sources_meet_by_key() {
+    // Primary: features of keys 0..20 except 5, chunks of 3. Secondary: labels of keys 19..=0
+    // (reverse order) except 7, plus 100, chunks of 4.
+    let fspec = vec![StreamSpec::new("features", Storage::Dense, 2)];
+    let mut f = SequenceBatch::<f32>::new(&fspec);
+    for k in (0..20u64).filter(|&k| k != 5) {
+        for i in 0..(k % 3 + 1) {
+            f.stream_mut(0).push_dense_sample(&[k as f32, i as f32]);
+        }
+        f.finish_sequence(k);
+    }
+    let lspec = vec![StreamSpec::new("labels", Storage::Sparse, 50)];
+    let mut l = SequenceBatch::<f32>::new(&lspec);
+    for k in (0..20u64).rev().filter(|&k| k != 7).chain([100]) {
+        l.stream_mut(0).push_sparse_sample(&[k as u32 % 50], &[1.0]);
+        l.finish_sequence(k);
+    }
+    let primary: Arc<dyn ChunkSource<f32>> = Arc::new(MemorySource::from_batch(fspec, &f, 3));
+    let secondary: Arc<dyn ChunkSource<f32>> = Arc::new(MemorySource::from_batch(lspec, &l, 4));
+    let joined = Arc::new(JoinedSource::new(vec![primary, secondary]).unwrap());
+    let warnings: Vec<String> = joined.diagnostics().iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "warning: sequence 7 is missing from deserializer 1; dropped",
+            "warning: sequence 5 of deserializer 1 is missing from deserializer 0; dropped",
+            "warning: sequence 100 of deserializer 1 is missing from deserializer 0; dropped",
+        ]
+    );
+    let names: Vec<&str> = joined.streams().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["features", "labels"]);
+    assert_eq!(
+        joined.chunks().iter().map(|c| c.sequences).sum::<usize>(),
+        18
+    );
+
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let mut r = Reader::new(joined, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut per_sweep = vec![Vec::new(); 2];
+    while r.next_minibatch(4, &mut mb).unwrap() {
+        for (i, s) in mb.sequences.iter().enumerate() {
+            per_sweep[s.sweep as usize].push(s.key);
+            let feats = mb.data.streams()[0].sequence_samples(i);
+            assert_eq!(feats.len() as u64, s.key % 3 + 1);
+            for sample in feats {
+                assert_eq!(mb.data.streams()[0].dense_sample(sample)[0], s.key as f32);
+            }
+            let labels = &mb.data.streams()[1];
+            let r = labels.sequence_samples(i);
+            assert_eq!(r.len(), 1);
+            assert_eq!(labels.sparse_sample(r.start).0, &[s.key as u32 % 50]);
+        }
+    }
+    let want: Vec<u64> = (0..20).filter(|&k| k != 5 && k != 7).collect();
+    for keys in &mut per_sweep {
+        keys.sort_unstable();
+        assert_eq!(*keys, want);
+    }
+}
+
+#[test]
+fn joining_needs_keys_and_unique_names() {
+    let a: Arc<dyn ChunkSource<f32>> = source(5, 2);
+    let b: Arc<dyn ChunkSource<f32>> = source(5, 2);
+    let err = JoinedSource::new(vec![a.clone(), b]).err().unwrap();
+    assert_eq!(
+        err.message(),
+        "input 'features' is defined by more than one deserializer"
+    );
+    let logged: Arc<dyn ChunkSource<f32>> = Arc::new(Logged {
+        inner: source(5, 2),
+        log: Mutex::new(Vec::new()),
+    });
+    let err = JoinedSource::new(vec![logged]).err().unwrap();
+    assert!(err.message().contains("cannot be joined by key"), "{err}");
+    assert!(JoinedSource::<f32>::new(vec![]).is_err());
+}
+
+#[test]
+fn drawing_with_replacement() {
+    let n = 60;
+    let o = ReaderOptions {
+        with_replacement: true,
+        window: Window::All,
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (seqs, a) = read_all(source(n, 7), o.clone(), 9);
+    let (_, b) = read_all(
+        source(n, 7),
+        ReaderOptions {
+            threads: 0,
+            ..o.clone()
+        },
+        9,
+    );
+    assert_eq!(a, b, "deterministic");
+    for sweep in 0..2 {
+        let keys = sweep_keys(&seqs, sweep);
+        assert_eq!(keys.len(), n, "as many draws as sequences");
+        let distinct: HashSet<u64> = keys.iter().copied().collect();
+        assert!(distinct.len() < n, "with replacement, some repeat");
+        assert!(distinct.iter().all(|&k| k < n as u64));
+    }
+    // Weighted (PROBABILISTIC): weight 0 is never drawn; 3:1 shows in the counts.
+    let weights: Vec<f64> = (0..n)
+        .map(|k| {
+            if k == 4 {
+                3.0
+            } else if k == 9 {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let src =
+        Arc::new(MemorySource::from_batch(specs(), &batch_of(&lens(n)), 7).with_weights(&weights));
+    let o = ReaderOptions {
+        limit: EpochLimit::Sweeps(20),
+        ..o
+    };
+    let (seqs, _) = read_all(src, o.clone(), 9);
+    let keys: Vec<u64> = flat(&seqs).iter().map(|x| x.1).collect();
+    assert_eq!(keys.len(), 20 * n);
+    let fours = keys.iter().filter(|&&k| k == 4).count();
+    let nines = keys.iter().filter(|&&k| k == 9).count();
+    assert_eq!(fours + nines, keys.len());
+    assert!(fours > 2 * nines && fours < 4 * nines, "{fours} vs {nines}");
+    // Bad frequencies are errors.
+    let src =
+        Arc::new(MemorySource::from_batch(specs(), &batch_of(&lens(n)), 7).with_weights(&[-1.0]));
+    let mut r = Reader::new(src, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let err = r.next_minibatch(4, &mut mb).unwrap_err();
+    assert!(err.message().contains("has frequency -1"), "{err}");
+}
