@@ -20,6 +20,8 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
+    /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
+    Info(commands::info::Args),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Info(args) => commands::info::run(args),
     };
     match result {
         Ok(code) => code,
