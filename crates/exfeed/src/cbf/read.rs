@@ -130,6 +130,16 @@ fn read_i32_le(b: &[u8]) -> i32 {
     i32::from_le_bytes(b.try_into().expect("4 bytes"))
 }
 
+impl CbfFile<crate::io::InputBytes> {
+    /// Opens a CBF file from a path (memory-mapped) or standard input (read into memory, as
+    /// are compressed files); errors name the file.
+    pub fn open_input(input: &crate::io::InputPath) -> Result<Self> {
+        let name = input.display_name();
+        let bytes = crate::io::open_bytes(input).map_err(|e| e.in_file(name.clone()))?;
+        CbfFile::open(bytes).map_err(|e| e.in_file(name))
+    }
+}
+
 impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Opens a CBF file held in `bytes`: checks the prefix, the trailing header offset, the
     /// sentinel, the stream headers and the chunk offset table (offsets in range and
@@ -614,11 +624,17 @@ fn fill_sequence<T: Element>(data: &[u8], e: &CbfStream, out: &mut crate::batch:
     match e.spec.storage {
         Storage::Dense => {
             let vals = &data[4..4 + n * dim * es];
-            for sample in vals.chunks_exact(dim * es) {
-                for v in sample.chunks_exact(es) {
-                    out.push_dense_value(convert::<T>(e.element, v));
-                }
-                out.end_dense_sample();
+            match e.element {
+                Precision::Float => out.extend_dense_samples(
+                    n,
+                    vals.chunks_exact(4)
+                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
+                ),
+                Precision::Double => out.extend_dense_samples(
+                    n,
+                    vals.chunks_exact(8)
+                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
+                ),
             }
         }
         Storage::Sparse => {
@@ -626,26 +642,22 @@ fn fill_sequence<T: Element>(data: &[u8], e: &CbfStream, out: &mut crate::batch:
             let vals = &data[8..8 + nnz * es];
             let idxs = &data[8 + nnz * es..8 + nnz * (es + 4)];
             let counts = &data[8 + nnz * (es + 4)..8 + nnz * (es + 4) + 4 * n];
-            let mut p = 0usize;
-            for cnt in counts.chunks_exact(4) {
-                let m = read_i32_le(cnt) as usize;
-                for q in p..p + m {
-                    let ix = read_i32_le(&idxs[4 * q..4 * q + 4]) as u32;
-                    out.push_sparse_value(ix, convert::<T>(e.element, &vals[es * q..es * (q + 1)]));
-                }
-                out.end_sparse_sample();
-                p += m;
+            let indices = idxs.chunks_exact(4).map(|b| read_i32_le(b) as u32);
+            let counts = counts.chunks_exact(4).map(|b| read_i32_le(b) as usize);
+            match e.element {
+                Precision::Float => out.extend_sparse_samples(
+                    indices,
+                    vals.chunks_exact(4)
+                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
+                    counts,
+                ),
+                Precision::Double => out.extend_sparse_samples(
+                    indices,
+                    vals.chunks_exact(8)
+                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
+                    counts,
+                ),
             }
         }
-    }
-}
-
-#[inline]
-fn convert<T: Element>(element: Precision, bytes: &[u8]) -> T {
-    match element {
-        Precision::Float if T::PRECISION == Precision::Float => T::read_le(bytes),
-        Precision::Double if T::PRECISION == Precision::Double => T::read_le(bytes),
-        Precision::Float => T::from_f32(f32::from_le_bytes(bytes.try_into().expect("4"))),
-        Precision::Double => T::from_f64(f64::from_le_bytes(bytes.try_into().expect("8"))),
     }
 }
