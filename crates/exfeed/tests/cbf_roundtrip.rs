@@ -15,7 +15,10 @@ fn layout() -> impl Strategy<Value = Vec<(bool, usize)>> {
     prop::collection::vec((any::<bool>(), 1usize..6), 1..4)
 }
 
-fn batch_strategy() -> impl Strategy<Value = (Vec<(bool, usize)>, Vec<Vec<Vec<Sample>>>)> {
+/// Stream layout (sparse?, dim), and per sequence, per stream, its samples.
+type Generated = (Vec<(bool, usize)>, Vec<Vec<Vec<Sample>>>);
+
+fn batch_strategy() -> impl Strategy<Value = Generated> {
     layout().prop_flat_map(|lay| {
         let per_stream: Vec<BoxedStrategy<Vec<Sample>>> = lay
             .iter()
