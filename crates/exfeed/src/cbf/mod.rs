@@ -14,6 +14,28 @@
 //! [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt) error with the byte offset and a context
 //! such as `chunk 3, stream 'features'`, never a panic or a huge allocation.
 //!
+//! ```
+//! use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
+//! use exfeed::{SequenceBatch, Storage, StreamSpec};
+//!
+//! let specs = [StreamSpec::new("x", Storage::Dense, 2), StreamSpec::new("y", Storage::Sparse, 5)];
+//! let mut batch = SequenceBatch::<f32>::new(&specs);
+//! batch.stream_mut(0).push_dense_sample(&[1.0, 2.0]);
+//! batch.stream_mut(1).push_sparse_sample(&[4, 1], &[0.5, 0.25]);
+//! batch.finish_sequence(0);
+//!
+//! let mut writer = CbfWriter::new(Vec::new(), &specs, CbfWriterOptions::default())?;
+//! writer.write_batch(&batch)?;
+//! let bytes = writer.finish()?;
+//!
+//! let file = CbfFile::open(bytes.as_slice())?;
+//! assert_eq!((file.num_chunks(), file.num_sequences()), (1, 1));
+//! let mut read = SequenceBatch::<f64>::new(&file.stream_specs());
+//! file.read_chunk(0, &mut read)?;
+//! assert_eq!(read.streams()[1].sparse_sample(0), (&[1u32, 4][..], &[0.25f64, 0.5][..]));
+//! # Ok::<(), exfeed::Error>(())
+//! ```
+//!
 //! Decisions where the spec or CNTK leave room:
 //! - **Element type and precision.** CNTK refuses a file whose element type differs from the
 //!   configured precision. [`CbfFile::read_chunk`] instead converts (float to double exactly,
