@@ -1,0 +1,624 @@
+//! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
+
+use super::number::parse_number;
+use super::scan::{detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM};
+use super::CtfOptions;
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::{Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity};
+use crate::stream::Storage;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Parses CTF text into [`SequenceBatch`]es. Keeps the state that spans chunks of one file: the
+/// error budget, the sequence ids seen so far, the file name for messages.
+#[derive(Debug, Clone)]
+pub struct CtfParser {
+    opts: CtfOptions,
+    /// Names and aliases as they appear after `|`, with their stream index.
+    names: Vec<(Box<[u8]>, usize)>,
+    budget: ErrorBudget,
+    seen_ids: HashSet<u64>,
+    on_line: Vec<bool>,
+    file: Option<Arc<str>>,
+}
+
+/// A sequence being read.
+#[derive(Clone, Copy)]
+struct OpenSeq {
+    key: u64,
+    byte: u64,
+    line: u64,
+    lines: u64,
+}
+
+/// Where in the file the current line is.
+#[derive(Clone, Copy)]
+struct LineAt {
+    byte: u64,
+    line: u64,
+}
+
+/// A bad sample: the error, and where in the line to resume (the next `|`).
+type SampleResult = std::result::Result<usize, (Error, usize)>;
+
+fn shown(bytes: &[u8]) -> String {
+    let end = bytes
+        .iter()
+        .position(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'|'))
+        .unwrap_or(bytes.len())
+        .min(40);
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn shown_char(line: &[u8], i: usize) -> String {
+    match line.get(i) {
+        None => "the end of the line".to_string(),
+        Some(b) if b.is_ascii_graphic() => format!("'{}'", *b as char),
+        Some(b' ') => "a space".to_string(),
+        Some(b'\t') => "a tab".to_string(),
+        Some(b) => format!("byte 0x{b:02x}"),
+    }
+}
+
+#[inline]
+fn next_bar(line: &[u8], from: usize) -> usize {
+    let from = from.min(line.len());
+    memchr::memchr(b'|', &line[from..]).map_or(line.len(), |k| from + k)
+}
+
+impl CtfParser {
+    /// A parser for the configured inputs. Fails if there are none, or if two inputs share a
+    /// name or alias.
+    pub fn new(opts: CtfOptions) -> Result<Self> {
+        if opts.inputs.is_empty() {
+            return Err(Error::config("no inputs are configured"));
+        }
+        let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
+        for (i, s) in opts.inputs.iter().enumerate() {
+            for n in std::iter::once(s.name.as_str()).chain(s.alias.as_deref()) {
+                if let Some((_, j)) = names.iter().find(|(m, _)| **m == *n.as_bytes()) {
+                    if *j != i {
+                        return Err(Error::config(format!(
+                            "input name or alias '{n}' is used by two inputs"
+                        )));
+                    }
+                    continue;
+                }
+                names.push((n.as_bytes().into(), i));
+            }
+        }
+        // Aliases first: data files use them.
+        names.sort_by_key(|(n, i)| opts.inputs[*i].name.as_bytes() == &**n);
+        let budget = ErrorBudget::new(opts.max_errors);
+        let on_line = vec![false; opts.inputs.len()];
+        Ok(CtfParser { opts, names, budget, seen_ids: HashSet::new(), on_line, file: None })
+    }
+
+    /// Names the file in every error and diagnostic.
+    pub fn set_file_name(&mut self, file: impl Into<Arc<str>>) {
+        self.file = Some(file.into());
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CtfOptions {
+        &self.opts
+    }
+
+    /// Errors seen so far (tolerated ones included).
+    pub fn errors_seen(&self) -> u64 {
+        self.budget.seen()
+    }
+
+    fn loc(&self, at: LineAt, col: usize, input: Option<usize>) -> Location {
+        Location {
+            file: self.file.clone(),
+            line: Some(at.line),
+            column: Some(col as u64 + 1),
+            byte: Some(at.byte + col as u64),
+            context: input.map(|i| format!("input '{}'", self.opts.inputs[i].name_in_file())),
+        }
+    }
+
+    fn error(&self, kind: ErrorKind, at: LineAt, col: usize, input: Option<usize>, msg: String) -> Error {
+        Error::new(kind, self.loc(at, col, input), msg)
+    }
+
+    fn note(
+        &self,
+        sink: &mut dyn DiagnosticSink,
+        severity: Severity,
+        at: LineAt,
+        col: usize,
+        input: Option<usize>,
+        message: String,
+    ) {
+        sink.report(Diagnostic { severity, location: self.loc(at, col, input), message });
+    }
+
+    #[inline]
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        self.names.iter().find(|(n, _)| **n == *name).map(|(_, i)| *i)
+    }
+
+    /// Parses a whole file held in `buf`: decides the key mode, fails on an empty file.
+    pub fn parse_file<T: Element>(
+        &mut self,
+        buf: &[u8],
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        let mode = detect_key_mode(buf, self.opts.skip_sequence_ids).ok_or_else(|| self.empty_file())?;
+        self.parse_chunk(buf, 0, 1, mode, batch, sink)
+    }
+
+    fn empty_file(&self) -> Error {
+        let mut e = Error::invalid(0, "the file is empty: no data lines");
+        if let Some(f) = &self.file {
+            e = e.in_file(f.clone());
+        }
+        e
+    }
+
+    /// Parses `buf`, which holds whole sequences starting at byte `base` and line `base_line`
+    /// (1-based) of the file, appending them to `batch`. `mode` comes from the start of the
+    /// file ([`detect_key_mode`]). A BOM is skipped when `base` is 0. Tolerated problems go to
+    /// `sink`; the first one past the budget comes back as the error.
+    pub fn parse_chunk<T: Element>(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        base_line: u64,
+        mode: KeyMode,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        let mut pos = if base == 0 && buf.starts_with(BOM) { BOM.len() } else { 0 };
+        let mut line_no = base_line;
+        let mut seq: Option<OpenSeq> = None;
+        while pos < buf.len() {
+            let nl = memchr::memchr(b'\n', &buf[pos..]);
+            let end = nl.map_or(buf.len(), |i| pos + i);
+            let line = &buf[pos..end];
+            let at = LineAt { byte: base + pos as u64, line: line_no };
+            match mode {
+                KeyMode::Lines => {
+                    if !is_blank_line(line) {
+                        let mut from = 0;
+                        while from < line.len() && (is_blank(line[from]) || line[from].is_ascii_digit()) {
+                            from += 1;
+                        }
+                        if self.parse_line(line, from, at, batch, sink)? {
+                            let s = OpenSeq { key: line_no - 1, byte: at.byte, line: line_no, lines: 1 };
+                            self.end_sequence(mode, s, batch, sink)?;
+                        } else {
+                            batch.discard_sequence();
+                        }
+                    }
+                }
+                KeyMode::Ids => {
+                    let id = line_id(line).map_err(|col| {
+                        self.error(ErrorKind::Syntax, at, col, None, "sequence id does not fit in 64 bits".into())
+                    })?;
+                    match (id, seq.as_mut()) {
+                        (Some((id, after)), Some(s)) if id == s.key => {
+                            s.lines += 1;
+                            self.parse_line(line, after, at, batch, sink)?;
+                        }
+                        (None, Some(s)) => {
+                            s.lines += 1;
+                            self.parse_line(line, 0, at, batch, sink)?;
+                        }
+                        (None, None) if is_blank_line(line) => {}
+                        (None, None) => {
+                            return Err(self.error(
+                                ErrorKind::Syntax,
+                                at,
+                                0,
+                                None,
+                                "expected a sequence id at the start of the first line (the file's first line has one)"
+                                    .into(),
+                            ));
+                        }
+                        (Some((id, after)), _) => {
+                            if let Some(s) = seq.take() {
+                                self.end_sequence(mode, s, batch, sink)?;
+                            }
+                            seq = Some(OpenSeq { key: id, byte: at.byte, line: line_no, lines: 1 });
+                            self.parse_line(line, after, at, batch, sink)?;
+                        }
+                    }
+                }
+            }
+            pos = nl.map_or(buf.len(), |i| pos + i + 1);
+            line_no += 1;
+        }
+        if let Some(s) = seq {
+            self.end_sequence(mode, s, batch, sink)?;
+        }
+        Ok(())
+    }
+
+    fn end_sequence<T: Element>(
+        &mut self,
+        mode: KeyMode,
+        s: OpenSeq,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        let at = LineAt { byte: s.byte, line: s.line };
+        let what = match mode {
+            KeyMode::Ids => format!("sequence {}", s.key),
+            KeyMode::Lines => format!("line {}", s.line),
+        };
+        if let Some(i) = batch.streams().iter().position(|st| st.open_sequence_samples() == 0) {
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                0,
+                Some(i),
+                format!("{what} has no sample of this input (every configured input needs one)"),
+            );
+            batch.discard_sequence();
+            return self.budget.tolerate(e, sink);
+        }
+        if mode == KeyMode::Ids && !self.seen_ids.insert(s.key) {
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                0,
+                None,
+                format!("sequence id {} appears again after other sequences (its lines must be consecutive)", s.key),
+            );
+            batch.discard_sequence();
+            return self.budget.tolerate(e, sink);
+        }
+        let longest = batch.streams().iter().map(|st| st.open_sequence_samples()).max().unwrap_or(0) as u64;
+        if longest < s.lines {
+            // CNTK counts this as an error but keeps the sequence.
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                0,
+                None,
+                format!("{what} spans {} lines but its longest input has {longest} samples", s.lines),
+            );
+            self.budget.tolerate(e, sink)?;
+        }
+        batch.finish_sequence(s.key);
+        Ok(())
+    }
+
+    /// Parses the samples of one line (without its newline) from `from`. Returns whether any
+    /// sample was taken.
+    fn parse_line<T: Element>(
+        &mut self,
+        line: &[u8],
+        from: usize,
+        at: LineAt,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<bool> {
+        self.on_line.iter_mut().for_each(|b| *b = false);
+        let n = line.len();
+        let mut i = from;
+        let mut any = false;
+        loop {
+            while i < n && is_blank(line[i]) {
+                i += 1;
+            }
+            if i >= n {
+                break;
+            }
+            if line[i] != b'|' {
+                let e = self.error(
+                    ErrorKind::Syntax,
+                    at,
+                    i,
+                    None,
+                    format!("expected '|' and an input name, found '{}'", shown(&line[i..])),
+                );
+                self.budget.tolerate(e, sink)?;
+                i = next_bar(line, i);
+                continue;
+            }
+            i += 1;
+            if i < n && line[i] == b'#' {
+                // A comment runs to the next '|' that is not the escape "|#".
+                i += 1;
+                loop {
+                    i = next_bar(line, i);
+                    if i + 1 < n && line[i + 1] == b'#' {
+                        i += 2;
+                    } else {
+                        break;
+                    }
+                }
+                continue;
+            }
+            let name_start = i;
+            while i < n && line[i] > b' ' && line[i] != b'|' && line[i] != 0x7f {
+                i += 1;
+            }
+            if i == name_start {
+                let e = self.error(
+                    ErrorKind::Syntax,
+                    at,
+                    i,
+                    None,
+                    format!("'|' must be followed by an input name, found {}", shown_char(line, i)),
+                );
+                self.budget.tolerate(e, sink)?;
+                i = next_bar(line, i);
+                continue;
+            }
+            let Some(idx) = self.lookup(&line[name_start..i]) else {
+                let name = String::from_utf8_lossy(&line[name_start..i]).into_owned();
+                self.note(sink, Severity::Info, at, name_start, None, format!("skipping unknown input '{name}'"));
+                i = next_bar(line, i);
+                continue;
+            };
+            if self.on_line[idx] {
+                let e = self.error(
+                    ErrorKind::Invalid,
+                    at,
+                    name_start,
+                    Some(idx),
+                    "appears twice on one line (one sample per input per line)".into(),
+                );
+                self.budget.tolerate(e, sink)?;
+                i = next_bar(line, i);
+                continue;
+            }
+            let r = match self.opts.inputs[idx].storage {
+                Storage::Dense => self.dense(line, i, name_start, at, idx, batch, sink),
+                Storage::Sparse => self.sparse(line, i, at, idx, batch),
+            };
+            match r {
+                Ok(next) => {
+                    any = true;
+                    self.on_line[idx] = true;
+                    i = next;
+                }
+                Err((e, resume)) => {
+                    batch.stream_mut(idx).discard_open_sample();
+                    self.budget.tolerate(e, sink)?;
+                    i = next_bar(line, resume);
+                }
+            }
+        }
+        if !any {
+            let message = if is_blank_line(&line[from.min(n)..]) {
+                "line has no samples"
+            } else {
+                "line has no valid sample of a configured input"
+            };
+            self.note(sink, Severity::Warning, at, from, None, message.into());
+        }
+        Ok(any)
+    }
+
+    fn bad_number(&self, line: &[u8], start: usize, at_char: usize, at: LineAt, idx: usize) -> (Error, usize) {
+        let e = self.error(
+            ErrorKind::Syntax,
+            at,
+            start,
+            Some(idx),
+            format!(
+                "malformed number '{}': unexpected {} (expected [+-]digits[.digits][e[+-]digits])",
+                shown(&line[start..]),
+                shown_char(line, at_char)
+            ),
+        );
+        (e, at_char)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn dense<T: Element>(
+        &self,
+        line: &[u8],
+        mut i: usize,
+        name_start: usize,
+        at: LineAt,
+        idx: usize,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> SampleResult {
+        let dim = self.opts.inputs[idx].dim;
+        let stream = batch.stream_mut(idx);
+        let n = line.len();
+        let mut count = 0usize;
+        loop {
+            while i < n && is_blank(line[i]) {
+                i += 1;
+            }
+            if i >= n || line[i] == b'|' {
+                break;
+            }
+            match parse_number::<T>(line, i) {
+                Ok((v, end)) => {
+                    if count < dim {
+                        stream.push_dense_value(v);
+                    }
+                    count += 1;
+                    i = end;
+                }
+                Err(bad) => return Err(self.bad_number(line, i, bad.at, at, idx)),
+            }
+        }
+        if count > dim {
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                name_start,
+                Some(idx),
+                format!("has {count} dense values, dim is {dim}"),
+            );
+            return Err((e, i));
+        }
+        stream.end_dense_sample();
+        if count < dim {
+            self.note(
+                sink,
+                Severity::Warning,
+                at,
+                name_start,
+                Some(idx),
+                format!("has {count} dense values, dim is {dim}; padded with zeros"),
+            );
+        }
+        Ok(i)
+    }
+
+    #[inline]
+    fn sparse<T: Element>(
+        &self,
+        line: &[u8],
+        mut i: usize,
+        at: LineAt,
+        idx: usize,
+        batch: &mut SequenceBatch<T>,
+    ) -> SampleResult {
+        let dim = self.opts.inputs[idx].dim as u64;
+        let stream = batch.stream_mut(idx);
+        let n = line.len();
+        loop {
+            while i < n && is_blank(line[i]) {
+                i += 1;
+            }
+            if i >= n || line[i] == b'|' {
+                break;
+            }
+            let start = i;
+            let mut index: u64 = 0;
+            while i < n && line[i].is_ascii_digit() {
+                index = index.saturating_mul(10).saturating_add((line[i] - b'0') as u64);
+                i += 1;
+            }
+            if i == start {
+                let e = self.error(
+                    ErrorKind::Syntax,
+                    at,
+                    start,
+                    Some(idx),
+                    format!("expected a sparse index:value pair, found '{}'", shown(&line[start..])),
+                );
+                return Err((e, i));
+            }
+            if i >= n || line[i] != b':' {
+                let e = self.error(
+                    ErrorKind::Syntax,
+                    at,
+                    i,
+                    Some(idx),
+                    format!("expected ':' after sparse index {index}, found {}", shown_char(line, i)),
+                );
+                return Err((e, i));
+            }
+            i += 1;
+            let (v, end) = parse_number::<T>(line, i).map_err(|bad| self.bad_number(line, i, bad.at, at, idx))?;
+            if index >= dim || index > u32::MAX as u64 {
+                let e = self.error(
+                    ErrorKind::Invalid,
+                    at,
+                    start,
+                    Some(idx),
+                    format!("sparse index {index} is out of range, dim is {dim}"),
+                );
+                return Err((e, end));
+            }
+            stream.push_sparse_value(index as u32, v);
+            i = end;
+        }
+        stream.end_sparse_sample();
+        Ok(i)
+    }
+}
+
+/// Feeds a CTF file to a parser piece by piece (as it arrives from a pipe or a decompressor),
+/// parsing each sequence as soon as it is known to be complete. The result is the same however
+/// the bytes are split. Holds at most one sequence (and a partial line) in memory.
+#[derive(Debug, Clone)]
+pub struct CtfStream {
+    parser: CtfParser,
+    pending: Vec<u8>,
+    base: u64,
+    base_line: u64,
+    mode: Option<KeyMode>,
+}
+
+impl CtfStream {
+    /// A stream over a fresh parser.
+    pub fn new(parser: CtfParser) -> Self {
+        CtfStream { parser, pending: Vec::new(), base: 0, base_line: 1, mode: None }
+    }
+
+    /// The parser (for its error count).
+    pub fn parser(&self) -> &CtfParser {
+        &self.parser
+    }
+
+    /// Takes the next bytes; appends every sequence now complete to `batch`.
+    pub fn feed<T: Element>(
+        &mut self,
+        bytes: &[u8],
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        self.pending.extend_from_slice(bytes);
+        if memchr::memchr(b'\n', bytes).is_none() {
+            return Ok(());
+        }
+        let mode = match self.mode {
+            Some(m) => m,
+            None => {
+                if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
+                    return Ok(());
+                }
+                match detect_key_mode(&self.pending, self.parser.opts.skip_sequence_ids) {
+                    Some(m) => *self.mode.insert(m),
+                    None => return Ok(()),
+                }
+            }
+        };
+        let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
+        let boundary = match mode {
+            KeyMode::Lines => complete,
+            KeyMode::Ids => {
+                let mut last = None;
+                scan_sequences(&self.pending[..complete], self.base, self.base_line, mode, |e| {
+                    last = Some(e.offset);
+                    Ok(())
+                })?;
+                last.map_or(0, |o| (o - self.base) as usize)
+            }
+        };
+        if boundary > 0 {
+            let chunk = &self.pending[..boundary];
+            self.parser.parse_chunk(chunk, self.base, self.base_line, mode, batch, sink)?;
+            self.base_line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+            self.base += boundary as u64;
+            self.pending.drain(..boundary);
+        }
+        Ok(())
+    }
+
+    /// Parses what is left (a last line without a newline is fine). Fails on an empty file.
+    pub fn finish<T: Element>(
+        &mut self,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        let mode = match self.mode {
+            Some(m) => m,
+            None => detect_key_mode(&self.pending, self.parser.opts.skip_sequence_ids)
+                .ok_or_else(|| self.parser.empty_file())?,
+        };
+        self.mode = Some(mode);
+        let pending = std::mem::take(&mut self.pending);
+        self.parser.parse_chunk(&pending, self.base, self.base_line, mode, batch, sink)?;
+        self.base += pending.len() as u64;
+        Ok(())
+    }
+}
