@@ -202,3 +202,85 @@ fn real_files_truncated_or_flipped_give_clean_errors() {
         }
     }
 }
+
+/// With the real CTF parser: `convert` reproduces ctf2bin's bytes, and CTF -> CBF -> CTF -> CBF
+/// gives the same CBF bytes the second time.
+#[test]
+fn conversion_reproduces_ctf2bin_and_round_trips() {
+    use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
+    use exfeed::ctf::CtfOptions;
+    let Some(root) = common::conformance("cntk") else {
+        return;
+    };
+    for &(h, name) in CASES {
+        let specs = header(&root.join("ctf2bin-headers").join(h));
+        let text = std::fs::read(root.join("ctf").join(format!("{name}.txt"))).unwrap();
+        let bin = std::fs::read(root.join("cbf").join(format!("{name}.bin"))).unwrap();
+        let precision = CbfFile::open(bin.as_slice()).unwrap().streams()[0].element;
+        let opts = CtfOptions {
+            inputs: specs.clone(),
+            ..Default::default()
+        };
+        let cbf = CbfWriterOptions {
+            chunk_size: u64::MAX,
+            precision,
+        };
+        let mut diags = Vec::new();
+        let (ours, stats) =
+            ctf_to_cbf(&text, name, &opts, &cbf, Vec::new(), &mut diags, |_| {}).unwrap();
+        assert!(
+            ours == bin,
+            "{name}: convert's bytes differ from ctf2bin.py's"
+        );
+        assert_eq!(stats.chunks, 1);
+
+        // CBF -> CTF -> CBF, with small chunks too.
+        for chunk_size in [u64::MAX, 3000] {
+            let cbf = CbfWriterOptions {
+                chunk_size,
+                precision,
+            };
+            let (first, _) =
+                ctf_to_cbf(&text, name, &opts, &cbf, Vec::new(), &mut diags, |_| {}).unwrap();
+            let f = CbfFile::open(first.as_slice()).unwrap();
+            let (ctf2, s2) = cbf_to_ctf(&f, Vec::new(), |_| {}).unwrap();
+            assert_eq!(s2.sequences, f.num_sequences());
+            // The CTF written names streams as stored in the CBF file.
+            let opts2 = CtfOptions {
+                inputs: specs
+                    .iter()
+                    .map(|s| StreamSpec::new(s.name.clone(), s.storage, s.dim))
+                    .collect(),
+                ..Default::default()
+            };
+            let (second, _) = ctf_to_cbf(
+                &ctf2,
+                "round trip",
+                &opts2,
+                &cbf,
+                Vec::new(),
+                &mut diags,
+                |_| {},
+            )
+            .unwrap();
+            assert!(
+                second == first,
+                "{name} chunk size {chunk_size}: CBF -> CTF -> CBF changed the bytes"
+            );
+            // And the CTF is stable too.
+            let (ctf3, _) = cbf_to_ctf(
+                &CbfFile::open(second.as_slice()).unwrap(),
+                Vec::new(),
+                |_| {},
+            )
+            .unwrap();
+            assert_eq!(ctf3, ctf2);
+        }
+        assert!(
+            diags
+                .iter()
+                .all(|d: &exfeed::Diagnostic| d.severity != exfeed::Severity::Error),
+            "{diags:?}"
+        );
+    }
+}

@@ -221,7 +221,12 @@ impl<W: Write> CbfWriter<W> {
     }
 
     /// Writes the last chunk and the header, flushes, and returns the output.
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(self) -> Result<W> {
+        Ok(self.finish_with_chunks()?.0)
+    }
+
+    /// As [`finish`](Self::finish), also returning the chunk table written.
+    pub fn finish_with_chunks(mut self) -> Result<(W, Vec<ChunkInfo>)> {
         self.flush_chunk()?;
         let header_offset = self.position;
         let mut h = Vec::new();
@@ -249,7 +254,7 @@ impl<W: Write> CbfWriter<W> {
         h.extend_from_slice(&(header_offset as i64).to_le_bytes());
         self.out.write_all(&h)?;
         self.out.flush()?;
-        Ok(self.out)
+        Ok((self.out, self.chunks))
     }
 }
 

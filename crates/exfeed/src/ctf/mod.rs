@@ -59,7 +59,10 @@ pub fn write_sequence<T: Element>(
     let key = batch.keys()[seq];
     let len = batch.sequence_length(seq, None);
     if len == 0 {
-        return Err(Error::invalid(0, format!("sequence {key} has no samples; CTF cannot write it")));
+        return Err(Error::invalid(
+            0,
+            format!("sequence {key} has no samples; CTF cannot write it"),
+        ));
     }
     let key_text = key.to_string();
     for t in 0..len {
@@ -97,7 +100,10 @@ pub fn write_sequence<T: Element>(
 
 fn write_value<T: Element>(out: &mut Vec<u8>, v: T, key: u64) -> Result<()> {
     if !v.to_f64().is_finite() {
-        return Err(Error::invalid(0, format!("sequence {key} holds {v}, which CTF cannot represent")));
+        return Err(Error::invalid(
+            0,
+            format!("sequence {key} holds {v}, which CTF cannot represent"),
+        ));
     }
     v.write_shortest(out);
     Ok(())

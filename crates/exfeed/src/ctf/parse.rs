@@ -1,11 +1,15 @@
 //! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
 
 use super::number::parse_number;
-use super::scan::{detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM};
+use super::scan::{
+    detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM,
+};
 use super::CtfOptions;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
-use crate::error::{Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity};
+use crate::error::{
+    Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity,
+};
 use crate::stream::Storage;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -92,7 +96,14 @@ impl CtfParser {
         names.sort_by_key(|(n, i)| opts.inputs[*i].name.as_bytes() == &**n);
         let budget = ErrorBudget::new(opts.max_errors);
         let on_line = vec![false; opts.inputs.len()];
-        Ok(CtfParser { opts, names, budget, seen_ids: HashSet::new(), on_line, file: None })
+        Ok(CtfParser {
+            opts,
+            names,
+            budget,
+            seen_ids: HashSet::new(),
+            on_line,
+            file: None,
+        })
     }
 
     /// Names the file in every error and diagnostic.
@@ -120,7 +131,14 @@ impl CtfParser {
         }
     }
 
-    fn error(&self, kind: ErrorKind, at: LineAt, col: usize, input: Option<usize>, msg: String) -> Error {
+    fn error(
+        &self,
+        kind: ErrorKind,
+        at: LineAt,
+        col: usize,
+        input: Option<usize>,
+        msg: String,
+    ) -> Error {
         Error::new(kind, self.loc(at, col, input), msg)
     }
 
@@ -133,12 +151,19 @@ impl CtfParser {
         input: Option<usize>,
         message: String,
     ) {
-        sink.report(Diagnostic { severity, location: self.loc(at, col, input), message });
+        sink.report(Diagnostic {
+            severity,
+            location: self.loc(at, col, input),
+            message,
+        });
     }
 
     #[inline]
     fn lookup(&self, name: &[u8]) -> Option<usize> {
-        self.names.iter().find(|(n, _)| **n == *name).map(|(_, i)| *i)
+        self.names
+            .iter()
+            .find(|(n, _)| **n == *name)
+            .map(|(_, i)| *i)
     }
 
     /// Parses a whole file held in `buf`: decides the key mode, fails on an empty file.
@@ -148,7 +173,8 @@ impl CtfParser {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
-        let mode = detect_key_mode(buf, self.opts.skip_sequence_ids).ok_or_else(|| self.empty_file())?;
+        let mode =
+            detect_key_mode(buf, self.opts.skip_sequence_ids).ok_or_else(|| self.empty_file())?;
         self.parse_chunk(buf, 0, 1, mode, batch, sink)
     }
 
@@ -173,23 +199,37 @@ impl CtfParser {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
-        let mut pos = if base == 0 && buf.starts_with(BOM) { BOM.len() } else { 0 };
+        let mut pos = if base == 0 && buf.starts_with(BOM) {
+            BOM.len()
+        } else {
+            0
+        };
         let mut line_no = base_line;
         let mut seq: Option<OpenSeq> = None;
         while pos < buf.len() {
             let nl = memchr::memchr(b'\n', &buf[pos..]);
             let end = nl.map_or(buf.len(), |i| pos + i);
             let line = &buf[pos..end];
-            let at = LineAt { byte: base + pos as u64, line: line_no };
+            let at = LineAt {
+                byte: base + pos as u64,
+                line: line_no,
+            };
             match mode {
                 KeyMode::Lines => {
                     if !is_blank_line(line) {
                         let mut from = 0;
-                        while from < line.len() && (is_blank(line[from]) || line[from].is_ascii_digit()) {
+                        while from < line.len()
+                            && (is_blank(line[from]) || line[from].is_ascii_digit())
+                        {
                             from += 1;
                         }
                         if self.parse_line(line, from, at, batch, sink)? {
-                            let s = OpenSeq { key: line_no - 1, byte: at.byte, line: line_no, lines: 1 };
+                            let s = OpenSeq {
+                                key: line_no - 1,
+                                byte: at.byte,
+                                line: line_no,
+                                lines: 1,
+                            };
                             self.end_sequence(mode, s, batch, sink)?;
                         } else {
                             batch.discard_sequence();
@@ -198,7 +238,13 @@ impl CtfParser {
                 }
                 KeyMode::Ids => {
                     let id = line_id(line).map_err(|col| {
-                        self.error(ErrorKind::Syntax, at, col, None, "sequence id does not fit in 64 bits".into())
+                        self.error(
+                            ErrorKind::Syntax,
+                            at,
+                            col,
+                            None,
+                            "sequence id does not fit in 64 bits".into(),
+                        )
                     })?;
                     match (id, seq.as_mut()) {
                         (Some((id, after)), Some(s)) if id == s.key => {
@@ -224,7 +270,12 @@ impl CtfParser {
                             if let Some(s) = seq.take() {
                                 self.end_sequence(mode, s, batch, sink)?;
                             }
-                            seq = Some(OpenSeq { key: id, byte: at.byte, line: line_no, lines: 1 });
+                            seq = Some(OpenSeq {
+                                key: id,
+                                byte: at.byte,
+                                line: line_no,
+                                lines: 1,
+                            });
                             self.parse_line(line, after, at, batch, sink)?;
                         }
                     }
@@ -246,12 +297,19 @@ impl CtfParser {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
-        let at = LineAt { byte: s.byte, line: s.line };
+        let at = LineAt {
+            byte: s.byte,
+            line: s.line,
+        };
         let what = match mode {
             KeyMode::Ids => format!("sequence {}", s.key),
             KeyMode::Lines => format!("line {}", s.line),
         };
-        if let Some(i) = batch.streams().iter().position(|st| st.open_sequence_samples() == 0) {
+        if let Some(i) = batch
+            .streams()
+            .iter()
+            .position(|st| st.open_sequence_samples() == 0)
+        {
             let e = self.error(
                 ErrorKind::Invalid,
                 at,
@@ -273,7 +331,12 @@ impl CtfParser {
             batch.discard_sequence();
             return self.budget.tolerate(e, sink);
         }
-        let longest = batch.streams().iter().map(|st| st.open_sequence_samples()).max().unwrap_or(0) as u64;
+        let longest = batch
+            .streams()
+            .iter()
+            .map(|st| st.open_sequence_samples())
+            .max()
+            .unwrap_or(0) as u64;
         if longest < s.lines {
             // CNTK counts this as an error but keeps the sequence.
             let e = self.error(
@@ -281,7 +344,10 @@ impl CtfParser {
                 at,
                 0,
                 None,
-                format!("{what} spans {} lines but its longest input has {longest} samples", s.lines),
+                format!(
+                    "{what} spans {} lines but its longest input has {longest} samples",
+                    s.lines
+                ),
             );
             self.budget.tolerate(e, sink)?;
         }
@@ -316,7 +382,10 @@ impl CtfParser {
                     at,
                     i,
                     None,
-                    format!("expected '|' and an input name, found '{}'", shown(&line[i..])),
+                    format!(
+                        "expected '|' and an input name, found '{}'",
+                        shown(&line[i..])
+                    ),
                 );
                 self.budget.tolerate(e, sink)?;
                 i = next_bar(line, i);
@@ -346,7 +415,10 @@ impl CtfParser {
                     at,
                     i,
                     None,
-                    format!("'|' must be followed by an input name, found {}", shown_char(line, i)),
+                    format!(
+                        "'|' must be followed by an input name, found {}",
+                        shown_char(line, i)
+                    ),
                 );
                 self.budget.tolerate(e, sink)?;
                 i = next_bar(line, i);
@@ -354,7 +426,14 @@ impl CtfParser {
             }
             let Some(idx) = self.lookup(&line[name_start..i]) else {
                 let name = String::from_utf8_lossy(&line[name_start..i]).into_owned();
-                self.note(sink, Severity::Info, at, name_start, None, format!("skipping unknown input '{name}'"));
+                self.note(
+                    sink,
+                    Severity::Info,
+                    at,
+                    name_start,
+                    None,
+                    format!("skipping unknown input '{name}'"),
+                );
                 i = next_bar(line, i);
                 continue;
             };
@@ -398,7 +477,14 @@ impl CtfParser {
         Ok(any)
     }
 
-    fn bad_number(&self, line: &[u8], start: usize, at_char: usize, at: LineAt, idx: usize) -> (Error, usize) {
+    fn bad_number(
+        &self,
+        line: &[u8],
+        start: usize,
+        at_char: usize,
+        at: LineAt,
+        idx: usize,
+    ) -> (Error, usize) {
         let e = self.error(
             ErrorKind::Syntax,
             at,
@@ -493,7 +579,9 @@ impl CtfParser {
             let start = i;
             let mut index: u64 = 0;
             while i < n && line[i].is_ascii_digit() {
-                index = index.saturating_mul(10).saturating_add((line[i] - b'0') as u64);
+                index = index
+                    .saturating_mul(10)
+                    .saturating_add((line[i] - b'0') as u64);
                 i += 1;
             }
             if i == start {
@@ -502,7 +590,10 @@ impl CtfParser {
                     at,
                     start,
                     Some(idx),
-                    format!("expected a sparse index:value pair, found '{}'", shown(&line[start..])),
+                    format!(
+                        "expected a sparse index:value pair, found '{}'",
+                        shown(&line[start..])
+                    ),
                 );
                 return Err((e, i));
             }
@@ -512,12 +603,16 @@ impl CtfParser {
                     at,
                     i,
                     Some(idx),
-                    format!("expected ':' after sparse index {index}, found {}", shown_char(line, i)),
+                    format!(
+                        "expected ':' after sparse index {index}, found {}",
+                        shown_char(line, i)
+                    ),
                 );
                 return Err((e, i));
             }
             i += 1;
-            let (v, end) = parse_number::<T>(line, i).map_err(|bad| self.bad_number(line, i, bad.at, at, idx))?;
+            let (v, end) = parse_number::<T>(line, i)
+                .map_err(|bad| self.bad_number(line, i, bad.at, at, idx))?;
             if index >= dim || index > u32::MAX as u64 {
                 let e = self.error(
                     ErrorKind::Invalid,
@@ -551,7 +646,13 @@ pub struct CtfStream {
 impl CtfStream {
     /// A stream over a fresh parser.
     pub fn new(parser: CtfParser) -> Self {
-        CtfStream { parser, pending: Vec::new(), base: 0, base_line: 1, mode: None }
+        CtfStream {
+            parser,
+            pending: Vec::new(),
+            base: 0,
+            base_line: 1,
+            mode: None,
+        }
     }
 
     /// The parser (for its error count).
@@ -587,16 +688,23 @@ impl CtfStream {
             KeyMode::Lines => complete,
             KeyMode::Ids => {
                 let mut last = None;
-                scan_sequences(&self.pending[..complete], self.base, self.base_line, mode, |e| {
-                    last = Some(e.offset);
-                    Ok(())
-                })?;
+                scan_sequences(
+                    &self.pending[..complete],
+                    self.base,
+                    self.base_line,
+                    mode,
+                    |e| {
+                        last = Some(e.offset);
+                        Ok(())
+                    },
+                )?;
                 last.map_or(0, |o| (o - self.base) as usize)
             }
         };
         if boundary > 0 {
             let chunk = &self.pending[..boundary];
-            self.parser.parse_chunk(chunk, self.base, self.base_line, mode, batch, sink)?;
+            self.parser
+                .parse_chunk(chunk, self.base, self.base_line, mode, batch, sink)?;
             self.base_line += memchr::memchr_iter(b'\n', chunk).count() as u64;
             self.base += boundary as u64;
             self.pending.drain(..boundary);
@@ -617,7 +725,8 @@ impl CtfStream {
         };
         self.mode = Some(mode);
         let pending = std::mem::take(&mut self.pending);
-        self.parser.parse_chunk(&pending, self.base, self.base_line, mode, batch, sink)?;
+        self.parser
+            .parse_chunk(&pending, self.base, self.base_line, mode, batch, sink)?;
         self.base += pending.len() as u64;
         Ok(())
     }

@@ -86,7 +86,11 @@ pub fn scan_sequences(
     mode: KeyMode,
     mut f: impl FnMut(SequenceExtent) -> Result<()>,
 ) -> Result<()> {
-    let mut pos = if base == 0 && buf.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut pos = if base == 0 && buf.starts_with(BOM) {
+        BOM.len()
+    } else {
+        0
+    };
     let mut line_no = base_line;
     let mut cur: Option<SequenceExtent> = None;
     while pos < buf.len() {
@@ -107,7 +111,10 @@ pub fn scan_sequences(
             }
             KeyMode::Ids => {
                 let id = line_id(text).map_err(|at| {
-                    Error::syntax(base + (pos + at) as u64, "sequence id does not fit in 64 bits")
+                    Error::syntax(
+                        base + (pos + at) as u64,
+                        "sequence id does not fit in 64 bits",
+                    )
                 })?;
                 match (id, cur.as_mut()) {
                     (Some((id, _)), Some(c)) if id == c.key => {
@@ -161,10 +168,16 @@ mod tests {
     fn ids_and_lines() {
         let buf = b"\n1 |a 1\n1 |a 2\n|a 3\n7 |a 1\n";
         assert_eq!(detect_key_mode(buf, false), Some(KeyMode::Ids));
-        assert_eq!(scan(buf, KeyMode::Ids), vec![(1, 19, 1, 2, 3), (20, 7, 7, 5, 1)]);
+        assert_eq!(
+            scan(buf, KeyMode::Ids),
+            vec![(1, 19, 1, 2, 3), (20, 7, 7, 5, 1)]
+        );
         assert_eq!(scan(buf, KeyMode::Lines).len(), 4);
         assert_eq!(scan(buf, KeyMode::Lines)[0], (1, 7, 1, 2, 1));
-        assert_eq!(detect_key_mode(b"\xEF\xBB\xBF |a", false), Some(KeyMode::Lines));
+        assert_eq!(
+            detect_key_mode(b"\xEF\xBB\xBF |a", false),
+            Some(KeyMode::Lines)
+        );
         assert_eq!(detect_key_mode(b" \r\n\t", false), None);
     }
 }

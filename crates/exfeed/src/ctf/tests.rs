@@ -7,7 +7,11 @@ fn spec(s: &str) -> StreamSpec {
 }
 
 fn opts(inputs: &[&str], max_errors: u64) -> CtfOptions {
-    CtfOptions { inputs: inputs.iter().map(|s| spec(s)).collect(), skip_sequence_ids: false, max_errors }
+    CtfOptions {
+        inputs: inputs.iter().map(|s| spec(s)).collect(),
+        skip_sequence_ids: false,
+        max_errors,
+    }
 }
 
 fn run<T: Element>(buf: &[u8], o: &CtfOptions) -> (Result<()>, SequenceBatch<T>, Vec<Diagnostic>) {
@@ -34,7 +38,10 @@ fn spec_extended_example() {
     // Sequence 333 has no sample of 'a': CNTK rejects it.
     let o = opts(&["Some_very_long:dense:3:a", "other:dense:2:b"], 0);
     let (r, _, _) = run::<f32>(text, &o);
-    assert!(r.unwrap_err().to_string().starts_with("6:1 (byte 117): input 'a': sequence 333 has no sample"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .starts_with("6:1 (byte 117): input 'a': sequence 333 has no sample"));
     let o = opts(&["Some_very_long:dense:3:a", "other:dense:2:b"], 1);
     let (r, b, _) = run::<f32>(text, &o);
     r.unwrap();
@@ -58,8 +65,15 @@ fn line_keys_names_aliases_whitespace_crlf_bom_comments() {
     assert!(d.iter().all(|d| d.severity > Severity::Error), "{d:?}");
     assert_eq!(b.keys(), &[2, 3, 4, 5]);
     assert_eq!(b.streams()[0].dense_sample(1), &[0.0, 1.1, 22.0, 0.3, 54.0]);
-    assert_eq!(b.streams()[1].sparse_sample(2), (&[999u32, 918918][..], &[0.001, -9.19][..]));
-    assert_eq!(b.streams()[1].sparse_sample(3).0.len(), 0, "empty sparse sample");
+    assert_eq!(
+        b.streams()[1].sparse_sample(2),
+        (&[999u32, 918918][..], &[0.001, -9.19][..])
+    );
+    assert_eq!(
+        b.streams()[1].sparse_sample(3).0.len(),
+        0,
+        "empty sparse sample"
+    );
     assert_eq!(b.streams()[2].dense_sample(3), &[100.0]);
     assert_eq!(b.streams()[2].dense_sample(0), &[8.0]);
 }
@@ -70,27 +84,52 @@ fn errors_have_positions_and_say_what() {
     let (r, _, _) = run::<f32>(b"1 |a 1 |s 1:1\n2 |a 1 2 3 4 |s 0:1\n", &o);
     let e = r.unwrap_err().resolve_in(b"", 0, 1);
     assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert_eq!(e.to_string(), "2:4 (byte 17): input 'a': has 4 dense values, dim is 3");
+    assert_eq!(
+        e.to_string(),
+        "2:4 (byte 17): input 'a': has 4 dense values, dim is 3"
+    );
     let (r, _, _) = run::<f32>(b"|a 1 2 3 |s 5:1\n", &o);
-    assert_eq!(r.unwrap_err().to_string(), "1:13 (byte 12): input 's': sparse index 5 is out of range, dim is 5");
+    assert_eq!(
+        r.unwrap_err().to_string(),
+        "1:13 (byte 12): input 's': sparse index 5 is out of range, dim is 5"
+    );
     let (r, _, _) = run::<f32>(b"|a 1 2,0 3 |s 1:1\n", &o);
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Syntax);
-    assert!(e.to_string().starts_with("1:6 (byte 5): input 'a': malformed number '2,0'"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("1:6 (byte 5): input 'a': malformed number '2,0'"),
+        "{e}"
+    );
     let (r, _, _) = run::<f32>(b"|a 1 2 3 |s -1:1\n", &o);
-    assert!(r.unwrap_err().to_string().contains("expected a sparse index:value pair, found '-1:1'"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("expected a sparse index:value pair, found '-1:1'"));
     let (r, _, _) = run::<f32>(b"1 |a 1 |s 1:1\n2 |a 1 |s 1:1\n1 |a 1 |s 1:1\n", &o);
-    assert!(r.unwrap_err().to_string().contains("sequence id 1 appears again"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("sequence id 1 appears again"));
     let (r, _, _) = run::<f32>(b"1 |a 1 |s 1:1\n1 |a 1\n1 |a 1\n1 |s 1:1\n", &o);
-    assert!(r.unwrap_err().to_string().contains("spans 4 lines but its longest input has 3 samples"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("spans 4 lines but its longest input has 3 samples"));
     let (r, _, _) = run::<f32>(b"|a 1\n", &o);
-    assert!(r.unwrap_err().to_string().contains("input 's': line 1 has no sample"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("input 's': line 1 has no sample"));
     for empty in [&b""[..], b"\xEF\xBB\xBF", b" \n\r\n\t\n"] {
         let (r, _, _) = run::<f32>(empty, &o);
         assert!(r.unwrap_err().to_string().contains("empty"));
     }
     let (r, _, _) = run::<f32>(b"| a 1\n", &o);
-    assert!(r.unwrap_err().to_string().contains("'|' must be followed by an input name, found a space"));
+    assert!(r
+        .unwrap_err()
+        .to_string()
+        .contains("'|' must be followed by an input name, found a space"));
 }
 
 #[test]
@@ -111,7 +150,10 @@ fn budget_skips_bad_samples_then_stops() {
     let (r, b, d) = run::<f32>(b"|a 1\n|a 1 2\n|a x\n|a 4\n", &o);
     r.unwrap();
     assert_eq!(b.keys(), &[0, 3]);
-    assert_eq!(d.iter().filter(|d| d.severity == Severity::Error).count(), 2);
+    assert_eq!(
+        d.iter().filter(|d| d.severity == Severity::Error).count(),
+        2
+    );
     let (r, _, _) = run::<f32>(b"|a 1\n|a 1 2\n|a x\n|a 4 4\n", &o);
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TooManyErrors);
@@ -125,7 +167,10 @@ fn skip_sequence_ids_and_precision() {
     let (r, b, _) = run::<f64>(b"5 |a 0.1\n5 |a 1.000000059604644775390625001\n", &o);
     r.unwrap();
     assert_eq!(b.keys(), &[0, 1]);
-    assert_eq!(b.streams()[0].values(), &[0.1, 1.000000059604644775390625001]);
+    assert_eq!(
+        b.streams()[0].values(),
+        &[0.1, 1.000000059604644775390625001]
+    );
     let (_, b, _) = run::<f32>(b"5 |a 0.1\n5 |a 1.000000059604644775390625001\n", &o);
     assert_eq!(b.streams()[0].values(), &[0.1f32, 1.000_000_1]);
 }
@@ -141,7 +186,11 @@ fn outcome(buf: &[u8], o: &CtfOptions, pieces: &[usize]) -> (String, String, Vec
         last = p;
     }
     r = r.and_then(|_| stream.finish(&mut batch, &mut diags));
-    (dump(&batch), r.map_err(|e| e.to_string()).err().unwrap_or_default(), diags)
+    (
+        dump(&batch),
+        r.map_err(|e| e.to_string()).err().unwrap_or_default(),
+        diags,
+    )
 }
 
 #[test]
@@ -157,7 +206,10 @@ fn split_at_every_byte_gives_the_same_result() {
         let whole = outcome(text, &o, &[]);
         let (r, b, d) = run::<f32>(text, &o);
         assert_eq!(whole.0, dump(&b));
-        assert_eq!(whole.1, r.map_err(|e| e.to_string()).err().unwrap_or_default());
+        assert_eq!(
+            whole.1,
+            r.map_err(|e| e.to_string()).err().unwrap_or_default()
+        );
         assert_eq!(whole.2, d);
         for cut in 0..=text.len() {
             assert_eq!(outcome(text, &o, &[cut]), whole, "split at {cut}");
@@ -179,13 +231,25 @@ fn chunks_parse_like_the_whole() {
         Ok(())
     })
     .unwrap();
-    assert_eq!(extents.iter().map(|e| e.key).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        extents.iter().map(|e| e.key).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
     let mut parser = CtfParser::new(o.clone()).unwrap();
     let mut batch = SequenceBatch::<f32>::new(&o.inputs);
     let mut diags = Vec::new();
     for e in extents.iter().rev() {
         let chunk = &text[e.offset as usize..e.offset as usize + e.len];
-        parser.parse_chunk(chunk, e.offset, e.line, KeyMode::Ids, &mut batch, &mut diags).unwrap();
+        parser
+            .parse_chunk(
+                chunk,
+                e.offset,
+                e.line,
+                KeyMode::Ids,
+                &mut batch,
+                &mut diags,
+            )
+            .unwrap();
     }
     assert_eq!(batch.keys(), &[3, 2, 1]);
     for (i, j) in [(0, 2), (1, 1), (2, 0)] {
@@ -205,43 +269,72 @@ fn chunks_parse_like_the_whole() {
 /// CNTK's invalid_inputs.txt (A dense 1, B sparse 10, maxErrors large): which samples it keeps.
 #[test]
 fn cntk_invalid_inputs() {
-    let Some(dir) = crate_conformance("cntk/ctf") else { return };
+    let Some(dir) = crate_conformance("cntk/ctf") else {
+        return;
+    };
     let text = std::fs::read(dir.join("invalid_inputs.txt")).unwrap();
     let o = opts(&["A:dense:1", "B:sparse:10"], 1000);
     let (r, b, d) = run::<f32>(&text, &o);
     r.unwrap();
     assert_eq!(b.keys(), &[1, 2, 3, 4, 5, 123, 6]);
     // Samples per sequence, from the counts in control/invalid_inputs_Control.txt and its rows.
-    let count = |s: usize| (0..b.len()).map(|q| b.streams()[s].sequence_samples(q).len()).collect::<Vec<_>>();
+    let count = |s: usize| {
+        (0..b.len())
+            .map(|q| b.streams()[s].sequence_samples(q).len())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(count(0), vec![2, 9, 5, 3, 1, 2, 4]);
     assert_eq!(count(1), vec![2, 7, 7, 3, 1, 2, 5]);
     // Errors: 2 + 1 (seq 1), 10 + 1 (seq 2), 2 + 1 (seq 3), 2 + 1 (seq 4), 1 (seq 123), 1 (seq 6).
     let errors: Vec<_> = d.iter().filter(|d| d.severity == Severity::Error).collect();
     let lines: Vec<u64> = errors.iter().map(|d| d.location.line.unwrap()).collect();
-    assert_eq!(lines, vec![2, 3, 1, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 4, 19, 21, 18, 28, 31, 27, 35, 40]);
+    assert_eq!(
+        lines,
+        vec![2, 3, 1, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 4, 19, 21, 18, 28, 31, 27, 35, 40]
+    );
     // The sparse index CNTK reports at offset 90 and the "2,0" at offset 221 (just past where
     // each token starts, which is where exfeed points).
-    assert!(errors.iter().any(|d| d.location.byte == Some(88) && d.message.contains("index 10")));
-    assert!(errors.iter().any(|d| d.location.byte == Some(220) && d.message.contains("'2,0'")));
-    assert!(d.iter().any(|d| d.severity == Severity::Info && d.message.contains("'C'")));
+    assert!(errors
+        .iter()
+        .any(|d| d.location.byte == Some(88) && d.message.contains("index 10")));
+    assert!(errors
+        .iter()
+        .any(|d| d.location.byte == Some(220) && d.message.contains("'2,0'")));
+    assert!(d
+        .iter()
+        .any(|d| d.severity == Severity::Info && d.message.contains("'C'")));
 }
 
 fn crate_conformance(sub: &str) -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("EXFEED_CONFORMANCE")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"));
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
+        });
     if dir.is_dir() {
         return Some(dir.join(sub));
     }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "conformance corpus missing (required in CI)");
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "conformance corpus missing (required in CI)"
+    );
     eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
     None
 }
 
 fn arb_batch() -> impl Strategy<Value = SequenceBatch<f32>> {
     let sample_d = prop::collection::vec(any::<f32>().prop_filter("finite", |v| v.is_finite()), 3);
-    let sample_s = prop::collection::vec((0u32..7, any::<f32>().prop_filter("finite", |v| v.is_finite())), 0..4);
-    let seq = (prop::collection::vec(sample_d, 1..4), prop::collection::vec(sample_s, 1..4));
+    let sample_s = prop::collection::vec(
+        (
+            0u32..7,
+            any::<f32>().prop_filter("finite", |v| v.is_finite()),
+        ),
+        0..4,
+    );
+    let seq = (
+        prop::collection::vec(sample_d, 1..4),
+        prop::collection::vec(sample_s, 1..4),
+    );
     prop::collection::vec(seq, 1..6).prop_map(|seqs| {
         let specs = [spec("d:dense:3:x"), spec("s:sparse:7")];
         let mut b = SequenceBatch::<f32>::new(&specs);
