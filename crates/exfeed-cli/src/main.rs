@@ -20,6 +20,8 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
+    /// Convert between CTF and CBF (CTF -> CBF, CBF -> CTF, CBF -> CBF), atomically.
+    Convert(commands::convert::Args),
     /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
     Info(commands::info::Args),
 }
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
         Command::Info(args) => commands::info::run(args),
+        Command::Convert(args) => commands::convert::run(args),
     };
     match result {
         Ok(code) => code,
