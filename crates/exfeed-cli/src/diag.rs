@@ -45,3 +45,8 @@ pub fn print_error(err: &anyhow::Error) {
     }
     let _ = writeln!(stderr);
 }
+
+/// Prints a library error (it carries its own location).
+pub fn print_library_error(err: &exfeed::Error) {
+    let _ = writeln!(std::io::stderr().lock(), "exfeed: error: {err}");
+}

@@ -24,6 +24,9 @@ enum Command {
     Convert(commands::convert::Args),
     /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
     Info(commands::info::Args),
+    /// Measure parsing speed on generated data (development aid).
+    #[command(hide = true)]
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Info(args) => commands::info::run(args),
         Command::Convert(args) => commands::convert::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,

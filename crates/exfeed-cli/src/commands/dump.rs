@@ -1,5 +1,8 @@
 //! `exfeed dump`.
 
+use super::source::{exit_code_for, read_batches, SourceArgs};
+use crate::diag::{print_library_error, Stderr};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,8 +11,40 @@ use std::process::ExitCode;
 pub struct Args {
     /// The file to print (`-` for standard input).
     pub file: PathBuf,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("{}: dump is not implemented yet", args.file.display())
+    let opts = args.source.ctf_options()?;
+    let names: Vec<String> = opts.inputs.iter().map(|s| s.name.clone()).collect();
+    let mut sink = Stderr::new(args.source.trace_level);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::new();
+    let result = crate::with_precision!(args.source.precision, T => {
+        read_batches::<T>(&args.file, &opts, &mut sink, |batch| {
+            for seq in 0..batch.len() {
+                line.clear();
+                exfeed::json::write_sequence(&mut line, batch, seq, &names);
+                out.write_all(&line)?;
+            }
+            Ok(())
+        })
+    });
+    let flushed = out.flush();
+    match result {
+        Ok(()) => {
+            flushed?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.kind() == exfeed::ErrorKind::Io && flushed.is_err() => {
+            // stdout closed (a pipe into `head`): not an error worth a message.
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            print_library_error(&e);
+            Ok(ExitCode::from(exit_code_for(&e)))
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod check;
 pub mod convert;
 pub mod dump;
 pub mod info;
+pub mod source;

@@ -169,7 +169,7 @@ fn skip_sequence_ids_and_precision() {
     assert_eq!(b.keys(), &[0, 1]);
     assert_eq!(
         b.streams()[0].values(),
-        &[0.1, 1.000000059604644775390625001]
+        &[0.1, "1.000000059604644775390625001".parse::<f64>().unwrap()]
     );
     let (_, b, _) = run::<f32>(b"5 |a 0.1\n5 |a 1.000000059604644775390625001\n", &o);
     assert_eq!(b.streams()[0].values(), &[0.1f32, 1.000_000_1]);
