@@ -20,6 +20,10 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
+    /// Convert between CTF and CBF (CTF -> CBF, CBF -> CTF, CBF -> CBF), atomically.
+    Convert(commands::convert::Args),
+    /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
+    Info(commands::info::Args),
     /// Measure parsing speed on generated data (development aid).
     #[command(hide = true)]
     Bench(commands::bench::Args),
@@ -30,6 +34,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Info(args) => commands::info::run(args),
+        Command::Convert(args) => commands::convert::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };
     match result {

@@ -113,6 +113,36 @@ impl<T: Element> StreamData<T> {
         }
     }
 
+    /// Appends `n` complete dense samples from exactly `n * dim` values (a bulk path for binary
+    /// decoders; no sample may be open). Fewer values are zero-padded, more are dropped.
+    pub fn extend_dense_samples(&mut self, n: usize, values: impl IntoIterator<Item = T>) {
+        debug_assert_eq!(self.open_dense_len(), 0, "a sample is still open");
+        let end = (self.dense_samples + n) * self.dim;
+        self.values.extend(values.into_iter().take(n * self.dim));
+        self.values.resize(end, T::default());
+        self.dense_samples += n;
+    }
+
+    /// Appends sparse samples in bulk (a path for binary decoders): all their indices and values,
+    /// and each sample's count of pairs. The counts must add up to the number of pairs
+    /// (debug-asserted; the caller validates).
+    pub fn extend_sparse_samples(
+        &mut self,
+        indices: impl IntoIterator<Item = u32>,
+        values: impl IntoIterator<Item = T>,
+        counts: impl IntoIterator<Item = usize>,
+    ) {
+        self.indices.extend(indices);
+        self.values.extend(values);
+        let mut at = *self.sample_offsets.last().expect("never empty");
+        for c in counts {
+            at += c;
+            self.sample_offsets.push(at);
+        }
+        debug_assert_eq!(at, self.values.len());
+        debug_assert_eq!(at, self.indices.len());
+    }
+
     /// Appends a complete dense sample. `values` shorter than `dim` are zero-padded; longer is
     /// the caller's error to catch first (debug-asserted).
     pub fn push_dense_sample(&mut self, values: &[T]) {

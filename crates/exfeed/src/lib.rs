@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod cbf;
 pub mod config;
+pub mod convert;
 pub mod ctf;
 pub mod element;
 pub mod error;

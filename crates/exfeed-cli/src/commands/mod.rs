@@ -2,5 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod convert;
 pub mod dump;
+pub mod info;
 pub mod source;

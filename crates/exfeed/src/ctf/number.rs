@@ -42,31 +42,33 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
         _ => false,
     };
     let mut mantissa: u64 = 0;
-    let mut sig_digits = 0u32; // digits after leading zeros
     let int_start = i;
-    while i < n && line[i].is_ascii_digit() {
-        let d = (line[i] - b'0') as u64;
-        if sig_digits > 0 || d != 0 {
-            sig_digits += 1;
+    while i < n {
+        let d = line[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
         }
-        mantissa = mantissa.wrapping_mul(10).wrapping_add(d);
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(d as u64);
         i += 1;
     }
     if i == int_start {
         return Err(BadNumber { at: i });
     }
+    // Digits seen, leading zeros included: more than 19 may not fit the u64 (slow path).
+    let mut ndigits = i - int_start;
     let mut exp10: i64 = 0;
     if i < n && line[i] == b'.' {
         i += 1;
         let frac_start = i;
-        while i < n && line[i].is_ascii_digit() {
-            let d = (line[i] - b'0') as u64;
-            if sig_digits > 0 || d != 0 {
-                sig_digits += 1;
+        while i < n {
+            let d = line[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
             }
-            mantissa = mantissa.wrapping_mul(10).wrapping_add(d);
+            mantissa = mantissa.wrapping_mul(10).wrapping_add(d as u64);
             i += 1;
         }
+        ndigits += i - frac_start;
         exp10 -= (i - frac_start) as i64;
         // CNTK takes `20.` but not `1.e5`.
         if i == frac_start && i < n && (line[i] == b'e' || line[i] == b'E') {
@@ -101,7 +103,7 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
     if i < n && !is_delim(line[i]) {
         return Err(BadNumber { at: i });
     }
-    if sig_digits <= 19 {
+    if ndigits <= 19 {
         if let Some(v) = fast::<T>(mantissa, exp10, neg) {
             return Ok((v, i));
         }
@@ -120,6 +122,9 @@ fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
                 return None;
             }
             let mut v = m as f64;
+            if e == 0 {
+                return Some(T::from_f64(if neg { -v } else { v }));
+            }
             if e < 0 {
                 v /= POW10_F64[(-e) as usize];
             } else {
@@ -132,6 +137,9 @@ fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
                 return None;
             }
             let mut v = m as f32;
+            if e == 0 {
+                return Some(T::from_f32(if neg { -v } else { v }));
+            }
             if e < 0 {
                 v /= POW10_F32[(-e) as usize];
             } else {

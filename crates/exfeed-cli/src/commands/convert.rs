@@ -1,0 +1,174 @@
+//! `exfeed convert`: CTF <-> CBF, written atomically.
+
+use crate::diag::Stderr;
+use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
+use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
+use exfeed::ctf::CtfOptions;
+use exfeed::format::FileFormat;
+use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
+use exfeed::{Precision, SequenceBatch, StreamSpec};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `exfeed convert`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The file to read (`-` for standard input).
+    pub input: PathBuf,
+    /// The file to write (atomically: a temporary file renamed into place when complete).
+    pub output: PathBuf,
+    /// A CTF input stream, `NAME:FORMAT:DIM[:ALIAS]` (ALIAS is the name used in the CTF file;
+    /// the CBF stream is called NAME). Repeat for each stream; required for CTF input.
+    #[arg(long = "input", short = 'i', value_name = "SPEC")]
+    pub streams: Vec<StreamSpec>,
+    /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
+    pub chunk_size: u64,
+    /// Element type of CBF output (for CBF input: the input's element type by default).
+    #[arg(long)]
+    pub precision: Option<Precision>,
+    /// Format of the input (ctf, cbf); by default from its magic bytes and extension.
+    #[arg(long, value_parser = parse_format)]
+    pub from: Option<FileFormat>,
+    /// Format of the output (ctf, cbf); by default from its extension (.cbf/.bin: CBF).
+    #[arg(long, value_parser = parse_format)]
+    pub to: Option<FileFormat>,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Bad CTF samples or sequences to report and skip before giving up (CNTK's maxErrors).
+    #[arg(long, default_value_t = 0)]
+    pub max_errors: u64,
+    /// Every CTF line is one sequence; sequence ids are ignored (CNTK's skipSequenceIds).
+    #[arg(long)]
+    pub skip_sequence_ids: bool,
+    /// 0 errors only, 1 warnings too, 2 everything.
+    #[arg(long, default_value_t = 1)]
+    pub trace_level: u8,
+}
+
+fn parse_format(s: &str) -> Result<FileFormat, String> {
+    FileFormat::parse_name(s).ok_or_else(|| format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}",
+        )
+        .expect("a valid template"),
+    );
+    // Only conversions that take more than a moment show it.
+    bar.enable_steady_tick(std::time::Duration::from_millis(500));
+    bar
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let input = InputPath::new(&args.input);
+    let name = input.display_name();
+    let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;
+    let from = args
+        .from
+        .unwrap_or_else(|| FileFormat::detect(&args.input, &bytes[..bytes.len().min(16)]));
+    let to = args
+        .to
+        .unwrap_or_else(|| FileFormat::from_name(&args.output));
+    let inputs = match &input {
+        InputPath::File(p) => vec![p.clone()],
+        InputPath::Stdin => Vec::new(),
+    };
+    let out = AtomicOutput::create(
+        &args.output,
+        &OutputOptions {
+            force: args.force,
+            inputs,
+        },
+    )?;
+    let bar = progress_bar(bytes.len() as u64);
+    let mut sink = Stderr::new(args.trace_level);
+    let sequences = match (from, to) {
+        (FileFormat::Ctf, FileFormat::Cbf) => {
+            if args.streams.is_empty() {
+                anyhow::bail!(
+                    "{name}: CTF input needs its streams: --input NAME:FORMAT:DIM[:ALIAS]"
+                );
+            }
+            let opts = CtfOptions {
+                inputs: args.streams.clone(),
+                skip_sequence_ids: args.skip_sequence_ids,
+                max_errors: args.max_errors,
+            };
+            let cbf = CbfWriterOptions {
+                chunk_size: args.chunk_size,
+                precision: args.precision.unwrap_or_default(),
+            };
+            let (out, stats) = ctf_to_cbf(&bytes, &name, &opts, &cbf, out, &mut sink, |done| {
+                bar.set_position(done)
+            })?;
+            out.commit()?;
+            stats.sequences
+        }
+        (FileFormat::Cbf, FileFormat::Ctf) => {
+            let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
+            let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set_position(done))
+                .map_err(|e| e.in_file(name.clone()))?;
+            out.commit()?;
+            stats.sequences
+        }
+        (FileFormat::Cbf, FileFormat::Cbf) => {
+            // Re-chunk and/or change the element type.
+            let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
+            let precision = args.precision.unwrap_or(file.streams()[0].element);
+            let cbf = CbfWriterOptions {
+                chunk_size: args.chunk_size,
+                precision,
+            };
+            let mut writer = CbfWriter::new(out, &file.stream_specs(), cbf)?;
+            let mut batch = SequenceBatch::<f64>::new(&file.stream_specs());
+            for i in 0..file.num_chunks() {
+                file.read_chunk(i, &mut batch)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                writer.write_batch(&batch)?;
+                let c = file.chunk_info(i);
+                bar.set_position(c.offset + c.len);
+            }
+            let sequences = writer.sequences();
+            writer.finish()?.commit()?;
+            sequences
+        }
+        (from, to) => anyhow::bail!(
+            "converting {from:?} to {to:?} is not supported (CTF <-> CBF, CBF -> CBF)"
+        ),
+    };
+    bar.finish_and_clear();
+    if sink.errors > 0 {
+        eprintln!(
+            "exfeed: {}: wrote {sequences} sequences; {} errors were skipped (see above)",
+            args.output.display(),
+            sink.errors
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,663 @@
+//! Reading CBF: the header at open, each chunk on demand.
+
+use super::{MAGIC, PREFIX_LEN, VERSION};
+use crate::batch::SequenceBatch;
+use crate::element::{Element, Precision};
+use crate::error::{Error, ErrorKind, Result};
+use crate::stream::{Storage, StreamSpec};
+use std::ops::Deref;
+
+/// One stream of a CBF file, as its header says (with the name it is exposed under).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CbfStream {
+    /// The stream as exposed: `name` is the alias when one was given ([`CbfFile::select`]),
+    /// `alias` then holds the name stored in the file.
+    pub spec: StreamSpec,
+    /// The element type stored in the file.
+    pub element: Precision,
+    /// Index of the stream in the file's header.
+    pub index: usize,
+}
+
+impl CbfStream {
+    /// The name stored in the file.
+    pub fn name_in_file(&self) -> &str {
+        self.spec.name_in_file()
+    }
+}
+
+/// An entry of the chunk offset table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Byte offset of the chunk in the file.
+    pub offset: u64,
+    /// Byte length of the chunk (up to the next chunk or the header).
+    pub len: u64,
+    /// Number of sequences in the chunk.
+    pub sequences: u32,
+    /// Total number of samples in the chunk (sum of the per-sequence counts).
+    pub samples: u32,
+    /// Global index (key) of the chunk's first sequence.
+    pub first_key: u64,
+}
+
+/// A CBF file over any byte buffer: a memory map, a `Vec<u8>`, a `&[u8]`. The header is read
+/// and checked by [`open`](Self::open); chunks are decoded independently, in any order.
+#[derive(Debug)]
+pub struct CbfFile<B> {
+    bytes: B,
+    file_streams: Vec<CbfStream>,
+    exposed: Vec<CbfStream>,
+    chunks: Vec<ChunkInfo>,
+    header_offset: u64,
+}
+
+fn corrupt(byte: u64, message: impl Into<String>) -> Error {
+    Error::corrupt(byte, message)
+}
+
+/// A bounds-checked little-endian reader over `buf[..end]`.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(buf: &'a [u8], pos: usize, end: usize) -> Self {
+        Cursor { buf, pos, end }
+    }
+
+    fn remaining(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// Takes `n` bytes, or says that `what` is truncated.
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(corrupt(
+                self.pos as u64,
+                format!(
+                    "{what}: needs {n} bytes, only {} left before byte {}",
+                    self.remaining(),
+                    self.end
+                ),
+            ));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Checks that `count` items of `size` bytes fit in what is left, before anything is
+    /// allocated for them; returns the byte length.
+    fn check_fits(&self, count: u64, size: u64, what: &str) -> Result<usize> {
+        match count.checked_mul(size) {
+            Some(n) if n <= self.remaining() as u64 => Ok(n as usize),
+            _ => Err(corrupt(
+                self.pos as u64,
+                format!(
+                    "{what}: {count} x {size} bytes do not fit in the {} bytes left before byte {}",
+                    self.remaining(),
+                    self.end
+                ),
+            )),
+        }
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A signed 32-bit count or index that must not be negative.
+    fn count_i32(&mut self, what: &str) -> Result<u32> {
+        let at = self.pos as u64;
+        let v = i32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes"));
+        u32::try_from(v).map_err(|_| corrupt(at, format!("{what} is negative ({v})")))
+    }
+}
+
+fn read_i32_le(b: &[u8]) -> i32 {
+    i32::from_le_bytes(b.try_into().expect("4 bytes"))
+}
+
+impl CbfFile<crate::io::InputBytes> {
+    /// Opens a CBF file from a path (memory-mapped) or standard input (read into memory, as
+    /// are compressed files); errors name the file.
+    pub fn open_input(input: &crate::io::InputPath) -> Result<Self> {
+        let name = input.display_name();
+        let bytes = crate::io::open_bytes(input).map_err(|e| e.in_file(name.clone()))?;
+        CbfFile::open(bytes).map_err(|e| e.in_file(name))
+    }
+}
+
+impl<B: Deref<Target = [u8]>> CbfFile<B> {
+    /// Opens a CBF file held in `bytes`: checks the prefix, the trailing header offset, the
+    /// sentinel, the stream headers and the chunk offset table (offsets in range and
+    /// increasing, sequence counts that fit in the chunks' bytes).
+    pub fn open(bytes: B) -> Result<Self> {
+        let (file_streams, chunks, header_offset) = parse_header(&bytes)?;
+        Ok(CbfFile {
+            bytes,
+            exposed: file_streams.clone(),
+            file_streams,
+            chunks,
+            header_offset,
+        })
+    }
+
+    /// The underlying bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Byte offset of the header.
+    pub fn header_offset(&self) -> u64 {
+        self.header_offset
+    }
+
+    /// Number of chunks.
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The offset table entry of chunk `i` (panics if `i >= num_chunks()`).
+    pub fn chunk_info(&self, i: usize) -> ChunkInfo {
+        self.chunks[i]
+    }
+
+    /// All chunk table entries.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// Number of sequences in the file.
+    pub fn num_sequences(&self) -> u64 {
+        self.chunks
+            .last()
+            .map_or(0, |c| c.first_key + u64::from(c.sequences))
+    }
+
+    /// Number of samples in the file (sum of the per-sequence counts).
+    pub fn num_samples(&self) -> u64 {
+        self.chunks.iter().map(|c| u64::from(c.samples)).sum()
+    }
+
+    /// The streams [`read_chunk`](Self::read_chunk) produces, in order: all streams of the file
+    /// under their stored names unless [`select`](Self::select) chose others.
+    pub fn streams(&self) -> &[CbfStream] {
+        &self.exposed
+    }
+
+    /// All streams of the file, in header order, under their stored names.
+    pub fn file_streams(&self) -> &[CbfStream] {
+        &self.file_streams
+    }
+
+    /// The exposed streams as [`StreamSpec`]s (for building a [`SequenceBatch`]).
+    pub fn stream_specs(&self) -> Vec<StreamSpec> {
+        self.exposed.iter().map(|s| s.spec.clone()).collect()
+    }
+
+    /// Chooses the streams to expose, in the given order. Each spec names a stream of the file
+    /// by [`StreamSpec::name_in_file`] (its `alias` if set, else its `name`) and exposes it under
+    /// `spec.name`: CNTK's `alias` renaming. A `dim` of 0 takes the file's; otherwise storage and
+    /// dim must match the file's (a [`ErrorKind::Config`] error says what differs).
+    pub fn select(&mut self, specs: &[StreamSpec]) -> Result<()> {
+        let mut exposed = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let in_file = spec.name_in_file();
+            let Some(stream) = self.file_streams.iter().find(|s| s.spec.name == in_file) else {
+                let names: Vec<&str> = self
+                    .file_streams
+                    .iter()
+                    .map(|s| s.spec.name.as_str())
+                    .collect();
+                return Err(Error::config(format!(
+                    "input '{}': the file has no stream '{in_file}' (it has {})",
+                    spec.name,
+                    names.join(", ")
+                )));
+            };
+            if spec.dim != 0 && (spec.dim != stream.spec.dim || spec.storage != stream.spec.storage)
+            {
+                return Err(Error::config(format!(
+                    "input '{}': configured as {} dim {}, the file's stream '{in_file}' is {} dim {}",
+                    spec.name, spec.storage, spec.dim, stream.spec.storage, stream.spec.dim
+                )));
+            }
+            if exposed.iter().any(|e: &CbfStream| e.spec.name == spec.name) {
+                return Err(Error::config(format!(
+                    "input '{}' is selected twice",
+                    spec.name
+                )));
+            }
+            let mut s = stream.clone();
+            s.spec.name = spec.name.clone();
+            s.spec.alias = (spec.name != in_file).then(|| in_file.to_string());
+            s.spec.defines_mb_size = spec.defines_mb_size;
+            exposed.push(s);
+        }
+        self.exposed = exposed;
+        Ok(())
+    }
+
+    /// Decodes chunk `i` into `batch` (cleared first; rebuilt if its streams do not match
+    /// [`streams`](Self::streams)), checking every count, offset and index. Values are
+    /// converted to `T` when the file's element type differs. Keys are global sequence indices.
+    pub fn read_chunk<T: Element>(&self, i: usize, batch: &mut SequenceBatch<T>) -> Result<()> {
+        let Some(&info) = self.chunks.get(i) else {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                crate::Location::default(),
+                format!(
+                    "chunk {i} does not exist (the file has {})",
+                    self.chunks.len()
+                ),
+            ));
+        };
+        let matches = batch.streams().len() == self.exposed.len()
+            && batch
+                .streams()
+                .iter()
+                .zip(&self.exposed)
+                .all(|(b, e)| b.storage() == e.spec.storage && b.dim() == e.spec.dim);
+        if matches {
+            batch.clear();
+        } else {
+            *batch = SequenceBatch::new(&self.stream_specs());
+        }
+        decode_chunk(
+            &self.bytes,
+            i,
+            info,
+            &self.file_streams,
+            &self.exposed,
+            batch,
+        )
+        .map_err(|e| {
+            if e.location().context.is_none() {
+                e.in_context(format!("chunk {i}"))
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Reads every chunk, checking it (for `exfeed check`); returns the number of sequences.
+    pub fn validate_all(&self) -> Result<u64> {
+        let mut batch = SequenceBatch::<f32>::new(&self.stream_specs());
+        for i in 0..self.chunks.len() {
+            self.read_chunk(i, &mut batch)?;
+        }
+        Ok(self.num_sequences())
+    }
+}
+
+type Header = (Vec<CbfStream>, Vec<ChunkInfo>, u64);
+
+fn parse_header(buf: &[u8]) -> Result<Header> {
+    let len = buf.len() as u64;
+    // Prefix + header sentinel, counts and the trailing offset.
+    const MIN_LEN: u64 = PREFIX_LEN + 8 + 4 + 4 + 8;
+    let mut c = Cursor::new(buf, 0, buf.len());
+    if len < 8 {
+        return Err(corrupt(
+            0,
+            format!("not a CBF file: {len} bytes, too short for the magic"),
+        ));
+    }
+    let magic = c.u64("magic")?;
+    if magic != MAGIC {
+        return Err(corrupt(
+            0,
+            format!("not a CBF file: magic is {magic:#018x}, expected {MAGIC:#018x}"),
+        ));
+    }
+    let version = c.u32("version")?;
+    if version != VERSION {
+        return Err(corrupt(
+            8,
+            format!("unsupported CBF version {version}, expected {VERSION}"),
+        ));
+    }
+    if len < MIN_LEN {
+        return Err(corrupt(
+            len,
+            format!("truncated: {len} bytes, a CBF file has at least {MIN_LEN}"),
+        ));
+    }
+    let tail = len - 8;
+    let header_offset = i64::from_le_bytes(buf[tail as usize..].try_into().expect("8 bytes"));
+    if header_offset < PREFIX_LEN as i64 || header_offset as u64 > tail - 16 {
+        return Err(corrupt(
+            tail,
+            format!(
+                "header offset {header_offset} is out of range (expected {PREFIX_LEN}..={})",
+                tail - 16
+            ),
+        ));
+    }
+    let header_offset = header_offset as u64;
+    let mut c = Cursor::new(buf, header_offset as usize, tail as usize);
+    let sentinel = c.u64("header sentinel")?;
+    if sentinel != MAGIC {
+        return Err(corrupt(
+            header_offset,
+            format!(
+                "header sentinel is {sentinel:#018x}, expected {MAGIC:#018x} (bad header offset?)"
+            ),
+        ));
+    }
+    let num_chunks = c.u32("chunk count")?;
+    let num_streams = c.u32("stream count")?;
+    if num_streams == 0 {
+        return Err(corrupt(c.pos as u64 - 4, "the header declares no streams"));
+    }
+    // A stream header is at least 10 bytes, a chunk header 16.
+    c.check_fits(u64::from(num_streams), 10, "stream headers")?;
+    let mut streams: Vec<CbfStream> = Vec::with_capacity(num_streams as usize);
+    for index in 0..num_streams as usize {
+        let at = c.pos as u64;
+        let ctx = |e: Error| e.in_context(format!("stream header {index}"));
+        let storage = match c.u8("storage type").map_err(ctx)? {
+            0 => Storage::Dense,
+            1 => Storage::Sparse,
+            t => {
+                return Err(ctx(corrupt(
+                    at,
+                    format!("storage type is {t}, expected 0 (dense) or 1 (sparse)"),
+                )))
+            }
+        };
+        let name_len = c.u32("name length").map_err(ctx)?;
+        let name_at = c.pos as u64;
+        let n = c
+            .check_fits(u64::from(name_len), 1, "stream name")
+            .map_err(ctx)?;
+        let name = std::str::from_utf8(c.take(n, "stream name").map_err(ctx)?)
+            .map_err(|_| ctx(corrupt(name_at, "stream name is not valid UTF-8")))?
+            .to_string();
+        if name.is_empty() {
+            return Err(ctx(corrupt(name_at, "stream name is empty")));
+        }
+        if streams.iter().any(|s| s.spec.name == name) {
+            return Err(ctx(corrupt(
+                name_at,
+                format!("stream name '{name}' appears twice"),
+            )));
+        }
+        let et_at = c.pos as u64;
+        let element = match c.u8("element type").map_err(ctx)? {
+            0 => Precision::Float,
+            1 => Precision::Double,
+            t => {
+                return Err(ctx(corrupt(
+                    et_at,
+                    format!("element type is {t}, expected 0 (float) or 1 (double)"),
+                )))
+            }
+        };
+        let dim_at = c.pos as u64;
+        let dim = c.u32("sample dim").map_err(ctx)?;
+        if dim == 0 {
+            return Err(ctx(corrupt(dim_at, "sample dim is 0")));
+        }
+        if storage == Storage::Sparse && dim > i32::MAX as u32 {
+            return Err(ctx(corrupt(
+                dim_at,
+                format!("sparse dim {dim} exceeds the largest index"),
+            )));
+        }
+        streams.push(CbfStream {
+            spec: StreamSpec::new(name, storage, dim as usize),
+            element,
+            index,
+        });
+    }
+    let table_at = c.pos as u64;
+    let table_len = c.check_fits(u64::from(num_chunks), 16, "chunk offset table")?;
+    if table_len != c.remaining() {
+        return Err(corrupt(
+            table_at,
+            format!(
+                "chunk offset table of {num_chunks} entries is {table_len} bytes, but {} bytes are left before the header offset",
+                c.remaining()
+            ),
+        ));
+    }
+    let min_seq_bytes = 4 * (1 + u64::from(num_streams));
+    let mut raw = Vec::with_capacity(num_chunks as usize);
+    for _ in 0..num_chunks {
+        let at = c.pos as u64;
+        let offset = c.u64("chunk offset")?;
+        let sequences = c.u32("chunk sequence count")?;
+        let samples = c.u32("chunk sample count")?;
+        raw.push((at, offset, sequences, samples));
+    }
+    let mut chunks = Vec::with_capacity(raw.len());
+    let mut expected = PREFIX_LEN;
+    let mut first_key = 0u64;
+    for (i, &(at, offset, sequences, samples)) in raw.iter().enumerate() {
+        let ctx = |e: Error| e.in_context(format!("chunk table entry {i}"));
+        if offset != expected {
+            return Err(ctx(corrupt(
+                at,
+                format!(
+                    "chunk offset is {offset}, expected {expected} (where the previous chunk ends)"
+                ),
+            )));
+        }
+        let end = raw.get(i + 1).map_or(header_offset, |r| r.1);
+        if end < offset || end > header_offset {
+            return Err(ctx(corrupt(
+                at + 16,
+                format!("chunk {i} would end at {end}, outside {offset}..={header_offset}"),
+            )));
+        }
+        let len = end - offset;
+        if u64::from(sequences) * min_seq_bytes > len {
+            return Err(ctx(corrupt(
+                at + 8,
+                format!("{sequences} sequences cannot fit in the chunk's {len} bytes"),
+            )));
+        }
+        chunks.push(ChunkInfo {
+            offset,
+            len,
+            sequences,
+            samples,
+            first_key,
+        });
+        first_key += u64::from(sequences);
+        expected = end;
+    }
+    if expected != header_offset {
+        return Err(corrupt(
+            expected,
+            format!(
+                "{} bytes between the last chunk and the header",
+                header_offset - expected
+            ),
+        ));
+    }
+    Ok((streams, chunks, header_offset))
+}
+
+/// Validates chunk `chunk` completely (pass 1, recording where each stream's sequence starts),
+/// then fills the batch sequence by sequence (pass 2, no checks left to make).
+fn decode_chunk<T: Element>(
+    buf: &[u8],
+    chunk: usize,
+    info: ChunkInfo,
+    file_streams: &[CbfStream],
+    exposed: &[CbfStream],
+    batch: &mut SequenceBatch<T>,
+) -> Result<()> {
+    let start = info.offset as usize;
+    let end = (info.offset + info.len) as usize;
+    let s = info.sequences as usize;
+    let mut c = Cursor::new(buf, start, end);
+    // Checked at open: the 4*S bytes of meta counts (and 4*S per stream) fit in the chunk.
+    let meta_bytes = c.take(4 * s, "sequence sample counts")?;
+    let meta = |k: usize| u32::from_le_bytes(meta_bytes[4 * k..4 * k + 4].try_into().expect("4"));
+    let total: u64 = (0..s).map(|k| u64::from(meta(k))).sum();
+    if total != u64::from(info.samples) {
+        return Err(corrupt(
+            info.offset,
+            format!(
+                "the sequences' sample counts add up to {total}, the chunk table says {}",
+                info.samples
+            ),
+        ));
+    }
+    let mut matched = vec![false; s];
+    // starts[f * s + k]: byte offset of sequence k of file stream f.
+    let mut starts = vec![0usize; s * file_streams.len()];
+    for (f, fs) in file_streams.iter().enumerate() {
+        let ctx = |e: Error| e.in_context(format!("chunk {chunk}, stream '{}'", fs.spec.name));
+        let dim = fs.spec.dim as u64;
+        let es = fs.element.size() as u64;
+        for (k, matched) in matched.iter_mut().enumerate() {
+            starts[f * s + k] = c.pos;
+            let n = c.u32("sample count").map_err(ctx)?;
+            if n == meta(k) {
+                *matched = true;
+            }
+            match fs.spec.storage {
+                Storage::Dense => {
+                    let what = format!("sequence {k}: {n} dense samples");
+                    let nbytes = c.check_fits(u64::from(n) * dim, es, &what).map_err(ctx)?;
+                    c.take(nbytes, &what).map_err(ctx)?;
+                }
+                Storage::Sparse => {
+                    let nnz_at = c.pos as u64;
+                    let nnz = c.count_i32("nnz").map_err(ctx)?;
+                    let what = format!("sequence {k}: {nnz} sparse values");
+                    let vbytes = c.check_fits(u64::from(nnz), es, &what).map_err(ctx)?;
+                    c.take(vbytes, &what).map_err(ctx)?;
+                    let what = format!("sequence {k}: {nnz} sparse indices");
+                    let ibytes = c.check_fits(u64::from(nnz), 4, &what).map_err(ctx)?;
+                    let idx_at = c.pos as u64;
+                    let idxs = c.take(ibytes, &what).map_err(ctx)?;
+                    let what = format!("sequence {k}: {n} per-sample nnz counts");
+                    let cbytes = c.check_fits(u64::from(n), 4, &what).map_err(ctx)?;
+                    let counts_at = c.pos as u64;
+                    let counts = c.take(cbytes, &what).map_err(ctx)?;
+                    let mut sum = 0u64;
+                    for (j, cnt) in counts.chunks_exact(4).enumerate() {
+                        let v = read_i32_le(cnt);
+                        if v < 0 {
+                            return Err(ctx(corrupt(
+                                counts_at + 4 * j as u64,
+                                format!("sequence {k}: sample {j} has a negative nnz count ({v})"),
+                            )));
+                        }
+                        sum += v as u64;
+                    }
+                    if sum != u64::from(nnz) {
+                        return Err(ctx(corrupt(
+                            nnz_at,
+                            format!(
+                                "sequence {k}: nnz is {nnz}, the per-sample counts add up to {sum}"
+                            ),
+                        )));
+                    }
+                    for (j, ix) in idxs.chunks_exact(4).enumerate() {
+                        let v = read_i32_le(ix);
+                        if v < 0 || v as u64 >= dim {
+                            return Err(ctx(corrupt(
+                                idx_at + 4 * j as u64,
+                                format!("sequence {k}: index {v} is outside [0, {dim})"),
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if c.pos != end {
+        return Err(corrupt(
+            c.pos as u64,
+            format!("{} bytes left over at the end of the chunk", end - c.pos),
+        ));
+    }
+    if let Some(k) = matched.iter().position(|m| !m) {
+        return Err(corrupt(
+            info.offset + 4 * k as u64,
+            format!(
+                "sequence {k}: sample count {} matches none of its streams' sample counts",
+                meta(k)
+            ),
+        ));
+    }
+    // Pass 2: everything is in range now.
+    for k in 0..s {
+        for (t, e) in exposed.iter().enumerate() {
+            let at = starts[e.index * s + k];
+            fill_sequence(&buf[at..end], e, batch.stream_mut(t));
+        }
+        batch.finish_sequence(info.first_key + k as u64);
+    }
+    Ok(())
+}
+
+/// Appends one validated sequence of stream `e` starting at `data[0]`.
+fn fill_sequence<T: Element>(data: &[u8], e: &CbfStream, out: &mut crate::batch::StreamData<T>) {
+    let n = u32::from_le_bytes(data[..4].try_into().expect("4")) as usize;
+    let dim = e.spec.dim;
+    let es = e.element.size();
+    match e.spec.storage {
+        Storage::Dense => {
+            let vals = &data[4..4 + n * dim * es];
+            match e.element {
+                Precision::Float => out.extend_dense_samples(
+                    n,
+                    vals.chunks_exact(4)
+                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
+                ),
+                Precision::Double => out.extend_dense_samples(
+                    n,
+                    vals.chunks_exact(8)
+                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
+                ),
+            }
+        }
+        Storage::Sparse => {
+            let nnz = read_i32_le(&data[4..8]) as usize;
+            let vals = &data[8..8 + nnz * es];
+            let idxs = &data[8 + nnz * es..8 + nnz * (es + 4)];
+            let counts = &data[8 + nnz * (es + 4)..8 + nnz * (es + 4) + 4 * n];
+            let indices = idxs.chunks_exact(4).map(|b| read_i32_le(b) as u32);
+            let counts = counts.chunks_exact(4).map(|b| read_i32_le(b) as usize);
+            match e.element {
+                Precision::Float => out.extend_sparse_samples(
+                    indices,
+                    vals.chunks_exact(4)
+                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
+                    counts,
+                ),
+                Precision::Double => out.extend_sparse_samples(
+                    indices,
+                    vals.chunks_exact(8)
+                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
+                    counts,
+                ),
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Unit tests of the CBF reader and writer on batches built here.
+
+use super::*;
+use crate::batch::SequenceBatch;
+use crate::element::Precision;
+use crate::error::ErrorKind;
+use crate::stream::{Storage, StreamSpec};
+
+fn specs() -> Vec<StreamSpec> {
+    vec![
+        StreamSpec::new("d", Storage::Dense, 3),
+        StreamSpec::new("s", Storage::Sparse, 10),
+    ]
+}
+
+fn sample_batch() -> SequenceBatch<f32> {
+    let mut b = SequenceBatch::<f32>::new(&specs());
+    b.stream_mut(0).push_dense_sample(&[1.0, 2.0, 3.0]);
+    b.stream_mut(0).push_dense_sample(&[4.0, 5.0, 6.0]);
+    b.stream_mut(1).push_sparse_sample(&[7, 2], &[0.5, 0.25]);
+    b.finish_sequence(0);
+    b.stream_mut(0).push_dense_sample(&[9.0, 0.0, 0.0]);
+    b.stream_mut(1).push_sparse_sample(&[], &[]);
+    b.stream_mut(1).push_sparse_sample(&[9], &[1.5]);
+    b.stream_mut(1).push_sparse_sample(&[0, 1], &[2.0, 3.0]);
+    b.finish_sequence(1);
+    b
+}
+
+fn write(batch: &SequenceBatch<f32>, options: CbfWriterOptions) -> Vec<u8> {
+    let mut w = CbfWriter::new(Vec::new(), &specs(), options).unwrap();
+    w.write_batch(batch).unwrap();
+    w.finish().unwrap()
+}
+
+fn sorted(b: &SequenceBatch<f32>) -> SequenceBatch<f32> {
+    // The writer sorts sparse pairs by index within a sample.
+    let mut out = b.empty_like();
+    for seq in 0..b.len() {
+        for (t, s) in b.streams().iter().enumerate() {
+            for sample in s.sequence_samples(seq) {
+                match s.storage() {
+                    Storage::Dense => out.stream_mut(t).push_dense_sample(s.dense_sample(sample)),
+                    Storage::Sparse => {
+                        let (ix, vs) = s.sparse_sample(sample);
+                        let mut pairs: Vec<_> =
+                            ix.iter().copied().zip(vs.iter().copied()).collect();
+                        pairs.sort_by_key(|p| p.0);
+                        for (i, v) in pairs {
+                            out.stream_mut(t).push_sparse_value(i, v);
+                        }
+                        out.stream_mut(t).end_sparse_sample();
+                    }
+                }
+            }
+        }
+        out.finish_sequence(b.keys()[seq]);
+    }
+    out
+}
+
+#[test]
+fn layout_is_as_the_spec_says() {
+    let bytes = write(&sample_batch(), CbfWriterOptions::default());
+    assert_eq!(&bytes[..8], &MAGIC.to_le_bytes());
+    assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+    // meta counts: max over streams = 2, 3
+    assert_eq!(&bytes[12..20], &[2, 0, 0, 0, 3, 0, 0, 0]);
+    // dense stream, sequence 0: N = 2, six floats
+    assert_eq!(&bytes[20..24], &2u32.to_le_bytes());
+    assert_eq!(&bytes[24..28], &1.0f32.to_le_bytes());
+    // sparse sequence 0 after the dense sequences (4+24 and 4+12 bytes): N=1, nnz=2, sorted
+    let p = 20 + 28 + 16;
+    assert_eq!(&bytes[p..p + 8], &[1, 0, 0, 0, 2, 0, 0, 0]);
+    assert_eq!(&bytes[p + 8..p + 12], &0.25f32.to_le_bytes());
+    assert_eq!(&bytes[p + 16..p + 20], &2i32.to_le_bytes());
+    let f = CbfFile::open(&bytes[..]).unwrap();
+    assert_eq!(f.num_chunks(), 1);
+    let c = f.chunk_info(0);
+    assert_eq!((c.offset, c.sequences, c.samples), (12, 2, 5));
+    assert_eq!(f.streams()[1].spec.name, "s");
+    assert_eq!(f.streams()[1].element, Precision::Float);
+}
+
+#[test]
+fn round_trip_both_precisions_and_chunk_sizes() {
+    let b = sample_batch();
+    for precision in [Precision::Float, Precision::Double] {
+        for chunk_size in [1, 60, 1 << 20] {
+            let bytes = write(
+                &b,
+                CbfWriterOptions {
+                    chunk_size,
+                    precision,
+                },
+            );
+            let f = CbfFile::open(bytes.as_slice()).unwrap();
+            assert_eq!(f.num_sequences(), 2);
+            let mut all = b.empty_like();
+            let mut chunk = SequenceBatch::<f32>::new(&[]);
+            for i in 0..f.num_chunks() {
+                f.read_chunk(i, &mut chunk).unwrap();
+                for s in 0..chunk.len() {
+                    all.push_sequence_from(&chunk, s);
+                }
+            }
+            assert_eq!(all, sorted(&b), "{precision} {chunk_size}");
+            if chunk_size == 1 {
+                assert_eq!(f.num_chunks(), 2);
+            }
+            // double file read as f64 too
+            let mut d = SequenceBatch::<f64>::new(&[]);
+            f.read_chunk(0, &mut d).unwrap();
+            assert_eq!(d.streams()[0].values()[..3], [1.0, 2.0, 3.0]);
+        }
+    }
+}
+
+#[test]
+fn alias_renames_and_selects() {
+    let bytes = write(&sample_batch(), CbfWriterOptions::default());
+    let mut f = CbfFile::open(&bytes[..]).unwrap();
+    let mut want = StreamSpec::new("labels", Storage::Sparse, 0);
+    want.alias = Some("s".into());
+    f.select(&[want]).unwrap();
+    assert_eq!(f.streams()[0].spec.name, "labels");
+    assert_eq!(f.streams()[0].name_in_file(), "s");
+    let mut b = SequenceBatch::<f32>::new(&[]);
+    f.read_chunk(0, &mut b).unwrap();
+    assert_eq!(b.streams().len(), 1);
+    assert_eq!(b.streams()[0].sparse_sample(0).0, &[2, 7]);
+    let err = f
+        .select(&[StreamSpec::new("x", Storage::Dense, 0)])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config);
+    assert!(
+        err.to_string().contains("no stream 'x' (it has d, s)"),
+        "{err}"
+    );
+    let err = f
+        .select(&[StreamSpec::new("d", Storage::Dense, 4)])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("configured as dense dim 4"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupt_files_say_where() {
+    let good = write(&sample_batch(), CbfWriterOptions::default());
+    type Mutate = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(Mutate, &str)> = vec![
+        (Box::new(|b| b[0] ^= 1), "(byte 0): not a CBF file: magic is"),
+        (Box::new(|b| b[8] = 2), "(byte 8): unsupported CBF version 2"),
+        (Box::new(|b| b.truncate(60)), "(byte 52): header offset"),
+        (Box::new(|b| b.truncate(30)), "(byte 30): truncated: 30 bytes, a CBF file has at least 36"),
+        // sparse index 7 (second pair after sorting) -> 10
+        (
+            Box::new(|b| {
+                let p = 20 + 28 + 16 + 8 + 8 + 4;
+                b[p..p + 4].copy_from_slice(&10i32.to_le_bytes());
+            }),
+            "(byte 84): chunk 0, stream 's': sequence 0: index 10 is outside [0, 10)",
+        ),
+        // meta count of sequence 0: 2 -> 7
+        (Box::new(|b| b[12] = 7), "(byte 12): chunk 0: the sequences' sample counts add up to 10"),
+        // dense N of sequence 0: 2 -> 200
+        (
+            Box::new(|b| b[20] = 200),
+            "(byte 24): chunk 0, stream 'd': sequence 0: 200 dense samples: 600 x 4 bytes do not fit",
+        ),
+    ];
+    for (mutate, want) in cases {
+        let mut bytes = good.clone();
+        mutate(&mut bytes);
+        let err = CbfFile::open(&bytes[..])
+            .and_then(|f| f.validate_all())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt);
+        assert!(err.to_string().contains(want), "want {want:?}, got {err}");
+    }
+}
+
+#[test]
+fn truncation_and_bit_flips_never_panic() {
+    let mut b = sample_batch();
+    for k in 2..6u32 {
+        b.stream_mut(0).push_dense_sample(&[k as f32; 3]);
+        b.stream_mut(1).push_sparse_sample(&[k], &[1.0]);
+        b.finish_sequence(k as u64);
+    }
+    let good = write(
+        &b,
+        CbfWriterOptions {
+            chunk_size: 80,
+            precision: Precision::Double,
+        },
+    );
+    assert!(CbfFile::open(&good[..]).unwrap().num_chunks() > 1);
+    for cut in 0..good.len() {
+        let r = CbfFile::open(&good[..cut]).and_then(|f| f.validate_all());
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Corrupt, "cut at {cut}");
+    }
+    let mut bytes = good.clone();
+    for i in 0..good.len() {
+        for v in [
+            0x00u8,
+            0x01,
+            0x7f,
+            0x80,
+            0xff,
+            good[i] ^ 0x01,
+            good[i] ^ 0x80,
+        ] {
+            bytes[i] = v;
+            if let Ok(f) = CbfFile::open(&bytes[..]) {
+                let _ = f.validate_all();
+                let mut d = SequenceBatch::<f64>::new(&[]);
+                for c in 0..f.num_chunks() {
+                    let _ = f.read_chunk(c, &mut d);
+                }
+            }
+        }
+        bytes[i] = good[i];
+    }
+}
+
+#[test]
+fn writer_rejects_bad_input() {
+    let mut b = SequenceBatch::<f32>::new(&specs());
+    b.stream_mut(0).push_dense_sample(&[1.0, 2.0, 3.0]);
+    b.stream_mut(1).push_sparse_sample(&[10], &[1.0]);
+    b.finish_sequence(0);
+    let mut w = CbfWriter::new(Vec::new(), &specs(), CbfWriterOptions::default()).unwrap();
+    let err = w.write_batch(&b).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("sequence 0, stream 's': index 10 is outside [0, 10)"),
+        "{err}"
+    );
+    // The failed sequence left nothing behind.
+    let bytes = w.finish().unwrap();
+    let f = CbfFile::open(&bytes[..]).unwrap();
+    assert_eq!(f.num_sequences(), 0);
+    assert!(CbfWriter::new(Vec::new(), &[], CbfWriterOptions::default()).is_err());
+}
