@@ -56,14 +56,15 @@ struct Summary {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut opts = args.source.ctf_options()?;
-    // check lists every problem; --max-errors only says how many make the file fatal to others.
-    let tolerated = opts.max_errors;
-    opts.max_errors = u64::MAX;
     let mut worst = 0u8;
     for file in &args.files {
+        let source = args.source.resolve(file)?;
+        let mut opts = source.ctf;
+        // check lists every problem; --max-errors only says how many make the file fatal to others.
+        let tolerated = opts.max_errors;
+        opts.max_errors = u64::MAX;
         let mut sink = Problems {
-            trace_level: args.source.trace_level,
+            trace_level: source.trace_level,
             cap: args.max_problems,
             printed: 0,
             hidden: 0,
@@ -77,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             nnz: vec![0; n],
             longest: None,
         };
-        let result = crate::with_precision!(args.source.precision, T => {
+        let result = crate::with_precision!(source.precision, T => {
             read_batches::<T>(file, &opts, &mut sink, |batch| {
                 sum.sequences += batch.len() as u64;
                 for (i, s) in batch.streams().iter().enumerate() {

@@ -1,12 +1,12 @@
 //! `exfeed convert`: CTF <-> CBF, written atomically.
 
+use super::source::SourceArgs;
 use crate::diag::Stderr;
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
 use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
-use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
-use exfeed::{Precision, SequenceBatch, StreamSpec};
+use exfeed::SequenceBatch;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,16 +19,13 @@ pub struct Args {
     pub input: PathBuf,
     /// The file to write (atomically: a temporary file renamed into place when complete).
     pub output: PathBuf,
-    /// A CTF input stream, `NAME:FORMAT:DIM[:ALIAS]` (ALIAS is the name used in the CTF file;
-    /// the CBF stream is called NAME). Repeat for each stream; required for CTF input.
-    #[arg(long = "input", short = 'i', value_name = "SPEC")]
-    pub streams: Vec<StreamSpec>,
+    /// How to read CTF input (--input, or --config [--section], and CNTK's reader parameters);
+    /// --precision is also the element type of CBF output (for CBF input: the input's by default).
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
     pub chunk_size: u64,
-    /// Element type of CBF output (for CBF input: the input's element type by default).
-    #[arg(long)]
-    pub precision: Option<Precision>,
     /// Format of the input (ctf, cbf); by default from its magic bytes and extension.
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
@@ -38,15 +35,6 @@ pub struct Args {
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
-    /// Bad CTF samples or sequences to report and skip before giving up (CNTK's maxErrors).
-    #[arg(long, default_value_t = 0)]
-    pub max_errors: u64,
-    /// Every CTF line is one sequence; sequence ids are ignored (CNTK's skipSequenceIds).
-    #[arg(long)]
-    pub skip_sequence_ids: bool,
-    /// 0 errors only, 1 warnings too, 2 everything.
-    #[arg(long, default_value_t = 1)]
-    pub trace_level: u8,
 }
 
 fn parse_format(s: &str) -> Result<FileFormat, String> {
@@ -106,22 +94,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     )?;
     let bar = progress_bar(bytes.len() as u64);
-    let mut sink = Stderr::new(args.trace_level);
+    let trace_level = args.source.trace_level.unwrap_or(1);
+    let mut sink = Stderr::new(trace_level);
     let sequences = match (from, to) {
         (FileFormat::Ctf, FileFormat::Cbf) => {
-            if args.streams.is_empty() {
-                anyhow::bail!(
-                    "{name}: CTF input needs its streams: --input NAME:FORMAT:DIM[:ALIAS]"
-                );
-            }
-            let opts = CtfOptions {
-                inputs: args.streams.clone(),
-                skip_sequence_ids: args.skip_sequence_ids,
-                max_errors: args.max_errors,
-            };
+            let source = args.source.resolve(&args.input)?;
+            sink = Stderr::new(source.trace_level);
+            let opts = source.ctf;
             let cbf = CbfWriterOptions {
                 chunk_size: args.chunk_size,
-                precision: args.precision.unwrap_or_default(),
+                precision: source.precision,
             };
             let (out, stats) = ctf_to_cbf(&bytes, &name, &opts, &cbf, out, &mut sink, |done| {
                 bar.set_position(done)
@@ -139,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (FileFormat::Cbf, FileFormat::Cbf) => {
             // Re-chunk and/or change the element type.
             let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
-            let precision = args.precision.unwrap_or(file.streams()[0].element);
+            let precision = args.source.precision.unwrap_or(file.streams()[0].element);
             let cbf = CbfWriterOptions {
                 chunk_size: args.chunk_size,
                 precision,

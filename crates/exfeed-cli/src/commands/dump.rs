@@ -16,13 +16,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opts = args.source.ctf_options()?;
+    let source = args.source.resolve(&args.file)?;
+    let opts = source.ctf;
     let names: Vec<String> = opts.inputs.iter().map(|s| s.name.clone()).collect();
-    let mut sink = Stderr::new(args.source.trace_level);
+    let mut sink = Stderr::new(source.trace_level);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut line = Vec::new();
-    let result = crate::with_precision!(args.source.precision, T => {
+    let result = crate::with_precision!(source.precision, T => {
         read_batches::<T>(&args.file, &opts, &mut sink, |batch| {
             for seq in 0..batch.len() {
                 line.clear();

@@ -1,45 +1,109 @@
 //! The input flags shared by the commands that read data files, and opening those files.
 
+use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use exfeed::ctf::{CtfOptions, CtfParser, CtfStream};
 use exfeed::format::FileFormat;
 use exfeed::io::{open_reader, InputPath};
 use exfeed::{DiagnosticSink, Element, Error, ErrorKind, Precision, SequenceBatch, StreamSpec};
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// How to read a data file: its inputs and CNTK's reader parameters.
-#[derive(clap::Args, Clone, Debug)]
+/// How to read a data file: its inputs and CNTK's reader parameters, from flags, from a
+/// configuration file, or both (flags given explicitly win over the configuration).
+#[derive(clap::Args, Clone, Debug, Default)]
 pub struct SourceArgs {
     /// An input (stream): NAME:FORMAT:DIM[:ALIAS], FORMAT dense or sparse. Repeat for each input,
     /// in the order the output should have.
-    #[arg(long = "input", value_name = "NAME:FORMAT:DIM[:ALIAS]")]
+    #[arg(long = "input", short = 'i', value_name = "NAME:FORMAT:DIM[:ALIAS]")]
     pub inputs: Vec<StreamSpec>,
+    /// A reader configuration: CNTK's config syntax (`reader = [ ... ]`), or TOML for `.toml`
+    /// names. Its inputs and parameters apply unless a flag overrides them.
+    #[arg(long, value_name = "FILE", conflicts_with = "inputs")]
+    pub config: Option<PathBuf>,
+    /// The section of --config to use (`NAME = [ ... reader = [ ... ] ]`).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub section: Option<String>,
     /// Ignore sequence ids: every line is one sequence keyed by its 0-based line number.
     #[arg(long)]
     pub skip_sequence_ids: bool,
-    /// Precision of values: float or double.
-    #[arg(long, default_value = "float", value_name = "float|double")]
+    /// Precision of values: float (the default) or double.
+    #[arg(long, value_name = "float|double")]
+    pub precision: Option<Precision>,
+    /// Report and skip up to N bad samples or sequences; the next one stops the run (default 0).
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<u64>,
+    /// 0: errors only, 1: warnings too (the default), 2: information too.
+    #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub trace_level: Option<u8>,
+}
+
+/// What [`SourceArgs`] resolve to for one data file.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// How to parse CTF.
+    pub ctf: CtfOptions,
+    /// Precision of values.
     pub precision: Precision,
-    /// Report and skip up to N bad samples or sequences; the next one stops the run.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub max_errors: u64,
-    /// 0: errors only, 1: warnings too, 2: information too.
-    #[arg(long, default_value_t = 1, value_name = "0|1|2",
-          value_parser = clap::value_parser!(u8).range(0..=2))]
+    /// Diagnostics shown: 0 errors, 1 warnings, 2 information.
     pub trace_level: u8,
+    /// The configuration, when one was given.
+    pub config: Option<ReaderConfig>,
 }
 
 impl SourceArgs {
-    /// The CTF options these flags describe.
-    pub fn ctf_options(&self) -> anyhow::Result<CtfOptions> {
-        if self.inputs.is_empty() {
-            anyhow::bail!("no inputs: give at least one --input NAME:FORMAT:DIM[:ALIAS]");
+    /// The configuration named by --config/--section, if any.
+    pub fn reader_config(&self) -> Result<Option<ReaderConfig>, Error> {
+        match &self.config {
+            None => Ok(None),
+            Some(path) => ReaderConfig::from_file(path, self.section.as_deref()).map(Some),
         }
-        Ok(CtfOptions {
-            inputs: self.inputs.clone(),
-            skip_sequence_ids: self.skip_sequence_ids,
-            max_errors: self.max_errors,
-        })
+    }
+
+    /// Resolves flags and configuration for reading `file`. With a configuration, the inputs
+    /// are those of its CTF deserializer (the one whose file has `file`'s name when there are
+    /// several).
+    pub fn resolve(&self, file: &Path) -> anyhow::Result<Source> {
+        let config = self.reader_config()?;
+        let mut source = Source {
+            ctf: CtfOptions {
+                inputs: self.inputs.clone(),
+                skip_sequence_ids: self.skip_sequence_ids,
+                max_errors: self.max_errors.unwrap_or(0),
+            },
+            precision: self.precision.unwrap_or_default(),
+            trace_level: self.trace_level.unwrap_or(1),
+            config: None,
+        };
+        if let Some(cfg) = config {
+            let ctf: Vec<&DeserializerConfig> = cfg
+                .deserializers
+                .iter()
+                .filter(|d| d.kind == DeserializerKind::Ctf)
+                .collect();
+            let chosen = ctf
+                .iter()
+                .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
+                .or(ctf.first())
+                .copied();
+            if let Some(d) = chosen {
+                source.ctf.inputs = d.inputs.clone();
+                source.ctf.skip_sequence_ids |= d.effective_skip_sequence_ids(&cfg);
+                source.ctf.max_errors = self
+                    .max_errors
+                    .unwrap_or_else(|| d.effective_max_errors(&cfg));
+                source.trace_level = self
+                    .trace_level
+                    .unwrap_or_else(|| d.effective_trace_level(&cfg));
+            }
+            source.precision = self.precision.unwrap_or(cfg.precision);
+            source.config = Some(cfg);
+        }
+        if source.ctf.inputs.is_empty() {
+            anyhow::bail!(
+                "no inputs: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config with a CTF reader"
+            );
+        }
+        Ok(source)
     }
 }
 
