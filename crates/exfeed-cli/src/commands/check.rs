@@ -56,12 +56,24 @@ struct Summary {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // CBF files need no --input (their header has the streams).
+    if args.files.iter().all(|f| super::cbf_source::is_cbf(f)) {
+        let mut worst = 0u8;
+        for file in &args.files {
+            worst = worst.max(super::cbf_source::check(file, &args.source)?);
+        }
+        return Ok(ExitCode::from(worst));
+    }
     let mut opts = args.source.ctf_options()?;
     // check lists every problem; --max-errors only says how many make the file fatal to others.
     let tolerated = opts.max_errors;
     opts.max_errors = u64::MAX;
     let mut worst = 0u8;
     for file in &args.files {
+        if super::cbf_source::is_cbf(file) {
+            worst = worst.max(super::cbf_source::check(file, &args.source)?);
+            continue;
+        }
         let mut sink = Problems {
             trace_level: args.source.trace_level,
             cap: args.max_problems,
