@@ -13,7 +13,11 @@ pub struct Stderr {
 
 impl Stderr {
     pub fn new(trace_level: u8) -> Self {
-        Stderr { trace_level, errors: 0, warnings: 0 }
+        Stderr {
+            trace_level,
+            errors: 0,
+            warnings: 0,
+        }
     }
 }
 

@@ -137,7 +137,8 @@ impl<T: Element> StreamData<T> {
     pub fn end_dense_sample(&mut self) -> usize {
         let had = self.open_dense_len();
         debug_assert!(had <= self.dim);
-        self.values.resize((self.dense_samples + 1) * self.dim, T::default());
+        self.values
+            .resize((self.dense_samples + 1) * self.dim, T::default());
         self.dense_samples += 1;
         had
     }
@@ -213,7 +214,8 @@ impl<T: Element> StreamData<T> {
         let r = other.sequence_samples(seq);
         match self.storage {
             Storage::Dense => {
-                self.values.extend_from_slice(&other.values[r.start * self.dim..r.end * self.dim]);
+                self.values
+                    .extend_from_slice(&other.values[r.start * self.dim..r.end * self.dim]);
                 self.dense_samples += r.len();
             }
             Storage::Sparse => {
@@ -222,7 +224,9 @@ impl<T: Element> StreamData<T> {
                 self.values.extend_from_slice(&other.values[lo..hi]);
                 self.indices.extend_from_slice(&other.indices[lo..hi]);
                 self.sample_offsets.extend(
-                    other.sample_offsets[r.start + 1..=r.end].iter().map(|&o| o - lo + base),
+                    other.sample_offsets[r.start + 1..=r.end]
+                        .iter()
+                        .map(|&o| o - lo + base),
                 );
             }
         }
@@ -249,7 +253,10 @@ impl<T: Element> SequenceBatch<T> {
     pub fn new(specs: &[StreamSpec]) -> Self {
         SequenceBatch {
             keys: Vec::new(),
-            streams: specs.iter().map(|s| StreamData::new(s.storage, s.dim)).collect(),
+            streams: specs
+                .iter()
+                .map(|s| StreamData::new(s.storage, s.dim))
+                .collect(),
         }
     }
 
@@ -257,7 +264,11 @@ impl<T: Element> SequenceBatch<T> {
     pub fn empty_like(&self) -> Self {
         SequenceBatch {
             keys: Vec::new(),
-            streams: self.streams.iter().map(|s| StreamData::new(s.storage, s.dim)).collect(),
+            streams: self
+                .streams
+                .iter()
+                .map(|s| StreamData::new(s.storage, s.dim))
+                .collect(),
         }
     }
 
@@ -306,7 +317,12 @@ impl<T: Element> SequenceBatch<T> {
     pub fn sequence_length(&self, seq: usize, defining: Option<usize>) -> usize {
         match defining {
             Some(i) => self.streams[i].sequence_samples(seq).len(),
-            None => self.streams.iter().map(|s| s.sequence_samples(seq).len()).max().unwrap_or(0),
+            None => self
+                .streams
+                .iter()
+                .map(|s| s.sequence_samples(seq).len())
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -332,7 +348,10 @@ mod tests {
     use super::*;
 
     fn specs() -> Vec<StreamSpec> {
-        vec![StreamSpec::new("d", Storage::Dense, 3), StreamSpec::new("s", Storage::Sparse, 10)]
+        vec![
+            StreamSpec::new("d", Storage::Dense, 3),
+            StreamSpec::new("s", Storage::Sparse, 10),
+        ]
     }
 
     #[test]

@@ -46,7 +46,9 @@ impl FromStr for Precision {
         match s {
             "float" => Ok(Precision::Float),
             "double" => Ok(Precision::Double),
-            other => Err(format!("precision must be 'float' or 'double', found '{other}'")),
+            other => Err(format!(
+                "precision must be 'float' or 'double', found '{other}'"
+            )),
         }
     }
 }

@@ -53,7 +53,10 @@ pub struct Location {
 impl Location {
     /// A location at a byte offset, nothing else known yet.
     pub fn at_byte(byte: u64) -> Self {
-        Location { byte: Some(byte), ..Location::default() }
+        Location {
+            byte: Some(byte),
+            ..Location::default()
+        }
     }
 
     /// Sets the file name.
@@ -146,7 +149,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error of `kind` at `location`.
     pub fn new(kind: ErrorKind, location: Location, message: impl Into<String>) -> Self {
-        Error(Box::new(ErrorImpl { kind, location, message: message.into(), source: None }))
+        Error(Box::new(ErrorImpl {
+            kind,
+            location,
+            message: message.into(),
+            source: None,
+        }))
     }
 
     /// A syntax error at byte `byte`.
@@ -302,7 +310,11 @@ impl fmt::Display for Diagnostic {
 
 impl From<Error> for Diagnostic {
     fn from(e: Error) -> Self {
-        Diagnostic { severity: Severity::Error, location: e.0.location, message: e.0.message }
+        Diagnostic {
+            severity: Severity::Error,
+            location: e.0.location,
+            message: e.0.message,
+        }
     }
 }
 
@@ -338,7 +350,10 @@ pub struct ErrorBudget {
 impl ErrorBudget {
     /// A budget that tolerates `max_errors` errors (0: the first error is fatal).
     pub fn new(max_errors: u64) -> Self {
-        ErrorBudget { max_errors, seen: 0 }
+        ErrorBudget {
+            max_errors,
+            seen: 0,
+        }
     }
 
     /// How many errors were seen so far.
@@ -405,7 +420,9 @@ mod tests {
         let mut budget = ErrorBudget::new(2);
         assert!(budget.tolerate(Error::syntax(1, "a"), &mut sink).is_ok());
         assert!(budget.tolerate(Error::syntax(2, "b"), &mut sink).is_ok());
-        let err = budget.tolerate(Error::syntax(3, "c"), &mut sink).unwrap_err();
+        let err = budget
+            .tolerate(Error::syntax(3, "c"), &mut sink)
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TooManyErrors);
         assert!(err.message().contains("error 3 of at most 2"), "{err}");
         assert_eq!(sink.len(), 2);
@@ -414,7 +431,9 @@ mod tests {
     #[test]
     fn zero_budget_returns_the_error_itself() {
         let mut budget = ErrorBudget::new(0);
-        let err = budget.tolerate(Error::syntax(3, "bad"), &mut Ignore).unwrap_err();
+        let err = budget
+            .tolerate(Error::syntax(3, "bad"), &mut Ignore)
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Syntax);
         assert_eq!(err.message(), "bad");
     }

@@ -49,7 +49,10 @@ impl FileFormat {
     /// Lens binary, `.bin`/`.cbf` CBF, anything else CTF (CNTK's text files are often `.txt`).
     pub fn from_name(path: &Path) -> Self {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let name = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bz2")).unwrap_or(name);
+        let name = name
+            .strip_suffix(".gz")
+            .or_else(|| name.strip_suffix(".bz2"))
+            .unwrap_or(name);
         match name.rsplit_once('.').map(|(_, ext)| ext) {
             Some("ex") => FileFormat::LensText,
             Some("bex") => FileFormat::LensBinary,
@@ -72,10 +75,25 @@ mod tests {
     fn magic_beats_name() {
         let mut cbf = CBF_MAGIC.to_le_bytes().to_vec();
         cbf.extend_from_slice(&1u32.to_le_bytes());
-        assert_eq!(FileFormat::detect(Path::new("x.txt"), &cbf), FileFormat::Cbf);
-        assert_eq!(FileFormat::detect(Path::new("x.ex"), &[0xaa; 8]), FileFormat::LensBinary);
-        assert_eq!(FileFormat::detect(Path::new("x.ex.gz"), b"I: 1"), FileFormat::LensText);
-        assert_eq!(FileFormat::detect(Path::new("x.txt"), b"|a 1"), FileFormat::Ctf);
-        assert_eq!(FileFormat::from_name(Path::new("a.bex.bz2")), FileFormat::LensBinary);
+        assert_eq!(
+            FileFormat::detect(Path::new("x.txt"), &cbf),
+            FileFormat::Cbf
+        );
+        assert_eq!(
+            FileFormat::detect(Path::new("x.ex"), &[0xaa; 8]),
+            FileFormat::LensBinary
+        );
+        assert_eq!(
+            FileFormat::detect(Path::new("x.ex.gz"), b"I: 1"),
+            FileFormat::LensText
+        );
+        assert_eq!(
+            FileFormat::detect(Path::new("x.txt"), b"|a 1"),
+            FileFormat::Ctf
+        );
+        assert_eq!(
+            FileFormat::from_name(Path::new("a.bex.bz2")),
+            FileFormat::LensBinary
+        );
     }
 }

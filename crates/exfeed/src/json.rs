@@ -84,7 +84,10 @@ mod tests {
 
     #[test]
     fn sequence_line() {
-        let specs = [StreamSpec::new("a", Storage::Dense, 2), StreamSpec::new("b\"", Storage::Sparse, 9)];
+        let specs = [
+            StreamSpec::new("a", Storage::Dense, 2),
+            StreamSpec::new("b\"", Storage::Sparse, 9),
+        ];
         let mut b = SequenceBatch::<f32>::new(&specs);
         b.stream_mut(0).push_dense_sample(&[1.0, 0.1]);
         b.stream_mut(1).push_sparse_sample(&[3], &[2.5]);

@@ -34,7 +34,9 @@ impl FromStr for Storage {
         match s {
             "dense" => Ok(Storage::Dense),
             "sparse" => Ok(Storage::Sparse),
-            other => Err(format!("format must be 'dense' or 'sparse', found '{other}'")),
+            other => Err(format!(
+                "format must be 'dense' or 'sparse', found '{other}'"
+            )),
         }
     }
 }
@@ -122,7 +124,10 @@ mod tests {
     fn cli_form_rejects_with_reasons() {
         for (text, want) in [
             ("a:dense", "expected NAME:FORMAT:DIM[:ALIAS]"),
-            ("a:dence:3", "format must be 'dense' or 'sparse', found 'dence'"),
+            (
+                "a:dence:3",
+                "format must be 'dense' or 'sparse', found 'dence'",
+            ),
             ("a:dense:0", "dim must be a positive integer, found '0'"),
             ("a:dense:x", "dim must be a positive integer, found 'x'"),
             (":dense:3", "input name is empty"),

@@ -133,9 +133,10 @@ pub fn open_reader(input: &InputPath) -> Result<Box<dyn BufRead + Send>> {
     let head = buffered.fill_buf().map_err(|e| io_error(input, e))?;
     Ok(match Compression::sniff(head) {
         Compression::None => Box::new(buffered),
-        Compression::Gzip => {
-            Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(buffered)))
-        }
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(buffered),
+        )),
         Compression::Bzip2 => Box::new(BufReader::with_capacity(
             1 << 16,
             bzip2::bufread::MultiBzDecoder::new(buffered),
@@ -144,7 +145,11 @@ pub fn open_reader(input: &InputPath) -> Result<Box<dyn BufRead + Send>> {
 }
 
 fn io_error(input: &InputPath, e: std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, Location::default().with_file(input.display_name()), e.to_string())
+    Error::new(
+        ErrorKind::Io,
+        Location::default().with_file(input.display_name()),
+        e.to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -180,12 +185,17 @@ mod tests {
             let bytes = open_bytes(&InputPath::new(p)).unwrap();
             assert_eq!(&bytes[..], &text[..], "{}", p.display());
         }
-        assert!(matches!(open_bytes(&InputPath::new(&plain)).unwrap(), InputBytes::Mapped(_)));
+        assert!(matches!(
+            open_bytes(&InputPath::new(&plain)).unwrap(),
+            InputBytes::Mapped(_)
+        ));
     }
 
     #[test]
     fn missing_file_names_the_file() {
-        let err = open_bytes(&InputPath::new("/nonexistent/x.ctf")).err().unwrap();
+        let err = open_bytes(&InputPath::new("/nonexistent/x.ctf"))
+            .err()
+            .unwrap();
         assert_eq!(err.kind(), ErrorKind::Io);
         assert!(err.to_string().starts_with("/nonexistent/x.ctf: "), "{err}");
     }

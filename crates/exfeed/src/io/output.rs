@@ -36,7 +36,11 @@ pub struct AtomicOutput {
 }
 
 fn refused(path: &Path, message: String) -> Error {
-    Error::new(ErrorKind::Refused, Location::default().with_file(path.display().to_string()), message)
+    Error::new(
+        ErrorKind::Refused,
+        Location::default().with_file(path.display().to_string()),
+        message,
+    )
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -51,7 +55,10 @@ impl AtomicOutput {
     /// `force` is not set.
     pub fn create(target: &Path, options: &OutputOptions) -> Result<Self> {
         if options.inputs.iter().any(|i| same_file(i, target)) {
-            return Err(refused(target, "output is the same file as an input".into()));
+            return Err(refused(
+                target,
+                "output is the same file as an input".into(),
+            ));
         }
         if !options.force && target.exists() {
             return Err(refused(
@@ -80,7 +87,13 @@ impl AtomicOutput {
                 bzip2::Compression::default(),
             )),
         };
-        Ok(AtomicOutput { sink, temp, target: target.to_path_buf(), force: options.force, written: 0 })
+        Ok(AtomicOutput {
+            sink,
+            temp,
+            target: target.to_path_buf(),
+            force: options.force,
+            written: 0,
+        })
     }
 
     /// The final path.
@@ -112,7 +125,10 @@ impl AtomicOutput {
         };
         result.map_err(|e| {
             if e.error.kind() == io::ErrorKind::AlreadyExists {
-                refused(&target, "output appeared while writing; use --force to replace it".into())
+                refused(
+                    &target,
+                    "output appeared while writing; use --force to replace it".into(),
+                )
             } else {
                 io(e.error)
             }
@@ -181,11 +197,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.txt");
         std::fs::write(&target, b"old").unwrap();
-        let err = AtomicOutput::create(&target, &OutputOptions::default()).err().unwrap();
+        let err = AtomicOutput::create(&target, &OutputOptions::default())
+            .err()
+            .unwrap();
         assert_eq!(err.kind(), ErrorKind::Refused);
         assert!(err.to_string().contains("use --force"), "{err}");
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
-        let opts = OutputOptions { force: true, ..Default::default() };
+        let opts = OutputOptions {
+            force: true,
+            ..Default::default()
+        };
         let mut out = AtomicOutput::create(&target, &opts).unwrap();
         out.write_all(b"new").unwrap();
         out.commit().unwrap();
@@ -197,7 +218,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in.txt");
         std::fs::write(&input, b"data").unwrap();
-        let opts = OutputOptions { force: true, inputs: vec![input.clone()] };
+        let opts = OutputOptions {
+            force: true,
+            inputs: vec![input.clone()],
+        };
         let via_dot = dir.path().join(".").join("in.txt");
         let err = AtomicOutput::create(&via_dot, &opts).err().unwrap();
         assert!(err.to_string().contains("same file as an input"), "{err}");

@@ -7,14 +7,19 @@ use std::path::PathBuf;
 /// `$EXFEED_CONFORMANCE`). `None`, with a note on stderr, when it is missing on a developer's
 /// machine; in CI (`CI=true`) a missing corpus fails the test.
 pub fn conformance_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("EXFEED_CONFORMANCE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
-    });
+    let dir = std::env::var_os("EXFEED_CONFORMANCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
+        });
     if dir.is_dir() {
         return Some(dir);
     }
     if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("conformance corpus missing at {} (required in CI)", dir.display());
+        panic!(
+            "conformance corpus missing at {} (required in CI)",
+            dir.display()
+        );
     }
     eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
     None

@@ -1,0 +1,167 @@
+//! Lens example files against what Lens 2.63 itself did (conformance/lens).
+
+mod common;
+
+use exfeed::io::{open_bytes, InputPath};
+use exfeed::lens::{binary, text};
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn load(p: &Path) -> Vec<u8> {
+    open_bytes(&InputPath::new(p)).unwrap().to_vec()
+}
+
+/// NAME from examples/DIR/NAME.ex[.gz] or NAME.bex.gz.
+fn stem(p: &Path) -> String {
+    let n = p.file_name().unwrap().to_string_lossy().to_string();
+    let n = n.strip_suffix(".gz").unwrap_or(&n).to_string();
+    n.strip_suffix(".ex")
+        .or(n.strip_suffix(".bex"))
+        .unwrap_or(&n)
+        .to_string()
+}
+
+#[test]
+fn our_bex_bytes_equal_lens_for_every_reference_and_case() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    let mut n = 0;
+    for sub in ["reference", "cases"] {
+        for p in files(&dir.join(sub)) {
+            if !p.to_string_lossy().ends_with(".lens.bex") {
+                continue;
+            }
+            let bytes = load(&p);
+            let set = binary::read(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let ours = binary::write(&set).unwrap();
+            assert!(ours == bytes, "{}: written bytes differ", p.display());
+            n += 1;
+        }
+    }
+    assert!(n > 50, "only {n} reference .bex files");
+}
+
+#[test]
+fn every_example_file_loads_as_lens_loaded_it() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    let mut n = 0;
+    for p in files(&dir.join("examples")) {
+        if p.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        let name = stem(&p);
+        let set = text::parse(&load(&p)).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let reference = load(&dir.join("reference").join(format!("{name}.lens.bex")));
+        let ours = binary::write(&set).unwrap();
+        assert!(
+            ours == reference,
+            "{}: loads differently from Lens",
+            p.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 38, "only {n} example files");
+}
+
+#[test]
+fn every_case_loads_or_fails_as_in_lens() {
+    let Some(dir) = common::conformance("lens/cases") else {
+        return;
+    };
+    let mut n = 0;
+    let mut failures = Vec::new();
+    for p in files(&dir) {
+        let s = p.to_string_lossy().to_string();
+        if !s.ends_with(".ex") || s.ends_with(".lens.ex") {
+            continue;
+        }
+        let base = s.strip_suffix(".ex").unwrap();
+        let log = std::fs::read_to_string(format!("{base}.log")).unwrap();
+        let loaded = log.contains("returned code=0");
+        let got = text::parse(&load(&p));
+        n += 1;
+        match (loaded, got) {
+            (true, Ok(set)) => {
+                let reference = load(Path::new(&format!("{base}.lens.bex")));
+                if binary::write(&set).unwrap() != reference {
+                    failures.push(format!("{s}: loads differently from Lens: {set:?}"));
+                }
+            }
+            (true, Err(e)) => failures.push(format!("{s}: Lens loaded it, we said {e}")),
+            (false, Ok(_)) => failures.push(format!("{s}: Lens rejected it, we loaded it")),
+            (false, Err(e)) => {
+                // A positioned message.
+                assert!(
+                    e.location().line.is_some() && e.location().byte.is_some(),
+                    "{s}: {e}"
+                );
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(n > 60, "only {n} cases");
+}
+
+#[test]
+fn text_writer_round_trips_every_reference() {
+    let Some(dir) = common::conformance("lens/reference") else {
+        return;
+    };
+    for p in files(&dir) {
+        if !p.to_string_lossy().ends_with(".lens.bex") {
+            continue;
+        }
+        let set = binary::read(&load(&p)).unwrap();
+        let ex = text::write(&set).unwrap();
+        let back = text::parse(&ex).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            binary::write(&back).unwrap() == binary::write(&set).unwrap(),
+            "{}: text round trip differs",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn truncated_bex_is_a_clean_error_at_every_offset() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    for name in [
+        "cases/r14_both.lens.bex",
+        "reference/crazyxor.lens.bex",
+        "cases/e12_event_proc_multi.lens.bex",
+    ] {
+        let bytes = load(&dir.join(name));
+        for cut in 0..bytes.len() {
+            let e = binary::read(&bytes[..cut]).expect_err("truncated file accepted");
+            let at = e.location().byte.unwrap();
+            assert!(at <= cut as u64, "{name} cut at {cut}: error at {at}");
+        }
+        // Flipping any byte never panics.
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0xff;
+            let _ = binary::read(&b);
+        }
+    }
+}
