@@ -180,9 +180,12 @@ impl SparseUnits {
                         out.push((v as u32, v as u32));
                         last = v as i64;
                     } else {
+                        // A span end continues the span or unit before it.
                         let end = -(v as i64);
-                        if end > last {
-                            out.push(((last + 1) as u32, end as u32));
+                        match out.last_mut() {
+                            Some(span) if end > last => span.1 = end as u32,
+                            None if end > last => out.push(((last + 1) as u32, end as u32)),
+                            _ => {}
                         }
                         last = end;
                     }
