@@ -171,9 +171,14 @@ fn lens_own_text_saves_load_except_where_its_writer_is_defective() {
     // Lens writes NaN inside ranges as `nan`, which neither it nor we read back; everything
     // else it wrote must load. (Its B: saves as separate I:/T: lists and its unit-0 dense
     // range loses its parentheses, so the loaded sets may differ: docs/lens-deviations.md.)
-    let Some(dir) = common::conformance("lens") else { return };
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
     let mut n = 0;
-    for p in files(&dir.join("reference")).into_iter().chain(files(&dir.join("cases"))) {
+    for p in files(&dir.join("reference"))
+        .into_iter()
+        .chain(files(&dir.join("cases")))
+    {
         let s = p.to_string_lossy().to_string();
         if !s.ends_with(".lens.ex") {
             continue;

@@ -2,3 +2,4 @@
 
 pub mod check;
 pub mod dump;
+pub mod lens;

@@ -4,6 +4,7 @@
 //! writes `.bex` byte for byte as Lens does.
 
 pub mod binary;
+pub mod dump;
 pub mod model;
 pub mod text;
 

@@ -1130,16 +1130,28 @@ mod tests {
         assert_eq!(set.examples.len(), 20);
         let r = &set.examples[19].lists[set.examples[19].events[0].input.unwrap()][0];
         assert_eq!(r.group.as_deref(), Some("g19"));
-        assert_eq!(r.kind, RangeKind::Dense { first: 1, values: vec![0.5] });
+        assert_eq!(
+            r.kind,
+            RangeKind::Dense {
+                first: 1,
+                values: vec![0.5]
+            }
+        );
     }
 
     #[test]
     fn errors_say_where_and_what() {
         let e = err(";\nI: 1;\nI: 1 2\n[0 bogus:3] I: 1;\n");
         let loc = e.location();
-        assert_eq!((loc.line, loc.column, loc.byte), (Some(4), Some(4), Some(18)));
+        assert_eq!(
+            (loc.line, loc.column, loc.byte),
+            (Some(4), Some(4), Some(18))
+        );
         assert_eq!(loc.context.as_deref(), Some("example 1"));
-        assert!(e.message().contains("expected") && e.message().contains("found 'bogus:3]'"), "{e}");
+        assert!(
+            e.message().contains("expected") && e.message().contains("found 'bogus:3]'"),
+            "{e}"
+        );
         let e = err(";\nI: 1 2x;");
         assert!(e.message().contains("found '2x;'"), "{e}");
     }
@@ -1215,8 +1227,14 @@ mod tests {
                 name: String::new(),
                 proc: String::new(),
                 frequency: 1.0,
-                events: vec![Event { input: Some(0), ..Event::from_header(&SetHeader::default()) }],
-                lists: vec![vec![Range { group: None, kind: RangeKind::Dense { first: 0, values } }]],
+                events: vec![Event {
+                    input: Some(0),
+                    ..Event::from_header(&SetHeader::default())
+                }],
+                lists: vec![vec![Range {
+                    group: None,
+                    kind: RangeKind::Dense { first: 0, values },
+                }]],
             }],
         };
         let back = parse(&write(&set).unwrap()).unwrap();
