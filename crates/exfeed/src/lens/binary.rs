@@ -483,17 +483,24 @@ fn write_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
             o.real(v);
         }
     }
-    let using = |l: usize, targets: bool| -> Vec<usize> {
-        (0..ex.events.len())
-            .filter(|&k| if targets { ex.events[k].target } else { ex.events[k].input } == Some(l))
-            .collect()
+    let (users_in, users_t) = ex.list_users();
+    let using = |l: usize, targets: bool| -> &Vec<usize> {
+        if targets {
+            &users_t[l]
+        } else {
+            &users_in[l]
+        }
     };
+    // Lists in the order of their first user, inputs first; a list already written as
+    // inputs carries its targets along (the shared-targets flag).
+    let mut seen = vec![false; ex.lists.len()];
     let mut order_in = Vec::new();
     let mut order_t = Vec::new();
     for e in &ex.events {
         if let Some(l) = e.input {
             check_list(ex, l)?;
-            if !order_in.contains(&l) {
+            if !seen[l] {
+                seen[l] = true;
                 order_in.push(l);
             }
         }
@@ -501,26 +508,27 @@ fn write_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
     for e in &ex.events {
         if let Some(l) = e.target {
             check_list(ex, l)?;
-            if !order_in.contains(&l) && !order_t.contains(&l) {
+            if !seen[l] {
+                seen[l] = true;
                 order_t.push(l);
             }
         }
     }
     o.i32(order_in.len() as i32);
     for &l in &order_in {
-        o.list(&using(l, false));
+        o.list(using(l, false));
         o.ranges(&ex.lists[l])?;
         let t = using(l, true);
         if t.is_empty() {
             o.buf.push(0);
         } else {
             o.buf.push(1);
-            o.list(&t);
+            o.list(t);
         }
     }
     o.i32(order_t.len() as i32);
     for &l in &order_t {
-        o.list(&using(l, true));
+        o.list(using(l, true));
         o.ranges(&ex.lists[l])?;
     }
     Ok(())

@@ -63,6 +63,24 @@ pub struct Example {
     pub lists: Vec<RangeList>,
 }
 
+impl Example {
+    /// For each list of [`Example::lists`], the events using it as inputs and as targets (in
+    /// event order). Event references to lists that do not exist are ignored.
+    pub fn list_users(&self) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+        let mut inputs = vec![Vec::new(); self.lists.len()];
+        let mut targets = vec![Vec::new(); self.lists.len()];
+        for (k, e) in self.events.iter().enumerate() {
+            if let Some(v) = e.input.and_then(|l| inputs.get_mut(l)) {
+                v.push(k);
+            }
+            if let Some(v) = e.target.and_then(|l| targets.get_mut(l)) {
+                v.push(k);
+            }
+        }
+        (inputs, targets)
+    }
+}
+
 /// A list of ranges: one `I:`/`T:`/`B:` specification.
 pub type RangeList = Vec<Range>;
 

@@ -434,6 +434,8 @@ impl<'a> Parser<'a> {
         };
         let mut pending_in: Option<Vec<usize>> = None;
         let mut pending_t: Option<Vec<usize>> = None;
+        // One past the highest event with inputs, with targets.
+        let mut next = (0usize, 0usize);
         loop {
             let at = self.pos;
             match self.tok()? {
@@ -457,12 +459,12 @@ impl<'a> Parser<'a> {
                         _ => (true, true),
                     };
                     let ev_in = if inputs {
-                        Some(self.targets_of(&ex, pending_in.take(), false, key_at)?)
+                        Some(self.targets_of(&ex, pending_in.take(), false, key_at, next)?)
                     } else {
                         None
                     };
                     let ev_t = if targets {
-                        Some(self.targets_of(&ex, pending_t.take(), true, key_at)?)
+                        Some(self.targets_of(&ex, pending_t.take(), true, key_at, next)?)
                     } else {
                         None
                     };
@@ -486,6 +488,7 @@ impl<'a> Parser<'a> {
                     if let Some(evs) = &ev_in {
                         for &e in evs {
                             ex.events[e].input = Some(id);
+                            next.0 = next.0.max(e + 1);
                         }
                     }
                     if let Some(evs) = &ev_t {
@@ -508,6 +511,7 @@ impl<'a> Parser<'a> {
                         };
                         for &e in evs {
                             ex.events[e].target = Some(tid);
+                            next.1 = next.1.max(e + 1);
                         }
                     }
                 }
@@ -532,6 +536,7 @@ impl<'a> Parser<'a> {
         pending: Option<Vec<usize>>,
         target: bool,
         at: usize,
+        next: (usize, usize),
     ) -> Result<Vec<usize>> {
         let has = |e: &Event| {
             if target {
@@ -544,7 +549,7 @@ impl<'a> Parser<'a> {
         let evs = match pending {
             Some(l) => l,
             None => {
-                let next = ex.events.iter().rposition(has).map_or(0, |k| k + 1);
+                let next = if target { next.1 } else { next.0 };
                 if next >= ex.events.len() {
                     return Err(Error::invalid(
                         at as u64,
@@ -1008,8 +1013,13 @@ impl Writer {
             }
             self.out.extend_from_slice(b"]\n");
         }
-        let users = |l: usize, target: bool| -> Vec<usize> {
-            (0..n).filter(|&k| if target { ex.events[k].target } else { ex.events[k].input } == Some(l)).collect()
+        let (users_in, users_t) = ex.list_users();
+        let users = |l: usize, target: bool| -> &Vec<usize> {
+            if target {
+                &users_t[l]
+            } else {
+                &users_in[l]
+            }
         };
         let mut done_in = vec![false; ex.lists.len()];
         let mut done_t = vec![false; ex.lists.len()];
@@ -1033,7 +1043,7 @@ impl Writer {
                 }
                 let evs = users(l, target);
                 let both = !target && users(l, true) == evs;
-                self.events(&evs);
+                self.events(evs);
                 self.out.extend_from_slice(match (target, both) {
                     (false, true) => b" B:",
                     (false, false) => b" I:",
