@@ -214,7 +214,108 @@ impl SparseUnits {
     }
 }
 
+/// Bit for bit (so `-0` differs from `0`), except that all NaNs are equal (text has one NaN).
+fn bits_eq(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn ranges_eq(a: &[Range], b: &[Range]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.group == y.group
+                && match (&x.kind, &y.kind) {
+                    (
+                        RangeKind::Dense {
+                            first: f1,
+                            values: v1,
+                        },
+                        RangeKind::Dense {
+                            first: f2,
+                            values: v2,
+                        },
+                    ) => {
+                        f1 == f2
+                            && v1.len() == v2.len()
+                            && v1.iter().zip(v2).all(|(p, q)| bits_eq(*p, *q))
+                    }
+                    (
+                        RangeKind::Sparse {
+                            value: v1,
+                            units: u1,
+                        },
+                        RangeKind::Sparse {
+                            value: v2,
+                            units: u2,
+                        },
+                    ) => bits_eq(*v1, *v2) && u1 == u2,
+                    _ => false,
+                }
+        })
+}
+
+impl Example {
+    /// Whether two examples carry the same content: the same fields (floats compared bit for
+    /// bit, except that any NaN equals any NaN) and, event by event, the same input and target ranges, whether
+    /// or not the lists are shared in the same way.
+    pub fn same_content(&self, other: &Example) -> bool {
+        let list = |ex: &'_ Example, l: Option<usize>| -> Option<Vec<Range>> {
+            l.map(|l| ex.lists.get(l).cloned().unwrap_or_default())
+        };
+        self.name == other.name
+            && self.proc == other.proc
+            && bits_eq(self.frequency, other.frequency)
+            && self.events.len() == other.events.len()
+            && self.events.iter().zip(&other.events).all(|(a, b)| {
+                a.proc == b.proc
+                    && [
+                        (a.max_time, b.max_time),
+                        (a.min_time, b.min_time),
+                        (a.grace_time, b.grace_time),
+                        (a.default_input, b.default_input),
+                        (a.active_input, b.active_input),
+                        (a.default_target, b.default_target),
+                        (a.active_target, b.active_target),
+                    ]
+                    .iter()
+                    .all(|&(x, y)| bits_eq(x, y))
+                    && match (list(self, a.input), list(other, b.input)) {
+                        (Some(x), Some(y)) => ranges_eq(&x, &y),
+                        (None, None) => true,
+                        _ => false,
+                    }
+                    && match (list(self, a.target), list(other, b.target)) {
+                        (Some(x), Some(y)) => ranges_eq(&x, &y),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            })
+    }
+}
+
 impl ExampleSet {
+    /// Whether two sets carry the same content (see [`Example::same_content`]).
+    pub fn same_content(&self, other: &ExampleSet) -> bool {
+        let (h, g) = (&self.header, &other.header);
+        h.proc == g.proc
+            && [
+                (h.max_time, g.max_time),
+                (h.min_time, g.min_time),
+                (h.grace_time, g.grace_time),
+                (h.default_input, g.default_input),
+                (h.active_input, g.active_input),
+                (h.default_target, g.default_target),
+                (h.active_target, g.active_target),
+            ]
+            .iter()
+            .all(|&(x, y)| bits_eq(x, y))
+            && self.examples.len() == other.examples.len()
+            && self
+                .examples
+                .iter()
+                .zip(&other.examples)
+                .all(|(a, b)| a.same_content(b))
+    }
+
     /// Total number of events over all examples.
     pub fn num_events(&self) -> usize {
         self.examples.iter().map(|e| e.events.len()).sum()
