@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod dump;
+pub mod materialize;
 pub mod model;
 pub mod text;
 
