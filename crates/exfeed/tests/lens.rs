@@ -264,3 +264,28 @@ fn mutated_files_never_panic_and_what_loads_round_trips() {
     }
     assert!(loaded > 100, "only {loaded} mutants loaded");
 }
+
+#[test]
+fn pipe_mode_reads_every_example_file_as_whole_file_loading_does() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    let mut paths = files(&dir.join("examples"));
+    paths.push(dir.join("cases/p01_pipe_text.ex"));
+    for p in paths {
+        if p.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        let whole = text::parse(&load(&p)).unwrap();
+        let mut r = exfeed::lens::pipe::PipeReader::open(InputPath::new(&p), false).unwrap();
+        let mut examples = Vec::new();
+        while let Some(ex) = r.next_example().unwrap_or_else(|e| panic!("{e}")) {
+            examples.push(ex);
+        }
+        let piped = exfeed::lens::ExampleSet {
+            header: r.header().clone(),
+            examples,
+        };
+        assert!(piped.same_content(&whole), "{}", p.display());
+    }
+}

@@ -19,6 +19,9 @@ pub fn is_binary(bytes: &[u8]) -> bool {
 struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Reading a prefix of a stream: a count larger than the bytes at hand means "read more",
+    /// not "corrupt".
+    streaming: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -91,6 +94,12 @@ impl<'a> Cursor<'a> {
             ));
         }
         let n = n as usize;
+        if self.streaming && n.saturating_mul(min_size) > self.left() {
+            return Err(Error::corrupt(
+                at as u64,
+                format!("file ends inside {what} items"),
+            ));
+        }
         if n.saturating_mul(min_size) > self.left() {
             return Err(Error::corrupt(
                 at as u64,
@@ -106,7 +115,29 @@ impl<'a> Cursor<'a> {
 
 /// Reads a whole `.bex` file.
 pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
-    let mut c = Cursor { buf: bytes, pos: 0 };
+    let mut c = Cursor {
+        buf: bytes,
+        pos: 0,
+        streaming: false,
+    };
+    let header = read_header(&mut c)?;
+    // An example takes at least 2 + 4 * 5 bytes.
+    let n = c.count("the number of examples", 22)?;
+    let mut examples = Vec::new();
+    for i in 0..n {
+        examples
+            .push(read_example(&mut c, &header).map_err(|e| e.in_context(format!("example {i}")))?);
+    }
+    if c.left() != 0 {
+        return Err(Error::corrupt(
+            c.pos as u64,
+            format!("{} bytes after the last example", c.left()),
+        ));
+    }
+    Ok(ExampleSet { header, examples })
+}
+
+fn read_header(c: &mut Cursor) -> Result<SetHeader> {
     let cookie = c.u32("the magic cookie")?;
     if cookie != COOKIE {
         return Err(Error::corrupt(
@@ -122,7 +153,7 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
             format!("sizeof(real) is {size}; only 4 is supported"),
         ));
     }
-    let header = SetHeader {
+    Ok(SetHeader {
         proc: c.string("the set proc")?,
         max_time: c.real("the set maxTime")?,
         min_time: c.real("the set minTime")?,
@@ -131,21 +162,35 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
         active_input: c.real("the set activeInput")?,
         default_target: c.real("the set defaultTarget")?,
         active_target: c.real("the set activeTarget")?,
+    })
+}
+
+/// Whether an error from the streaming readers means "the bytes at hand end too soon".
+pub(crate) fn is_incomplete(e: &Error) -> bool {
+    e.message().starts_with("file ends inside")
+}
+
+/// Streaming: the set header and example count at the start of `buf`, and the bytes they take.
+pub(crate) fn read_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, usize)> {
+    let mut c = Cursor {
+        buf,
+        pos: 0,
+        streaming: true,
     };
-    // An example takes at least 2 + 4 * 5 bytes.
-    let n = c.count("the number of examples", 22)?;
-    let mut examples = Vec::new();
-    for i in 0..n {
-        examples
-            .push(read_example(&mut c, &header).map_err(|e| e.in_context(format!("example {i}")))?);
-    }
-    if c.left() != 0 {
-        return Err(Error::corrupt(
-            c.pos as u64,
-            format!("{} bytes after the last example", c.left()),
-        ));
-    }
-    Ok(ExampleSet { header, examples })
+    let h = read_header(&mut c)?;
+    let n = c.count("the number of examples", 0)?;
+    Ok((h, n, c.pos))
+}
+
+/// Streaming: one example at the start of `buf`, and the bytes it takes.
+pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example, usize)> {
+    let mut c = Cursor {
+        buf,
+        pos: 0,
+        streaming: true,
+    };
+    let ex = read_example(&mut c, h)?;
+    Ok((ex, c.pos))
 }
 
 fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
@@ -163,6 +208,12 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
     // Events are not stored one by one, so bound them by what the lists could address: a
     // sane limit keeps a corrupt count from allocating gigabytes.
     if num_events as usize > c.left().saturating_mul(8).max(1 << 16) {
+        if c.streaming {
+            return Err(Error::corrupt(
+                at as u64,
+                "file ends inside an example's event lists",
+            ));
+        }
         return Err(Error::corrupt(
             at as u64,
             format!("implausible number of events {num_events}"),

@@ -7,6 +7,7 @@ pub mod binary;
 pub mod dump;
 pub mod materialize;
 pub mod model;
+pub mod pipe;
 pub mod select;
 pub mod text;
 

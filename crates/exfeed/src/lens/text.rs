@@ -31,6 +31,31 @@ pub fn parse_text(bytes: &[u8]) -> Result<ExampleSet> {
     p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
 }
 
+/// Whether an error from the prefix parsers means "the text at hand ends too soon".
+pub(crate) fn is_incomplete(e: &Error) -> bool {
+    e.message().contains("end of file")
+}
+
+/// Streaming: the set header at the start of `buf`, the bytes it takes, and whether it ran
+/// to the end of `buf` (then more text may still belong to it).
+pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)> {
+    let mut p = Parser { buf, pos: 0 };
+    let h = p.parse_header()?;
+    let at_end = p.tok()? == Tok::Eof;
+    Ok((h, p.pos, at_end))
+}
+
+/// Streaming: one example at the start of `buf` and the bytes it takes; `Ok(None)` when `buf`
+/// holds only whitespace and comments.
+pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(Example, usize)>> {
+    let mut p = Parser { buf, pos: 0 };
+    if p.tok()? == Tok::Eof {
+        return Ok(None);
+    }
+    let ex = p.parse_example(h)?;
+    Ok(Some((ex, p.pos)))
+}
+
 struct Parser<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -339,7 +364,25 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_set(&mut self) -> Result<ExampleSet> {
-        let mut set = ExampleSet::default();
+        let mut set = ExampleSet {
+            header: self.parse_header()?,
+            examples: Vec::new(),
+        };
+        loop {
+            if self.tok()? == Tok::Eof {
+                break;
+            }
+            let i = set.examples.len();
+            let ex = self
+                .parse_example(&set.header)
+                .map_err(|e| e.in_context(format!("example {i}")))?;
+            set.examples.push(ex);
+        }
+        Ok(set)
+    }
+
+    fn parse_header(&mut self) -> Result<SetHeader> {
+        let mut h = SetHeader::default();
         // Obsolete `numInputs numTargets` counts: up to two integers, ignored.
         for _ in 0..2 {
             if self.try_int()?.is_none() {
@@ -350,7 +393,6 @@ impl<'a> Parser<'a> {
             match self.tok()? {
                 Tok::Key(k) if EVENT_FIELDS.contains(&k) => {
                     self.eat_key(k);
-                    let h = &mut set.header;
                     match k {
                         b"proc" => h.proc = self.string("the set proc")?,
                         b"max" => h.max_time = self.real("a number after 'max:'")?,
@@ -369,17 +411,7 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
-        loop {
-            if self.tok()? == Tok::Eof {
-                break;
-            }
-            let i = set.examples.len();
-            let ex = self
-                .parse_example(&set.header)
-                .map_err(|e| e.in_context(format!("example {i}")))?;
-            set.examples.push(ex);
-        }
-        Ok(set)
+        Ok(h)
     }
 
     fn parse_example(&mut self, h: &SetHeader) -> Result<Example> {
