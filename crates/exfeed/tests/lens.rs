@@ -289,3 +289,22 @@ fn pipe_mode_reads_every_example_file_as_whole_file_loading_does() {
         assert!(piped.same_content(&whole), "{}", p.display());
     }
 }
+
+#[test]
+fn a_missing_name_is_retried_with_compression_suffixes() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.join("examples/lens_dist/adder10.ex.gz"),
+        tmp.path().join("a.ex.gz"),
+    )
+    .unwrap();
+    let set = exfeed::lens::load(&InputPath::new(tmp.path().join("a.ex"))).unwrap();
+    let direct = text::parse(&load(&dir.join("examples/lens_dist/adder10.ex.gz"))).unwrap();
+    assert!(set.same_content(&direct));
+    assert_eq!(set.examples.len(), 100);
+    let e = exfeed::lens::load(&InputPath::new(tmp.path().join("missing.ex"))).unwrap_err();
+    assert!(e.to_string().contains("missing.ex"), "{e}");
+}

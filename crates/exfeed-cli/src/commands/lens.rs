@@ -1,7 +1,7 @@
 //! Lens example files in the CLI. `dump` is what `exfeed dump FILE.ex|FILE.bex` runs (the
 //! dump command dispatches here by format).
 
-use exfeed::io::{open_bytes, InputPath};
+use exfeed::io::InputPath;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,10 +9,7 @@ use std::process::ExitCode;
 /// Prints the set header, then one structural JSON object per example.
 #[allow(dead_code)] // wired into `exfeed dump` when the dispatch by format lands
 pub fn dump(file: &Path) -> anyhow::Result<ExitCode> {
-    let input = InputPath::new(file);
-    let name = input.display_name();
-    let bytes = open_bytes(&input)?;
-    let set = exfeed::lens::parse(&bytes).map_err(|e| e.in_file(name.clone()))?;
+    let set = exfeed::lens::load(&InputPath::new(file))?;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     let mut line = Vec::new();

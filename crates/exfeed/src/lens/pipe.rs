@@ -32,9 +32,14 @@ pub struct PipeReader {
 }
 
 impl PipeReader {
-    /// Opens `input` (`-` for standard input) and reads its set header. With `looping`, the
+    /// Opens `input` (`-` for standard input; a missing name is retried with `.gz`/`.bz2`) and
+    /// reads its set header. With `looping`, the
     /// input is reopened when it ends (standard input cannot be, so it never loops).
     pub fn open(input: InputPath, looping: bool) -> Result<Self> {
+        let input = match input {
+            InputPath::File(p) => InputPath::File(super::resolve(&p)),
+            InputPath::Stdin => InputPath::Stdin,
+        };
         let name = input.display_name();
         let src = open_reader(&input)?;
         let opener: Option<Opener> = match (&input, looping) {
