@@ -166,3 +166,62 @@ mod tests {
         assert_eq!(r["units"], serde_json::json!([[1, 3], [5, 5]]));
     }
 }
+
+/// Appends one example in its materialized form, exactly
+/// `{"name": ..., "freq": ..., "proc": ..., "events": [{"input": [...], "target": [...]}, ...]}`
+/// (NaN as `null`), the vectors as `m` loads them into a network.
+pub fn write_materialized(
+    out: &mut Vec<u8>,
+    ex: &Example,
+    m: &mut super::materialize::Materializer,
+    sink: &mut dyn crate::error::DiagnosticSink,
+) -> crate::Result<()> {
+    let (mut input, mut target) = (Vec::new(), Vec::new());
+    out.push(b'{');
+    let mut f = true;
+    key(out, &mut f, "name");
+    write_str(out, &ex.name);
+    num(out, &mut f, "freq", ex.frequency);
+    key(out, &mut f, "proc");
+    write_str(out, &ex.proc);
+    key(out, &mut f, "events");
+    out.push(b'[');
+    for k in 0..ex.events.len() {
+        m.event(ex, k, &mut input, &mut target, sink)?;
+        if k > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"input\":");
+        crate::json::write_numbers(out, &input);
+        out.extend_from_slice(b",\"target\":");
+        crate::json::write_numbers(out, &target);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod materialized_tests {
+    use super::*;
+    use crate::lens::materialize::{Layout, Materializer};
+
+    #[test]
+    fn materialized_line() {
+        let set =
+            crate::lens::text::parse(b"defT:-;\nname:x freq:2 2 I: 1 0 T: 1 i: 1;\n").unwrap();
+        let mut m = Materializer::new(
+            Layout::parse("in:2").unwrap(),
+            Layout::parse("out:1").unwrap(),
+        );
+        let mut out = Vec::new();
+        let mut sink: Vec<crate::error::Diagnostic> = Vec::new();
+        write_materialized(&mut out, &set.examples[0], &mut m, &mut sink).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"name": "x", "freq": 2, "proc": "",
+                "events": [{"input": [1, 0], "target": [1]}, {"input": [0, 1], "target": [null]}]})
+        );
+    }
+}
