@@ -338,10 +338,12 @@ fn read_ranges(c: &mut Cursor) -> Result<RangeList> {
             let value = c.real("a sparse value")?;
             c.need(units.saturating_mul(4), "a sparse unit list")?;
             let start = c.pos;
-            let mut list = Vec::with_capacity(units);
-            for _ in 0..units {
-                list.push(c.i32("a sparse unit")?);
-            }
+            let block = &c.buf[c.pos..c.pos + units * 4];
+            c.pos += units * 4;
+            let list: Vec<i32> = block
+                .chunks_exact(4)
+                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             if units == 1 && list[0] < 0 {
                 SparseUnits::All
             } else {
@@ -361,10 +363,13 @@ fn read_ranges(c: &mut Cursor) -> Result<RangeList> {
                 ));
             }
             c.need(units.saturating_mul(4), "dense values")?;
-            let mut values = Vec::with_capacity(units);
-            for _ in 0..units {
-                values.push(c.real("a dense value")?);
-            }
+            // Checked above: decode the whole block at once.
+            let block = &c.buf[c.pos..c.pos + units * 4];
+            c.pos += units * 4;
+            let values: Vec<f32> = block
+                .chunks_exact(4)
+                .map(|b| f32::from_bits(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+                .collect();
             RangeKind::Dense {
                 first: first as u32,
                 values,
