@@ -308,3 +308,33 @@ fn a_missing_name_is_retried_with_compression_suffixes() {
     let e = exfeed::lens::load(&InputPath::new(tmp.path().join("missing.ex"))).unwrap_err();
     assert!(e.to_string().contains("missing.ex"), "{e}");
 }
+
+#[test]
+fn save_picks_form_and_compression_by_name_and_loads_back() {
+    let Some(dir) = common::conformance("lens") else {
+        return;
+    };
+    let set = text::parse(&load(&dir.join("examples/lens_dist/crazyxor.ex"))).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = exfeed::io::OutputOptions::default();
+    for name in ["a.ex", "a.bex", "b.ex.gz", "b.bex.bz2"] {
+        let p = tmp.path().join(name);
+        exfeed::lens::save(&set, &p, false, &opts).unwrap();
+        let raw = std::fs::read(&p).unwrap();
+        let back = exfeed::lens::load(&InputPath::new(&p)).unwrap();
+        assert!(back.same_content(&set), "{name}");
+        let bytes = load(&p);
+        assert_eq!(binary::is_binary(&bytes), name.contains(".bex"), "{name}");
+        assert_eq!(
+            raw != bytes,
+            name.ends_with(".gz") || name.ends_with(".bz2"),
+            "{name}"
+        );
+    }
+    let reference = load(&dir.join("reference/crazyxor.lens.bex"));
+    assert!(std::fs::read(tmp.path().join("a.bex")).unwrap() == reference);
+    assert!(
+        exfeed::lens::save(&set, &tmp.path().join("a.ex"), false, &opts).is_err(),
+        "no clobber"
+    );
+}

@@ -50,3 +50,38 @@ pub fn load(input: &InputPath) -> crate::Result<ExampleSet> {
     let bytes = open_bytes(&input)?;
     parse(&bytes).map_err(|e| e.in_file(name))
 }
+
+/// Whether a file name asks for the binary form: it ends in `.bex`, before any `.gz`/`.bz2`.
+pub fn is_binary_name(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let name = name
+        .strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".bz2"))
+        .unwrap_or(&name);
+    name.ends_with(".bex")
+}
+
+/// Saves a set atomically: binary when the name says `.bex` (see [`is_binary_name`]) or
+/// `binary` is set, text otherwise; compressed when the name ends in `.gz`/`.bz2`.
+pub fn save(
+    set: &ExampleSet,
+    path: &Path,
+    binary: bool,
+    options: &crate::io::OutputOptions,
+) -> crate::Result<()> {
+    use std::io::Write;
+    let name = path.display().to_string();
+    let bytes = if binary || is_binary_name(path) {
+        binary::write(set)
+    } else {
+        text::write(set)
+    }
+    .map_err(|e| e.in_file(name.clone()))?;
+    let mut out = crate::io::AtomicOutput::create(path, options)?;
+    out.write_all(&bytes)
+        .map_err(|e| crate::Error::io(path, e))?;
+    out.commit()
+}
