@@ -163,7 +163,10 @@ fn fill(
         match &r.kind {
             RangeKind::Dense { first, values } => {
                 let first = *first as usize;
-                if !values.is_empty() && first + values.len() > size {
+                if values.is_empty() {
+                    continue;
+                }
+                if first + values.len() > size {
                     return Err(too_far((first + values.len() - 1) as u64));
                 }
                 out[base + first..base + first + values.len()].copy_from_slice(values);
@@ -213,6 +216,10 @@ mod tests {
         assert_eq!(t, vec![9.0; 3]);
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(diags[0].message.contains("'g'"));
+        // An empty range far past the end is harmless.
+        let set = parse(b";\nI: (a 99) T: (9);\n").unwrap();
+        m.event(&set.examples[0], 0, &mut i, &mut t, &mut diags)
+            .unwrap();
         let set = parse(b";\nI: (a 1) 1 2;\n").unwrap();
         let err = m
             .event(&set.examples[0], 0, &mut i, &mut t, &mut diags)

@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod dump;
+pub mod info;
 pub mod materialize;
 pub mod model;
 pub mod pipe;
