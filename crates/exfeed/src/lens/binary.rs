@@ -22,6 +22,8 @@ struct Cursor<'a> {
     /// Reading a prefix of a stream: a count larger than the bytes at hand means "read more",
     /// not "corrupt".
     streaming: bool,
+    /// Events allocated so far, bounded by [`super::text::event_budget`] of the input size.
+    events_total: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -119,6 +121,7 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
         buf: bytes,
         pos: 0,
         streaming: false,
+        events_total: 0,
     };
     let header = read_header(&mut c)?;
     // An example takes at least 2 + 4 * 5 bytes.
@@ -176,6 +179,7 @@ pub(crate) fn read_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, usize)
         buf,
         pos: 0,
         streaming: true,
+        events_total: 0,
     };
     let h = read_header(&mut c)?;
     let n = c.count("the number of examples", 0)?;
@@ -188,6 +192,7 @@ pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example,
         buf,
         pos: 0,
         streaming: true,
+        events_total: 0,
     };
     let ex = read_example(&mut c, h)?;
     Ok((ex, c.pos))
@@ -220,6 +225,15 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
         ));
     }
     let num_events = num_events as usize;
+    c.events_total += num_events;
+    if !c.streaming && c.events_total > super::text::event_budget(c.buf.len()) {
+        return Err(Error::corrupt(
+            at as u64,
+            format!(
+                "implausible number of events {num_events} (too many in all for the file size)"
+            ),
+        ));
+    }
     let mut events = vec![Event::from_header(h); num_events];
     let specials = c.count("the number of special events", 4 + 1 + 28)?;
     for _ in 0..specials {

@@ -20,14 +20,14 @@ pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
     if super::binary::is_binary(bytes) {
         return super::binary::read(bytes);
     }
-    let mut p = Parser { buf: bytes, pos: 0 };
+    let mut p = Parser::new(bytes);
     let set = p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))?;
     Ok(set)
 }
 
 /// Parses the text form only (no cookie check, no minimum length), for fuzzing and tests.
 pub fn parse_text(bytes: &[u8]) -> Result<ExampleSet> {
-    let mut p = Parser { buf: bytes, pos: 0 };
+    let mut p = Parser::new(bytes);
     p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
 }
 
@@ -39,7 +39,7 @@ pub(crate) fn is_incomplete(e: &Error) -> bool {
 /// Streaming: the set header at the start of `buf`, the bytes it takes, and whether it ran
 /// to the end of `buf` (then more text may still belong to it).
 pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)> {
-    let mut p = Parser { buf, pos: 0 };
+    let mut p = Parser::new(buf);
     let h = p.parse_header()?;
     let at_end = p.tok()? == Tok::Eof;
     Ok((h, p.pos, at_end))
@@ -48,7 +48,7 @@ pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)
 /// Streaming: one example at the start of `buf` and the bytes it takes; `Ok(None)` when `buf`
 /// holds only whitespace and comments.
 pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(Example, usize)>> {
-    let mut p = Parser { buf, pos: 0 };
+    let mut p = Parser::new(buf);
     if p.tok()? == Tok::Eof {
         return Ok(None);
     }
@@ -59,6 +59,28 @@ pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(
 struct Parser<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Events named by event lists so far: `[*]` costs the example's event count, so a short
+    /// file of `[]`s on a huge example could otherwise take quadratic time.
+    work: usize,
+    /// Events allocated so far (see [`event_budget`]).
+    events_total: usize,
+}
+
+/// At most this many events in all for an input of `len` bytes: generous for real files (a few
+/// events per hundred bytes), yet bounded, so a tiny file cannot declare billions of events.
+pub(crate) fn event_budget(len: usize) -> usize {
+    16 * len + (1 << 20)
+}
+
+impl<'a> Parser<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Parser {
+            buf,
+            pos: 0,
+            work: 0,
+            events_total: 0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -451,7 +473,10 @@ impl<'a> Parser<'a> {
         }
         // Events are cheap but not free: bound them by the file size so a typo cannot
         // allocate gigabytes.
-        if num_events > self.buf.len().max(1 << 16) {
+        self.events_total += num_events;
+        if num_events > self.buf.len().max(1 << 16)
+            || self.events_total > event_budget(self.buf.len())
+        {
             return Err(Error::invalid(
                 self.pos as u64,
                 format!("implausible number of events {num_events}"),
@@ -652,6 +677,13 @@ impl<'a> Parser<'a> {
         }
         if all || evs.is_empty() {
             evs = (0..n).collect();
+        }
+        self.work += evs.len();
+        if self.work > 64 * self.buf.len() + (1 << 24) {
+            return Err(Error::invalid(
+                self.pos as u64,
+                "event lists name too many events in all (more than 64 per byte of input)",
+            ));
         }
         evs.sort_unstable();
         evs.dedup();
@@ -1281,6 +1313,27 @@ mod tests {
         };
         let back = parse(&write(&set).unwrap()).unwrap();
         assert!(same_set(&set, &back));
+    }
+
+    #[test]
+    fn many_star_lists_on_a_huge_example_stop_quickly() {
+        let mut s = b";\n60000 ".to_vec();
+        s.extend(b"[]".repeat(30000));
+        s.extend(b";\n");
+        let e = err(std::str::from_utf8(&s).unwrap());
+        assert!(e.message().contains("too many events"), "{e}");
+    }
+
+    #[test]
+    fn tiny_files_cannot_declare_millions_of_events() {
+        let e = err(&format!(";\n{}", "60000;\n".repeat(100)));
+        assert!(e.message().contains("implausible number of events"), "{e}");
+        let set = text_of_events(3000);
+        assert_eq!(set.num_events(), 3000 * 7);
+    }
+
+    fn text_of_events(n: usize) -> ExampleSet {
+        ex(&format!(";\n{}", "7 I: 1;\n".repeat(n)))
     }
 
     #[test]
