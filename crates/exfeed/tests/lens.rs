@@ -220,7 +220,12 @@ fn mutated_files_never_panic_and_what_loads_round_trips() {
     let mut loaded = 0;
     for seed in seeds {
         let original = load(&dir.join(seed));
-        for _ in 0..1500 {
+        // EXFEED_MUTATIONS raises the count for a longer soak.
+        let count = std::env::var("EXFEED_MUTATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1500);
+        for _ in 0..count {
             let mut b = original.clone();
             for _ in 0..1 + rand() % 4 {
                 let at = (rand() as usize) % b.len().max(1);
