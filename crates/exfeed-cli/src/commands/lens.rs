@@ -1,0 +1,138 @@
+//! Lens example files in the CLI. `dump` is what `exfeed dump FILE.ex|FILE.bex` runs (the
+//! dump command dispatches here by format).
+
+use exfeed::io::InputPath;
+use exfeed::lens::materialize::{Layout, Materializer};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Prints the set header, then one structural JSON object per example; or, given the
+/// network's groups (`NAME:SIZE,...` in network order), one materialized object per example:
+/// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
+#[allow(dead_code)] // wired into `exfeed dump` when the dispatch by format lands
+pub fn dump(
+    file: &Path,
+    input_groups: Option<&str>,
+    target_groups: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let set = exfeed::lens::load(&InputPath::new(file))?;
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let mut line = Vec::new();
+    let mut sink = crate::diag::Stderr::new(1);
+    let mut materializer = match (input_groups, target_groups) {
+        (None, None) => None,
+        (i, t) => Some(Materializer::new(
+            Layout::parse(i.unwrap_or(""))?,
+            Layout::parse(t.unwrap_or(""))?,
+        )),
+    };
+    if materializer.is_none() {
+        exfeed::lens::dump::write_header(&mut line, &set);
+        w.write_all(&line)?;
+    }
+    for (i, ex) in set.examples.iter().enumerate() {
+        line.clear();
+        match &mut materializer {
+            None => exfeed::lens::dump::write_example(&mut line, i, ex),
+            Some(m) => exfeed::lens::dump::write_materialized(&mut line, ex, m, &mut sink)
+                .map_err(|e| {
+                    e.in_context(format!("example {i}"))
+                        .in_file(file.display().to_string())
+                })?,
+        }
+        w.write_all(&line)?;
+    }
+    w.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `exfeed check FILE.ex|.bex`: loads the whole file; prints a one-line summary, or the error
+/// (positioned) and exits 1.
+#[allow(dead_code)] // wired into `exfeed check` when the dispatch by format lands
+pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
+    match exfeed::lens::load(&InputPath::new(file)) {
+        Ok(set) => {
+            println!(
+                "{}: ok: {} examples, {} events",
+                file.display(),
+                set.examples.len(),
+                set.num_events()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.kind() == exfeed::ErrorKind::Io => Err(e.into()),
+        Err(e) => {
+            eprintln!("exfeed: error: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// `exfeed info FILE.ex|.bex`: examples, events, groups used and value ranges, as JSON.
+#[allow(dead_code)] // wired into `exfeed info` when it lands
+pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
+    let set = exfeed::lens::load(&InputPath::new(file))?;
+    let i = exfeed::lens::info::Info::of(&set);
+    let range = |r: Option<(f32, f32)>| r.map(|(a, b)| [a as f64, b as f64]);
+    let v = serde_json::json!({
+        "file": file.display().to_string(),
+        "format": "lens",
+        "examples": i.examples,
+        "events": i.events,
+        "maxEventsPerExample": i.max_events,
+        "inputGroups": i.input_groups,
+        "targetGroups": i.target_groups,
+        "ungroupedInputs": i.ungrouped_inputs,
+        "ungroupedTargets": i.ungrouped_targets,
+        "ungroupedInputUnits": i.ungrouped_input_units,
+        "ungroupedTargetUnits": i.ungrouped_target_units,
+        "inputValues": range(i.input_values),
+        "targetValues": range(i.target_values),
+        "hasNaN": i.has_nan,
+    });
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `exfeed convert IN OUT` between `.ex`, `.bex` and their compressed forms (form by OUT's
+/// name: `.bex[.gz|.bz2]` is binary).
+#[allow(dead_code)] // wired into `exfeed convert` when it lands
+pub fn convert(input: &Path, output: &Path, force: bool) -> anyhow::Result<ExitCode> {
+    let set = exfeed::lens::load(&InputPath::new(input))?;
+    let options = exfeed::io::OutputOptions {
+        force,
+        inputs: vec![input.to_path_buf()],
+    };
+    exfeed::lens::save(&set, output, false, &options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn convert_text_to_binary_and_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ex = tmp.path().join("x.ex");
+        std::fs::write(&ex, ";\nname:a I: 1 - 3 T: {g} 2;\n2 b: 1;\n").unwrap();
+        let bex = tmp.path().join("x.bex.gz");
+        assert_eq!(convert(&ex, &bex, false).unwrap(), ExitCode::SUCCESS);
+        let back = tmp.path().join("y.ex");
+        convert(&bex, &back, false).unwrap();
+        let a = exfeed::lens::load(&InputPath::new(&ex)).unwrap();
+        let b = exfeed::lens::load(&InputPath::new(&back)).unwrap();
+        assert!(a.same_content(&b));
+        assert!(convert(&ex, &back, false).is_err(), "refuses to clobber");
+        assert!(
+            convert(&ex, &ex, true).is_err(),
+            "refuses to write onto its input"
+        );
+        assert_eq!(check(&bex).unwrap(), ExitCode::SUCCESS);
+        let bad = tmp.path().join("bad.ex");
+        std::fs::write(&bad, ";\nI: 1\n").unwrap();
+        assert_eq!(check(&bad).unwrap(), ExitCode::from(1));
+    }
+}

@@ -1,0 +1,618 @@
+//! The big-endian binary `.bex` format (magic cookie `0xaaaaaaaa`, four-byte reals).
+//!
+//! The writer reproduces Lens's own `saveExamples -binary` byte for byte: event headers only for
+//! events that differ from the set defaults, event lists as runs (`0 -2 4`), lists shared by
+//! inputs and targets (`B:`) written once with the shared-targets flag. The reader trusts
+//! nothing: every count is checked against the bytes left before anything is allocated.
+
+use super::model::*;
+use crate::error::{Error, Result};
+
+/// The magic cookie every `.bex` file starts with.
+pub const COOKIE: u32 = 0xaaaa_aaaa;
+
+/// Whether `bytes` start with the `.bex` cookie.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes.len() >= 4 && bytes[..4] == COOKIE.to_be_bytes()
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Reading a prefix of a stream: a count larger than the bytes at hand means "read more",
+    /// not "corrupt".
+    streaming: bool,
+    /// Events allocated so far, bounded by [`super::text::event_budget`] of the input size.
+    events_total: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn left(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+    fn need(&self, n: usize, what: &str) -> Result<()> {
+        if self.left() < n {
+            return Err(Error::corrupt(
+                self.pos as u64,
+                format!(
+                    "file ends inside {what} ({} bytes needed, {} left)",
+                    n,
+                    self.left()
+                ),
+            ));
+        }
+        Ok(())
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        self.need(4, what)?;
+        let b = &self.buf[self.pos..self.pos + 4];
+        self.pos += 4;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i32(&mut self, what: &str) -> Result<i32> {
+        Ok(self.u32(what)? as i32)
+    }
+    fn real(&mut self, what: &str) -> Result<f32> {
+        Ok(f32::from_bits(self.u32(what)?))
+    }
+    fn byte(&mut self, what: &str) -> Result<u8> {
+        self.need(1, what)?;
+        self.pos += 1;
+        Ok(self.buf[self.pos - 1])
+    }
+    fn flag(&mut self, what: &str) -> Result<bool> {
+        let at = self.pos;
+        match self.byte(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(Error::corrupt(
+                at as u64,
+                format!("{what} is {b}, not 0 or 1"),
+            )),
+        }
+    }
+    fn string(&mut self, what: &str) -> Result<String> {
+        let rest = &self.buf[self.pos..];
+        match rest.iter().position(|&b| b == 0) {
+            Some(n) => {
+                let s = String::from_utf8_lossy(&rest[..n]).into_owned();
+                self.pos += n + 1;
+                Ok(s)
+            }
+            None => Err(Error::corrupt(
+                self.pos as u64,
+                format!("file ends inside {what} (no terminating NUL)"),
+            )),
+        }
+    }
+    /// A count of items of at least `min_size` bytes each, checked against the bytes left.
+    fn count(&mut self, what: &str, min_size: usize) -> Result<usize> {
+        let at = self.pos;
+        let n = self.i32(what)?;
+        if n < 0 {
+            return Err(Error::corrupt(
+                at as u64,
+                format!("{what} is negative ({n})"),
+            ));
+        }
+        let n = n as usize;
+        if self.streaming && n.saturating_mul(min_size) > self.left() {
+            return Err(Error::corrupt(
+                at as u64,
+                format!("file ends inside {what} items"),
+            ));
+        }
+        if n.saturating_mul(min_size) > self.left() {
+            return Err(Error::corrupt(
+                at as u64,
+                format!(
+                    "{what} is {n}, more than the {} bytes left can hold",
+                    self.left()
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a whole `.bex` file.
+pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
+    let mut c = Cursor {
+        buf: bytes,
+        pos: 0,
+        streaming: false,
+        events_total: 0,
+    };
+    let header = read_header(&mut c)?;
+    // An example takes at least 2 + 4 * 5 bytes.
+    let n = c.count("the number of examples", 22)?;
+    let mut examples = Vec::new();
+    for i in 0..n {
+        examples
+            .push(read_example(&mut c, &header).map_err(|e| e.in_context(format!("example {i}")))?);
+    }
+    if c.left() != 0 {
+        return Err(Error::corrupt(
+            c.pos as u64,
+            format!("{} bytes after the last example", c.left()),
+        ));
+    }
+    Ok(ExampleSet { header, examples })
+}
+
+fn read_header(c: &mut Cursor) -> Result<SetHeader> {
+    let cookie = c.u32("the magic cookie")?;
+    if cookie != COOKIE {
+        return Err(Error::corrupt(
+            0,
+            format!("not a .bex file (cookie {cookie:#010x})"),
+        ));
+    }
+    let at = c.pos;
+    let size = c.u32("sizeof(real)")?;
+    if size != 4 {
+        return Err(Error::corrupt(
+            at as u64,
+            format!("sizeof(real) is {size}; only 4 is supported"),
+        ));
+    }
+    Ok(SetHeader {
+        proc: c.string("the set proc")?,
+        max_time: c.real("the set maxTime")?,
+        min_time: c.real("the set minTime")?,
+        grace_time: c.real("the set graceTime")?,
+        default_input: c.real("the set defaultInput")?,
+        active_input: c.real("the set activeInput")?,
+        default_target: c.real("the set defaultTarget")?,
+        active_target: c.real("the set activeTarget")?,
+    })
+}
+
+/// Whether an error from the streaming readers means "the bytes at hand end too soon".
+pub(crate) fn is_incomplete(e: &Error) -> bool {
+    e.message().starts_with("file ends inside")
+}
+
+/// Streaming: the set header and example count at the start of `buf`, and the bytes they take.
+pub(crate) fn read_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, usize)> {
+    let mut c = Cursor {
+        buf,
+        pos: 0,
+        streaming: true,
+        events_total: 0,
+    };
+    let h = read_header(&mut c)?;
+    let n = c.count("the number of examples", 0)?;
+    Ok((h, n, c.pos))
+}
+
+/// Streaming: one example at the start of `buf`, and the bytes it takes.
+pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example, usize)> {
+    let mut c = Cursor {
+        buf,
+        pos: 0,
+        streaming: true,
+        events_total: 0,
+    };
+    let ex = read_example(&mut c, h)?;
+    Ok((ex, c.pos))
+}
+
+fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
+    let name = c.string("the example name")?;
+    let proc = c.string("the example proc")?;
+    let frequency = c.real("the example frequency")?;
+    let at = c.pos;
+    let num_events = c.i32("the number of events")?;
+    if num_events < 1 {
+        return Err(Error::corrupt(
+            at as u64,
+            format!("example has {num_events} events"),
+        ));
+    }
+    // Events are not stored one by one, so bound them by what the lists could address: a
+    // sane limit keeps a corrupt count from allocating gigabytes.
+    if num_events as usize > c.left().saturating_mul(8).max(1 << 16) {
+        if c.streaming {
+            return Err(Error::corrupt(
+                at as u64,
+                "file ends inside an example's event lists",
+            ));
+        }
+        return Err(Error::corrupt(
+            at as u64,
+            format!("implausible number of events {num_events}"),
+        ));
+    }
+    let num_events = num_events as usize;
+    c.events_total += num_events;
+    if !c.streaming && c.events_total > super::text::event_budget(c.buf.len()) {
+        return Err(Error::corrupt(
+            at as u64,
+            format!(
+                "implausible number of events {num_events} (too many in all for the file size)"
+            ),
+        ));
+    }
+    let mut events = vec![Event::from_header(h); num_events];
+    let specials = c.count("the number of special events", 4 + 1 + 28)?;
+    for _ in 0..specials {
+        let at = c.pos;
+        let k = c.i32("an event number")?;
+        if k < 0 || k as usize >= num_events {
+            return Err(Error::corrupt(
+                at as u64,
+                format!("event number {k} out of range 0..{num_events}"),
+            ));
+        }
+        let e = &mut events[k as usize];
+        e.proc = c.string("an event proc")?;
+        e.max_time = c.real("an event maxTime")?;
+        e.min_time = c.real("an event minTime")?;
+        e.grace_time = c.real("an event graceTime")?;
+        e.default_input = c.real("an event defaultInput")?;
+        e.active_input = c.real("an event activeInput")?;
+        e.default_target = c.real("an event defaultTarget")?;
+        e.active_target = c.real("an event activeTarget")?;
+    }
+    let mut lists: Vec<RangeList> = Vec::new();
+    let n_in = c.count("the number of input sets", 9)?;
+    for _ in 0..n_in {
+        let evs = read_event_list(c, num_events)?;
+        let id = lists.len();
+        lists.push(read_ranges(c)?);
+        for &k in &evs {
+            if events[k].input.replace(id).is_some() {
+                return Err(Error::corrupt(
+                    c.pos as u64,
+                    format!("event {k} has inputs twice"),
+                ));
+            }
+        }
+        if c.flag("the shared-targets flag")? {
+            for k in read_event_list(c, num_events)? {
+                if events[k].target.replace(id).is_some() {
+                    return Err(Error::corrupt(
+                        c.pos as u64,
+                        format!("event {k} has targets twice"),
+                    ));
+                }
+            }
+        }
+    }
+    let n_t = c.count("the number of target sets", 8)?;
+    for _ in 0..n_t {
+        let evs = read_event_list(c, num_events)?;
+        let id = lists.len();
+        lists.push(read_ranges(c)?);
+        for k in evs {
+            if events[k].target.replace(id).is_some() {
+                return Err(Error::corrupt(
+                    c.pos as u64,
+                    format!("event {k} has targets twice"),
+                ));
+            }
+        }
+    }
+    Ok(Example {
+        name,
+        proc,
+        frequency,
+        events,
+        lists,
+    })
+}
+
+fn read_event_list(c: &mut Cursor, num_events: usize) -> Result<Vec<usize>> {
+    let n = c.count("the length of an event list", 4)?;
+    let start = c.pos;
+    let mut raw = Vec::with_capacity(n);
+    for _ in 0..n {
+        raw.push(c.i32("an event list")?);
+    }
+    if n == 1 && raw[0] < 0 {
+        return Ok((0..num_events).collect());
+    }
+    let mut out = Vec::new();
+    let mut last: i64 = -1;
+    for (i, &v) in raw.iter().enumerate() {
+        let at = (start + 4 * i) as u64;
+        let v = v as i64;
+        let (lo, hi) = if v >= 0 {
+            (v, v)
+        } else if i > 0 && -v > last {
+            (last + 1, -v)
+        } else {
+            return Err(Error::corrupt(
+                at,
+                format!("bad span end {v} in an event list"),
+            ));
+        };
+        if hi as usize >= num_events {
+            return Err(Error::corrupt(
+                at,
+                format!("event {hi} out of range 0..{num_events}"),
+            ));
+        }
+        out.extend(lo as usize..=hi as usize);
+        last = hi;
+    }
+    Ok(out)
+}
+
+fn read_ranges(c: &mut Cursor) -> Result<RangeList> {
+    let n = c.count("the number of ranges", 1 + 4 + 1 + 4)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let group = c.string("a group name")?;
+        let group = if group.is_empty() { None } else { Some(group) };
+        let units = c.count("the number of units of a range", 0)?;
+        let sparse = c.flag("the sparse flag")?;
+        let kind = if sparse {
+            let value = c.real("a sparse value")?;
+            c.need(units.saturating_mul(4), "a sparse unit list")?;
+            let start = c.pos;
+            let block = &c.buf[c.pos..c.pos + units * 4];
+            c.pos += units * 4;
+            let list: Vec<i32> = block
+                .chunks_exact(4)
+                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            if units == 1 && list[0] < 0 {
+                SparseUnits::All
+            } else {
+                check_unit_list(&list).map_err(|i| {
+                    Error::corrupt((start + 4 * i) as u64, "bad sparse unit list entry")
+                })?;
+                SparseUnits::List(list)
+            }
+            .into_range(value)
+        } else {
+            let at = c.pos;
+            let first = c.i32("the first unit")?;
+            if first < 0 {
+                return Err(Error::corrupt(
+                    at as u64,
+                    format!("negative first unit {first}"),
+                ));
+            }
+            c.need(units.saturating_mul(4), "dense values")?;
+            // Checked above: decode the whole block at once.
+            let block = &c.buf[c.pos..c.pos + units * 4];
+            c.pos += units * 4;
+            let values: Vec<f32> = block
+                .chunks_exact(4)
+                .map(|b| f32::from_bits(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+                .collect();
+            RangeKind::Dense {
+                first: first as u32,
+                values,
+            }
+        };
+        out.push(Range { group, kind });
+    }
+    Ok(out)
+}
+
+impl SparseUnits {
+    fn into_range(self, value: f32) -> RangeKind {
+        RangeKind::Sparse { value, units: self }
+    }
+}
+
+/// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
+/// Returns the index of the first bad entry.
+pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
+    let mut last: i64 = -1;
+    for (i, &v) in list.iter().enumerate() {
+        if v >= 0 {
+            last = v as i64;
+        } else {
+            let end = -(v as i64);
+            if i == 0 || end <= last {
+                return Err(i);
+            }
+            last = end;
+        }
+    }
+    Ok(())
+}
+
+/// Encodes sorted event numbers as Lens's runs (`0 1 2 4` as `0 -2 4`).
+fn runs(events: &[usize]) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let mut j = i;
+        while j + 1 < events.len() && events[j + 1] == events[j] + 1 {
+            j += 1;
+        }
+        out.push(events[i] as i32);
+        if j > i {
+            out.push(-(events[j] as i32));
+        }
+        i = j + 1;
+    }
+    out
+}
+
+struct Out {
+    buf: Vec<u8>,
+}
+
+impl Out {
+    fn u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_be_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.u32(v as u32)
+    }
+    fn real(&mut self, v: f32) {
+        self.u32(v.to_bits())
+    }
+    fn string(&mut self, s: &str, what: &str) -> Result<()> {
+        if s.as_bytes().contains(&0) {
+            return Err(Error::invalid(
+                self.buf.len() as u64,
+                format!("{what} contains a NUL byte"),
+            ));
+        }
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.push(0);
+        Ok(())
+    }
+    fn list(&mut self, evs: &[usize]) {
+        let r = runs(evs);
+        self.i32(r.len() as i32);
+        for v in r {
+            self.i32(v);
+        }
+    }
+    fn ranges(&mut self, list: &RangeList) -> Result<()> {
+        self.i32(list.len() as i32);
+        for r in list {
+            self.string(r.group.as_deref().unwrap_or(""), "a group name")?;
+            match &r.kind {
+                RangeKind::Dense { first, values } => {
+                    self.i32(values.len() as i32);
+                    self.buf.push(0);
+                    self.i32(*first as i32);
+                    for &v in values {
+                        self.real(v);
+                    }
+                }
+                RangeKind::Sparse { value, units } => match units {
+                    SparseUnits::All => {
+                        self.i32(1);
+                        self.buf.push(1);
+                        self.real(*value);
+                        self.i32(-1);
+                    }
+                    SparseUnits::List(l) => {
+                        self.i32(l.len() as i32);
+                        self.buf.push(1);
+                        self.real(*value);
+                        for &u in l {
+                            self.i32(u);
+                        }
+                    }
+                },
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes a set as `.bex` bytes, exactly as Lens's `saveExamples -binary` does.
+pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
+    let h = &set.header;
+    let mut o = Out { buf: Vec::new() };
+    o.u32(COOKIE);
+    o.u32(4);
+    o.string(&h.proc, "the set proc")?;
+    for v in [
+        h.max_time,
+        h.min_time,
+        h.grace_time,
+        h.default_input,
+        h.active_input,
+        h.default_target,
+        h.active_target,
+    ] {
+        o.real(v);
+    }
+    o.i32(set.examples.len() as i32);
+    for (i, ex) in set.examples.iter().enumerate() {
+        write_example(&mut o, ex, h).map_err(|e| e.in_context(format!("example {i}")))?;
+    }
+    Ok(o.buf)
+}
+
+fn write_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
+    o.string(&ex.name, "the example name")?;
+    o.string(&ex.proc, "the example proc")?;
+    o.real(ex.frequency);
+    o.i32(ex.events.len() as i32);
+    let special: Vec<usize> = (0..ex.events.len())
+        .filter(|&k| ex.events[k].is_special(h))
+        .collect();
+    o.i32(special.len() as i32);
+    for k in special {
+        let e = &ex.events[k];
+        o.i32(k as i32);
+        o.string(&e.proc, "an event proc")?;
+        for v in [
+            e.max_time,
+            e.min_time,
+            e.grace_time,
+            e.default_input,
+            e.active_input,
+            e.default_target,
+            e.active_target,
+        ] {
+            o.real(v);
+        }
+    }
+    let (users_in, users_t) = ex.list_users();
+    let using = |l: usize, targets: bool| -> &Vec<usize> {
+        if targets {
+            &users_t[l]
+        } else {
+            &users_in[l]
+        }
+    };
+    // Lists in the order of their first user, inputs first; a list already written as
+    // inputs carries its targets along (the shared-targets flag).
+    let mut seen = vec![false; ex.lists.len()];
+    let mut order_in = Vec::new();
+    let mut order_t = Vec::new();
+    for e in &ex.events {
+        if let Some(l) = e.input {
+            check_list(ex, l)?;
+            if !seen[l] {
+                seen[l] = true;
+                order_in.push(l);
+            }
+        }
+    }
+    for e in &ex.events {
+        if let Some(l) = e.target {
+            check_list(ex, l)?;
+            if !seen[l] {
+                seen[l] = true;
+                order_t.push(l);
+            }
+        }
+    }
+    o.i32(order_in.len() as i32);
+    for &l in &order_in {
+        o.list(using(l, false));
+        o.ranges(&ex.lists[l])?;
+        let t = using(l, true);
+        if t.is_empty() {
+            o.buf.push(0);
+        } else {
+            o.buf.push(1);
+            o.list(t);
+        }
+    }
+    o.i32(order_t.len() as i32);
+    for &l in &order_t {
+        o.list(using(l, true));
+        o.ranges(&ex.lists[l])?;
+    }
+    Ok(())
+}
+
+fn check_list(ex: &Example, l: usize) -> Result<()> {
+    if l >= ex.lists.len() {
+        return Err(Error::invalid(
+            0,
+            format!(
+                "event refers to list {l}, the example has {}",
+                ex.lists.len()
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! The structural JSON-lines form of an example set that `exfeed dump FILE.ex|.bex` prints:
+//! one line for the set header, then one line per example with its events and range lists
+//! (events point to lists by index, so sharing stays visible). NaN is `null`; numbers are in
+//! the shortest form that reads back to the same `f32`.
+
+use super::model::*;
+use crate::json::{write_number, write_str};
+
+fn key(out: &mut Vec<u8>, first: &mut bool, k: &str) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    write_str(out, k);
+    out.push(b':');
+}
+
+fn num(out: &mut Vec<u8>, first: &mut bool, k: &str, v: f32) {
+    key(out, first, k);
+    write_number(out, v);
+}
+
+fn opt_index(out: &mut Vec<u8>, v: Option<usize>) {
+    match v {
+        Some(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Appends the header line: `{"set": {"proc": ..., "maxTime": ..., ...}, "examples": N}`.
+pub fn write_header(out: &mut Vec<u8>, set: &ExampleSet) {
+    let h = &set.header;
+    out.extend_from_slice(b"{\"set\":{");
+    let mut f = true;
+    key(out, &mut f, "proc");
+    write_str(out, &h.proc);
+    num(out, &mut f, "maxTime", h.max_time);
+    num(out, &mut f, "minTime", h.min_time);
+    num(out, &mut f, "graceTime", h.grace_time);
+    num(out, &mut f, "defaultInput", h.default_input);
+    num(out, &mut f, "activeInput", h.active_input);
+    num(out, &mut f, "defaultTarget", h.default_target);
+    num(out, &mut f, "activeTarget", h.active_target);
+    out.extend_from_slice(b"},\"examples\":");
+    out.extend_from_slice(set.examples.len().to_string().as_bytes());
+    out.extend_from_slice(b",\"events\":");
+    out.extend_from_slice(set.num_events().to_string().as_bytes());
+    out.extend_from_slice(b"}\n");
+}
+
+/// Appends one example line: `{"index", "name", "proc", "freq", "events": [{"proc", "maxTime",
+/// ..., "input": LIST|null, "target": LIST|null}], "lists": [[RANGE, ...], ...]}`, a range being
+/// `{"group": G|null, "first": F, "values": [...]}` (dense) or
+/// `{"group": G|null, "value": V, "units": "*"|[[FROM, TO], ...]}` (sparse).
+pub fn write_example(out: &mut Vec<u8>, index: usize, ex: &Example) {
+    out.push(b'{');
+    let mut f = true;
+    key(out, &mut f, "index");
+    out.extend_from_slice(index.to_string().as_bytes());
+    key(out, &mut f, "name");
+    write_str(out, &ex.name);
+    key(out, &mut f, "proc");
+    write_str(out, &ex.proc);
+    num(out, &mut f, "freq", ex.frequency);
+    key(out, &mut f, "events");
+    out.push(b'[');
+    for (i, e) in ex.events.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'{');
+        let mut g = true;
+        key(out, &mut g, "proc");
+        write_str(out, &e.proc);
+        num(out, &mut g, "maxTime", e.max_time);
+        num(out, &mut g, "minTime", e.min_time);
+        num(out, &mut g, "graceTime", e.grace_time);
+        num(out, &mut g, "defaultInput", e.default_input);
+        num(out, &mut g, "activeInput", e.active_input);
+        num(out, &mut g, "defaultTarget", e.default_target);
+        num(out, &mut g, "activeTarget", e.active_target);
+        key(out, &mut g, "input");
+        opt_index(out, e.input);
+        key(out, &mut g, "target");
+        opt_index(out, e.target);
+        out.push(b'}');
+    }
+    out.push(b']');
+    key(out, &mut f, "lists");
+    out.push(b'[');
+    for (i, list) in ex.lists.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        for (j, r) in list.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.push(b'{');
+            let mut g = true;
+            key(out, &mut g, "group");
+            match &r.group {
+                Some(name) => write_str(out, name),
+                None => out.extend_from_slice(b"null"),
+            }
+            match &r.kind {
+                RangeKind::Dense { first, values } => {
+                    key(out, &mut g, "first");
+                    out.extend_from_slice(first.to_string().as_bytes());
+                    key(out, &mut g, "values");
+                    crate::json::write_numbers(out, values);
+                }
+                RangeKind::Sparse { value, units } => {
+                    num(out, &mut g, "value", *value);
+                    key(out, &mut g, "units");
+                    match units.spans() {
+                        None => out.extend_from_slice(b"\"*\""),
+                        Some(spans) => {
+                            out.push(b'[');
+                            for (k, (a, b)) in spans.iter().enumerate() {
+                                if k > 0 {
+                                    out.push(b',');
+                                }
+                                out.extend_from_slice(format!("[{a},{b}]").as_bytes());
+                            }
+                            out.push(b']');
+                        }
+                    }
+                }
+            }
+            out.push(b'}');
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"]}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_is_json_with_structure() {
+        let set =
+            crate::lens::text::parse(b";\nname:{a b} 3 [0-1] b: {g -} 1-3 5 [2] T: (2) 0.1 -;\n")
+                .unwrap();
+        let mut out = Vec::new();
+        write_header(&mut out, &set);
+        write_example(&mut out, 0, &set.examples[0]);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["examples"], 1);
+        assert_eq!(lines[0]["set"]["activeInput"], 1);
+        let ex = &lines[1];
+        assert_eq!(ex["name"], "a b");
+        assert_eq!(ex["events"][0]["input"], ex["events"][1]["input"]);
+        let shared = ex["events"][0]["input"].as_u64().unwrap() as usize;
+        assert_eq!(ex["events"][0]["target"], shared);
+        let r = &ex["lists"][shared][0];
+        assert_eq!(r["group"], "g");
+        assert!(r["value"].is_null());
+        assert_eq!(r["units"], serde_json::json!([[1, 3], [5, 5]]));
+    }
+}
+
+/// Appends one example in its materialized form, exactly
+/// `{"name": ..., "freq": ..., "proc": ..., "events": [{"input": [...], "target": [...]}, ...]}`
+/// (NaN as `null`), the vectors as `m` loads them into a network.
+pub fn write_materialized(
+    out: &mut Vec<u8>,
+    ex: &Example,
+    m: &mut super::materialize::Materializer,
+    sink: &mut dyn crate::error::DiagnosticSink,
+) -> crate::Result<()> {
+    let (mut input, mut target) = (Vec::new(), Vec::new());
+    out.push(b'{');
+    let mut f = true;
+    key(out, &mut f, "name");
+    write_str(out, &ex.name);
+    num(out, &mut f, "freq", ex.frequency);
+    key(out, &mut f, "proc");
+    write_str(out, &ex.proc);
+    key(out, &mut f, "events");
+    out.push(b'[');
+    for k in 0..ex.events.len() {
+        m.event(ex, k, &mut input, &mut target, sink)?;
+        if k > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"input\":");
+        crate::json::write_numbers(out, &input);
+        out.extend_from_slice(b",\"target\":");
+        crate::json::write_numbers(out, &target);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod materialized_tests {
+    use super::*;
+    use crate::lens::materialize::{Layout, Materializer};
+
+    #[test]
+    fn materialized_line() {
+        let set =
+            crate::lens::text::parse(b"defT:-;\nname:x freq:2 2 I: 1 0 T: 1 i: 1;\n").unwrap();
+        let mut m = Materializer::new(
+            Layout::parse("in:2").unwrap(),
+            Layout::parse("out:1").unwrap(),
+        );
+        let mut out = Vec::new();
+        let mut sink: Vec<crate::error::Diagnostic> = Vec::new();
+        write_materialized(&mut out, &set.examples[0], &mut m, &mut sink).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"name": "x", "freq": 2, "proc": "",
+                "events": [{"input": [1, 0], "target": [1]}, {"input": [0, 1], "target": [null]}]})
+        );
+    }
+}

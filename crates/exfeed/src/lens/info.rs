@@ -1,0 +1,132 @@
+//! A summary of an example set, for `exfeed info`.
+
+use super::model::*;
+use std::collections::BTreeSet;
+
+/// Counts, groups used and value ranges of a set.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Info {
+    /// Number of examples.
+    pub examples: usize,
+    /// Number of events over all examples.
+    pub events: usize,
+    /// Most events in one example.
+    pub max_events: usize,
+    /// Group names used by input ranges.
+    pub input_groups: BTreeSet<String>,
+    /// Group names used by target ranges.
+    pub target_groups: BTreeSet<String>,
+    /// Whether some input (target) range has no group.
+    pub ungrouped_inputs: bool,
+    /// Whether some target range has no group.
+    pub ungrouped_targets: bool,
+    /// Smallest and largest non-NaN value in input ranges (`None` when there is none).
+    pub input_values: Option<(f32, f32)>,
+    /// Smallest and largest non-NaN value in target ranges.
+    pub target_values: Option<(f32, f32)>,
+    /// Highest unit index any ungrouped input range reaches (+1: the minimum network size).
+    pub ungrouped_input_units: u64,
+    /// Highest unit index any ungrouped target range reaches, plus one.
+    pub ungrouped_target_units: u64,
+    /// Whether NaN appears in a range.
+    pub has_nan: bool,
+}
+
+fn widen(r: &mut Option<(f32, f32)>, v: f32) {
+    if v.is_nan() {
+        return;
+    }
+    *r = Some(match *r {
+        None => (v, v),
+        Some((a, b)) => (a.min(v), b.max(v)),
+    });
+}
+
+impl Info {
+    /// Summarizes `set`.
+    pub fn of(set: &ExampleSet) -> Info {
+        let mut info = Info {
+            examples: set.examples.len(),
+            ..Info::default()
+        };
+        for ex in &set.examples {
+            info.events += ex.events.len();
+            info.max_events = info.max_events.max(ex.events.len());
+            let (users_in, users_t) = ex.list_users();
+            for (l, list) in ex.lists.iter().enumerate() {
+                for (is_target, used) in [
+                    (false, !users_in[l].is_empty()),
+                    (true, !users_t[l].is_empty()),
+                ] {
+                    if !used {
+                        continue;
+                    }
+                    for r in list {
+                        let (groups, ungrouped, values, units) = if is_target {
+                            (
+                                &mut info.target_groups,
+                                &mut info.ungrouped_targets,
+                                &mut info.target_values,
+                                &mut info.ungrouped_target_units,
+                            )
+                        } else {
+                            (
+                                &mut info.input_groups,
+                                &mut info.ungrouped_inputs,
+                                &mut info.input_values,
+                                &mut info.ungrouped_input_units,
+                            )
+                        };
+                        match &r.group {
+                            Some(g) => {
+                                groups.insert(g.clone());
+                            }
+                            None => *ungrouped = true,
+                        }
+                        let reach = match &r.kind {
+                            RangeKind::Dense { first, values: vs } => {
+                                for &v in vs {
+                                    info.has_nan |= v.is_nan();
+                                    widen(values, v);
+                                }
+                                *first as u64 + vs.len() as u64
+                            }
+                            RangeKind::Sparse { value, units: us } => {
+                                info.has_nan |= value.is_nan();
+                                widen(values, *value);
+                                us.spans()
+                                    .and_then(|s| s.iter().map(|&(_, b)| b as u64 + 1).max())
+                                    .unwrap_or(0)
+                            }
+                        };
+                        if r.group.is_none() {
+                            *units = (*units).max(reach);
+                        }
+                    }
+                }
+            }
+        }
+        info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary() {
+        let set =
+            crate::lens::text::parse(b";\n2 I: (g 1) 3 -1 T: {-} * I: 0 0 5;\nb: 7-9;\n").unwrap();
+        let i = Info::of(&set);
+        assert_eq!((i.examples, i.events, i.max_events), (2, 3, 2));
+        assert_eq!(i.input_groups.iter().collect::<Vec<_>>(), ["g"]);
+        assert!(i.ungrouped_inputs && i.ungrouped_targets && i.has_nan);
+        assert_eq!(i.input_values, Some((-1.0, 5.0)));
+        assert_eq!(i.target_values, Some((1.0, 1.0)));
+        assert_eq!(
+            (i.ungrouped_input_units, i.ungrouped_target_units),
+            (10, 10)
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! The Lens example-set model: a set header, examples, events, and the range lists that carry
+//! inputs and targets. Procs are opaque Tcl text: carried through, never run.
+
+/// Set-level defaults (the optional set header of a `.ex` file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetHeader {
+    /// Set procedure (Tcl text, empty when none).
+    pub proc: String,
+    /// Default maximum time of events.
+    pub max_time: f32,
+    /// Default minimum time of events.
+    pub min_time: f32,
+    /// Default grace time of events.
+    pub grace_time: f32,
+    /// Value of input units no range names.
+    pub default_input: f32,
+    /// Value of sparse input units whose range gives none.
+    pub active_input: f32,
+    /// Value of target units no range names.
+    pub default_target: f32,
+    /// Value of sparse target units whose range gives none.
+    pub active_target: f32,
+}
+
+impl Default for SetHeader {
+    /// Lens's defaults: maxTime 1, minTime 0, graceTime 0, defaults 0, active values 1.
+    fn default() -> Self {
+        SetHeader {
+            proc: String::new(),
+            max_time: 1.0,
+            min_time: 0.0,
+            grace_time: 0.0,
+            default_input: 0.0,
+            active_input: 1.0,
+            default_target: 0.0,
+            active_target: 1.0,
+        }
+    }
+}
+
+/// A whole example set.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExampleSet {
+    /// The set header.
+    pub header: SetHeader,
+    /// The examples, in file order.
+    pub examples: Vec<Example>,
+}
+
+/// One example: a named sequence of events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// The name (empty when the file gave none; Lens then labels it by its index).
+    pub name: String,
+    /// Example procedure (Tcl text, empty when none).
+    pub proc: String,
+    /// Presentation frequency (default 1).
+    pub frequency: f32,
+    /// The events (at least one).
+    pub events: Vec<Event>,
+    /// The range lists the events' inputs and targets point to (by index). Several events may
+    /// share one list, and a list may serve as both inputs and targets (`B:`/`b:`).
+    pub lists: Vec<RangeList>,
+}
+
+impl Example {
+    /// For each list of [`Example::lists`], the events using it as inputs and as targets (in
+    /// event order). Event references to lists that do not exist are ignored.
+    pub fn list_users(&self) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+        let mut inputs = vec![Vec::new(); self.lists.len()];
+        let mut targets = vec![Vec::new(); self.lists.len()];
+        for (k, e) in self.events.iter().enumerate() {
+            if let Some(v) = e.input.and_then(|l| inputs.get_mut(l)) {
+                v.push(k);
+            }
+            if let Some(v) = e.target.and_then(|l| targets.get_mut(l)) {
+                v.push(k);
+            }
+        }
+        (inputs, targets)
+    }
+}
+
+/// A list of ranges: one `I:`/`T:`/`B:` specification.
+pub type RangeList = Vec<Range>;
+
+/// One event of an example.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Event procedure (Tcl text, empty when none).
+    pub proc: String,
+    /// Maximum time; NaN means "use the set's".
+    pub max_time: f32,
+    /// Minimum time; NaN means "use the set's".
+    pub min_time: f32,
+    /// Grace time; NaN means "use the set's".
+    pub grace_time: f32,
+    /// Value of input units no range names.
+    pub default_input: f32,
+    /// Default value of sparse input ranges.
+    pub active_input: f32,
+    /// Value of target units no range names.
+    pub default_target: f32,
+    /// Default value of sparse target ranges.
+    pub active_target: f32,
+    /// Index into [`Example::lists`] of this event's inputs.
+    pub input: Option<usize>,
+    /// Index into [`Example::lists`] of this event's targets.
+    pub target: Option<usize>,
+}
+
+impl Event {
+    /// An event with the set's defaults: no proc, NaN times, the set's default/active values.
+    pub fn from_header(h: &SetHeader) -> Self {
+        Event {
+            proc: String::new(),
+            max_time: f32::NAN,
+            min_time: f32::NAN,
+            grace_time: f32::NAN,
+            default_input: h.default_input,
+            active_input: h.active_input,
+            default_target: h.default_target,
+            active_target: h.active_target,
+            input: None,
+            target: None,
+        }
+    }
+
+    /// Whether the event's own fields (not its inputs/targets) differ from what
+    /// [`Event::from_header`] gives (Lens writes headers only for such events in `.bex`).
+    pub fn is_special(&self, h: &SetHeader) -> bool {
+        !self.proc.is_empty()
+            || !self.max_time.is_nan()
+            || !self.min_time.is_nan()
+            || !self.grace_time.is_nan()
+            || !same(self.default_input, h.default_input)
+            || !same(self.active_input, h.active_input)
+            || !same(self.default_target, h.default_target)
+            || !same(self.active_target, h.active_target)
+    }
+}
+
+/// Equal, with NaN equal to NaN.
+pub(crate) fn same(a: f32, b: f32) -> bool {
+    a == b || (a.is_nan() && b.is_nan())
+}
+
+/// One range of an input or target list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Range {
+    /// The group the unit indices are relative to; `None`: relative to all input (target) units.
+    pub group: Option<String>,
+    /// Dense or sparse content.
+    pub kind: RangeKind,
+}
+
+/// The content of a range.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RangeKind {
+    /// Consecutive values from `first` on.
+    Dense {
+        /// First unit index.
+        first: u32,
+        /// The values (NaN allowed).
+        values: Vec<f32>,
+    },
+    /// One value for a set of units.
+    Sparse {
+        /// The value (NaN allowed).
+        value: f32,
+        /// The units.
+        units: SparseUnits,
+    },
+}
+
+/// The units of a sparse range.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SparseUnits {
+    /// `*`: every unit (of the group, or of all input/target units).
+    All,
+    /// Lens's encoding, kept as read so it round-trips: a non-negative entry names one unit, a
+    /// negative entry `-e` ends a span running from the unit after the previous entry to `e`
+    /// (`2 -5 6` is units 2..=5 and 6).
+    List(Vec<i32>),
+}
+
+impl SparseUnits {
+    /// The inclusive unit spans the list names, in order (`None` for [`SparseUnits::All`]).
+    /// Spans, not indices, so a huge span costs nothing.
+    pub fn spans(&self) -> Option<Vec<(u32, u32)>> {
+        match self {
+            SparseUnits::All => None,
+            SparseUnits::List(list) => {
+                let mut out = Vec::with_capacity(list.len());
+                let mut last: i64 = -1;
+                for &v in list {
+                    if v >= 0 {
+                        out.push((v as u32, v as u32));
+                        last = v as i64;
+                    } else {
+                        // A span end continues the span or unit before it.
+                        let end = -(v as i64);
+                        match out.last_mut() {
+                            Some(span) if end > last => span.1 = end as u32,
+                            None if end > last => out.push(((last + 1) as u32, end as u32)),
+                            _ => {}
+                        }
+                        last = end;
+                    }
+                }
+                Some(out)
+            }
+        }
+    }
+}
+
+/// Bit for bit (so `-0` differs from `0`), except that all NaNs are equal (text has one NaN).
+fn bits_eq(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn ranges_eq(a: &[Range], b: &[Range]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.group == y.group
+                && match (&x.kind, &y.kind) {
+                    (
+                        RangeKind::Dense {
+                            first: f1,
+                            values: v1,
+                        },
+                        RangeKind::Dense {
+                            first: f2,
+                            values: v2,
+                        },
+                    ) => {
+                        f1 == f2
+                            && v1.len() == v2.len()
+                            && v1.iter().zip(v2).all(|(p, q)| bits_eq(*p, *q))
+                    }
+                    (
+                        RangeKind::Sparse {
+                            value: v1,
+                            units: u1,
+                        },
+                        RangeKind::Sparse {
+                            value: v2,
+                            units: u2,
+                        },
+                    ) => bits_eq(*v1, *v2) && u1 == u2,
+                    _ => false,
+                }
+        })
+}
+
+impl Example {
+    /// Whether two examples carry the same content: the same fields (floats compared bit for
+    /// bit, except that any NaN equals any NaN) and, event by event, the same input and target ranges, whether
+    /// or not the lists are shared in the same way.
+    pub fn same_content(&self, other: &Example) -> bool {
+        let list = |ex: &'_ Example, l: Option<usize>| -> Option<Vec<Range>> {
+            l.map(|l| ex.lists.get(l).cloned().unwrap_or_default())
+        };
+        self.name == other.name
+            && self.proc == other.proc
+            && bits_eq(self.frequency, other.frequency)
+            && self.events.len() == other.events.len()
+            && self.events.iter().zip(&other.events).all(|(a, b)| {
+                a.proc == b.proc
+                    && [
+                        (a.max_time, b.max_time),
+                        (a.min_time, b.min_time),
+                        (a.grace_time, b.grace_time),
+                        (a.default_input, b.default_input),
+                        (a.active_input, b.active_input),
+                        (a.default_target, b.default_target),
+                        (a.active_target, b.active_target),
+                    ]
+                    .iter()
+                    .all(|&(x, y)| bits_eq(x, y))
+                    && match (list(self, a.input), list(other, b.input)) {
+                        (Some(x), Some(y)) => ranges_eq(&x, &y),
+                        (None, None) => true,
+                        _ => false,
+                    }
+                    && match (list(self, a.target), list(other, b.target)) {
+                        (Some(x), Some(y)) => ranges_eq(&x, &y),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            })
+    }
+}
+
+impl ExampleSet {
+    /// Whether two sets carry the same content (see [`Example::same_content`]).
+    pub fn same_content(&self, other: &ExampleSet) -> bool {
+        let (h, g) = (&self.header, &other.header);
+        h.proc == g.proc
+            && [
+                (h.max_time, g.max_time),
+                (h.min_time, g.min_time),
+                (h.grace_time, g.grace_time),
+                (h.default_input, g.default_input),
+                (h.active_input, g.active_input),
+                (h.default_target, g.default_target),
+                (h.active_target, g.active_target),
+            ]
+            .iter()
+            .all(|&(x, y)| bits_eq(x, y))
+            && self.examples.len() == other.examples.len()
+            && self
+                .examples
+                .iter()
+                .zip(&other.examples)
+                .all(|(a, b)| a.same_content(b))
+    }
+
+    /// Total number of events over all examples.
+    pub fn num_events(&self) -> usize {
+        self.examples.iter().map(|e| e.events.len()).sum()
+    }
+}

@@ -1,0 +1,1348 @@
+//! The text `.ex` format: a parser over a byte slice that loads what Lens 2.63 loads and rejects
+//! what it rejects (with line, column, byte, example index, and what was expected versus found),
+//! and a writer whose output reads back to the same set.
+
+use super::binary::check_unit_list;
+use super::model::*;
+use crate::element::Element;
+use crate::error::{Error, Result};
+
+/// Parses a whole `.ex` text (or `.bex` binary, recognised by its cookie) into a set.
+pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
+    if bytes.len() < 4 {
+        // Lens refuses anything shorter than its binary cookie.
+        return Err(
+            Error::syntax(0, "example file empty (shorter than 4 bytes)")
+                .in_context("example 0")
+                .resolve_in(bytes, 0, 1),
+        );
+    }
+    if super::binary::is_binary(bytes) {
+        return super::binary::read(bytes);
+    }
+    let mut p = Parser::new(bytes);
+    let set = p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))?;
+    Ok(set)
+}
+
+/// Parses the text form only (no cookie check, no minimum length), for fuzzing and tests.
+pub fn parse_text(bytes: &[u8]) -> Result<ExampleSet> {
+    let mut p = Parser::new(bytes);
+    p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
+}
+
+/// Whether an error from the prefix parsers means "the text at hand ends too soon".
+pub(crate) fn is_incomplete(e: &Error) -> bool {
+    e.message().contains("end of file")
+}
+
+/// Streaming: the set header at the start of `buf`, the bytes it takes, and whether it ran
+/// to the end of `buf` (then more text may still belong to it).
+pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)> {
+    let mut p = Parser::new(buf);
+    let h = p.parse_header()?;
+    let at_end = p.tok()? == Tok::Eof;
+    Ok((h, p.pos, at_end))
+}
+
+/// Streaming: one example at the start of `buf` and the bytes it takes; `Ok(None)` when `buf`
+/// holds only whitespace and comments.
+pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(Example, usize)>> {
+    let mut p = Parser::new(buf);
+    if p.tok()? == Tok::Eof {
+        return Ok(None);
+    }
+    let ex = p.parse_example(h)?;
+    Ok(Some((ex, p.pos)))
+}
+
+struct Parser<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Events named by event lists so far: `[*]` costs the example's event count, so a short
+    /// file of `[]`s on a huge example could otherwise take quadratic time.
+    work: usize,
+    /// Events allocated so far (see [`event_budget`]).
+    events_total: usize,
+}
+
+/// At most this many events in all for an input of `len` bytes: generous for real files (a few
+/// events per hundred bytes), yet bounded, so a tiny file cannot declare billions of events.
+pub(crate) fn event_budget(len: usize) -> usize {
+    16 * len + (1 << 20)
+}
+
+impl<'a> Parser<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Parser {
+            buf,
+            pos: 0,
+            work: 0,
+            events_total: 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Tok<'a> {
+    Eof,
+    Punct(u8),
+    Key(&'a [u8]),
+    Other,
+}
+
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+/// Whether position `i` is the end of the buffer or a delimiter.
+fn delim_at(b: &[u8], i: usize) -> bool {
+    b.get(i).map_or(true, |&c| is_delim(c))
+}
+
+/// Characters that end a number or an unquoted string without whitespace.
+fn is_delim(c: u8) -> bool {
+    is_ws(c)
+        || matches!(
+            c,
+            b';' | b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'"' | b'*'
+        )
+}
+
+const EVENT_FIELDS: &[&[u8]] = &[
+    b"proc", b"max", b"min", b"grace", b"defI", b"actI", b"defT", b"actT",
+];
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    fn at_line_start(&self, i: usize) -> bool {
+        i == 0 || self.buf[i - 1] == b'\n'
+    }
+
+    /// Skips whitespace and comment lines (a `#` in the first column).
+    fn skip_ws(&mut self) -> Result<()> {
+        while let Some(c) = self.peek() {
+            if c == b'#' {
+                if !self.at_line_start(self.pos) {
+                    return Err(
+                        self.unexpected("whitespace, or '#' only in the first column of a line")
+                    );
+                }
+                self.skip_line();
+            } else if is_ws(c) {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_line(&mut self) {
+        match memchr::memchr(b'\n', &self.buf[self.pos..]) {
+            Some(n) => self.pos += n + 1,
+            None => self.pos = self.buf.len(),
+        }
+    }
+
+    /// What is at the current position, for "found ..." in messages.
+    fn found(&self) -> String {
+        if self.pos >= self.buf.len() {
+            return "end of file".into();
+        }
+        let rest = &self.buf[self.pos..];
+        let end = rest
+            .iter()
+            .position(|&c| is_ws(c))
+            .unwrap_or(rest.len())
+            .clamp(1, 24);
+        format!("'{}'", String::from_utf8_lossy(&rest[..end]))
+    }
+
+    fn unexpected(&self, expected: &str) -> Error {
+        Error::syntax(
+            self.pos as u64,
+            format!("expected {expected}, found {}", self.found()),
+        )
+    }
+
+    /// The token at the current position (after whitespace).
+    fn tok(&mut self) -> Result<Tok<'a>> {
+        self.skip_ws()?;
+        let Some(c) = self.peek() else {
+            return Ok(Tok::Eof);
+        };
+        if matches!(c, b';' | b'[' | b']' | b'(' | b')' | b'{' | b'}' | b'*') {
+            return Ok(Tok::Punct(c));
+        }
+        let rest = &self.buf[self.pos..];
+        let n = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+        if n > 0 && rest.get(n) == Some(&b':') {
+            return Ok(Tok::Key(&rest[..n]));
+        }
+        Ok(Tok::Other)
+    }
+
+    fn eat_key(&mut self, key: &[u8]) {
+        self.pos += key.len() + 1;
+    }
+
+    /// Lexes a number at the current position: `9 .9 -9 -.9 1e5`, or a lone `-` (NaN).
+    /// Returns the value and the end offset, or `None` when there is no number here.
+    fn lex_number(&self) -> Option<(f32, usize, bool)> {
+        let b = self.buf;
+        let start = self.pos;
+        let mut i = start;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let d0 = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let int_digits = i - d0;
+        let mut integral = true;
+        let mut frac_digits = 0;
+        if b.get(i) == Some(&b'.') {
+            integral = false;
+            i += 1;
+            let f0 = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            frac_digits = i - f0;
+        }
+        if int_digits + frac_digits == 0 {
+            // A lone '-' is NaN.
+            if i == start + 1 && b[start] == b'-' && delim_at(b, i) {
+                return Some((f32::NAN, i, false));
+            }
+            return None;
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            let mut j = i + 1;
+            if matches!(b.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            let e0 = j;
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+            if j > e0 {
+                integral = false;
+                i = j;
+            }
+        }
+        let v = f32::parse_decimal(&b[start..i])?;
+        Some((v, i, integral))
+    }
+
+    /// A real number (or `-`) followed by a delimiter.
+    fn real(&mut self, what: &str) -> Result<f32> {
+        self.skip_ws()?;
+        match self.lex_number() {
+            Some((v, end, _)) if delim_at(self.buf, end) => {
+                self.pos = end;
+                Ok(v)
+            }
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
+    /// A number if one is next (not consumed otherwise).
+    fn try_real(&mut self) -> Result<Option<f32>> {
+        self.skip_ws()?;
+        match self.lex_number() {
+            Some((v, end, _)) if delim_at(self.buf, end) => {
+                self.pos = end;
+                Ok(Some(v))
+            }
+            Some(_) => Err(self.unexpected("a number")),
+            None => Ok(None),
+        }
+    }
+
+    /// An integer if one is next (not consumed otherwise).
+    fn try_int(&mut self) -> Result<Option<i64>> {
+        self.skip_ws()?;
+        match self.lex_number() {
+            Some((v, end, true)) if v.is_finite() && delim_at(self.buf, end) => {
+                let text = std::str::from_utf8(&self.buf[self.pos..end]).unwrap_or("");
+                match text.parse::<i64>() {
+                    Ok(n) if n.unsigned_abs() <= i32::MAX as u64 => {
+                        self.pos = end;
+                        Ok(Some(n))
+                    }
+                    _ => Err(Error::invalid(
+                        self.pos as u64,
+                        format!("integer {text} out of range"),
+                    )),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A string: a `{}`/`()`/`[]`/`""` block (delimiters dropped, nesting kept) or a run of
+    /// characters up to whitespace or one of `{}()[]"`.
+    fn string(&mut self, what: &str) -> Result<String> {
+        self.skip_ws()?;
+        let Some(c) = self.peek() else {
+            return Err(self.unexpected(what));
+        };
+        let bytes = if matches!(c, b'{' | b'(' | b'[' | b'"') {
+            self.block()?
+        } else {
+            let rest = &self.buf[self.pos..];
+            let n = rest
+                .iter()
+                .position(|&c| {
+                    is_ws(c) || matches!(c, b'{' | b'}' | b'(' | b')' | b'[' | b']' | b'"')
+                })
+                .unwrap_or(rest.len());
+            if n == 0 {
+                return Err(self.unexpected(what));
+            }
+            self.pos += n;
+            rest[..n].to_vec()
+        };
+        if bytes.contains(&0) {
+            return Err(Error::syntax(
+                self.pos as u64,
+                format!("{what} contains a NUL byte"),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A bracketed block at the current position.
+    fn block(&mut self) -> Result<Vec<u8>> {
+        let open_at = self.pos;
+        let closer = |c: u8| match c {
+            b'{' => b'}',
+            b'(' => b')',
+            b'[' => b']',
+            _ => b'"',
+        };
+        let mut stack = vec![closer(self.buf[self.pos])];
+        self.pos += 1;
+        let mut out = Vec::new();
+        // A line break right after the opening delimiter is dropped, as Lens does.
+        if self.buf[self.pos..].starts_with(b"\r\n") {
+            self.pos += 2;
+        } else if self.peek() == Some(b'\n') {
+            self.pos += 1;
+        }
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(Error::syntax(
+                    open_at as u64,
+                    format!(
+                        "'{}' is never closed (expected '{}', found end of file)",
+                        self.buf[open_at] as char,
+                        *stack.last().unwrap_or(&b'}') as char
+                    ),
+                ));
+            };
+            if c == b'#' && self.at_line_start(self.pos) {
+                // Comment lines are dropped even inside blocks.
+                self.skip_line();
+                continue;
+            }
+            self.pos += 1;
+            let top = *stack.last().unwrap_or(&b'"');
+            if c == b'\\' {
+                out.push(c);
+                if let Some(n) = self.peek() {
+                    out.push(n);
+                    self.pos += 1;
+                }
+                continue;
+            }
+            if c == top {
+                stack.pop();
+                if stack.is_empty() {
+                    return Ok(out);
+                }
+            } else if matches!(c, b'{' | b'(' | b'[' | b'"') {
+                stack.push(closer(c));
+            } else if matches!(c, b'}' | b')' | b']') {
+                return Err(Error::syntax(
+                    (self.pos - 1) as u64,
+                    format!(
+                        "unbalanced block: expected '{}', found '{}'",
+                        top as char, c as char
+                    ),
+                ));
+            }
+            if c == b'\r' && self.peek() == Some(b'\n') {
+                continue;
+            }
+            out.push(c);
+        }
+    }
+
+    fn parse_set(&mut self) -> Result<ExampleSet> {
+        let mut set = ExampleSet {
+            header: self.parse_header()?,
+            examples: Vec::new(),
+        };
+        loop {
+            if self.tok()? == Tok::Eof {
+                break;
+            }
+            let i = set.examples.len();
+            let ex = self
+                .parse_example(&set.header)
+                .map_err(|e| e.in_context(format!("example {i}")))?;
+            set.examples.push(ex);
+        }
+        Ok(set)
+    }
+
+    fn parse_header(&mut self) -> Result<SetHeader> {
+        let mut h = SetHeader::default();
+        // Obsolete `numInputs numTargets` counts: up to two integers, ignored.
+        for _ in 0..2 {
+            if self.try_int()?.is_none() {
+                break;
+            }
+        }
+        loop {
+            match self.tok()? {
+                Tok::Key(k) if EVENT_FIELDS.contains(&k) => {
+                    self.eat_key(k);
+                    match k {
+                        b"proc" => h.proc = self.string("the set proc")?,
+                        b"max" => h.max_time = self.real("a number after 'max:'")?,
+                        b"min" => h.min_time = self.real("a number after 'min:'")?,
+                        b"grace" => h.grace_time = self.real("a number after 'grace:'")?,
+                        b"defI" => h.default_input = self.real("a number after 'defI:'")?,
+                        b"actI" => h.active_input = self.real("a number after 'actI:'")?,
+                        b"defT" => h.default_target = self.real("a number after 'defT:'")?,
+                        _ => h.active_target = self.real("a number after 'actT:'")?,
+                    }
+                }
+                Tok::Punct(b';') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        Ok(h)
+    }
+
+    fn parse_example(&mut self, h: &SetHeader) -> Result<Example> {
+        let mut name = String::new();
+        let mut proc = String::new();
+        let mut frequency = 1.0f32;
+        let mut num_events = 1usize;
+        loop {
+            match self.tok()? {
+                Tok::Key(k @ b"name") => {
+                    self.eat_key(k);
+                    name = self.string("the example name")?;
+                }
+                Tok::Key(k @ b"proc") => {
+                    self.eat_key(k);
+                    proc = self.string("the example proc")?;
+                }
+                Tok::Key(k @ b"freq") => {
+                    self.eat_key(k);
+                    frequency = self.real("a number after 'freq:'")?;
+                }
+                Tok::Other => {
+                    let at = self.pos;
+                    match self.try_int()? {
+                        Some(n) if n >= 1 => num_events = n as usize,
+                        Some(n) => {
+                            return Err(Error::invalid(
+                                at as u64,
+                                format!("expected a positive number of events, found {n}"),
+                            ))
+                        }
+                        None => break,
+                    }
+                }
+                _ => break,
+            }
+        }
+        // Events are cheap but not free: bound them by the file size so a typo cannot
+        // allocate gigabytes.
+        self.events_total += num_events;
+        if num_events > self.buf.len().max(1 << 16)
+            || self.events_total > event_budget(self.buf.len())
+        {
+            return Err(Error::invalid(
+                self.pos as u64,
+                format!("implausible number of events {num_events}"),
+            ));
+        }
+        let mut ex = Example {
+            name,
+            proc,
+            frequency,
+            events: vec![Event::from_header(h); num_events],
+            lists: Vec::new(),
+        };
+        let mut pending_in: Option<Vec<usize>> = None;
+        let mut pending_t: Option<Vec<usize>> = None;
+        // One past the highest event with inputs, with targets.
+        let mut next = (0usize, 0usize);
+        loop {
+            let at = self.pos;
+            match self.tok()? {
+                Tok::Punct(b';') => {
+                    self.pos += 1;
+                    return Ok(ex);
+                }
+                Tok::Punct(b'[') => {
+                    self.pos += 1;
+                    let list = self.event_list(&mut ex)?;
+                    pending_in = Some(list.clone());
+                    pending_t = Some(list);
+                }
+                Tok::Key(k @ (b"I" | b"i" | b"T" | b"t" | b"B" | b"b")) => {
+                    let key_at = self.pos;
+                    self.eat_key(k);
+                    let sparse = k[0].is_ascii_lowercase();
+                    let (inputs, targets) = match k[0].to_ascii_uppercase() {
+                        b'I' => (true, false),
+                        b'T' => (false, true),
+                        _ => (true, true),
+                    };
+                    let ev_in = if inputs {
+                        Some(self.targets_of(&ex, pending_in.take(), false, key_at, next)?)
+                    } else {
+                        None
+                    };
+                    let ev_t = if targets {
+                        Some(self.targets_of(&ex, pending_t.take(), true, key_at, next)?)
+                    } else {
+                        None
+                    };
+                    let first = ev_in
+                        .as_ref()
+                        .or(ev_t.as_ref())
+                        .and_then(|l| l.first().copied())
+                        .unwrap_or(0);
+                    let act = if inputs {
+                        ex.events[first].active_input
+                    } else {
+                        ex.events[first].active_target
+                    };
+                    let (ranges, implicit) = self.ranges(sparse, act)?;
+                    if ranges.is_empty() {
+                        // Nothing given: the events keep no inputs (targets).
+                        continue;
+                    }
+                    let id = ex.lists.len();
+                    ex.lists.push(ranges);
+                    if let Some(evs) = &ev_in {
+                        for &e in evs {
+                            ex.events[e].input = Some(id);
+                            next.0 = next.0.max(e + 1);
+                        }
+                    }
+                    if let Some(evs) = &ev_t {
+                        // B:/b: share one list unless a value taken from actI would differ
+                        // from the targets' actT.
+                        let act_t = ex.events[evs.first().copied().unwrap_or(0)].active_target;
+                        let tid = if inputs && implicit && !same(act, act_t) {
+                            let mut copy = ex.lists[id].clone();
+                            for r in &mut copy {
+                                if let RangeKind::Sparse { value, .. } = &mut r.kind {
+                                    if same(*value, act) {
+                                        *value = act_t;
+                                    }
+                                }
+                            }
+                            ex.lists.push(copy);
+                            ex.lists.len() - 1
+                        } else {
+                            id
+                        };
+                        for &e in evs {
+                            ex.events[e].target = Some(tid);
+                            next.1 = next.1.max(e + 1);
+                        }
+                    }
+                }
+                Tok::Eof => {
+                    return Err(Error::syntax(
+                        at as u64,
+                        "expected ';' at the end of the example, found end of file",
+                    ));
+                }
+                _ => {
+                    return Err(self.unexpected("'[', 'I:', 'i:', 'T:', 't:', 'B:', 'b:' or ';'"));
+                }
+            }
+        }
+    }
+
+    /// The events the next inputs (targets) go to: the pending event list, or the event after
+    /// the highest one that already has inputs (targets).
+    fn targets_of(
+        &self,
+        ex: &Example,
+        pending: Option<Vec<usize>>,
+        target: bool,
+        at: usize,
+        next: (usize, usize),
+    ) -> Result<Vec<usize>> {
+        let has = |e: &Event| {
+            if target {
+                e.target.is_some()
+            } else {
+                e.input.is_some()
+            }
+        };
+        let what = if target { "targets" } else { "inputs" };
+        let evs = match pending {
+            Some(l) => l,
+            None => {
+                let next = if target { next.1 } else { next.0 };
+                if next >= ex.events.len() {
+                    return Err(Error::invalid(
+                        at as u64,
+                        format!(
+                            "{what} for event {next}, but the example has {} events",
+                            ex.events.len()
+                        ),
+                    ));
+                }
+                vec![next]
+            }
+        };
+        for &e in &evs {
+            if has(&ex.events[e]) {
+                return Err(Error::invalid(
+                    at as u64,
+                    format!("event {e} already has {what}"),
+                ));
+            }
+        }
+        Ok(evs)
+    }
+
+    /// An event list after its `[`, applying its fields to its events.
+    fn event_list(&mut self, ex: &mut Example) -> Result<Vec<usize>> {
+        let n = ex.events.len();
+        let mut all = false;
+        let mut evs: Vec<usize> = Vec::new();
+        loop {
+            let at = self.pos;
+            match self.tok()? {
+                Tok::Punct(b'*') => {
+                    self.pos += 1;
+                    all = true;
+                }
+                Tok::Other if self.peek().is_some_and(|c| c.is_ascii_digit()) => {
+                    let a = self.unit_number()? as i64;
+                    if self.peek().is_some_and(|c| !is_delim(c) && c != b'-') {
+                        return Err(self.unexpected("an event number"));
+                    }
+                    self.skip_ws()?;
+                    let mut b = a;
+                    if self.peek() == Some(b'-') {
+                        self.pos += 1;
+                        self.skip_ws()?;
+                        if !self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                            return Err(self.unexpected("an event number after '-'"));
+                        }
+                        b = self.unit_number()? as i64;
+                        if self.peek().is_some_and(|c| !is_delim(c)) {
+                            return Err(self.unexpected("an event number"));
+                        }
+                    }
+                    if a < 0 || b < a || b as usize >= n {
+                        let bad = if a < 0 || a as usize >= n { a } else { b };
+                        return Err(Error::invalid(
+                            at as u64,
+                            format!(
+                                "event {bad} out of range (the example has events 0 to {})",
+                                n - 1
+                            ),
+                        ));
+                    }
+                    evs.extend(a as usize..=b as usize);
+                }
+                _ => break,
+            }
+        }
+        if all || evs.is_empty() {
+            evs = (0..n).collect();
+        }
+        self.work += evs.len();
+        if self.work > 64 * self.buf.len() + (1 << 24) {
+            return Err(Error::invalid(
+                self.pos as u64,
+                "event lists name too many events in all (more than 64 per byte of input)",
+            ));
+        }
+        evs.sort_unstable();
+        evs.dedup();
+        loop {
+            match self.tok()? {
+                Tok::Punct(b']') => {
+                    self.pos += 1;
+                    return Ok(evs);
+                }
+                Tok::Key(k) if EVENT_FIELDS.contains(&k) => {
+                    self.eat_key(k);
+                    if k == b"proc" {
+                        let s = self.string("the event proc")?;
+                        for &e in &evs {
+                            ex.events[e].proc = s.clone();
+                        }
+                        continue;
+                    }
+                    let v = self.real("a number")?;
+                    for &e in &evs {
+                        let ev = &mut ex.events[e];
+                        *match k {
+                            b"max" => &mut ev.max_time,
+                            b"min" => &mut ev.min_time,
+                            b"grace" => &mut ev.grace_time,
+                            b"defI" => &mut ev.default_input,
+                            b"actI" => &mut ev.active_input,
+                            b"defT" => &mut ev.default_target,
+                            _ => &mut ev.active_target,
+                        } = v;
+                    }
+                }
+                _ => return Err(self.unexpected("an event number, '*', an event field (proc: max: min: grace: defI: actI: defT: actT:) or ']'")),
+            }
+        }
+    }
+
+    /// The ranges after `I:`/`T:`/...; `sparse` for the lowercase forms. Returns the ranges and
+    /// whether a sparse range took `act` as its value.
+    fn ranges(&mut self, sparse: bool, act: f32) -> Result<(RangeList, bool)> {
+        let mut out = Vec::new();
+        let mut implicit = false;
+        let mut first = true;
+        loop {
+            let t = self.tok()?;
+            match t {
+                Tok::Punct(b'(') => {
+                    self.pos += 1;
+                    let mut group = None;
+                    let mut start = 0u32;
+                    loop {
+                        match self.tok()? {
+                            Tok::Punct(b')') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Tok::Eof => return Err(self.unexpected("')'")),
+                            _ => {
+                                let at = self.pos;
+                                if let Some(v) = self.try_int()? {
+                                    if v < 0 {
+                                        return Err(Error::invalid(
+                                            at as u64,
+                                            format!("negative first unit {v}"),
+                                        ));
+                                    }
+                                    start = v as u32;
+                                } else {
+                                    group = Some(self.string("a group name or first unit")?);
+                                }
+                            }
+                        }
+                    }
+                    let values = self.dense_values()?;
+                    out.push(Range {
+                        group,
+                        kind: RangeKind::Dense {
+                            first: start,
+                            values,
+                        },
+                    });
+                }
+                Tok::Punct(b'{') => {
+                    self.pos += 1;
+                    let mut group = None;
+                    let mut value = None;
+                    loop {
+                        match self.tok()? {
+                            Tok::Punct(b'}') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Tok::Eof => return Err(self.unexpected("'}'")),
+                            _ => {
+                                if let Some(v) = self.try_real()? {
+                                    value = Some(v);
+                                } else {
+                                    group = Some(self.string("a group name or value")?);
+                                }
+                            }
+                        }
+                    }
+                    implicit |= value.is_none();
+                    let units = self.sparse_units()?;
+                    out.push(Range {
+                        group,
+                        kind: RangeKind::Sparse {
+                            value: value.unwrap_or(act),
+                            units,
+                        },
+                    });
+                }
+                _ if first => {
+                    // An implicit first range with nothing in it is no range at all (Lens
+                    // gives `i: t:0` no inputs).
+                    if sparse {
+                        let units = self.sparse_units()?;
+                        if units != SparseUnits::List(Vec::new()) {
+                            implicit = true;
+                            out.push(Range {
+                                group: None,
+                                kind: RangeKind::Sparse { value: act, units },
+                            });
+                        }
+                    } else {
+                        let values = self.dense_values()?;
+                        if !values.is_empty() {
+                            out.push(Range {
+                                group: None,
+                                kind: RangeKind::Dense { first: 0, values },
+                            });
+                        }
+                    }
+                }
+                _ => break,
+            }
+            first = false;
+        }
+        Ok((out, implicit))
+    }
+
+    fn dense_values(&mut self) -> Result<Vec<f32>> {
+        let mut v = Vec::new();
+        while let Some(x) = self.try_real()? {
+            v.push(x);
+        }
+        Ok(v)
+    }
+
+    fn sparse_units(&mut self) -> Result<SparseUnits> {
+        if self.tok()? == Tok::Punct(b'*') {
+            self.pos += 1;
+            return Ok(SparseUnits::All);
+        }
+        let mut list: Vec<i32> = Vec::new();
+        let mut starts: Vec<usize> = Vec::new();
+        loop {
+            self.skip_ws()?;
+            let at = self.pos;
+            match self.peek() {
+                Some(b'*') => {
+                    return Err(self.unexpected(
+                        "a unit number ('*' may only be the first thing in a sparse range)",
+                    ))
+                }
+                Some(c) if c == b'-' || c.is_ascii_digit() => {}
+                _ => break,
+            }
+            let a = self.unit_number()?;
+            list.push(a);
+            starts.push(at);
+            if a >= 0 && self.peek() == Some(b'-') {
+                let at2 = self.pos;
+                self.pos += 1;
+                let b = self.unit_number()?;
+                if b < 0 || b <= a {
+                    return Err(Error::invalid(
+                        at as u64,
+                        format!("invalid sparse unit range {a}-{b}"),
+                    ));
+                }
+                list.push(-b);
+                starts.push(at2);
+            }
+            if self.peek().is_some_and(|c| !is_delim(c)) {
+                return Err(self.unexpected("a sparse unit number"));
+            }
+        }
+        if let Err(i) = check_unit_list(&list) {
+            return Err(Error::invalid(
+                starts[i] as u64,
+                format!("invalid sparse unit range (entry {})", list[i]),
+            ));
+        }
+        Ok(SparseUnits::List(list))
+    }
+
+    /// `-?digits`, stopping before a `-` that follows the digits.
+    fn unit_number(&mut self) -> Result<i32> {
+        let start = self.pos;
+        let mut i = start;
+        if self.buf.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let d0 = i;
+        while self.buf.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == d0 {
+            return Err(self.unexpected("a sparse unit number"));
+        }
+        let text = std::str::from_utf8(&self.buf[start..i]).unwrap_or("");
+        match text.parse::<i32>() {
+            Ok(v) if v != i32::MIN => {
+                self.pos = i;
+                Ok(v)
+            }
+            _ => Err(Error::invalid(
+                start as u64,
+                format!("unit number {text} out of range"),
+            )),
+        }
+    }
+}
+
+/// Writes a set as `.ex` text that reads back (here and in Lens) to the same set. Unlike Lens's
+/// own writer, NaN is written as `-` everywhere, every range keeps its `()`/`{}` header, and
+/// values are written in the shortest form that reads back to the same `f32`.
+///
+/// Fails on what text cannot carry: infinite values, and strings that cannot be quoted so as
+/// to read back unchanged (unbalanced brackets, a `#` starting a line, a leading line break).
+pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
+    let mut w = Writer { out: Vec::new() };
+    let h = &set.header;
+    let d = SetHeader::default();
+    if !h.proc.is_empty() {
+        w.out.extend_from_slice(b"proc:");
+        w.string(&h.proc, "the set proc")?;
+        w.out.push(b'\n');
+    }
+    let fields = [
+        ("max", h.max_time, d.max_time),
+        ("min", h.min_time, d.min_time),
+        ("grace", h.grace_time, d.grace_time),
+        ("defI", h.default_input, d.default_input),
+        ("actI", h.active_input, d.active_input),
+        ("defT", h.default_target, d.default_target),
+        ("actT", h.active_target, d.active_target),
+    ];
+    for (k, v, dv) in fields {
+        if v.to_bits() != dv.to_bits() {
+            w.field(k, v)?;
+            w.out.push(b'\n');
+        }
+    }
+    w.out.extend_from_slice(b";\n");
+    for (i, ex) in set.examples.iter().enumerate() {
+        w.example(ex, h)
+            .map_err(|e| e.in_context(format!("example {i}")))?;
+    }
+    Ok(w.out)
+}
+
+struct Writer {
+    out: Vec<u8>,
+}
+
+impl Writer {
+    fn value(&mut self, v: f32) -> Result<()> {
+        if v.is_nan() {
+            self.out.push(b'-');
+        } else if v.is_infinite() {
+            return Err(Error::invalid(0, "an infinite value has no .ex text form"));
+        } else {
+            v.write_shortest(&mut self.out);
+        }
+        Ok(())
+    }
+
+    fn field(&mut self, k: &str, v: f32) -> Result<()> {
+        self.out.extend_from_slice(k.as_bytes());
+        self.out.push(b':');
+        self.value(v)
+    }
+
+    /// A string in braces, checked to read back unchanged.
+    fn string(&mut self, s: &str, what: &str) -> Result<()> {
+        let b = s.as_bytes();
+        let mut depth: Vec<u8> = Vec::new();
+        let mut ok = !b.starts_with(b"\n") && !b.starts_with(b"\r\n") && !b.contains(&0);
+        let mut i = 0;
+        while ok && i < b.len() {
+            let c = b[i];
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == b'\r' || (c == b'#' && i > 0 && b[i - 1] == b'\n') {
+                ok = false;
+            } else if depth.last() == Some(&c) {
+                depth.pop();
+            } else if matches!(c, b'{' | b'(' | b'[' | b'"') {
+                depth.push(match c {
+                    b'{' => b'}',
+                    b'(' => b')',
+                    b'[' => b']',
+                    _ => b'"',
+                });
+            } else if matches!(c, b'}' | b')' | b']') {
+                ok = false;
+            }
+            i += 1;
+        }
+        if !ok || !depth.is_empty() || i > b.len() {
+            return Err(Error::invalid(
+                0,
+                format!("{what} {s:?} cannot be written as .ex text"),
+            ));
+        }
+        self.out.push(b'{');
+        self.out.extend_from_slice(b);
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn events(&mut self, evs: &[usize]) {
+        self.out.push(b'[');
+        let mut i = 0;
+        let mut sep = false;
+        while i < evs.len() {
+            let mut j = i;
+            while j + 1 < evs.len() && evs[j + 1] == evs[j] + 1 {
+                j += 1;
+            }
+            if sep {
+                self.out.push(b' ');
+            }
+            sep = true;
+            self.out.extend_from_slice(evs[i].to_string().as_bytes());
+            if j > i {
+                self.out.push(b'-');
+                self.out.extend_from_slice(evs[j].to_string().as_bytes());
+            }
+            i = j + 1;
+        }
+        self.out.push(b']');
+    }
+
+    fn example(&mut self, ex: &Example, h: &SetHeader) -> Result<()> {
+        if !ex.name.is_empty() {
+            self.out.extend_from_slice(b"name:");
+            self.string(&ex.name, "the example name")?;
+            self.out.push(b'\n');
+        }
+        if !ex.proc.is_empty() {
+            self.out.extend_from_slice(b"proc:");
+            self.string(&ex.proc, "the example proc")?;
+            self.out.push(b'\n');
+        }
+        if ex.frequency.to_bits() != 1.0f32.to_bits() {
+            self.field("freq", ex.frequency)?;
+            self.out.push(b'\n');
+        }
+        let n = ex.events.len();
+        if n != 1 {
+            self.out.extend_from_slice(format!("{n}\n").as_bytes());
+        }
+        for (k, e) in ex.events.iter().enumerate() {
+            if !e.is_special(h) {
+                continue;
+            }
+            self.out.extend_from_slice(format!("[{k}").as_bytes());
+            if !e.proc.is_empty() {
+                self.out.extend_from_slice(b" proc:");
+                self.string(&e.proc, "an event proc")?;
+            }
+            let fields = [
+                ("max", e.max_time, f32::NAN),
+                ("min", e.min_time, f32::NAN),
+                ("grace", e.grace_time, f32::NAN),
+                ("defI", e.default_input, h.default_input),
+                ("actI", e.active_input, h.active_input),
+                ("defT", e.default_target, h.default_target),
+                ("actT", e.active_target, h.active_target),
+            ];
+            for (name, v, dv) in fields {
+                if !same(v, dv) {
+                    self.out.push(b' ');
+                    self.field(name, v)?;
+                }
+            }
+            self.out.extend_from_slice(b"]\n");
+        }
+        let (users_in, users_t) = ex.list_users();
+        let users = |l: usize, target: bool| -> &Vec<usize> {
+            if target {
+                &users_t[l]
+            } else {
+                &users_in[l]
+            }
+        };
+        let mut done_in = vec![false; ex.lists.len()];
+        let mut done_t = vec![false; ex.lists.len()];
+        for target in [false, true] {
+            for e in &ex.events {
+                let Some(l) = (if target { e.target } else { e.input }) else {
+                    continue;
+                };
+                let Some(list) = ex.lists.get(l) else {
+                    return Err(Error::invalid(
+                        0,
+                        format!(
+                            "event refers to list {l}, the example has {}",
+                            ex.lists.len()
+                        ),
+                    ));
+                };
+                let done = if target { done_t[l] } else { done_in[l] };
+                if done {
+                    continue;
+                }
+                let evs = users(l, target);
+                let both = !target && users(l, true) == evs;
+                self.events(evs);
+                self.out.extend_from_slice(match (target, both) {
+                    (false, true) => b" B:",
+                    (false, false) => b" I:",
+                    _ => b" T:",
+                });
+                if both {
+                    done_t[l] = true;
+                }
+                if target {
+                    done_t[l] = true;
+                } else {
+                    done_in[l] = true;
+                }
+                self.ranges(list)?;
+                self.out.push(b'\n');
+            }
+        }
+        self.out.extend_from_slice(b";\n");
+        Ok(())
+    }
+
+    fn ranges(&mut self, list: &RangeList) -> Result<()> {
+        for r in list {
+            self.out.push(b' ');
+            match &r.kind {
+                RangeKind::Dense { first, values } => {
+                    self.out.push(b'(');
+                    if let Some(g) = &r.group {
+                        self.string(g, "a group name")?;
+                        self.out.push(b' ');
+                    }
+                    self.out.extend_from_slice(format!("{first})").as_bytes());
+                    for &v in values {
+                        self.out.push(b' ');
+                        self.value(v)?;
+                    }
+                }
+                RangeKind::Sparse { value, units } => {
+                    self.out.push(b'{');
+                    if let Some(g) = &r.group {
+                        self.string(g, "a group name")?;
+                        self.out.push(b' ');
+                    }
+                    self.value(*value)?;
+                    self.out.push(b'}');
+                    match units {
+                        SparseUnits::All => self.out.extend_from_slice(b" *"),
+                        SparseUnits::List(l) => {
+                            if check_unit_list(l).is_err() {
+                                return Err(Error::invalid(0, "invalid sparse unit list"));
+                            }
+                            for (i, &u) in l.iter().enumerate() {
+                                // A span end follows its start without a space (`0-3`); one
+                                // that follows another span end stands alone (`-5`).
+                                if u < 0 && i > 0 && l[i - 1] >= 0 {
+                                    self.out.extend_from_slice(format!("{u}").as_bytes());
+                                } else {
+                                    self.out.extend_from_slice(format!(" {u}").as_bytes());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lens::binary;
+
+    fn ex(s: &str) -> ExampleSet {
+        parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    fn err(s: &str) -> Error {
+        parse(s.as_bytes()).expect_err(s)
+    }
+
+    fn same_set(a: &ExampleSet, b: &ExampleSet) -> bool {
+        binary::write(a).unwrap() == binary::write(b).unwrap()
+    }
+
+    #[test]
+    fn many_group_names_load_where_lens_segfaults() {
+        let mut s = String::from(";\n");
+        for g in 0..20 {
+            s.push_str(&format!("I: (g{g} 1) 0.5 T: {{h{g}}} 2;\n"));
+        }
+        let set = ex(&s);
+        assert_eq!(set.examples.len(), 20);
+        let r = &set.examples[19].lists[set.examples[19].events[0].input.unwrap()][0];
+        assert_eq!(r.group.as_deref(), Some("g19"));
+        assert_eq!(
+            r.kind,
+            RangeKind::Dense {
+                first: 1,
+                values: vec![0.5]
+            }
+        );
+    }
+
+    #[test]
+    fn errors_say_where_and_what() {
+        let e = err(";\nI: 1;\nI: 1 2\n[0 bogus:3] I: 1;\n");
+        let loc = e.location();
+        assert_eq!(
+            (loc.line, loc.column, loc.byte),
+            (Some(4), Some(4), Some(18))
+        );
+        assert_eq!(loc.context.as_deref(), Some("example 1"));
+        assert!(
+            e.message().contains("expected") && e.message().contains("found 'bogus:3]'"),
+            "{e}"
+        );
+        let e = err(";\nI: 1 2x;");
+        assert!(e.message().contains("found '2x;'"), "{e}");
+    }
+
+    #[test]
+    fn obsolete_counts_header_and_sharing() {
+        let set = ex("3 2 max:2 actT:0.5;\n2 [0-1 min:1] b: 4 {-} 7-9;\n");
+        assert_eq!(set.header.max_time, 2.0);
+        assert_eq!(set.header.active_target, 0.5);
+        let e = &set.examples[0];
+        assert_eq!(e.events.len(), 2);
+        assert!(e.events.iter().all(|v| v.min_time == 1.0));
+        // b: with an implicit value: inputs take actI (1), targets actT (0.5), so no sharing.
+        let (i, t) = (e.events[0].input.unwrap(), e.events[0].target.unwrap());
+        assert_ne!(i, t);
+        assert_eq!(e.events[1].input, Some(i));
+        match &e.lists[t][0].kind {
+            RangeKind::Sparse { value, units } => {
+                assert_eq!(*value, 0.5);
+                assert_eq!(units.spans(), Some(vec![(4, 4)]));
+            }
+            k => panic!("{k:?}"),
+        }
+        match &e.lists[i][1].kind {
+            RangeKind::Sparse { value, units } => {
+                assert!(value.is_nan());
+                assert_eq!(units.spans(), Some(vec![(7, 9)]));
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn writer_fixes_lens_defects() {
+        // NaN inside a dense range, and an ungrouped dense range at unit 0 after a grouped one.
+        let set = ex(";\nI: (grp 2) 1 - 3 (0) - 4 T: {x -} 1-2 -5;\n");
+        let text = write(&set).unwrap();
+        let back = parse(&text).unwrap();
+        assert!(same_set(&set, &back), "{}", String::from_utf8_lossy(&text));
+        let t = String::from_utf8_lossy(&text);
+        assert!(t.contains("(0) - 4") && !t.contains("nan"), "{t}");
+    }
+
+    #[test]
+    fn writer_keeps_procs_names_and_event_fields() {
+        let src = "proc:{set x {1 2}}\ndefI:-;\nname:{a b} proc:(puts \"hi\") freq:2.5 3\n\
+                   [1 proc:{p} max:3 actI:0.25] [0 2] B: 1 [1] I: {g} 4;\n";
+        let set = ex(src);
+        assert_eq!(set.header.proc, "set x {1 2}");
+        assert_eq!(set.examples[0].proc, "puts \"hi\"");
+        let back = parse(&write(&set).unwrap()).unwrap();
+        assert!(same_set(&set, &back));
+        assert_eq!(back.examples[0].events[1].proc, "p");
+    }
+
+    #[test]
+    fn values_round_trip_exactly() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut values = Vec::new();
+        for _ in 0..5000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let v = f32::from_bits(state as u32);
+            if v.is_finite() {
+                values.push(v);
+            }
+        }
+        values.extend([0.1, -0.0, f32::MIN_POSITIVE, f32::MAX, 1e-45, 16777217.0]);
+        let set = ExampleSet {
+            header: SetHeader::default(),
+            examples: vec![Example {
+                name: String::new(),
+                proc: String::new(),
+                frequency: 1.0,
+                events: vec![Event {
+                    input: Some(0),
+                    ..Event::from_header(&SetHeader::default())
+                }],
+                lists: vec![vec![Range {
+                    group: None,
+                    kind: RangeKind::Dense { first: 0, values },
+                }]],
+            }],
+        };
+        let back = parse(&write(&set).unwrap()).unwrap();
+        assert!(same_set(&set, &back));
+    }
+
+    #[test]
+    fn many_star_lists_on_a_huge_example_stop_quickly() {
+        let mut s = b";\n60000 ".to_vec();
+        s.extend(b"[]".repeat(30000));
+        s.extend(b";\n");
+        let e = err(std::str::from_utf8(&s).unwrap());
+        assert!(e.message().contains("too many events"), "{e}");
+    }
+
+    #[test]
+    fn tiny_files_cannot_declare_millions_of_events() {
+        let e = err(&format!(";\n{}", "60000;\n".repeat(100)));
+        assert!(e.message().contains("implausible number of events"), "{e}");
+        let set = text_of_events(3000);
+        assert_eq!(set.num_events(), 3000 * 7);
+    }
+
+    fn text_of_events(n: usize) -> ExampleSet {
+        ex(&format!(";\n{}", "7 I: 1;\n".repeat(n)))
+    }
+
+    #[test]
+    fn blocks_nest_span_lines_and_skip_comment_lines() {
+        let set = ex(";\nname:{a {b (c)}\n# gone\n  d} proc:\"x [y] z\" I: 1;\n");
+        assert_eq!(set.examples[0].name, "a {b (c)}\n  d");
+        assert_eq!(set.examples[0].proc, "x [y] z");
+        let set = ex(";\r\nname:x;y I: 1;\r\n;\r\n");
+        assert_eq!(set.examples[0].name, "x;y");
+        assert_eq!(set.examples.len(), 2);
+    }
+}
