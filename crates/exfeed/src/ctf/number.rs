@@ -25,7 +25,7 @@ fn is_delim(b: u8) -> bool {
 
 /// Parses the number starting at `line[pos]`; it must end at a delimiter (space, tab, CR, LF,
 /// `|`) or the end of `line`. Returns the value and the position after it.
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, usize), BadNumber> {
     let start = pos;
     let mut i = pos;
@@ -114,7 +114,7 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
     }
 }
 
-#[inline]
+#[inline(always)]
 fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     match T::PRECISION {
         Precision::Double => {

@@ -522,6 +522,27 @@ impl CtfParser {
             if i >= n || line[i] == b'|' {
                 break;
             }
+            // Small unsigned integers followed by a space (pixel data) skip the general path.
+            let mut m = line[i].wrapping_sub(b'0') as u32;
+            if m <= 9 {
+                let mut j = i + 1;
+                while j < n && j - i < 7 {
+                    let d = line[j].wrapping_sub(b'0') as u32;
+                    if d > 9 {
+                        break;
+                    }
+                    m = m * 10 + d;
+                    j += 1;
+                }
+                if j == n || line[j] == b' ' {
+                    if count < dim {
+                        stream.push_dense_value(T::from_f32(m as f32));
+                    }
+                    count += 1;
+                    i = j;
+                    continue;
+                }
+            }
             match parse_number::<T>(line, i) {
                 Ok((v, end)) => {
                     if count < dim {
