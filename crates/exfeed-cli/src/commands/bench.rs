@@ -89,7 +89,10 @@ fn mnist(bytes: usize) -> (Vec<u8>, Vec<u8>) {
 /// CPU time of the calling thread: on a loaded shared machine wall-clock time mostly measures
 /// the scheduler, so both are reported.
 fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec through a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9

@@ -709,7 +709,9 @@ impl CtfStream {
             KeyMode::Lines => complete,
             KeyMode::Ids => {
                 let mut last = None;
-                scan_sequences(
+                // A bad id stops the scan; the sequences before it are parsed now and the
+                // error itself comes from parsing, at the same point as for the whole file.
+                let _ = scan_sequences(
                     &self.pending[..complete],
                     self.base,
                     self.base_line,
@@ -718,7 +720,7 @@ impl CtfStream {
                         last = Some(e.offset);
                         Ok(())
                     },
-                )?;
+                );
                 last.map_or(0, |o| (o - self.base) as usize)
             }
         };
