@@ -217,15 +217,21 @@ impl CtfParser {
             match mode {
                 KeyMode::Lines => {
                     if !is_blank_line(line) {
-                        let mut from = 0;
-                        while from < line.len()
-                            && (is_blank(line[from]) || line[from].is_ascii_digit())
-                        {
-                            from += 1;
-                        }
+                        // Ids are ignored in this mode (even one too large for 64 bits).
+                        let from = match line_id(line) {
+                            Ok(Some((_, after))) => after,
+                            Ok(None) => 0,
+                            Err(start) => {
+                                start
+                                    + line[start..]
+                                        .iter()
+                                        .take_while(|b| b.is_ascii_digit())
+                                        .count()
+                            }
+                        };
                         if self.parse_line(line, from, at, batch, sink)? {
                             let s = OpenSeq {
-                                key: line_no - 1,
+                                key: line_no.saturating_sub(1),
                                 byte: at.byte,
                                 line: line_no,
                                 lines: 1,
