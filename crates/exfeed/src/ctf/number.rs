@@ -30,17 +30,10 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
     let start = pos;
     let mut i = pos;
     let n = line.len();
-    let neg = match line.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    // Branch-free sign: signs of real data are unpredictable.
+    let first = line.get(i).copied().unwrap_or(0);
+    let neg = first == b'-';
+    i += (neg | (first == b'+')) as usize;
     let mut mantissa: u64 = 0;
     let int_start = i;
     while i < n {
