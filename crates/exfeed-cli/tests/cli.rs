@@ -479,3 +479,40 @@ fn every_conformance_file() {
         );
     }
 }
+
+#[test]
+fn dump_reads_stdin_and_trace_level_2_shows_info() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args([
+            "dump",
+            "-",
+            "--input",
+            "a:dense:1",
+            "--trace-level",
+            "2",
+            "--skip-sequence-ids",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"5 |a 1 |zz 2\r\n5 |a -2.5e-1")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "{\"key\":0,\"streams\":{\"a\":[[1]]}}\n{\"key\":1,\"streams\":{\"a\":[[-0.25]]}}\n"
+    );
+    assert!(
+        text(&out.stderr).contains("-:1:9 (byte 8): skipping unknown input 'zz'"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -25,22 +25,15 @@ fn is_delim(b: u8) -> bool {
 
 /// Parses the number starting at `line[pos]`; it must end at a delimiter (space, tab, CR, LF,
 /// `|`) or the end of `line`. Returns the value and the position after it.
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, usize), BadNumber> {
     let start = pos;
     let mut i = pos;
     let n = line.len();
-    let neg = match line.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    // Branch-free sign: signs of real data are unpredictable.
+    let first = line.get(i).copied().unwrap_or(0);
+    let neg = first == b'-';
+    i += (neg | (first == b'+')) as usize;
     let mut mantissa: u64 = 0;
     let int_start = i;
     while i < n {
@@ -114,7 +107,7 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
     }
 }
 
-#[inline]
+#[inline(always)]
 fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     match T::PRECISION {
         Precision::Double => {

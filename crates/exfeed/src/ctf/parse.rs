@@ -217,15 +217,21 @@ impl CtfParser {
             match mode {
                 KeyMode::Lines => {
                     if !is_blank_line(line) {
-                        let mut from = 0;
-                        while from < line.len()
-                            && (is_blank(line[from]) || line[from].is_ascii_digit())
-                        {
-                            from += 1;
-                        }
+                        // Ids are ignored in this mode (even one too large for 64 bits).
+                        let from = match line_id(line) {
+                            Ok(Some((_, after))) => after,
+                            Ok(None) => 0,
+                            Err(start) => {
+                                start
+                                    + line[start..]
+                                        .iter()
+                                        .take_while(|b| b.is_ascii_digit())
+                                        .count()
+                            }
+                        };
                         if self.parse_line(line, from, at, batch, sink)? {
                             let s = OpenSeq {
-                                key: line_no - 1,
+                                key: line_no.saturating_sub(1),
                                 byte: at.byte,
                                 line: line_no,
                                 lines: 1,
@@ -522,6 +528,27 @@ impl CtfParser {
             if i >= n || line[i] == b'|' {
                 break;
             }
+            // Small unsigned integers followed by a space (pixel data) skip the general path.
+            let mut m = line[i].wrapping_sub(b'0') as u32;
+            if m <= 9 {
+                let mut j = i + 1;
+                while j < n && j - i < 7 {
+                    let d = line[j].wrapping_sub(b'0') as u32;
+                    if d > 9 {
+                        break;
+                    }
+                    m = m * 10 + d;
+                    j += 1;
+                }
+                if j == n || line[j] == b' ' {
+                    if count < dim {
+                        stream.push_dense_value(T::from_f32(m as f32));
+                    }
+                    count += 1;
+                    i = j;
+                    continue;
+                }
+            }
             match parse_number::<T>(line, i) {
                 Ok((v, end)) => {
                     if count < dim {
@@ -688,7 +715,9 @@ impl CtfStream {
             KeyMode::Lines => complete,
             KeyMode::Ids => {
                 let mut last = None;
-                scan_sequences(
+                // A bad id stops the scan; the sequences before it are parsed now and the
+                // error itself comes from parsing, at the same point as for the whole file.
+                let _ = scan_sequences(
                     &self.pending[..complete],
                     self.base,
                     self.base_line,
@@ -697,7 +726,7 @@ impl CtfStream {
                         last = Some(e.offset);
                         Ok(())
                     },
-                )?;
+                );
                 last.map_or(0, |o| (o - self.base) as usize)
             }
         };

@@ -103,7 +103,7 @@ pub fn scan_sequences(
                     f(SequenceExtent {
                         offset: base + pos as u64,
                         len: end - pos,
-                        key: line_no - 1,
+                        key: line_no.saturating_sub(1),
                         line: line_no,
                         lines: 1,
                     })?;

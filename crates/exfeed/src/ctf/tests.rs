@@ -195,11 +195,13 @@ fn outcome(buf: &[u8], o: &CtfOptions, pieces: &[usize]) -> (String, String, Vec
 
 #[test]
 fn split_at_every_byte_gives_the_same_result() {
-    let samples: [(&[u8], u64); 4] = [
+    let samples: [(&[u8], u64); 5] = [
         (b"\xEF\xBB\xBF\n1 |a 1 2 |s 3:1\n1 |s 2:2.5\n\n|a 3 |s\r\n22\t|a 1e3 |# c |# d|s 0:0\n22 |a 9", 5),
         (b"|a 1 |s 1:1\n|a 1 2 3 |s 1:1\n\n|zz |a -0.5 |s 4:1e-3\n|a 2,0\n|a 7", 5),
         (b"3 |a 1\n4 |s 1:1 |a 1\n3 |a 1 |s 1:1\n", 5),
         (b"3 |a 1\n4 |s 1:1 |a 1\n3 |a 1 |s 1:1\n", 0),
+        // Found by the fuzzer: an id too large for 64 bits after a good sequence.
+        (b"5 |a 1 |s\n6 |a 1 |s\n86000000000000000000000 |a 1\n", 0),
     ];
     for (text, max_errors) in samples {
         let o = opts(&["a:dense:2", "s:sparse:5"], max_errors);
