@@ -27,3 +27,8 @@ pub use batch::{SequenceBatch, StreamData};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};
+
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
