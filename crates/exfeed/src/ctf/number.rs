@@ -108,7 +108,7 @@ pub(crate) fn parse_number<T: Element>(line: &[u8], pos: usize) -> Result<(T, us
 }
 
 #[inline(always)]
-fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
+pub(crate) fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     match T::PRECISION {
         Precision::Double => {
             if m > (1u64 << 53) || !(-22..=22).contains(&e) {
@@ -143,6 +143,58 @@ fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     }
 }
 
+/// Fast path for the most common decimal shape, `-?D+.DDDDDD` followed by a space, once the
+/// caller has read the sign and the integer digits (`int`, at most 7 of them) and `line[dot]` is
+/// where they stopped. The `.`, the six decimals and the space are checked and converted 8 bytes
+/// at a time (SWAR). Returns `None` for anything else (including a number at the very end of the
+/// line) so the caller falls back to [`parse_number`], which accepts a superset of this shape and
+/// gives the same value.
+#[inline(always)]
+pub(crate) fn six_decimals<T: Element>(line: &[u8], dot: usize, int: u64, neg: bool) -> Option<T> {
+    let chunk: [u8; 8] = line.get(dot..dot.wrapping_add(8))?.try_into().ok()?;
+    let w = u64::from_le_bytes(chunk);
+    const DOT_SPACE: u64 = (b'.' as u64) | ((b' ' as u64) << 56);
+    const ENDS: u64 = 0xff | (0xff << 56);
+    if w & ENDS != DOT_SPACE {
+        return None;
+    }
+    // The six digit bytes, as "00dddddd" in memory order (first digit most significant).
+    let digits = ((w >> 8) & 0x0000_ffff_ffff_ffff) << 16 | 0x3030;
+    // Every byte in 0x30..=0x39: high nibble 3, and adding 6 does not carry out of the nibble.
+    if (digits & 0xf0f0_f0f0_f0f0_f0f0) != 0x3030_3030_3030_3030
+        || ((digits.wrapping_add(0x0606_0606_0606_0606)) & 0xf0f0_f0f0_f0f0_f0f0)
+            != 0x3030_3030_3030_3030
+    {
+        return None;
+    }
+    fast::<T>(int * 1_000_000 + eight_digits(digits), -6, neg)
+}
+
+#[cfg(test)]
+fn parse_six_decimals<T: Element>(line: &[u8], pos: usize) -> Option<(T, usize)> {
+    let neg = *line.get(pos)? == b'-';
+    let mut i = pos + neg as usize;
+    let mut int = 0u64;
+    while i < line.len() && line[i].is_ascii_digit() && i - pos < 7 {
+        int = int * 10 + (line[i] - b'0') as u64;
+        i += 1;
+    }
+    if i == pos + neg as usize {
+        return None;
+    }
+    six_decimals(line, i, int, neg).map(|v| (v, i + 7))
+}
+
+/// Value of 8 ASCII digits packed little-endian (first digit in the lowest byte).
+#[inline(always)]
+fn eight_digits(w: u64) -> u64 {
+    let v = w - 0x3030_3030_3030_3030;
+    // Pairs, then quads, then the whole: each step combines neighbouring lanes.
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,7 +225,48 @@ mod tests {
         assert_eq!(parse_number::<f32>(b"1.5 |", 0), Ok((1.5f32, 3)));
     }
 
+    #[test]
+    fn six_decimal_fast_path() {
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"12345678")), 12345678);
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"00000009")), 9);
+        assert_eq!(
+            parse_six_decimals::<f32>(b"-3.250000 1", 0),
+            Some((-3.25f32, 9))
+        );
+        assert_eq!(
+            parse_six_decimals::<f64>(b"x 12.500000 ", 2),
+            Some((12.5f64, 11))
+        );
+        for no in [
+            "3.250000",
+            "3.25000 ",
+            "3.2500001 ",
+            "3.25:000 ",
+            "3.25/000 ",
+            "+1.000000 ",
+            "1.000000|",
+            "1,000000 ",
+            "-.000000 ",
+            "1.00000a ",
+        ] {
+            assert_eq!(parse_six_decimals::<f64>(no.as_bytes(), 0), None, "{no}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn six_decimal_fast_path_agrees(int in 0u32..20000, frac in 0u32..1000000, neg: bool) {
+            let text = format!("{}{int}.{frac:06} ", if neg { "-" } else { "" });
+            let b = text.as_bytes();
+            if let Some((v, end)) = parse_six_decimals::<f32>(b, 0) {
+                prop_assert_eq!((v.to_bits(), end), (text.trim().parse::<f32>().unwrap().to_bits(), b.len() - 1));
+            }
+            if let Some((v, end)) = parse_six_decimals::<f64>(b, 0) {
+                prop_assert_eq!((v.to_bits(), end), (text.trim().parse::<f64>().unwrap().to_bits(), b.len() - 1));
+            }
+            prop_assert!(parse_six_decimals::<f64>(b, 0).is_some());
+        }
+
         #[test]
         fn matches_correctly_rounded(m in 0u64..u64::MAX, frac in 0usize..25, e in -60i32..60, neg: bool) {
             let digits = m.to_string();

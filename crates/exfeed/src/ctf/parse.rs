@@ -1,6 +1,6 @@
 //! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
 
-use super::number::parse_number;
+use super::number::{parse_number, six_decimals};
 use super::scan::{
     detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM,
 };
@@ -547,6 +547,37 @@ impl CtfParser {
                     count += 1;
                     i = j;
                     continue;
+                }
+                // So do `D+.DDDDDD ` (printed floats).
+                if let Some(v) = six_decimals::<T>(line, j, m as u64, false) {
+                    if count < dim {
+                        stream.push_dense_value(v);
+                    }
+                    count += 1;
+                    i = j + 8;
+                    continue;
+                }
+            } else if m == (b'-'.wrapping_sub(b'0')) as u32 {
+                // And `-D+.DDDDDD `.
+                let mut j = i + 1;
+                let mut m = 0u32;
+                while j < n && j - i < 8 {
+                    let d = line[j].wrapping_sub(b'0') as u32;
+                    if d > 9 {
+                        break;
+                    }
+                    m = m * 10 + d;
+                    j += 1;
+                }
+                if j > i + 1 {
+                    if let Some(v) = six_decimals::<T>(line, j, m as u64, true) {
+                        if count < dim {
+                            stream.push_dense_value(v);
+                        }
+                        count += 1;
+                        i = j + 8;
+                        continue;
+                    }
                 }
             }
             match parse_number::<T>(line, i) {
