@@ -198,3 +198,66 @@ fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
         );
     }
 }
+
+/// `convert --config FILE --section NAME` takes the streams and precision from CNTK's config
+/// and writes the same bytes as the `--input` form (and as ctf2bin.py).
+#[test]
+fn convert_with_config_section_matches_input_flags() {
+    let Some(root) = conformance() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctf = root.join("ctf").join("Simple_dense.txt");
+    let by_config = dir.path().join("by_config.cbf");
+    let by_flags = dir.path().join("by_flags.cbf");
+    stdout_of(&[
+        "convert",
+        ctf.to_str().unwrap(),
+        by_config.to_str().unwrap(),
+        "--config",
+        root.join("config").join("dense.cntk").to_str().unwrap(),
+        "--section",
+        "Simple",
+    ]);
+    stdout_of(&[
+        "convert",
+        ctf.to_str().unwrap(),
+        by_flags.to_str().unwrap(),
+        "--input",
+        "features:dense:2:F",
+        "--input",
+        "labels:dense:2:L",
+        "--precision",
+        "float",
+    ]);
+    let config_bytes = std::fs::read(&by_config).unwrap();
+    assert!(!config_bytes.is_empty());
+    assert!(
+        config_bytes == std::fs::read(&by_flags).unwrap(),
+        "--config and --input outputs differ"
+    );
+    assert!(
+        config_bytes == std::fs::read(root.join("cbf").join("Simple_dense.bin")).unwrap(),
+        "differs from ctf2bin.py's Simple_dense.bin"
+    );
+}
+
+/// Stderr that is not a terminal gets no progress bar bytes (and a quick conversion none at all).
+#[test]
+fn no_progress_output_when_stderr_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), CTF).unwrap();
+    let (code, err) = exfeed(
+        &[
+            "convert",
+            "in.txt",
+            "out.cbf",
+            "-i",
+            "x:dense:2:a",
+            "-i",
+            "y:sparse:5:b",
+        ],
+        d,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+}

@@ -1,5 +1,6 @@
-//! `exfeed bench ctf`: single-threaded CTF parsing speed on generated data (a development aid,
-//! never run by the tests).
+//! `exfeed bench ctf`: single-threaded CTF parsing speed on generated data; `exfeed bench cbf`:
+//! CTF -> CBF conversion against that parse, and reading a CBF file against `cat`. Development
+//! aids, never run by the tests.
 
 use exfeed::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser};
 use exfeed::error::Ignore;
@@ -12,11 +13,11 @@ use std::time::Instant;
 /// Arguments of `exfeed bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// What to measure: `ctf`.
+    /// What to measure: `ctf` or `cbf`.
     pub what: String,
-    /// Approximate size of each generated file in MB.
-    #[arg(long, default_value_t = 64)]
-    pub mb: usize,
+    /// Approximate size of each generated file in MB (default: 64 for ctf, 200 for cbf).
+    #[arg(long)]
+    pub mb: Option<usize>,
     /// Runs per data set; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -24,6 +25,10 @@ pub struct Args {
     /// mnist.csv) into this directory.
     #[arg(long)]
     pub write_to: Option<PathBuf>,
+    /// cbf: where to put the temporary directory holding the generated files (default: the
+    /// system's temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 struct Rng(u64);
@@ -63,7 +68,7 @@ fn dense(bytes: usize) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// (b) MNIST-like: 784 small integers (mostly 0) and a one-hot sparse label of dim 10.
-fn mnist(bytes: usize) -> (Vec<u8>, Vec<u8>) {
+pub(super) fn mnist(bytes: usize) -> (Vec<u8>, Vec<u8>) {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut ctf, mut csv) = (Vec::with_capacity(bytes + 8192), Vec::with_capacity(bytes));
     while ctf.len() < bytes {
@@ -88,7 +93,7 @@ fn mnist(bytes: usize) -> (Vec<u8>, Vec<u8>) {
 
 /// CPU time of the calling thread: on a loaded shared machine wall-clock time mostly measures
 /// the scheduler, so both are reported.
-fn thread_cpu_secs() -> f64 {
+pub(super) fn thread_cpu_secs() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -98,12 +103,19 @@ fn thread_cpu_secs() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
-fn measure(name: &str, data: &[u8], inputs: Vec<StreamSpec>, runs: usize) -> anyhow::Result<f64> {
+/// Single-threaded parse of `data` as `bench ctf` measures it; prints a line and returns the
+/// median wall-clock and per-CPU-second throughputs in MB/s.
+pub(super) fn measure(
+    name: &str,
+    data: &[u8],
+    inputs: Vec<StreamSpec>,
+    runs: usize,
+) -> anyhow::Result<(f64, f64)> {
     let opts = CtfOptions {
         inputs,
         ..CtfOptions::default()
@@ -155,14 +167,19 @@ fn measure(name: &str, data: &[u8], inputs: Vec<StreamSpec>, runs: usize) -> any
         data.len() as f64 / 1e6,
         sequences,
     );
-    Ok(wall)
+    Ok((wall, cpu))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.what != "ctf" {
-        anyhow::bail!("bench knows only 'ctf', found '{}'", args.what);
+    match args.what.as_str() {
+        "ctf" => bench_ctf(args),
+        "cbf" => super::bench_cbf::run(args),
+        other => anyhow::bail!("bench knows 'ctf' and 'cbf', found '{other}'"),
     }
-    let bytes = args.mb << 20;
+}
+
+fn bench_ctf(args: Args) -> anyhow::Result<ExitCode> {
+    let bytes = args.mb.unwrap_or(64) << 20;
     let (dense_ctf, dense_csv) = dense(bytes);
     let (mnist_ctf, mnist_csv) = mnist(bytes);
     if let Some(dir) = &args.write_to {

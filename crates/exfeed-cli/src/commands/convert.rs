@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Arguments of `exfeed convert`.
 #[derive(clap::Args)]
@@ -56,20 +57,62 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
 }
 
-fn progress_bar(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
+/// The conversion's progress bar: drawn on stderr only when stderr is a terminal, and only once
+/// the conversion has run longer than [`PROGRESS_DELAY`] (quick conversions print nothing).
+struct Progress {
+    bar: ProgressBar,
+    /// Where to draw once the delay has passed (None: never, e.g. stderr is not a terminal).
+    target: Option<DrawTarget>,
+    start: Instant,
+    delay: Duration,
+}
+
+type DrawTarget = Box<dyn FnOnce() -> ProgressDrawTarget>;
+
+const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+
+impl Progress {
+    fn for_stderr(total: u64) -> Self {
+        let target: Option<DrawTarget> = if std::io::stderr().is_terminal() {
+            Some(Box::new(ProgressDrawTarget::stderr))
+        } else {
+            None
+        };
+        Self::new(total, target, PROGRESS_DELAY)
     }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}",
-        )
-        .expect("a valid template"),
-    );
-    // Only conversions that take more than a moment show it.
-    bar.enable_steady_tick(std::time::Duration::from_millis(500));
-    bar
+
+    fn new(total: u64, target: Option<DrawTarget>, delay: Duration) -> Self {
+        // Hidden until the delay has passed: indicatif draws nothing to a hidden target.
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}",
+            )
+            .expect("a valid template"),
+        );
+        Progress {
+            bar,
+            target,
+            start: Instant::now(),
+            delay,
+        }
+    }
+
+    /// Records the input bytes done; shows the bar if the conversion has become long.
+    fn set(&mut self, done: u64) {
+        self.bar.set_position(done);
+        if self.target.is_some() && self.start.elapsed() >= self.delay {
+            if let Some(target) = self.target.take() {
+                self.bar.set_draw_target(target());
+                // Keeps rate and ETA moving between (possibly slow) updates.
+                self.bar.enable_steady_tick(Duration::from_millis(500));
+            }
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -93,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             inputs,
         },
     )?;
-    let bar = progress_bar(bytes.len() as u64);
+    let mut bar = Progress::for_stderr(bytes.len() as u64);
     let trace_level = args.source.trace_level.unwrap_or(1);
     let mut sink = Stderr::new(trace_level);
     let sequences = match (from, to) {
@@ -106,14 +149,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 precision: source.precision,
             };
             let (out, stats) = ctf_to_cbf(&bytes, &name, &opts, &cbf, out, &mut sink, |done| {
-                bar.set_position(done)
+                bar.set(done)
             })?;
             out.commit()?;
             stats.sequences
         }
         (FileFormat::Cbf, FileFormat::Ctf) => {
             let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
-            let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set_position(done))
+            let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set(done))
                 .map_err(|e| e.in_file(name.clone()))?;
             out.commit()?;
             stats.sequences
@@ -133,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .map_err(|e| e.in_file(name.clone()))?;
                 writer.write_batch(&batch)?;
                 let c = file.chunk_info(i);
-                bar.set_position(c.offset + c.len);
+                bar.set(c.offset + c.len);
             }
             let sequences = writer.sequences();
             writer.finish()?.commit()?;
@@ -143,7 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "converting {from:?} to {to:?} is not supported (CTF <-> CBF, CBF -> CBF)"
         ),
     };
-    bar.finish_and_clear();
+    bar.finish();
     if sink.errors > 0 {
         eprintln!(
             "exfeed: {}: wrote {sequences} sequences; {} errors were skipped (see above)",
@@ -153,4 +196,91 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A terminal that records what is written to it.
+    #[derive(Debug, Clone, Default)]
+    struct Recorder(Arc<Mutex<String>>);
+
+    impl indicatif::TermLike for Recorder {
+        fn width(&self) -> u16 {
+            80
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(s);
+            self.0.lock().unwrap().push('\n');
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn progress(term: &Recorder, delay: Duration) -> Progress {
+        let term = term.clone();
+        Progress::new(
+            1000,
+            Some(Box::new(move || {
+                ProgressDrawTarget::term_like(Box::new(term))
+            })),
+            delay,
+        )
+    }
+
+    #[test]
+    fn bar_gets_the_terminal_once_the_delay_has_passed() {
+        let term = Recorder::default();
+        let mut p = progress(&term, Duration::ZERO);
+        assert!(p.bar.is_hidden());
+        p.set(500);
+        // The bar now draws to the terminal (what it draws is indicatif's business).
+        assert!(!p.bar.is_hidden());
+        p.finish();
+    }
+
+    #[test]
+    fn quick_conversions_draw_nothing() {
+        let term = Recorder::default();
+        // A delay no test run reaches.
+        let mut p = progress(&term, Duration::from_secs(3600));
+        for done in [0, 500, 1000] {
+            p.set(done);
+            p.bar.tick();
+        }
+        assert!(p.bar.is_hidden());
+        p.finish();
+        assert_eq!(*term.0.lock().unwrap(), "");
+    }
+
+    #[test]
+    fn no_terminal_no_bar() {
+        let mut p = Progress::new(1000, None, Duration::ZERO);
+        p.set(500);
+        assert!(p.bar.is_hidden());
+        p.finish();
+    }
 }
