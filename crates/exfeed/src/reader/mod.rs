@@ -73,6 +73,7 @@ use crate::error::Result;
 use crate::stream::StreamSpec;
 
 pub mod chunker;
+mod ctf_source;
 mod engine;
 mod join;
 mod memory;
@@ -84,6 +85,7 @@ pub mod rng;
 mod tests;
 
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
+pub use ctf_source::{index_cache_path, CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 pub use join::JoinedSource;
 pub use memory::MemorySource;
