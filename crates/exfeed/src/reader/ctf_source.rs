@@ -674,7 +674,7 @@ mod tests {
     use crate::stream::Storage;
 
     const DATA: &str =
-        "\n1 |a 1 2 |b 0:1\n1 |a 3 4\n|a 5 6\n2 |a 7 8 |b 1:2\n7 |a 9 9\n7 |a 1 1\n3 |b 2:1\n";
+        "\n1 |a 1 2 |b 0:1\n1 |a 3 4\n|a 5 6\n2 |a 7 8 |b 1:2\n7 |a 9 9 |b 2:3\n7 |a 1 1\n3 |b 2:1 |a 0 0\n";
 
     fn opts(chunk: u64) -> CtfSourceOptions {
         CtfSourceOptions {
