@@ -72,6 +72,8 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::stream::StreamSpec;
 
+mod build;
+mod cbf_source;
 pub mod chunker;
 mod ctf_source;
 mod engine;
@@ -84,6 +86,8 @@ pub mod rng;
 #[cfg(test)]
 mod tests;
 
+pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
+pub use cbf_source::CbfSource;
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
 pub use ctf_source::{index_cache_path, CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
