@@ -138,8 +138,10 @@ fn usage_and_io_errors_exit_2() {
     let cbf = temp_file(&dir, "x.bin", &0x636e_746b_5f62_696e_u64.to_le_bytes());
     let out = exfeed(&["dump", &cbf, "--input", "a:dense:1"]);
     assert_ne!(out.status.code(), Some(0));
+    // CBF is read now: a truncated one is a clean corruption error (exit 1).
+    assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("not supported"),
+        text(&out.stderr).contains("x.bin (byte 8): version: needs 4 bytes"),
         "{}",
         text(&out.stderr)
     );

@@ -113,3 +113,88 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
         .collect();
     assert_eq!(names.len(), 3, "{names:?}");
 }
+
+fn conformance() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("EXFEED_CONFORMANCE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
+        });
+    if dir.is_dir() {
+        return Some(dir.join("cntk"));
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "conformance corpus missing (required in CI)"
+    );
+    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
+    None
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every conformance CBF file dumps to the same JSON lines as its CTF source (read in the
+/// file's precision), and `convert` reproduces ctf2bin.py's bytes.
+#[test]
+fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
+    let Some(root) = conformance() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (name, inputs, precision) in [
+        ("10x10_dense", &["features:dense:5:F0"][..], "float"),
+        ("10x10_sparse", &["features:sparse:100:F0"][..], "double"),
+        (
+            "50x20_jagged_sequences_dense",
+            &["features:dense:3:F0"][..],
+            "double",
+        ),
+        (
+            "50x20_jagged_sequences_sparse",
+            &["features:sparse:100:F0"][..],
+            "float",
+        ),
+        (
+            "Simple_dense",
+            &["features:dense:2:F", "labels:dense:2:L"][..],
+            "float",
+        ),
+    ] {
+        let bin = root.join("cbf").join(format!("{name}.bin"));
+        let ctf = root.join("ctf").join(format!("{name}.txt"));
+        let mut args = vec!["dump", ctf.to_str().unwrap(), "--precision", precision];
+        for i in inputs {
+            args.extend(["--input", i]);
+        }
+        let from_ctf = stdout_of(&args);
+        let from_cbf = stdout_of(&["dump", bin.to_str().unwrap()]);
+        assert_eq!(from_cbf, from_ctf, "{name}");
+
+        let out = dir.path().join(format!("{name}.cbf"));
+        let mut args = vec![
+            "convert",
+            ctf.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--precision",
+            precision,
+        ];
+        for i in inputs {
+            args.extend(["--input", i]);
+        }
+        stdout_of(&args);
+        assert!(
+            std::fs::read(&out).unwrap() == std::fs::read(&bin).unwrap(),
+            "{name}: bytes differ"
+        );
+    }
+}

@@ -9,14 +9,15 @@
 
 use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
-use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser};
+use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::{Element, Precision};
 use crate::error::{DiagnosticSink, Error, Result};
 use std::io::Write;
 use std::ops::Deref;
 
 /// Bytes of CTF text parsed at a time (whole sequences; a longer sequence makes a longer piece).
-const PIECE_BYTES: usize = 8 << 20;
+/// Pieces are parsed on all cores when no error may be tolerated and no sequence id repeats.
+const PIECE_BYTES: usize = 4 << 20;
 
 /// What a conversion did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,7 +38,21 @@ pub fn ctf_to_cbf<W: Write>(
     cbf: &CbfWriterOptions,
     out: W,
     sink: &mut dyn DiagnosticSink,
+    progress: impl FnMut(u64),
+) -> Result<(W, ConvertStats)> {
+    ctf_to_cbf_in_pieces(ctf, file, opts, cbf, out, sink, progress, PIECE_BYTES)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ctf_to_cbf_in_pieces<W: Write>(
+    ctf: &[u8],
+    file: &str,
+    opts: &CtfOptions,
+    cbf: &CbfWriterOptions,
+    out: W,
+    sink: &mut dyn DiagnosticSink,
     mut progress: impl FnMut(u64),
+    piece_bytes: usize,
 ) -> Result<(W, ConvertStats)> {
     let mut parser = CtfParser::new(opts.clone())?;
     parser.set_file_name(file);
@@ -45,12 +60,14 @@ pub fn ctf_to_cbf<W: Write>(
         Error::invalid(0, "the file is empty: no data lines").in_file(file.to_string())
     })?;
     let mut writer = CbfWriter::new(out, &opts.inputs, cbf.clone())?;
-    let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
     // Piece boundaries: (byte offset, 1-based line) of the first sequence of each piece.
     let mut starts: Vec<(u64, u64)> = Vec::new();
     let mut piece_start = 0u64;
+    // Whether a sequence id repeats (only then do pieces depend on each other).
+    let mut ids = std::collections::HashSet::new();
+    let mut repeated = false;
     scan_sequences(ctf, 0, 1, mode, |e| {
-        if starts.is_empty() || e.offset - piece_start >= PIECE_BYTES as u64 {
+        if starts.is_empty() || e.offset - piece_start >= piece_bytes as u64 {
             let first = if starts.is_empty() {
                 (0, 1)
             } else {
@@ -59,18 +76,83 @@ pub fn ctf_to_cbf<W: Write>(
             starts.push(first);
             piece_start = first.0;
         }
+        if mode == KeyMode::Ids && !repeated {
+            repeated = !ids.insert(e.key);
+        }
         Ok(())
     })
     .map_err(|e| e.in_file(file.to_string()))?;
-    for (i, &(offset, line)) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).map_or(ctf.len(), |s| s.0 as usize);
-        let piece = &ctf[offset as usize..end];
-        batch.clear();
-        parser.parse_chunk(piece, offset, line, mode, &mut batch, sink)?;
-        writer
-            .write_batch(&batch)
-            .map_err(|e| e.in_file(file.to_string()))?;
-        progress(end as u64);
+    drop(ids);
+    let pieces: Vec<(u64, u64, usize)> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &(offset, line))| {
+            (
+                offset,
+                line,
+                starts.get(i + 1).map_or(ctf.len(), |s| s.0 as usize),
+            )
+        })
+        .collect();
+    // Pieces parse independently (in parallel) when no error may be tolerated (the first one
+    // in file order is fatal, as in a serial parse) and no id repeats; otherwise the error
+    // budget and the repeated-id check need one parser over the whole file.
+    let parallel = opts.max_errors == 0 && !repeated && pieces.len() > 1;
+    if !parallel {
+        let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
+        for &(offset, line, end) in &pieces {
+            batch.clear();
+            parser.parse_chunk(
+                &ctf[offset as usize..end],
+                offset,
+                line,
+                mode,
+                &mut batch,
+                sink,
+            )?;
+            writer
+                .write_batch(&batch)
+                .map_err(|e| e.in_file(file.to_string()))?;
+            progress(end as u64);
+        }
+    } else {
+        use rayon::prelude::*;
+        let wave = rayon::current_num_threads().max(1) * 2;
+        for group in pieces.chunks(wave) {
+            let parsed: Vec<(
+                Result<()>,
+                SequenceBatch<f64>,
+                Vec<crate::error::Diagnostic>,
+            )> = group
+                .par_iter()
+                .map(|&(offset, line, end)| {
+                    let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
+                    let mut diags = Vec::new();
+                    let r = CtfParser::new(opts.clone()).and_then(|mut p| {
+                        p.set_file_name(file);
+                        p.parse_chunk(
+                            &ctf[offset as usize..end],
+                            offset,
+                            line,
+                            mode,
+                            &mut batch,
+                            &mut diags,
+                        )
+                    });
+                    (r, batch, diags)
+                })
+                .collect();
+            for ((r, batch, diags), &(_, _, end)) in parsed.into_iter().zip(group) {
+                for d in diags {
+                    sink.report(d);
+                }
+                r?;
+                writer
+                    .write_batch(&batch)
+                    .map_err(|e| e.in_file(file.to_string()))?;
+                progress(end as u64);
+            }
+        }
     }
     let sequences = writer.sequences();
     let (out, chunks) = writer.finish_with_chunks()?;
@@ -122,4 +204,85 @@ fn cbf_to_ctf_as<T: Element, B: Deref<Target = [u8]>, W: Write>(
     }
     out.flush()?;
     Ok((out, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Severity;
+    use crate::stream::{Storage, StreamSpec};
+
+    fn inputs() -> Vec<StreamSpec> {
+        let mut a = StreamSpec::new("x", Storage::Dense, 2);
+        a.alias = Some("a".into());
+        let mut b = StreamSpec::new("y", Storage::Sparse, 9);
+        b.alias = Some("b".into());
+        vec![a, b]
+    }
+
+    fn text(lines: usize) -> String {
+        let mut t = String::new();
+        for k in 0..lines {
+            t += &format!("{} |a {k} 0.5 |b {}:1.25\n", k / 3, k % 9);
+        }
+        t
+    }
+
+    fn run(
+        t: &str,
+        max_errors: u64,
+        piece: usize,
+    ) -> (Result<Vec<u8>>, Vec<crate::error::Diagnostic>) {
+        let opts = CtfOptions {
+            inputs: inputs(),
+            max_errors,
+            ..Default::default()
+        };
+        let cbf = CbfWriterOptions {
+            chunk_size: 200,
+            ..Default::default()
+        };
+        let mut diags = Vec::new();
+        let r = ctf_to_cbf_in_pieces(
+            t.as_bytes(),
+            "t",
+            &opts,
+            &cbf,
+            Vec::new(),
+            &mut diags,
+            |_| {},
+            piece,
+        )
+        .map(|(o, _)| o);
+        (r, diags)
+    }
+
+    #[test]
+    fn parallel_pieces_give_the_serial_bytes_and_the_first_error() {
+        let t = text(300);
+        let serial = run(&t, 0, usize::MAX).0.unwrap();
+        for piece in [1, 50, 1000] {
+            assert_eq!(run(&t, 0, piece).0.unwrap(), serial, "piece {piece}");
+            assert_eq!(
+                run(&t, 5, piece).0.unwrap(),
+                serial,
+                "piece {piece}, serial path"
+            );
+        }
+        // Two bad lines: the first in file order is the error, whatever the pieces.
+        let bad = t
+            .replace("|b 4:1.25\n13 ", "|b 9:1.25\n13 ")
+            .replace("|a 280 0.5", "|a 280 0.5 7");
+        let want = run(&bad, 0, usize::MAX).0.unwrap_err().to_string();
+        assert!(want.contains("t:41:17 (byte 896)"), "{want}");
+        for piece in [1, 50, 1000] {
+            let (r, diags) = run(&bad, 0, piece);
+            assert_eq!(r.unwrap_err().to_string(), want);
+            assert!(diags.iter().all(|d| d.severity != Severity::Error));
+        }
+        // A repeated id falls back to one parser, which reports it.
+        let rep = format!("{t}0 |a 1 1 |b 0:1\n");
+        let one = run(&rep, 0, usize::MAX).0.unwrap_err().to_string();
+        assert_eq!(run(&rep, 0, 50).0.unwrap_err().to_string(), one);
+    }
 }

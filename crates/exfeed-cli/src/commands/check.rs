@@ -58,6 +58,11 @@ struct Summary {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut worst = 0u8;
     for file in &args.files {
+        // CBF files need no --input (their header has the streams).
+        if super::cbf_source::is_cbf(file) {
+            worst = worst.max(super::cbf_source::check(file, &args.source)?);
+            continue;
+        }
         let source = args.source.resolve(file)?;
         let mut opts = source.ctf;
         // check lists every problem; --max-errors only says how many make the file fatal to others.

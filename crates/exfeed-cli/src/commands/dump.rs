@@ -16,6 +16,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if super::cbf_source::is_cbf(&args.file) {
+        return super::cbf_source::dump(&args.file, &args.source);
+    }
     let source = args.source.resolve(&args.file)?;
     let opts = source.ctf;
     let names: Vec<String> = opts.inputs.iter().map(|s| s.name.clone()).collect();

@@ -59,6 +59,21 @@ impl SourceArgs {
         }
     }
 
+    /// The streams to select (and rename) in CBF `file`: the --input flags, else the inputs of
+    /// the configuration's CBF deserializer (the one whose file has `file`'s name when there are
+    /// several); empty for every stream of the file.
+    pub fn cbf_inputs(&self, file: &Path) -> Result<Vec<StreamSpec>, Error> {
+        if !self.inputs.is_empty() {
+            return Ok(self.inputs.clone());
+        }
+        let Some(cfg) = self.reader_config()? else {
+            return Ok(Vec::new());
+        };
+        Ok(pick_deserializer(&cfg, DeserializerKind::Cbf, file)
+            .map(|d| d.inputs.clone())
+            .unwrap_or_default())
+    }
+
     /// Resolves flags and configuration for reading `file`. With a configuration, the inputs
     /// are those of its CTF deserializer (the one whose file has `file`'s name when there are
     /// several).
@@ -75,17 +90,7 @@ impl SourceArgs {
             config: None,
         };
         if let Some(cfg) = config {
-            let ctf: Vec<&DeserializerConfig> = cfg
-                .deserializers
-                .iter()
-                .filter(|d| d.kind == DeserializerKind::Ctf)
-                .collect();
-            let chosen = ctf
-                .iter()
-                .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
-                .or(ctf.first())
-                .copied();
-            if let Some(d) = chosen {
+            if let Some(d) = pick_deserializer(&cfg, DeserializerKind::Ctf, file) {
                 source.ctf.inputs = d.inputs.clone();
                 source.ctf.skip_sequence_ids |= d.effective_skip_sequence_ids(&cfg);
                 source.ctf.max_errors = self
@@ -105,6 +110,20 @@ impl SourceArgs {
         }
         Ok(source)
     }
+}
+
+/// The configuration's deserializer of `kind` for `file`: the one whose file has `file`'s name,
+/// else the first of that kind.
+fn pick_deserializer<'a>(
+    cfg: &'a ReaderConfig,
+    kind: DeserializerKind,
+    file: &Path,
+) -> Option<&'a DeserializerConfig> {
+    let mut of_kind = cfg.deserializers.iter().filter(|d| d.kind == kind);
+    let first = of_kind.clone().next();
+    of_kind
+        .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
+        .or(first)
 }
 
 /// Exit status for a library error: 2 for I/O and usage problems, 1 for invalid data.

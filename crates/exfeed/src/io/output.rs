@@ -70,7 +70,12 @@ impl AtomicOutput {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let temp = tempfile::Builder::new()
+        let mut builder = tempfile::Builder::new();
+        // Temporary files are created 0600; the output is an ordinary file, so ask for 0666
+        // and let the process umask take its part, as for any file a program creates.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let temp = builder
             .prefix(".exfeed-partial-")
             .tempfile_in(dir)
             .map_err(|e| Error::io(target, e))?;
@@ -180,6 +185,28 @@ mod tests {
         out.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"hello");
         assert_eq!(files_in(dir.path()), ["out.txt"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn output_gets_ordinary_file_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.txt");
+        let out = AtomicOutput::create(&target, &OutputOptions::default()).unwrap();
+        out.commit().unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        // What any newly created file gets: 0666 less the process umask (Linux reports it).
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let Some(umask) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        else {
+            eprintln!("SKIPPED: no Umask in /proc/self/status");
+            return;
+        };
+        assert_eq!(mode, 0o666 & !umask, "mode {mode:o}, umask {umask:o}");
     }
 
     #[test]
