@@ -6,4 +6,5 @@ pub mod check;
 pub mod convert;
 pub mod dump;
 pub mod info;
+pub mod read;
 pub mod source;
