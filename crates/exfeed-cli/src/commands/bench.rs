@@ -12,8 +12,17 @@ use std::time::Instant;
 /// Arguments of `exfeed bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// What to measure: `ctf`.
+    /// What to measure: `ctf` (parsing), or `read` (the minibatch reader end to end against
+    /// single-threaded parsing, index cache start-up against re-indexing, and peak memory of
+    /// `exfeed read` with a randomization window; the data file is written to --write-to or a
+    /// temporary directory).
     pub what: String,
+    /// `bench read`: chunk size in MB.
+    #[arg(long, default_value_t = 32)]
+    pub chunk_mb: u64,
+    /// `bench read`: randomization window in chunks.
+    #[arg(long, default_value_t = 4)]
+    pub window: u64,
     /// Approximate size of each generated file in MB.
     #[arg(long, default_value_t = 64)]
     pub mb: usize,
@@ -38,7 +47,7 @@ impl Rng {
 }
 
 /// (a) 200 dense floats per line with 6 decimals. Returns (ctf, csv).
-fn dense(bytes: usize) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn dense(bytes: usize) -> (Vec<u8>, Vec<u8>) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut ctf, mut csv) = (Vec::with_capacity(bytes + 4096), Vec::with_capacity(bytes));
     let mut num = String::new();
@@ -115,8 +124,11 @@ fn measure(name: &str, data: &[u8], inputs: Vec<StreamSpec>, runs: usize) -> any
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.what == "read" {
+        return super::bench_read::run(&args);
+    }
     if args.what != "ctf" {
-        anyhow::bail!("bench knows only 'ctf', found '{}'", args.what);
+        anyhow::bail!("bench knows 'ctf' and 'read', found '{}'", args.what);
     }
     let bytes = args.mb << 20;
     let (dense_ctf, dense_csv) = dense(bytes);

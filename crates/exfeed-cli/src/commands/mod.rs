@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod bench_read;
 pub mod cbf_source;
 pub mod check;
 pub mod convert;
