@@ -100,6 +100,9 @@ pub struct CtfSource {
     infos: Vec<ChunkInfo>,
     origin: IndexOrigin,
     diagnostics: Mutex<Vec<Diagnostic>>,
+    /// Read buffers for reuse (one per decoding thread at most): fresh ones would cost a
+    /// page fault per 4 KiB on every chunk.
+    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Diagnostics kept per source (the rest are counted only).
@@ -218,6 +221,7 @@ impl CtfSource {
             infos,
             origin,
             diagnostics: Mutex::new(warnings),
+            buffers: Mutex::new(Vec::new()),
         })
     }
 
@@ -259,7 +263,8 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         let Some(c) = self.index.chunks.get(chunk) else {
             return Err(Error::config(format!("chunk {chunk} does not exist")));
         };
-        let owned;
+        let mut owned = Vec::new();
+        let map;
         let buf: &[u8] = match &self.data {
             Data::Memory(b) => {
                 let end = usize::try_from(c.offset + c.bytes)
@@ -271,14 +276,47 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             Data::File(f) => {
                 let len = usize::try_from(c.bytes)
                     .map_err(|_| Error::corrupt(c.offset, "chunk too large"))?;
-                let mut v = vec![0u8; len];
-                f.read_exact_at(&mut v, c.offset).map_err(|e| {
+                let io_error = |e: std::io::Error| {
                     Error::from(e)
                         .in_file(self.name.clone())
                         .in_context(format!("reading chunk {chunk} (has the file changed?)"))
-                })?;
-                owned = v;
-                &owned
+                };
+                // Map just this chunk's pages (no copy; unmapped when done, so memory stays
+                // bounded by the chunks being decoded); read it if mapping fails.
+                let page = 4096u64;
+                let start = c.offset / page * page;
+                let skip = (c.offset - start) as usize;
+                let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+                // SAFETY: a read-only private map of a range checked against the file's size;
+                // a file truncated by another process meanwhile is outside what any reader can
+                // defend against (as for every mmap user).
+                let mapped = (c.offset + c.bytes <= size)
+                    .then(|| unsafe {
+                        memmap2::MmapOptions::new()
+                            .offset(start)
+                            .len(skip + len)
+                            .populate()
+                            .map(f)
+                    })
+                    .and_then(|m| m.ok());
+                match mapped {
+                    Some(m) => {
+                        map = m;
+                        &map[skip..skip + len]
+                    }
+                    None => {
+                        owned = self
+                            .buffers
+                            .lock()
+                            .ok()
+                            .and_then(|mut b| b.pop())
+                            .unwrap_or_default();
+                        owned.clear();
+                        owned.resize(len, 0);
+                        f.read_exact_at(&mut owned, c.offset).map_err(io_error)?;
+                        &owned
+                    }
+                }
             }
         };
         let mut parser = self.parser.clone();
@@ -288,6 +326,13 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             if let Ok(mut d) = self.diagnostics.lock() {
                 let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(d.len());
                 d.extend(sink.into_iter().take(room));
+            }
+        }
+        if owned.capacity() > 0 {
+            if let Ok(mut b) = self.buffers.lock() {
+                if b.len() < 4 {
+                    b.push(owned);
+                }
             }
         }
         r
