@@ -22,6 +22,9 @@ enum Command {
     Check(commands::check::Args),
     /// Convert between CTF and CBF (CTF -> CBF, CBF -> CTF, CBF -> CBF), atomically.
     Convert(commands::convert::Args),
+    /// Feed minibatches through the reader (chunked, randomized, parallel, distributed,
+    /// resumable) and print a summary.
+    Read(commands::read::Args),
     /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
     Info(commands::info::Args),
     /// Measure parsing speed on generated data (development aid).
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
         Command::Info(args) => commands::info::run(args),
+        Command::Read(args) => commands::read::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };

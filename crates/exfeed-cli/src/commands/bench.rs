@@ -13,11 +13,20 @@ use std::time::Instant;
 /// Arguments of `exfeed bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// What to measure: `ctf` or `cbf`.
+    /// What to measure: `ctf` (parsing), `cbf` (conversion and reading), or `read` (the
+    /// minibatch reader end to end against single-threaded parsing, index cache start-up against
+    /// re-indexing, and peak memory of `exfeed read` with a randomization window; the data file
+    /// is written to --write-to or a temporary directory).
     pub what: String,
-    /// Approximate size of each generated file in MB (default: 64 for ctf, 200 for cbf).
+    /// Approximate size of each generated file in MB (default: 64 for ctf and read, 200 for cbf).
     #[arg(long)]
     pub mb: Option<usize>,
+    /// `bench read`: chunk size in MB.
+    #[arg(long, default_value_t = 32)]
+    pub chunk_mb: u64,
+    /// `bench read`: randomization window in chunks.
+    #[arg(long, default_value_t = 4)]
+    pub window: u64,
     /// Runs per data set; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -43,7 +52,7 @@ impl Rng {
 }
 
 /// (a) 200 dense floats per line with 6 decimals. Returns (ctf, csv).
-fn dense(bytes: usize) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn dense(bytes: usize) -> (Vec<u8>, Vec<u8>) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut ctf, mut csv) = (Vec::with_capacity(bytes + 4096), Vec::with_capacity(bytes));
     let mut num = String::new();
@@ -174,7 +183,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what.as_str() {
         "ctf" => bench_ctf(args),
         "cbf" => super::bench_cbf::run(args),
-        other => anyhow::bail!("bench knows 'ctf' and 'cbf', found '{other}'"),
+        "read" => super::bench_read::run(&args),
+        other => anyhow::bail!("bench knows 'ctf', 'cbf' and 'read', found '{other}'"),
     }
 }
 

@@ -72,7 +72,10 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::stream::StreamSpec;
 
+mod build;
+mod cbf_source;
 pub mod chunker;
+mod ctf_source;
 mod engine;
 mod join;
 mod memory;
@@ -83,7 +86,10 @@ pub mod rng;
 #[cfg(test)]
 mod tests;
 
+pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
+pub use cbf_source::CbfSource;
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
+pub use ctf_source::{index_cache_path, CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 pub use join::JoinedSource;
 pub use memory::MemorySource;

@@ -1,0 +1,312 @@
+//! `exfeed read`: feed minibatches through the reader engine, as a trainer would, and report.
+
+use super::cbf_source::is_cbf;
+use super::source::{exit_code_for, SourceArgs};
+use crate::diag::{print_library_error, Stderr};
+use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use exfeed::io::{AtomicOutput, OutputOptions};
+use exfeed::reader::{
+    open_configured_source, reader_options, write_minibatch_json, EpochLimit, Reader, ReaderState,
+};
+use exfeed::{DiagnosticSink, Element, Error};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `exfeed read`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The data files: one per deserializer of --config (in its order, or matched by name), or
+    /// CBF files (every stream), or one CTF file with --input. Several files are joined by
+    /// sequence key.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Minibatch size in samples (whole sequences; the first sequence is always taken).
+    #[arg(long, short = 'm', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub minibatch_size: u64,
+    /// Stop after K sweeps over the data (default: one sweep).
+    #[arg(long, value_name = "K", conflicts_with = "max_samples")]
+    pub max_sweeps: Option<u64>,
+    /// Stop after N samples (this worker's).
+    #[arg(long, value_name = "N")]
+    pub max_samples: Option<u64>,
+    /// Read in file order.
+    #[arg(long)]
+    pub no_randomize: bool,
+    /// randomizationSeed: sweep s is shuffled with seed + s.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Randomization window in chunks.
+    #[arg(long, value_name = "W", conflicts_with = "window_samples")]
+    pub window_chunks: Option<u64>,
+    /// Randomization window in samples (sampleBasedRandomizationWindow).
+    #[arg(long, value_name = "W")]
+    pub window_samples: Option<u64>,
+    /// chunkSizeInBytes for CTF files.
+    #[arg(long, value_name = "BYTES")]
+    pub chunk_size: Option<u64>,
+    /// Number of distributed workers.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "worker_rank")]
+    pub num_workers: usize,
+    /// This worker's rank, 0..N.
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    pub worker_rank: usize,
+    /// frameMode: every sequence is one sample; samples are shuffled individually.
+    #[arg(long)]
+    pub frame_mode: bool,
+    /// keepDataInMemory: read whole files into memory.
+    #[arg(long)]
+    pub keep_in_memory: bool,
+    /// cacheIndex: keep the CTF index beside the data file (FILE.exfeed-index).
+    #[arg(long)]
+    pub cache_index: bool,
+    /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Write the reader's position to FILE at the end (see --stop-after).
+    #[arg(long, value_name = "FILE")]
+    pub save_state: Option<PathBuf>,
+    /// Stop after M minibatches.
+    #[arg(long, value_name = "M")]
+    pub stop_after: Option<u64>,
+    /// Continue from a position written by --save-state (same data and options).
+    #[arg(long, value_name = "FILE")]
+    pub restore_state: Option<PathBuf>,
+    /// Print one JSON line per minibatch on stdout.
+    #[arg(long)]
+    pub dump: bool,
+}
+
+/// The reader configuration: --config (files replaced by the FILE arguments) or one
+/// deserializer per file, then the flags on top.
+fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
+    let s = &args.source;
+    let mut cfg = match s.reader_config()? {
+        Some(mut cfg) => {
+            let n = cfg.deserializers.len();
+            if args.files.len() != n {
+                anyhow::bail!(
+                    "the configuration has {n} deserializer(s) but {} file(s) were given",
+                    args.files.len()
+                );
+            }
+            // Match by file name when every name matches one deserializer, else in order.
+            let by_name: Option<Vec<usize>> = args
+                .files
+                .iter()
+                .map(|f| {
+                    cfg.deserializers
+                        .iter()
+                        .position(|d| d.file.file_name() == f.file_name())
+                })
+                .collect();
+            let order = by_name
+                .filter(|v| {
+                    let mut u = v.clone();
+                    u.sort_unstable();
+                    u.dedup();
+                    u.len() == v.len()
+                })
+                .unwrap_or_else(|| (0..n).collect());
+            for (f, &d) in args.files.iter().zip(&order) {
+                cfg.deserializers[d].file = f.clone();
+            }
+            cfg
+        }
+        None => {
+            let mut cfg = ReaderConfig::default();
+            let ctf_files = args.files.iter().filter(|f| !is_cbf(f)).count();
+            if ctf_files > 1 {
+                anyhow::bail!("several CTF files need a --config saying each one's inputs");
+            }
+            for f in &args.files {
+                let d = if is_cbf(f) {
+                    DeserializerConfig::new(DeserializerKind::Cbf, f, s.inputs.clone())
+                } else {
+                    if s.inputs.is_empty() {
+                        anyhow::bail!(
+                            "no inputs for {}: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config",
+                            f.display()
+                        );
+                    }
+                    DeserializerConfig::new(DeserializerKind::Ctf, f, s.inputs.clone())
+                };
+                cfg.deserializers.push(d);
+            }
+            // CNTK's default: a sample-counted window for binary-only readers.
+            cfg.sample_based_randomization_window = ctf_files == 0;
+            cfg
+        }
+    };
+    if let Some(p) = s.precision {
+        cfg.precision = p;
+    }
+    if s.skip_sequence_ids {
+        cfg.skip_sequence_ids = true;
+    }
+    if let Some(m) = s.max_errors {
+        cfg.max_errors = m;
+        for d in &mut cfg.deserializers {
+            d.max_errors = None;
+        }
+    }
+    if let Some(t) = s.trace_level {
+        cfg.trace_level = t;
+    }
+    if args.no_randomize {
+        cfg.randomize = false;
+    }
+    if let Some(seed) = args.seed {
+        cfg.randomization_seed = seed;
+    }
+    if let Some(w) = args.window_chunks {
+        cfg.randomization_window = Some(w);
+        cfg.sample_based_randomization_window = false;
+    }
+    if let Some(w) = args.window_samples {
+        cfg.randomization_window = Some(w);
+        cfg.sample_based_randomization_window = true;
+    }
+    for d in &mut cfg.deserializers {
+        if let Some(c) = args.chunk_size {
+            d.chunk_size_bytes = Some(c);
+        }
+        if args.keep_in_memory {
+            d.keep_data_in_memory = Some(true);
+        }
+        if args.cache_index {
+            d.cache_index = Some(true);
+        }
+        if args.frame_mode {
+            d.frame_mode = Some(true);
+        }
+    }
+    if args.frame_mode {
+        cfg.frame_mode = true;
+    }
+    Ok(cfg)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.num_workers == 0 || args.worker_rank >= args.num_workers {
+        anyhow::bail!("--worker-rank must be below --num-workers (at least 1)");
+    }
+    let cfg = build_config(&args)?;
+    let result = exfeed_with_precision(&cfg, &args);
+    match result {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            print_library_error(&e);
+            Ok(ExitCode::from(exit_code_for(&e)))
+        }
+    }
+}
+
+fn exfeed_with_precision(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
+    crate::with_precision!(cfg.precision, T => read::<T>(cfg, args))
+}
+
+fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
+    let start = Instant::now();
+    let source = open_configured_source::<T>(cfg)?;
+    let limit = match (args.max_sweeps, args.max_samples) {
+        (_, Some(n)) => EpochLimit::Samples(n),
+        (Some(k), None) => EpochLimit::Sweeps(k),
+        (None, None) => EpochLimit::Sweeps(1),
+    };
+    let mut options = reader_options(cfg, limit);
+    options.num_workers = args.num_workers;
+    options.worker_rank = args.worker_rank;
+    if let Some(t) = args.threads {
+        options.threads = t;
+        options.prefetch_chunks = t.max(2);
+    }
+    let indexed = start.elapsed();
+    let mut reader = match &args.restore_state {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            let state =
+                ReaderState::from_json(&text).map_err(|e| e.in_file(path.display().to_string()))?;
+            Reader::restore(source.source.clone(), options, &state)?
+        }
+        None => Reader::new(source.source.clone(), options)?,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::new();
+    let mut stdout_closed = false;
+    let summary = reader.run(args.minibatch_size as usize, args.stop_after, |mb| {
+        if args.dump && !stdout_closed {
+            line.clear();
+            write_minibatch_json(&mut line, mb);
+            if out.write_all(&line).is_err() {
+                stdout_closed = true;
+            }
+        }
+        Ok(())
+    });
+    let _ = out.flush();
+    drop(out);
+    let mut sink = Stderr::new(cfg.trace_level);
+    for d in source.diagnostics() {
+        sink.report(d);
+    }
+    let summary = summary?;
+    if let Some(path) = &args.save_state {
+        save_state(path, &reader.state())?;
+    }
+    let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+    let chunks = source.source.chunks();
+    let total_bytes: u64 = chunks.iter().map(|c| c.bytes).sum();
+    let total_samples: u64 = chunks.iter().map(|c| c.samples).sum();
+    // Input bytes the delivered samples stand for (the index's share of the data).
+    let bytes = if total_samples > 0 {
+        total_bytes as f64 * summary.samples as f64 / total_samples as f64
+    } else {
+        0.0
+    };
+    let origin: Vec<String> = source
+        .ctf_sources()
+        .iter()
+        .map(|c| format!("{:?}", c.index_origin()).to_lowercase())
+        .collect();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "read: {} minibatches, {} sequences, {} samples{}; {:.1} MB/s, {:.0} samples/s; {:.3} s (indexing {:.3} s{}); peak RSS {}",
+        summary.minibatches,
+        summary.sequences,
+        summary.samples,
+        if summary.finished { "" } else { " (stopped)" },
+        bytes / 1e6 / elapsed,
+        summary.samples as f64 / elapsed,
+        elapsed,
+        indexed.as_secs_f64(),
+        if origin.is_empty() { String::new() } else { format!(", index {}", origin.join(",")) },
+        peak_rss().map_or_else(|| "unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0)),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn save_state(path: &Path, state: &ReaderState) -> Result<(), Error> {
+    let mut out = AtomicOutput::create(
+        path,
+        &OutputOptions {
+            force: true,
+            inputs: Vec::new(),
+        },
+    )?;
+    out.write_all(state.to_json().as_bytes())?;
+    out.write_all(b"\n")?;
+    out.commit()
+}
+
+/// Peak resident set size in KiB (VmHWM of /proc/self/status), on Linux.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

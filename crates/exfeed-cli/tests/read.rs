@@ -1,0 +1,214 @@
+//! `exfeed read` with the real binary.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+
+fn exfeed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .output()
+        .expect("exfeed runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A CTF file of `n` sequences of 1 to 4 samples; small chunks so there are many.
+fn data(dir: &tempfile::TempDir, n: u64) -> String {
+    let mut s = String::new();
+    for k in 0..n {
+        for t in 0..(k % 4 + 1) {
+            s.push_str(&format!("{k} |x {k} {t}\n"));
+        }
+    }
+    let p = dir.path().join("d.ctf");
+    std::fs::write(&p, s).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn read_ok(args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let out = exfeed(args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    (lines, text(&out.stderr))
+}
+
+/// (sweep, key) of every sequence of every dumped minibatch, in order.
+fn sequences(mbs: &[serde_json::Value]) -> Vec<(u64, u64)> {
+    mbs.iter()
+        .flat_map(|mb| mb["sequences"].as_array().unwrap().iter())
+        .map(|s| (s["sweep"].as_u64().unwrap(), s["key"].as_u64().unwrap()))
+        .collect()
+}
+
+const COMMON: &[&str] = &["--input", "x:dense:2", "--chunk-size", "64", "--dump"];
+
+#[test]
+fn dump_lines_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 50);
+    let mut args = vec!["read", &f, "-m", "7", "--max-sweeps", "2", "--seed", "5"];
+    args.extend_from_slice(COMMON);
+    let (mbs, err) = read_ok(&args);
+    assert!(err.contains("read: "), "{err}");
+    assert!(err.contains("peak RSS"), "{err}");
+    let total_samples: u64 = (0..50u64).map(|k| k % 4 + 1).sum();
+    let mut samples = 0;
+    for mb in &mbs {
+        let n = mb["samples"].as_u64().unwrap();
+        let per: u64 = mb["sequences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["samples"].as_u64().unwrap())
+            .sum();
+        assert_eq!(n, per);
+        // Whole sequences, at most the size unless one sequence alone is larger.
+        assert!(n <= 7 || mb["sequences"].as_array().unwrap().len() == 1);
+        samples += n;
+    }
+    assert_eq!(samples, 2 * total_samples);
+    assert_eq!(mbs.iter().filter(|m| m["end_of_sweep"] == true).count(), 2);
+    // Each sweep is a permutation of all keys, and the two sweeps differ in order.
+    let seqs = sequences(&mbs);
+    let sweep = |s: u64| -> Vec<u64> { seqs.iter().filter(|x| x.0 == s).map(|x| x.1).collect() };
+    let (a, b) = (sweep(0), sweep(1));
+    let mut sa = a.clone();
+    sa.sort_unstable();
+    assert_eq!(sa, (0..50).collect::<Vec<_>>());
+    let mut sb = b.clone();
+    sb.sort_unstable();
+    assert_eq!(sb, sa);
+    assert_ne!(a, b);
+    // Same seed, same order; --no-randomize gives file order.
+    let (again, _) = read_ok(&args);
+    assert_eq!(again, mbs);
+    let mut args = vec!["read", &f, "-m", "7", "--no-randomize"];
+    args.extend_from_slice(COMMON);
+    let (ordered, _) = read_ok(&args);
+    let keys: Vec<u64> = sequences(&ordered).into_iter().map(|x| x.1).collect();
+    assert_eq!(keys, (0..50).collect::<Vec<_>>());
+}
+
+#[test]
+fn save_and_restore_equals_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 80);
+    let state = dir.path().join("state.json");
+    let state = state.to_str().unwrap();
+    for extra in [
+        &["--window-chunks", "2"][..],
+        &[
+            "--window-samples",
+            "20",
+            "--num-workers",
+            "2",
+            "--worker-rank",
+            "1",
+        ],
+        &["--no-randomize"],
+    ] {
+        let mut base = vec!["read", &f, "-m", "9", "--max-sweeps", "3", "--seed", "11"];
+        base.extend_from_slice(COMMON);
+        base.extend_from_slice(extra);
+        let (whole, _) = read_ok(&base);
+        assert!(whole.len() > 10);
+        let mut first = base.clone();
+        first.extend_from_slice(&["--stop-after", "10", "--save-state", state]);
+        let (head, err) = read_ok(&first);
+        assert!(err.contains("(stopped)"), "{err}");
+        assert_eq!(head.len(), 10);
+        let mut second = base.clone();
+        second.extend_from_slice(&["--restore-state", state]);
+        let (tail, _) = read_ok(&second);
+        let mut joined = head;
+        joined.extend(tail);
+        assert_eq!(joined, whole, "{extra:?}");
+    }
+    // A state does not restore into a reader with other options.
+    let mut other = vec![
+        "read",
+        &f,
+        "-m",
+        "9",
+        "--seed",
+        "12",
+        "--restore-state",
+        state,
+    ];
+    other.extend_from_slice(COMMON);
+    let out = exfeed(&other);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn workers_are_disjoint_and_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 120);
+    for workers in [2usize, 3] {
+        let mut seen: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+        for rank in 0..workers {
+            let (w, r) = (workers.to_string(), rank.to_string());
+            let mut args = vec![
+                "read",
+                &f,
+                "-m",
+                "16",
+                "--max-sweeps",
+                "2",
+                "--num-workers",
+                &w,
+                "--worker-rank",
+                &r,
+            ];
+            args.extend_from_slice(COMMON);
+            let (mbs, _) = read_ok(&args);
+            let mine = sequences(&mbs);
+            assert!(!mine.is_empty());
+            for s in mine {
+                *seen.entry(s).or_default() += 1;
+            }
+        }
+        // Every (sweep, key) exactly once over all workers.
+        assert_eq!(seen.len(), 2 * 120);
+        assert!(seen.values().all(|&n| n == 1));
+    }
+}
+
+#[test]
+fn cache_index_is_written_and_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 40);
+    let mut args = vec!["read", &f, "-m", "10", "--cache-index", "--seed", "1"];
+    args.extend_from_slice(COMMON);
+    let (first, err) = read_ok(&args);
+    assert!(err.contains("index scannedandcached"), "{err}");
+    assert!(std::path::Path::new(&format!("{f}.exfeed-index")).exists());
+    let (second, err) = read_ok(&args);
+    assert!(err.contains("index cache"), "{err}");
+    assert_eq!(first, second);
+    // A corrupt cache: a warning, and the same result.
+    std::fs::write(format!("{f}.exfeed-index"), b"garbage").unwrap();
+    let (third, err) = read_ok(&args);
+    assert!(err.contains("not used"), "{err}");
+    assert_eq!(third, first);
+}
+
+#[test]
+fn frame_mode_rejects_multi_sample_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 10);
+    let mut args = vec!["read", &f, "-m", "4", "--frame-mode"];
+    args.extend_from_slice(COMMON);
+    let out = exfeed(&args);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("sample"),
+        "{}",
+        text(&out.stderr)
+    );
+}

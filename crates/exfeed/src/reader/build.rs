@@ -1,0 +1,138 @@
+//! Building a reader from a [`ReaderConfig`]: one source per deserializer, joined by key
+//! ([`JoinedSource`]) when there are several, and the [`ReaderOptions`] the config's
+//! parameters say.
+
+use super::{
+    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, Reader,
+    ReaderOptions, Window,
+};
+use crate::config::{DeserializerKind, ReaderConfig};
+use crate::ctf::CtfOptions;
+use crate::element::Element;
+use crate::error::{Diagnostic, Error, Result};
+use crate::io::InputPath;
+use std::sync::Arc;
+
+/// The data set a [`ReaderConfig`] describes, opened and indexed.
+pub struct ConfiguredSource<T: Element> {
+    /// What the reader reads from.
+    pub source: Arc<dyn ChunkSource<T>>,
+    ctf: Vec<Arc<CtfSource>>,
+    joined: Option<Arc<JoinedSource<T>>>,
+}
+
+impl<T: Element> ConfiguredSource<T> {
+    /// Warnings so far: index cache problems, samples skipped under `maxErrors`, keys missing
+    /// from one of several joined deserializers.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut d: Vec<Diagnostic> = self.ctf.iter().flat_map(|c| c.diagnostics()).collect();
+        if let Some(j) = &self.joined {
+            d.extend_from_slice(j.diagnostics());
+        }
+        d
+    }
+
+    /// The CTF sources among the deserializers (to see where their index came from).
+    pub fn ctf_sources(&self) -> &[Arc<CtfSource>] {
+        &self.ctf
+    }
+}
+
+/// Opens every deserializer of `cfg` (files as written in it; see
+/// [`ReaderConfig::resolve_files`]) with the per-deserializer parameters, and joins them by
+/// sequence key when there are several. Lens deserializers are not supported yet.
+pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<ConfiguredSource<T>> {
+    if cfg.deserializers.is_empty() {
+        return Err(Error::config(
+            "the reader configuration has no deserializer",
+        ));
+    }
+    let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
+    let mut ctf = Vec::new();
+    for d in &cfg.deserializers {
+        let input = InputPath::new(&d.file);
+        match d.kind {
+            DeserializerKind::Ctf => {
+                let s = Arc::new(CtfSource::open(
+                    &input,
+                    CtfSourceOptions {
+                        ctf: CtfOptions {
+                            inputs: d.inputs.clone(),
+                            skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
+                            max_errors: d.effective_max_errors(cfg),
+                        },
+                        chunk_size: d.effective_chunk_size_bytes(cfg),
+                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
+                        frame_mode: d.effective_frame_mode(cfg),
+                        cache_index: d.effective_cache_index(cfg),
+                    },
+                )?);
+                ctf.push(s.clone());
+                sources.push(s);
+            }
+            DeserializerKind::Cbf => sources.push(Arc::new(CbfSource::open(
+                &input,
+                &d.inputs,
+                d.effective_keep_data_in_memory(cfg),
+            )?)),
+            DeserializerKind::Lens => {
+                return Err(Error::config(
+                    "the Lens deserializer is not supported by the minibatch reader yet",
+                ))
+            }
+        }
+    }
+    if sources.len() == 1 {
+        return Ok(ConfiguredSource {
+            source: sources.pop().expect("one"),
+            ctf,
+            joined: None,
+        });
+    }
+    let joined = Arc::new(JoinedSource::new(sources)?);
+    Ok(ConfiguredSource {
+        source: joined.clone(),
+        ctf,
+        joined: Some(joined),
+    })
+}
+
+/// The engine options `cfg` says: `randomize`, `randomizationSeed`, the window
+/// (`randomizationWindow` in chunks, or in samples with `sampleBasedRandomizationWindow`; when
+/// unset, CNTK's default, see [`ReaderConfig::default_randomization_window`]), `frameMode` (of
+/// the reader or any deserializer); `limit` is the epoch size. Threads, prefetch and the
+/// worker are left at their defaults.
+pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
+    let window = match cfg
+        .randomization_window
+        .or_else(|| cfg.default_randomization_window())
+    {
+        None => Window::All,
+        Some(n) if cfg.sample_based_randomization_window => Window::Samples(n),
+        Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX).max(1)),
+    };
+    let frame_mode = cfg.frame_mode
+        || cfg
+            .deserializers
+            .iter()
+            .any(|d| d.effective_frame_mode(cfg));
+    ReaderOptions {
+        randomize: cfg.randomize,
+        seed: cfg.randomization_seed,
+        window,
+        frame_mode,
+        limit,
+        ..ReaderOptions::default()
+    }
+}
+
+/// A reader of element type `T` over the data set `cfg` describes (the caller picks `T` by
+/// `cfg.precision`: `f32` for float, `f64` for double).
+pub fn build_reader<T: Element>(
+    cfg: &ReaderConfig,
+    limit: EpochLimit,
+) -> Result<(Reader<T>, ConfiguredSource<T>)> {
+    let source = open_configured_source::<T>(cfg)?;
+    let reader = Reader::new(source.source.clone(), reader_options(cfg, limit))?;
+    Ok((reader, source))
+}

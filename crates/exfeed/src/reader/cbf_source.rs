@@ -1,0 +1,82 @@
+//! [`CbfSource`]: a CBF file as a [`ChunkSource`]; its chunks are the file's own chunks (from its
+//! offset table), decoded on demand.
+
+use super::{ChunkInfo, ChunkSource};
+use crate::batch::SequenceBatch;
+use crate::cbf::CbfFile;
+use crate::element::Element;
+use crate::error::Result;
+use crate::io::{InputBytes, InputPath};
+use crate::stream::StreamSpec;
+
+/// A CBF file as a [`ChunkSource`]. Sequence keys are the file's global sequence indices.
+pub struct CbfSource {
+    file: CbfFile<InputBytes>,
+    specs: Vec<StreamSpec>,
+    infos: Vec<ChunkInfo>,
+    name: String,
+}
+
+impl CbfSource {
+    /// Opens `input` (memory-mapped when it is a plain file; read into memory with
+    /// `keep_in_memory`, or when compressed or standard input) and exposes the streams `select`
+    /// names (see [`CbfFile::select`]; empty: every stream of the file).
+    pub fn open(input: &InputPath, select: &[StreamSpec], keep_in_memory: bool) -> Result<Self> {
+        let name = input.display_name();
+        let mut file = if keep_in_memory {
+            let bytes = match input {
+                InputPath::File(p) => {
+                    InputBytes::Owned(std::fs::read(p).map_err(|e| crate::Error::io(p, e))?)
+                }
+                InputPath::Stdin => crate::io::open_bytes(input)?,
+            };
+            CbfFile::open(bytes).map_err(|e| e.in_file(name.clone()))?
+        } else {
+            CbfFile::open_input(input)?
+        };
+        if !select.is_empty() {
+            file.select(select).map_err(|e| e.in_file(name.clone()))?;
+        }
+        let infos = file
+            .chunks()
+            .iter()
+            .map(|c| ChunkInfo {
+                sequences: c.sequences as usize,
+                samples: c.samples as u64,
+                bytes: c.len,
+            })
+            .collect();
+        Ok(CbfSource {
+            specs: file.stream_specs(),
+            file,
+            infos,
+            name,
+        })
+    }
+
+    /// The underlying file.
+    pub fn file(&self) -> &CbfFile<InputBytes> {
+        &self.file
+    }
+}
+
+impl<T: Element> ChunkSource<T> for CbfSource {
+    fn streams(&self) -> &[StreamSpec] {
+        &self.specs
+    }
+
+    fn chunks(&self) -> &[ChunkInfo] {
+        &self.infos
+    }
+
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
+        self.file
+            .read_chunk(chunk, out)
+            .map_err(|e| e.in_file(self.name.clone()))
+    }
+
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let c = self.file.chunks().get(chunk)?;
+        Some((c.first_key..c.first_key.checked_add(c.sequences as u64)?).collect())
+    }
+}

@@ -1,0 +1,872 @@
+//! [`CtfSource`]: a CTF file as a [`ChunkSource`].
+//!
+//! Opening it makes one indexing pass ([`scan_sequences`], memchr speed) over the file, read in
+//! blocks so only a block (or one sequence, if larger) is in memory; whole sequences are grouped
+//! into chunks of about `chunkSizeInBytes` ([`Chunker`]). Decoding a chunk reads just its byte
+//! range (`pread`) and parses it with a fresh [`CtfParser`] at the chunk's true byte offset and
+//! line, so every error names its real place in the file. Compressed files and standard input
+//! cannot be read by offset and are held in memory; so is the file with `keepDataInMemory`.
+//!
+//! Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
+//! sequence id repeated in two different chunks is not detected (both are kept).
+//!
+//! With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
+//! [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
+
+use super::chunker::{Chunker, SequenceExtent};
+use super::{ChunkInfo, ChunkSource};
+use crate::batch::SequenceBatch;
+use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
+use crate::element::Element;
+use crate::error::{Diagnostic, Error, Location, Result, Severity};
+use crate::io::{open_bytes, AtomicOutput, InputBytes, InputPath, OutputOptions};
+use crate::stream::StreamSpec;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CtfSourceOptions {
+    /// Inputs, `skipSequenceIds`, `maxErrors`.
+    pub ctf: CtfOptions,
+    /// `chunkSizeInBytes`.
+    pub chunk_size: u64,
+    /// `keepDataInMemory`: read the whole file into memory at open.
+    pub keep_in_memory: bool,
+    /// `frameMode` (recorded in the index cache).
+    pub frame_mode: bool,
+    /// `cacheIndex`.
+    pub cache_index: bool,
+}
+
+impl Default for CtfSourceOptions {
+    fn default() -> Self {
+        CtfSourceOptions {
+            ctf: CtfOptions::default(),
+            chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
+            keep_in_memory: false,
+            frame_mode: false,
+            cache_index: false,
+        }
+    }
+}
+
+/// A chunk of the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chunk {
+    offset: u64,
+    bytes: u64,
+    line: u64,
+    first_sequence: u64,
+    sequences: u64,
+    samples: u64,
+}
+
+/// The index of a CTF file: its chunks and every sequence's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Index {
+    mode: KeyMode,
+    chunks: Vec<Chunk>,
+    keys: Vec<u64>,
+}
+
+enum Data {
+    File(File),
+    Memory(InputBytes),
+}
+
+/// Where the index came from when a [`CtfSource`] was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexOrigin {
+    /// Built by scanning the file (and not cached).
+    Scanned,
+    /// Built by scanning the file and written to the cache.
+    ScannedAndCached,
+    /// Read from the cache file.
+    Cache,
+}
+
+/// A CTF file as a [`ChunkSource`]. See the [module documentation](self).
+pub struct CtfSource {
+    name: Arc<str>,
+    specs: Vec<StreamSpec>,
+    parser: CtfParser,
+    data: Data,
+    index: Index,
+    infos: Vec<ChunkInfo>,
+    origin: IndexOrigin,
+    diagnostics: Mutex<Vec<Diagnostic>>,
+    /// Read buffers for reuse (one per decoding thread at most): fresh ones would cost a
+    /// page fault per 4 KiB on every chunk.
+    buffers: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Diagnostics kept per source (the rest are counted only).
+const MAX_KEPT_DIAGNOSTICS: usize = 1000;
+/// Bytes read per block while indexing.
+const SCAN_BLOCK: usize = 4 << 20;
+
+/// The index cache file of `data`: `DATA.exfeed-index` beside it.
+pub fn index_cache_path(data: &Path) -> PathBuf {
+    let mut name = data.as_os_str().to_owned();
+    name.push(".exfeed-index");
+    PathBuf::from(name)
+}
+
+impl CtfSource {
+    /// Opens and indexes `input`. With `cache_index` and a file path, a valid cache beside the
+    /// file is used instead of scanning; a cache is valid when it is newer than the data file,
+    /// records the data file's current size and modification time, was built with the same
+    /// chunk size, `skipSequenceIds`, `frameMode` and cache format version, and passes every
+    /// consistency check. Otherwise the file is scanned and the cache (re)written through a
+    /// temporary file and a rename; a stale or corrupt cache is reported as a warning
+    /// ([`CtfSource::diagnostics`]). Failing to write the cache is a warning too.
+    pub fn open(input: &InputPath, options: CtfSourceOptions) -> Result<Self> {
+        let name: Arc<str> = input.display_name().into();
+        let mut parser = CtfParser::new(options.ctf.clone())?;
+        parser.set_file_name(name.clone());
+        let mut warnings = Vec::new();
+        let warn = |warnings: &mut Vec<Diagnostic>, message: String| {
+            warnings.push(Diagnostic {
+                severity: Severity::Warning,
+                location: Location::default().with_file(name.clone()),
+                message,
+            })
+        };
+        let params = CacheParams::of(&options);
+        let plain_file = match input {
+            InputPath::File(path) => {
+                let file = File::open(path).map_err(|e| Error::io(path, e))?;
+                let mut head = [0u8; 4];
+                let n = file.read_at(&mut head, 0).unwrap_or(0);
+                let compressed =
+                    crate::io::Compression::sniff(&head[..n]) != crate::io::Compression::None;
+                (!compressed).then(|| (path.clone(), file))
+            }
+            InputPath::Stdin => None,
+        };
+        let (data, index, origin) = match plain_file {
+            Some((path, file)) => {
+                let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
+                let stamp = DataStamp::of(&meta);
+                let cache = index_cache_path(&path);
+                let mut from_cache = None;
+                if options.cache_index {
+                    match read_cache(&cache, &meta, stamp, params) {
+                        Ok(Some(ix)) => from_cache = Some(ix),
+                        Ok(None) => {}
+                        Err(why) => warn(
+                            &mut warnings,
+                            format!(
+                                "index cache {} not used ({why}); re-indexing",
+                                cache.display()
+                            ),
+                        ),
+                    }
+                }
+                let data = if options.keep_in_memory {
+                    Data::Memory(InputBytes::Owned(
+                        std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
+                    ))
+                } else {
+                    Data::File(file)
+                };
+                match from_cache {
+                    Some(ix) => (data, ix, IndexOrigin::Cache),
+                    None => {
+                        let ix = match &data {
+                            Data::Memory(b) => index_buffer(b, &options),
+                            Data::File(f) => index_file(f, &options, SCAN_BLOCK),
+                        }
+                        .map_err(|e| e.in_file(name.clone()))?;
+                        let mut origin = IndexOrigin::Scanned;
+                        if options.cache_index {
+                            match write_cache(&cache, &ix, stamp, params) {
+                                Ok(()) => origin = IndexOrigin::ScannedAndCached,
+                                Err(e) => warn(
+                                    &mut warnings,
+                                    format!("could not write the index cache: {e}"),
+                                ),
+                            }
+                        }
+                        (data, ix, origin)
+                    }
+                }
+            }
+            None => {
+                let bytes = open_bytes(input)?;
+                let ix = index_buffer(&bytes, &options).map_err(|e| e.in_file(name.clone()))?;
+                (Data::Memory(bytes), ix, IndexOrigin::Scanned)
+            }
+        };
+        let infos = index
+            .chunks
+            .iter()
+            .map(|c| ChunkInfo {
+                sequences: c.sequences as usize,
+                samples: c.samples,
+                bytes: c.bytes,
+            })
+            .collect();
+        Ok(CtfSource {
+            name,
+            specs: options.ctf.inputs.clone(),
+            parser,
+            data,
+            index,
+            infos,
+            origin,
+            diagnostics: Mutex::new(warnings),
+            buffers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Where the index came from.
+    pub fn index_origin(&self) -> IndexOrigin {
+        self.origin
+    }
+
+    /// Total number of sequences by the index.
+    pub fn num_sequences(&self) -> usize {
+        self.index.keys.len()
+    }
+
+    /// Warnings and errors tolerated so far (index cache problems, bad samples skipped under
+    /// `maxErrors`, ...); the first 1000 are kept.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.diagnostics
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default()
+    }
+
+    /// The file's name as used in messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<T: Element> ChunkSource<T> for CtfSource {
+    fn streams(&self) -> &[StreamSpec] {
+        &self.specs
+    }
+
+    fn chunks(&self) -> &[ChunkInfo] {
+        &self.infos
+    }
+
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
+        let Some(c) = self.index.chunks.get(chunk) else {
+            return Err(Error::config(format!("chunk {chunk} does not exist")));
+        };
+        let mut owned = Vec::new();
+        let map;
+        let buf: &[u8] = match &self.data {
+            Data::Memory(b) => {
+                let end = usize::try_from(c.offset + c.bytes)
+                    .ok()
+                    .filter(|&e| e <= b.len())
+                    .ok_or_else(|| Error::corrupt(c.offset, "chunk beyond the end of the data"))?;
+                &b[c.offset as usize..end]
+            }
+            Data::File(f) => {
+                let len = usize::try_from(c.bytes)
+                    .map_err(|_| Error::corrupt(c.offset, "chunk too large"))?;
+                let io_error = |e: std::io::Error| {
+                    Error::from(e)
+                        .in_file(self.name.clone())
+                        .in_context(format!("reading chunk {chunk} (has the file changed?)"))
+                };
+                // Map just this chunk's pages (no copy; unmapped when done, so memory stays
+                // bounded by the chunks being decoded); read it if mapping fails.
+                let page = 4096u64;
+                let start = c.offset / page * page;
+                let skip = (c.offset - start) as usize;
+                let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+                // SAFETY: a read-only private map of a range checked against the file's size;
+                // a file truncated by another process meanwhile is outside what any reader can
+                // defend against (as for every mmap user).
+                let mapped = (c.offset + c.bytes <= size)
+                    .then(|| unsafe {
+                        memmap2::MmapOptions::new()
+                            .offset(start)
+                            .len(skip + len)
+                            .populate()
+                            .map(f)
+                    })
+                    .and_then(|m| m.ok());
+                match mapped {
+                    Some(m) => {
+                        map = m;
+                        &map[skip..skip + len]
+                    }
+                    None => {
+                        owned = self
+                            .buffers
+                            .lock()
+                            .ok()
+                            .and_then(|mut b| b.pop())
+                            .unwrap_or_default();
+                        owned.clear();
+                        owned.resize(len, 0);
+                        f.read_exact_at(&mut owned, c.offset).map_err(io_error)?;
+                        &owned
+                    }
+                }
+            }
+        };
+        let mut parser = self.parser.clone();
+        let mut sink: Vec<Diagnostic> = Vec::new();
+        let r = parser.parse_chunk(buf, c.offset, c.line, self.index.mode, out, &mut sink);
+        if !sink.is_empty() {
+            if let Ok(mut d) = self.diagnostics.lock() {
+                let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(d.len());
+                d.extend(sink.into_iter().take(room));
+            }
+        }
+        if owned.capacity() > 0 {
+            if let Ok(mut b) = self.buffers.lock() {
+                if b.len() < 4 {
+                    b.push(owned);
+                }
+            }
+        }
+        r
+    }
+
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let c = self.index.chunks.get(chunk)?;
+        let start = c.first_sequence as usize;
+        self.index
+            .keys
+            .get(start..start + c.sequences as usize)
+            .map(<[u64]>::to_vec)
+    }
+}
+
+/// Builds the index from sequences found in file order.
+struct IndexBuilder {
+    chunker: Chunker,
+    lines: Vec<u64>,
+    keys: Vec<u64>,
+    frame_mode: bool,
+}
+
+impl IndexBuilder {
+    fn new(options: &CtfSourceOptions) -> Self {
+        IndexBuilder {
+            chunker: Chunker::new(options.chunk_size),
+            lines: Vec::new(),
+            keys: Vec::new(),
+            frame_mode: options.frame_mode,
+        }
+    }
+
+    fn push(&mut self, e: crate::ctf::SequenceExtent) {
+        // Samples by the index: a sequence has as many samples as lines (the exact count per
+        // input is known only after parsing).
+        let samples = if self.frame_mode { 1 } else { e.lines };
+        self.chunker.push(SequenceExtent {
+            offset: e.offset,
+            bytes: e.len as u64,
+            samples,
+        });
+        self.keys.push(e.key);
+        self.lines.push(e.line);
+    }
+
+    fn finish(self, mode: KeyMode) -> Index {
+        let lines = self.lines;
+        let chunks = self
+            .chunker
+            .finish()
+            .into_iter()
+            .map(|c| Chunk {
+                offset: c.offset,
+                bytes: c.bytes,
+                line: lines[c.first_sequence],
+                first_sequence: c.first_sequence as u64,
+                sequences: c.sequences as u64,
+                samples: c.samples,
+            })
+            .collect();
+        Index {
+            mode,
+            chunks,
+            keys: self.keys,
+        }
+    }
+}
+
+fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
+    let Some(mode) = detect_key_mode(buf, options.ctf.skip_sequence_ids) else {
+        return Ok(Index {
+            mode: KeyMode::Lines,
+            chunks: Vec::new(),
+            keys: Vec::new(),
+        });
+    };
+    let mut b = IndexBuilder::new(options);
+    scan_sequences(buf, 0, 1, mode, |e| {
+        b.push(e);
+        Ok(())
+    })
+    .map_err(|e| e.resolve_in(buf, 0, 1))?;
+    Ok(b.finish(mode))
+}
+
+/// Scans a file in blocks. The last sequence found in a block may continue in the next one,
+/// so it is held back and scanned again from its start with the next block.
+fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<Index> {
+    let mut b = IndexBuilder::new(options);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_start = 0u64; // file offset of buf[0]
+    let mut buf_line = 1u64; // line number of buf[0]
+    let mut read_pos = 0u64;
+    let mut mode = None;
+    let mut eof = false;
+    let mut found = Vec::new();
+    while !eof || !buf.is_empty() {
+        if !eof {
+            let old = buf.len();
+            buf.resize(old + block.max(1), 0);
+            let n = read_at_most(file, &mut buf[old..], read_pos)?;
+            buf.truncate(old + n);
+            read_pos += n as u64;
+            eof = n == 0;
+        }
+        if mode.is_none() {
+            mode = detect_key_mode(&buf, options.ctf.skip_sequence_ids);
+            if mode.is_none() {
+                if eof {
+                    break;
+                }
+                continue;
+            }
+        }
+        let mode = mode.expect("set above");
+        let scan_end = if eof {
+            buf.len()
+        } else {
+            match memchr::memrchr(b'\n', &buf) {
+                Some(i) => i + 1,
+                None => continue,
+            }
+        };
+        found.clear();
+        scan_sequences(&buf[..scan_end], buf_start, buf_line, mode, |e| {
+            found.push(e);
+            Ok(())
+        })
+        .map_err(|e| e.resolve_in(&buf[..scan_end], buf_start, buf_line))?;
+        let keep_from = if eof {
+            for e in found.drain(..) {
+                b.push(e);
+            }
+            buf.len()
+        } else if let Some(last) = found.pop() {
+            for e in found.drain(..) {
+                b.push(e);
+            }
+            buf_line = last.line;
+            (last.offset - buf_start) as usize
+        } else {
+            buf_line += memchr::memchr_iter(b'\n', &buf[..scan_end]).count() as u64;
+            scan_end
+        };
+        buf.drain(..keep_from);
+        buf_start += keep_from as u64;
+        if eof {
+            break;
+        }
+    }
+    Ok(b.finish(mode.unwrap_or(KeyMode::Lines)))
+}
+
+fn read_at_most(file: &File, buf: &mut [u8], pos: u64) -> Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], pos + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(done)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index cache.
+//
+// Layout (little-endian): magic "EXFIDX\0\0", u32 format version, u64 chunk size, u8
+// skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length, i64 data
+// mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six u64
+// (offset, bytes, line, first sequence, sequences, samples), then the keys.
+
+const CACHE_MAGIC: &[u8; 8] = b"EXFIDX\0\0";
+const CACHE_VERSION: u32 = 1;
+const CACHE_HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 8;
+const CHUNK_RECORD: u64 = 6 * 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CacheParams {
+    chunk_size: u64,
+    skip_ids: bool,
+    frame_mode: bool,
+}
+
+impl CacheParams {
+    fn of(o: &CtfSourceOptions) -> Self {
+        CacheParams {
+            chunk_size: o.chunk_size.max(1),
+            skip_ids: o.ctf.skip_sequence_ids,
+            frame_mode: o.frame_mode,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DataStamp {
+    len: u64,
+    secs: i64,
+    nanos: u32,
+}
+
+impl DataStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        let (secs, nanos) = match meta.modified().map(|t| t.duration_since(UNIX_EPOCH)) {
+            Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
+            _ => (0, 0),
+        };
+        DataStamp {
+            len: meta.len(),
+            secs,
+            nanos,
+        }
+    }
+}
+
+fn write_cache(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
+    let mut out = AtomicOutput::create(
+        path,
+        &OutputOptions {
+            force: true,
+            inputs: Vec::new(),
+        },
+    )?;
+    let mut head = Vec::with_capacity(CACHE_HEADER as usize);
+    head.extend_from_slice(CACHE_MAGIC);
+    head.extend_from_slice(&CACHE_VERSION.to_le_bytes());
+    head.extend_from_slice(&p.chunk_size.to_le_bytes());
+    head.extend_from_slice(&[
+        p.skip_ids as u8,
+        p.frame_mode as u8,
+        (ix.mode == KeyMode::Lines) as u8,
+        0,
+    ]);
+    head.extend_from_slice(&stamp.len.to_le_bytes());
+    head.extend_from_slice(&stamp.secs.to_le_bytes());
+    head.extend_from_slice(&stamp.nanos.to_le_bytes());
+    head.extend_from_slice(&(ix.chunks.len() as u64).to_le_bytes());
+    head.extend_from_slice(&(ix.keys.len() as u64).to_le_bytes());
+    out.write_all(&head)?;
+    let mut rec = Vec::with_capacity(1 << 16);
+    for c in &ix.chunks {
+        for v in [
+            c.offset,
+            c.bytes,
+            c.line,
+            c.first_sequence,
+            c.sequences,
+            c.samples,
+        ] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        if rec.len() >= 1 << 16 {
+            out.write_all(&rec)?;
+            rec.clear();
+        }
+    }
+    for k in &ix.keys {
+        rec.extend_from_slice(&k.to_le_bytes());
+        if rec.len() >= 1 << 16 {
+            out.write_all(&rec)?;
+            rec.clear();
+        }
+    }
+    out.write_all(&rec)?;
+    out.commit()
+}
+
+/// Reads the cache: `Ok(None)` when there is none, `Err(why)` when it cannot be used.
+fn read_cache(
+    path: &Path,
+    data_meta: &std::fs::Metadata,
+    stamp: DataStamp,
+    p: CacheParams,
+) -> std::result::Result<Option<Index>, String> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    let cache_time = meta.modified().unwrap_or(UNIX_EPOCH);
+    let data_time = data_meta.modified().unwrap_or(SystemTime::now());
+    if cache_time < data_time {
+        return Err("it is older than the data".into());
+    }
+    let len = meta.len();
+    if len < CACHE_HEADER {
+        return Err("it is truncated".into());
+    }
+    let mut head = vec![0u8; CACHE_HEADER as usize];
+    f.read_exact(&mut head).map_err(|e| e.to_string())?;
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+    if &head[..8] != CACHE_MAGIC {
+        return Err("it is not an exfeed index".into());
+    }
+    let version = u32::from_le_bytes(head[8..12].try_into().expect("4"));
+    if version != CACHE_VERSION {
+        return Err(format!(
+            "format version {version}, expected {CACHE_VERSION}"
+        ));
+    }
+    let got = CacheParams {
+        chunk_size: u64_at(&head, 12),
+        skip_ids: head[20] == 1,
+        frame_mode: head[21] == 1,
+    };
+    if head[20] > 1 || head[21] > 1 || head[22] > 1 || head[23] != 0 {
+        return Err("its header is corrupt".into());
+    }
+    if got != p {
+        return Err("it was built with other parameters".into());
+    }
+    let mode = if head[22] == 1 {
+        KeyMode::Lines
+    } else {
+        KeyMode::Ids
+    };
+    let got_stamp = DataStamp {
+        len: u64_at(&head, 24),
+        secs: i64::from_le_bytes(head[32..40].try_into().expect("8")),
+        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4")),
+    };
+    if got_stamp != stamp {
+        return Err("the data file has changed since it was built".into());
+    }
+    let n_chunks = u64_at(&head, 44);
+    let n_keys = u64_at(&head, 52);
+    let expected = n_chunks
+        .checked_mul(CHUNK_RECORD)
+        .and_then(|c| n_keys.checked_mul(8).and_then(|k| c.checked_add(k)))
+        .and_then(|b| b.checked_add(CACHE_HEADER));
+    if expected != Some(len) {
+        return Err("its size does not match its counts".into());
+    }
+    // The size check bounds both counts by the cache file's length.
+    let mut body = vec![0u8; (len - CACHE_HEADER) as usize];
+    f.read_exact(&mut body).map_err(|e| e.to_string())?;
+    let mut chunks = Vec::with_capacity(n_chunks as usize);
+    let mut next_seq = 0u64;
+    let mut end = 0u64;
+    for i in 0..n_chunks as usize {
+        let r = &body[i * CHUNK_RECORD as usize..];
+        let c = Chunk {
+            offset: u64_at(r, 0),
+            bytes: u64_at(r, 8),
+            line: u64_at(r, 16),
+            first_sequence: u64_at(r, 24),
+            sequences: u64_at(r, 32),
+            samples: u64_at(r, 40),
+        };
+        let ok = c.offset >= end
+            && c.bytes > 0
+            && c.offset
+                .checked_add(c.bytes)
+                .is_some_and(|e| e <= stamp.len)
+            && c.line >= 1
+            && c.first_sequence == next_seq
+            && c.sequences >= 1
+            && c.samples >= c.sequences;
+        if !ok {
+            return Err(format!("chunk {i} is inconsistent"));
+        }
+        end = c.offset + c.bytes;
+        next_seq += c.sequences;
+        chunks.push(c);
+    }
+    if next_seq != n_keys {
+        return Err("its key count does not match its chunks".into());
+    }
+    let keys_at = n_chunks as usize * CHUNK_RECORD as usize;
+    let keys = body[keys_at..]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+        .collect();
+    Ok(Some(Index { mode, chunks, keys }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::Storage;
+
+    const DATA: &str =
+        "\n1 |a 1 2 |b 0:1\n1 |a 3 4\n|a 5 6\n2 |a 7 8 |b 1:2\n7 |a 9 9 |b 2:3\n7 |a 1 1\n3 |b 2:1 |a 0 0\n";
+
+    fn opts(chunk: u64) -> CtfSourceOptions {
+        CtfSourceOptions {
+            ctf: CtfOptions {
+                inputs: vec![
+                    StreamSpec::new("a", Storage::Dense, 2),
+                    StreamSpec::new("b", Storage::Sparse, 3),
+                ],
+                skip_sequence_ids: false,
+                max_errors: 0,
+            },
+            chunk_size: chunk,
+            ..Default::default()
+        }
+    }
+
+    fn write(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+        let p = dir.path().join("d.ctf");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn block_scan_equals_whole_buffer_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, DATA);
+        let f = File::open(&p).unwrap();
+        for chunk in [1, 20, 40, 1000] {
+            let whole = index_buffer(DATA.as_bytes(), &opts(chunk)).unwrap();
+            assert_eq!(whole.keys, vec![1, 2, 7, 3]);
+            for block in [1, 2, 5, 13, 64, 4096] {
+                assert_eq!(
+                    index_file(&f, &opts(chunk), block).unwrap(),
+                    whole,
+                    "{chunk} {block}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_decode_to_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, DATA);
+        let mut whole = SequenceBatch::<f32>::new(&opts(1).ctf.inputs);
+        crate::ctf::parse(DATA.as_bytes(), &opts(1).ctf, &mut whole, &mut Vec::new()).unwrap();
+        for keep in [false, true] {
+            let o = CtfSourceOptions {
+                keep_in_memory: keep,
+                ..opts(30)
+            };
+            let src = CtfSource::open(&InputPath::new(&p), o).unwrap();
+            let n = ChunkSource::<f32>::chunks(&src).len();
+            assert!(n > 1);
+            let mut all = SequenceBatch::<f32>::new(&opts(1).ctf.inputs);
+            let mut keys = Vec::new();
+            for c in 0..n {
+                let mut b = SequenceBatch::<f32>::new(&opts(1).ctf.inputs);
+                src.read_chunk(c, &mut b).unwrap();
+                assert_eq!(
+                    Some(b.keys().to_vec()),
+                    ChunkSource::<f32>::chunk_keys(&src, c)
+                );
+                keys.extend_from_slice(b.keys());
+                for s in 0..b.len() {
+                    all.push_sequence_from(&b, s);
+                }
+            }
+            assert_eq!(keys, whole.keys());
+            assert_eq!(all.streams()[0].values(), whole.streams()[0].values());
+            assert_eq!(all.streams()[1].indices(), whole.streams()[1].indices());
+        }
+    }
+
+    #[test]
+    fn errors_keep_their_file_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "1 |a 1 2\n2 |a 3 4\n3 |a 5 x\n");
+        let src = CtfSource::open(&InputPath::new(&p), opts(10)).unwrap();
+        let n = ChunkSource::<f64>::chunks(&src).len();
+        assert_eq!(n, 3);
+        let mut b = SequenceBatch::<f64>::new(&opts(1).ctf.inputs);
+        let e = src.read_chunk(2, &mut b).unwrap_err();
+        let loc = e.location();
+        assert_eq!(
+            (loc.line, loc.column, loc.byte),
+            (Some(3), Some(8), Some(25)),
+            "{e}"
+        );
+        assert!(e.to_string().contains("d.ctf:3:8"), "{e}");
+    }
+
+    #[test]
+    fn index_cache_is_reused_only_when_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, DATA);
+        let input = InputPath::new(&p);
+        let o = CtfSourceOptions {
+            cache_index: true,
+            ..opts(30)
+        };
+        let first = CtfSource::open(&input, o.clone()).unwrap();
+        assert_eq!(first.index_origin(), IndexOrigin::ScannedAndCached);
+        let cache = index_cache_path(&p);
+        assert!(cache.exists());
+        let again = CtfSource::open(&input, o.clone()).unwrap();
+        assert_eq!(again.index_origin(), IndexOrigin::Cache);
+        assert_eq!(again.index, first.index);
+        assert!(again.diagnostics().is_empty());
+        // Other parameters: rebuilt, with a warning.
+        let other = CtfSource::open(
+            &input,
+            CtfSourceOptions {
+                chunk_size: 7,
+                ..o.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(other.index_origin(), IndexOrigin::ScannedAndCached);
+        assert!(other.diagnostics()[0].message.contains("other parameters"));
+        // Corrupt caches of every kind are rejected, never trusted.
+        let good = {
+            CtfSource::open(&input, o.clone()).unwrap();
+            std::fs::read(&cache).unwrap()
+        };
+        for cut in [0, 10, good.len() - 1] {
+            std::fs::write(&cache, &good[..cut]).unwrap();
+            let s = CtfSource::open(&input, o.clone()).unwrap();
+            assert_eq!(s.index, first.index);
+            assert_eq!(s.diagnostics().len(), 1, "{cut}");
+        }
+        for at in [0, 12, 24, 44, 60, 68, good.len() - 8] {
+            let mut bad = good.clone();
+            bad[at] ^= 0x55;
+            std::fs::write(&cache, &bad).unwrap();
+            let s = CtfSource::open(&input, o.clone()).unwrap();
+            // A changed key is not detectable by structure; anything else must be.
+            if at != good.len() - 8 {
+                assert_eq!(s.index, first.index, "{at}");
+                assert_eq!(s.diagnostics().len(), 1, "{at}");
+            }
+        }
+        // The data changes: the cache is stale.
+        CtfSource::open(&input, o.clone()).unwrap();
+        std::fs::write(&p, "5 |a 1 1\n").unwrap();
+        let s = CtfSource::open(&input, o).unwrap();
+        assert_eq!(s.index.keys, vec![5]);
+        assert_eq!(s.diagnostics().len(), 1);
+    }
+}
