@@ -37,7 +37,7 @@ pub struct Args {
     pub force: bool,
 }
 
-fn parse_format(s: &str) -> Result<FileFormat, String> {
+pub(crate) fn parse_format(s: &str) -> Result<FileFormat, String> {
     FileFormat::parse_name(s).ok_or_else(|| format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
 }
 
@@ -73,6 +73,9 @@ fn progress_bar(total: u64) -> ProgressBar {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if super::lens::is_lens(&args.input, args.from) {
+        return super::lens::convert(&args.input, &args.output, args.to, args.force);
+    }
     let input = InputPath::new(&args.input);
     let name = input.display_name();
     let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;

@@ -1,16 +1,38 @@
 //! Lens example files in the CLI. `dump` is what `exfeed dump FILE.ex|FILE.bex` runs (the
 //! dump command dispatches here by format).
 
+use exfeed::format::FileFormat;
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::{Layout, Materializer};
+use std::io::Read;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Whether `file` is a Lens example file: `--from ex|bex` says so, else its first bytes (the
+/// binary cookie) or its name (`.ex`/`.bex`, through `.gz`/`.bz2`; a missing name is looked up
+/// with `.gz`/`.bz2` as Lens does). Standard input is Lens only with `--from`.
+pub fn is_lens(file: &Path, from: Option<FileFormat>) -> bool {
+    if let Some(f) = from {
+        return matches!(f, FileFormat::LensText | FileFormat::LensBinary);
+    }
+    if file == Path::new("-") {
+        return false;
+    }
+    let file = exfeed::lens::resolve(file);
+    let mut head = [0u8; 8];
+    let n = std::fs::File::open(&file)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    matches!(
+        FileFormat::detect(&file, &head[..n]),
+        FileFormat::LensText | FileFormat::LensBinary
+    )
+}
+
 /// Prints the set header, then one structural JSON object per example; or, given the
 /// network's groups (`NAME:SIZE,...` in network order), one materialized object per example:
 /// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
-#[allow(dead_code)] // wired into `exfeed dump` when the dispatch by format lands
 pub fn dump(
     file: &Path,
     input_groups: Option<&str>,
@@ -30,7 +52,9 @@ pub fn dump(
     };
     if materializer.is_none() {
         exfeed::lens::dump::write_header(&mut line, &set);
-        w.write_all(&line)?;
+        if let Err(e) = w.write_all(&line) {
+            return closed_ok(e);
+        }
     }
     for (i, ex) in set.examples.iter().enumerate() {
         line.clear();
@@ -42,15 +66,27 @@ pub fn dump(
                         .in_file(file.display().to_string())
                 })?,
         }
-        w.write_all(&line)?;
+        if let Err(e) = w.write_all(&line) {
+            return closed_ok(e);
+        }
     }
-    w.flush()?;
-    Ok(ExitCode::SUCCESS)
+    match w.flush() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => closed_ok(e),
+    }
+}
+
+/// Standard output closed (a pipe into `head`) ends the dump quietly; other errors are errors.
+fn closed_ok(e: std::io::Error) -> anyhow::Result<ExitCode> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(e.into())
+    }
 }
 
 /// `exfeed check FILE.ex|.bex`: loads the whole file; prints a one-line summary, or the error
 /// (positioned) and exits 1.
-#[allow(dead_code)] // wired into `exfeed check` when the dispatch by format lands
 pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
     match exfeed::lens::load(&InputPath::new(file)) {
         Ok(set) => {
@@ -71,7 +107,6 @@ pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
 }
 
 /// `exfeed info FILE.ex|.bex`: examples, events, groups used and value ranges, as JSON.
-#[allow(dead_code)] // wired into `exfeed info` when it lands
 pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
     let set = exfeed::lens::load(&InputPath::new(file))?;
     let i = exfeed::lens::info::Info::of(&set);
@@ -98,14 +133,28 @@ pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
 
 /// `exfeed convert IN OUT` between `.ex`, `.bex` and their compressed forms (form by OUT's
 /// name: `.bex[.gz|.bz2]` is binary).
-#[allow(dead_code)] // wired into `exfeed convert` when it lands
-pub fn convert(input: &Path, output: &Path, force: bool) -> anyhow::Result<ExitCode> {
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    to: Option<FileFormat>,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
+    let to = to.unwrap_or_else(|| {
+        if exfeed::lens::is_binary_name(output) {
+            FileFormat::LensBinary
+        } else {
+            FileFormat::from_name(output)
+        }
+    });
+    if !matches!(to, FileFormat::LensText | FileFormat::LensBinary) {
+        anyhow::bail!("converting a Lens example file to {to:?} is not supported yet (.ex, .bex)");
+    }
     let set = exfeed::lens::load(&InputPath::new(input))?;
     let options = exfeed::io::OutputOptions {
         force,
         inputs: vec![input.to_path_buf()],
     };
-    exfeed::lens::save(&set, output, false, &options)?;
+    exfeed::lens::save(&set, output, to == FileFormat::LensBinary, &options)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -119,15 +168,18 @@ mod tests {
         let ex = tmp.path().join("x.ex");
         std::fs::write(&ex, ";\nname:a I: 1 - 3 T: {g} 2;\n2 b: 1;\n").unwrap();
         let bex = tmp.path().join("x.bex.gz");
-        assert_eq!(convert(&ex, &bex, false).unwrap(), ExitCode::SUCCESS);
+        assert_eq!(convert(&ex, &bex, None, false).unwrap(), ExitCode::SUCCESS);
         let back = tmp.path().join("y.ex");
-        convert(&bex, &back, false).unwrap();
+        convert(&bex, &back, None, false).unwrap();
         let a = exfeed::lens::load(&InputPath::new(&ex)).unwrap();
         let b = exfeed::lens::load(&InputPath::new(&back)).unwrap();
         assert!(a.same_content(&b));
-        assert!(convert(&ex, &back, false).is_err(), "refuses to clobber");
         assert!(
-            convert(&ex, &ex, true).is_err(),
+            convert(&ex, &back, None, false).is_err(),
+            "refuses to clobber"
+        );
+        assert!(
+            convert(&ex, &ex, None, true).is_err(),
             "refuses to write onto its input"
         );
         assert_eq!(check(&bex).unwrap(), ExitCode::SUCCESS);
