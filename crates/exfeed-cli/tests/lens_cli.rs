@@ -109,3 +109,86 @@ fn check_info_and_errors() {
         text(&out.stderr)
     );
 }
+
+/// `.ex -> .ctf/.cbf` given the layout, dumped, equals the materialized Lens dump.
+#[test]
+fn convert_to_ctf_and_cbf_matches_materialized_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("x.ex");
+    std::fs::write(&ex, EX).unwrap();
+    let ex = ex.to_str().unwrap();
+    let groups = ["--input-groups", "in:2", "--target-groups", "out:2"];
+    let mut args = vec!["dump", ex];
+    args.extend(groups);
+    let lens = exfeed(&args);
+    assert!(lens.status.success(), "{}", text(&lens.stderr));
+    let lens: Vec<serde_json::Value> = text(&lens.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lens.len(), 2);
+    for out_name in ["x.ctf", "x.cbf"] {
+        let out = dir.path().join(out_name);
+        let out = out.to_str().unwrap();
+        let mut args = vec!["convert", ex, out];
+        args.extend(groups);
+        let conv = exfeed(&args);
+        assert!(conv.status.success(), "{}", text(&conv.stderr));
+        let mut args = vec!["dump", out];
+        if out_name.ends_with("ctf") {
+            args.extend(["--input", "input:dense:2", "--input", "target:dense:2"]);
+        }
+        let dumped = exfeed(&args);
+        assert!(dumped.status.success(), "{}", text(&dumped.stderr));
+        let seqs: Vec<serde_json::Value> = text(&dumped.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(seqs.len(), lens.len(), "{out_name}");
+        for (k, (s, l)) in seqs.iter().zip(&lens).enumerate() {
+            assert_eq!(s["key"], k);
+            let events = l["events"].as_array().unwrap();
+            for stream in ["input", "target"] {
+                let want: Vec<_> = events.iter().map(|e| e[stream].clone()).collect();
+                let got = s["streams"][stream].as_array().unwrap();
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    let f = |v: &serde_json::Value| -> Vec<f64> {
+                        v.as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|x| x.as_f64().unwrap())
+                            .collect()
+                    };
+                    assert_eq!(f(g), f(w), "{out_name} example {k} {stream}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn convert_with_nan_needs_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("n.ex");
+    std::fs::write(&ex, ";\nname: a I: 1 - T: 0 1;\n").unwrap();
+    let ex = ex.to_str().unwrap();
+    let out = dir.path().join("n.ctf");
+    let out = out.to_str().unwrap();
+    let groups = ["--input-groups", "in:2", "--target-groups", "out:2"];
+    let mut args = vec!["convert", ex, out];
+    args.extend(groups);
+    let r = exfeed(&args);
+    assert!(!r.status.success());
+    let err = text(&r.stderr);
+    assert!(
+        err.contains("example 0") && err.contains("event 0") && err.contains("--nan"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new(out).exists(), "no partial output");
+    args.extend(["--nan", "-1"]);
+    let r = exfeed(&args);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let ctf = std::fs::read_to_string(out).unwrap();
+    assert!(ctf.contains("|input 1 -1"), "{ctf}");
+}

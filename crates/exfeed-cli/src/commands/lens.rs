@@ -133,58 +133,69 @@ pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
 
 /// `exfeed convert IN OUT` between `.ex`, `.bex` and their compressed forms (form by OUT's
 /// name: `.bex[.gz|.bz2]` is binary).
-pub fn convert(
-    input: &Path,
-    output: &Path,
-    to: Option<FileFormat>,
-    force: bool,
-) -> anyhow::Result<ExitCode> {
-    let to = to.unwrap_or_else(|| {
+pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
+    let (input, output) = (&args.input, &args.output);
+    let to = args.to.unwrap_or_else(|| {
         if exfeed::lens::is_binary_name(output) {
             FileFormat::LensBinary
         } else {
             FileFormat::from_name(output)
         }
     });
-    if !matches!(to, FileFormat::LensText | FileFormat::LensBinary) {
-        anyhow::bail!("converting a Lens example file to {to:?} is not supported yet (.ex, .bex)");
-    }
     let set = exfeed::lens::load(&InputPath::new(input))?;
-    let options = exfeed::io::OutputOptions {
-        force,
-        inputs: vec![input.to_path_buf()],
+    let inputs = match InputPath::new(input) {
+        InputPath::File(p) => vec![p],
+        InputPath::Stdin => Vec::new(),
     };
-    exfeed::lens::save(&set, output, to == FileFormat::LensBinary, &options)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn convert_text_to_binary_and_back() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ex = tmp.path().join("x.ex");
-        std::fs::write(&ex, ";\nname:a I: 1 - 3 T: {g} 2;\n2 b: 1;\n").unwrap();
-        let bex = tmp.path().join("x.bex.gz");
-        assert_eq!(convert(&ex, &bex, None, false).unwrap(), ExitCode::SUCCESS);
-        let back = tmp.path().join("y.ex");
-        convert(&bex, &back, None, false).unwrap();
-        let a = exfeed::lens::load(&InputPath::new(&ex)).unwrap();
-        let b = exfeed::lens::load(&InputPath::new(&back)).unwrap();
-        assert!(a.same_content(&b));
-        assert!(
-            convert(&ex, &back, None, false).is_err(),
-            "refuses to clobber"
-        );
-        assert!(
-            convert(&ex, &ex, None, true).is_err(),
-            "refuses to write onto its input"
-        );
-        assert_eq!(check(&bex).unwrap(), ExitCode::SUCCESS);
-        let bad = tmp.path().join("bad.ex");
-        std::fs::write(&bad, ";\nI: 1\n").unwrap();
-        assert_eq!(check(&bad).unwrap(), ExitCode::from(1));
+    let options = exfeed::io::OutputOptions {
+        force: args.force,
+        inputs,
+    };
+    if matches!(to, FileFormat::LensText | FileFormat::LensBinary) {
+        exfeed::lens::save(&set, output, to == FileFormat::LensBinary, &options)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    let (Some(i), Some(t)) = (&args.input_groups, &args.target_groups) else {
+        anyhow::bail!(
+            "converting a Lens example file to {to:?} needs the network's layout: \
+             --input-groups NAME:SIZE,... --target-groups NAME:SIZE,..."
+        );
+    };
+    let mut m = Materializer::new(Layout::parse(i)?, Layout::parse(t)?);
+    let specs = m.stream_specs("input", "target");
+    let mut sink = crate::diag::Stderr::new(1);
+    let name = InputPath::new(input).display_name();
+    let mut batch = exfeed::SequenceBatch::<f32>::new(&specs);
+    let out = exfeed::io::AtomicOutput::create(output, &options)?;
+    match to {
+        FileFormat::Cbf => {
+            let cbf = exfeed::cbf::CbfWriterOptions {
+                chunk_size: args.chunk_size,
+                precision: args.source.precision.unwrap_or(exfeed::Precision::Float),
+            };
+            let mut w = exfeed::cbf::CbfWriter::new(out, &specs, cbf)?;
+            for (k, ex) in set.examples.iter().enumerate() {
+                batch.clear();
+                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                w.write_batch(&batch)?;
+            }
+            w.finish()?.commit()?;
+        }
+        _ => {
+            let mut out = std::io::BufWriter::new(out);
+            let mut text = Vec::new();
+            for (k, ex) in set.examples.iter().enumerate() {
+                batch.clear();
+                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                text.clear();
+                exfeed::ctf::write_sequence(&mut text, &batch, 0, &specs)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                std::io::Write::write_all(&mut out, &text)?;
+            }
+            out.into_inner().map_err(|e| e.into_error())?.commit()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
