@@ -13,10 +13,13 @@ use std::time::Instant;
 /// Arguments of `exfeed bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// What to measure: `ctf` (parsing), `cbf` (conversion and reading), or `read` (the
+    /// What to measure: `ctf` (parsing), `cbf` (conversion and reading), `read` (the
     /// minibatch reader end to end against single-threaded parsing, index cache start-up against
     /// re-indexing, and peak memory of `exfeed read` with a randomization window; the data file
-    /// is written to --write-to or a temporary directory).
+    /// is written to --write-to or a temporary directory), or `lens` (loading .ex/.bex: the
+    /// conformance examples simple_past_tense_1868_items.ex and hand-digits.trn.bex.gz, found
+    /// through $EXFEED_CONFORMANCE or ../shared/conformance, and a generated `--mb` MB .ex with
+    /// its .bex).
     pub what: String,
     /// Approximate size of each generated file in MB (default: 64 for ctf and read, 200 for cbf).
     #[arg(long)]
@@ -179,12 +182,102 @@ pub(super) fn measure(
     Ok((wall, cpu))
 }
 
+/// Times loading a Lens file already in memory (decompressed): median over `runs`.
+/// Returns seconds per example.
+fn measure_lens(name: &str, data: &[u8], runs: usize) -> anyhow::Result<f64> {
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    let mut examples = 0;
+    for _ in 0..runs.max(1) {
+        let c = thread_cpu_secs();
+        let t = Instant::now();
+        let set = exfeed::lens::parse(data).map_err(|e| e.in_file(name.to_string()))?;
+        wall.push(t.elapsed().as_secs_f64());
+        cpu.push(thread_cpu_secs() - c);
+        examples = set.examples.len();
+    }
+    let (w, c) = (median(wall).max(1e-9), median(cpu).max(1e-9));
+    let mb = data.len() as f64 / 1e6;
+    println!(
+        "lens {name}: {mb:.1} MB, {examples} examples: {:.0} MB/s, {:.0} examples/s wall-clock; \
+         {:.0} MB/s, {:.0} examples/s per CPU-second",
+        mb / w,
+        examples as f64 / w,
+        mb / c,
+        examples as f64 / c
+    );
+    Ok(c / examples.max(1) as f64)
+}
+
+/// A generated .ex of about `bytes`: 100 binary inputs and 20 three-decimal targets per example.
+fn generated_ex(bytes: usize) -> Vec<u8> {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes + 4096);
+    s.push_str(";\n");
+    let mut k = 0u64;
+    while s.len() < bytes {
+        let _ = write!(s, "name:{{item {k}}}\nI:");
+        for u in 0..100 {
+            s.push_str(if (k + u) % 7 == 0 { " 1" } else { " 0" });
+        }
+        s.push_str("\nT:");
+        for u in 0..20u64 {
+            let _ = write!(s, " {:.3}", ((k * 31 + u) % 1000) as f64 / 1000.0);
+        }
+        s.push_str(";\n");
+        k += 1;
+    }
+    s.into_bytes()
+}
+
+fn lens(args: &Args) -> anyhow::Result<ExitCode> {
+    let dir = std::env::var_os("EXFEED_CONFORMANCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/conformance"))
+        .join("lens/examples");
+    for file in [
+        "spinnaker_pdp2/simple_past_tense_1868_items.ex",
+        "lens_dist/hand-digits.trn.bex.gz",
+    ] {
+        let path = dir.join(file);
+        let data = match exfeed::io::open_bytes(&exfeed::io::InputPath::new(&path)) {
+            Ok(d) => d,
+            Err(e) => {
+                println!("lens {file}: skipped ({e})");
+                continue;
+            }
+        };
+        let per_text = measure_lens(&format!("{file} (decompressed)"), &data, args.runs)?;
+        // The same examples in the other form, for the text/binary comparison.
+        let set = exfeed::lens::parse(&data)?;
+        let (text, binary) = (
+            exfeed::lens::text::write(&set)?,
+            exfeed::lens::binary::write(&set)?,
+        );
+        let other = if data.starts_with(&[0xaa; 4]) {
+            measure_lens(&format!("{file} as .ex"), &text, args.runs)? / per_text
+        } else {
+            per_text / measure_lens(&format!("{file} as .bex"), &binary, args.runs)?
+        };
+        println!("lens {file}: binary is {other:.1}x faster than text per example");
+    }
+    let ex = generated_ex(args.mb.unwrap_or(100) << 20);
+    let per_text = measure_lens("generated.ex", &ex, args.runs)?;
+    let bex = exfeed::lens::binary::write(&exfeed::lens::parse(&ex)?)?;
+    let per_bin = measure_lens("generated.bex", &bex, args.runs)?;
+    println!(
+        "lens generated: binary is {:.1}x faster than text per example",
+        per_text / per_bin
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what.as_str() {
         "ctf" => bench_ctf(args),
         "cbf" => super::bench_cbf::run(args),
         "read" => super::bench_read::run(&args),
-        other => anyhow::bail!("bench knows 'ctf', 'cbf' and 'read', found '{other}'"),
+        "lens" => lens(&args),
+        other => anyhow::bail!("bench knows 'ctf', 'cbf', 'read' and 'lens', found '{other}'"),
     }
 }
 

@@ -17,6 +17,9 @@ pub struct Args {
     /// Print at most N problems per file, then how many more there were.
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub max_problems: u64,
+    /// Format of the inputs (ctf, cbf, ex, bex); by default from magic bytes and names.
+    #[arg(long, value_parser = super::convert::parse_format)]
+    pub from: Option<exfeed::format::FileFormat>,
 }
 
 /// Prints problems up to a cap and counts them all.
@@ -58,6 +61,11 @@ struct Summary {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut worst = 0u8;
     for file in &args.files {
+        if super::lens::is_lens(file, args.from) {
+            let code = super::lens::check(file)?;
+            worst = worst.max(if code == ExitCode::SUCCESS { 0 } else { 1 });
+            continue;
+        }
         // CBF files need no --input (their header has the streams).
         if super::cbf_source::is_cbf(file) {
             worst = worst.max(super::cbf_source::check(file, &args.source)?);

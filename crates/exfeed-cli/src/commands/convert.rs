@@ -33,12 +33,21 @@ pub struct Args {
     /// Format of the output (ctf, cbf); by default from its extension (.cbf/.bin: CBF).
     #[arg(long, value_parser = parse_format)]
     pub to: Option<FileFormat>,
+    /// Lens to CTF/CBF: the network's input groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub input_groups: Option<String>,
+    /// Lens to CTF/CBF: the network's target groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub target_groups: Option<String>,
+    /// Lens to CTF/CBF: the value written for NaN (required when there is one).
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    pub nan: Option<f32>,
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
 }
 
-fn parse_format(s: &str) -> Result<FileFormat, String> {
+pub(crate) fn parse_format(s: &str) -> Result<FileFormat, String> {
     FileFormat::parse_name(s).ok_or_else(|| format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
 }
 
@@ -116,6 +125,9 @@ impl Progress {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if super::lens::is_lens(&args.input, args.from) {
+        return super::lens::convert(&args);
+    }
     let input = InputPath::new(&args.input);
     let name = input.display_name();
     let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;

@@ -2,6 +2,7 @@
 
 use super::source::{exit_code_for, read_batches, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
+use exfeed::format::FileFormat;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,9 +14,27 @@ pub struct Args {
     pub file: PathBuf,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
+    /// Needed for a Lens stream on standard input (`--from ex`).
+    #[arg(long, value_parser = super::convert::parse_format)]
+    pub from: Option<FileFormat>,
+    /// Lens: the network's input groups, `NAME:SIZE,...` in network order; prints each example
+    /// materialized (dense input and target vectors per event).
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub input_groups: Option<String>,
+    /// Lens: the network's target groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub target_groups: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if super::lens::is_lens(&args.file, args.from) {
+        return super::lens::dump(
+            &args.file,
+            args.input_groups.as_deref(),
+            args.target_groups.as_deref(),
+        );
+    }
     if super::cbf_source::is_cbf(&args.file) {
         return super::cbf_source::dump(&args.file, &args.source);
     }

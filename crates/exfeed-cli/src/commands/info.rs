@@ -10,17 +10,23 @@ use std::process::ExitCode;
 /// Arguments of `exfeed info`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to describe (CBF).
+    /// The file to describe (CBF, or a Lens example file).
     pub file: PathBuf,
     /// List every chunk, however many there are.
     #[arg(long)]
     pub all_chunks: bool,
+    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
+    #[arg(long, value_parser = super::convert::parse_format)]
+    pub from: Option<FileFormat>,
 }
 
 /// Chunks listed one per line up to this many; beyond, a summary.
 const LIST_CHUNKS: usize = 20;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if super::lens::is_lens(&args.file, args.from) {
+        return super::lens::info(&args.file);
+    }
     let input = InputPath::new(&args.file);
     let name = input.display_name();
     let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;

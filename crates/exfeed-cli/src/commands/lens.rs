@@ -1,16 +1,38 @@
 //! Lens example files in the CLI. `dump` is what `exfeed dump FILE.ex|FILE.bex` runs (the
 //! dump command dispatches here by format).
 
+use exfeed::format::FileFormat;
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::{Layout, Materializer};
+use std::io::Read;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Whether `file` is a Lens example file: `--from ex|bex` says so, else its first bytes (the
+/// binary cookie) or its name (`.ex`/`.bex`, through `.gz`/`.bz2`; a missing name is looked up
+/// with `.gz`/`.bz2` as Lens does). Standard input is Lens only with `--from`.
+pub fn is_lens(file: &Path, from: Option<FileFormat>) -> bool {
+    if let Some(f) = from {
+        return matches!(f, FileFormat::LensText | FileFormat::LensBinary);
+    }
+    if file == Path::new("-") {
+        return false;
+    }
+    let file = exfeed::lens::resolve(file);
+    let mut head = [0u8; 8];
+    let n = std::fs::File::open(&file)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    matches!(
+        FileFormat::detect(&file, &head[..n]),
+        FileFormat::LensText | FileFormat::LensBinary
+    )
+}
+
 /// Prints the set header, then one structural JSON object per example; or, given the
 /// network's groups (`NAME:SIZE,...` in network order), one materialized object per example:
 /// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
-#[allow(dead_code)] // wired into `exfeed dump` when the dispatch by format lands
 pub fn dump(
     file: &Path,
     input_groups: Option<&str>,
@@ -30,7 +52,9 @@ pub fn dump(
     };
     if materializer.is_none() {
         exfeed::lens::dump::write_header(&mut line, &set);
-        w.write_all(&line)?;
+        if let Err(e) = w.write_all(&line) {
+            return closed_ok(e);
+        }
     }
     for (i, ex) in set.examples.iter().enumerate() {
         line.clear();
@@ -42,15 +66,27 @@ pub fn dump(
                         .in_file(file.display().to_string())
                 })?,
         }
-        w.write_all(&line)?;
+        if let Err(e) = w.write_all(&line) {
+            return closed_ok(e);
+        }
     }
-    w.flush()?;
-    Ok(ExitCode::SUCCESS)
+    match w.flush() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => closed_ok(e),
+    }
+}
+
+/// Standard output closed (a pipe into `head`) ends the dump quietly; other errors are errors.
+fn closed_ok(e: std::io::Error) -> anyhow::Result<ExitCode> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(e.into())
+    }
 }
 
 /// `exfeed check FILE.ex|.bex`: loads the whole file; prints a one-line summary, or the error
 /// (positioned) and exits 1.
-#[allow(dead_code)] // wired into `exfeed check` when the dispatch by format lands
 pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
     match exfeed::lens::load(&InputPath::new(file)) {
         Ok(set) => {
@@ -71,7 +107,6 @@ pub fn check(file: &Path) -> anyhow::Result<ExitCode> {
 }
 
 /// `exfeed info FILE.ex|.bex`: examples, events, groups used and value ranges, as JSON.
-#[allow(dead_code)] // wired into `exfeed info` when it lands
 pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
     let set = exfeed::lens::load(&InputPath::new(file))?;
     let i = exfeed::lens::info::Info::of(&set);
@@ -98,41 +133,69 @@ pub fn info(file: &Path) -> anyhow::Result<ExitCode> {
 
 /// `exfeed convert IN OUT` between `.ex`, `.bex` and their compressed forms (form by OUT's
 /// name: `.bex[.gz|.bz2]` is binary).
-#[allow(dead_code)] // wired into `exfeed convert` when it lands
-pub fn convert(input: &Path, output: &Path, force: bool) -> anyhow::Result<ExitCode> {
+pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
+    let (input, output) = (&args.input, &args.output);
+    let to = args.to.unwrap_or_else(|| {
+        if exfeed::lens::is_binary_name(output) {
+            FileFormat::LensBinary
+        } else {
+            FileFormat::from_name(output)
+        }
+    });
     let set = exfeed::lens::load(&InputPath::new(input))?;
-    let options = exfeed::io::OutputOptions {
-        force,
-        inputs: vec![input.to_path_buf()],
+    let inputs = match InputPath::new(input) {
+        InputPath::File(p) => vec![p],
+        InputPath::Stdin => Vec::new(),
     };
-    exfeed::lens::save(&set, output, false, &options)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn convert_text_to_binary_and_back() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ex = tmp.path().join("x.ex");
-        std::fs::write(&ex, ";\nname:a I: 1 - 3 T: {g} 2;\n2 b: 1;\n").unwrap();
-        let bex = tmp.path().join("x.bex.gz");
-        assert_eq!(convert(&ex, &bex, false).unwrap(), ExitCode::SUCCESS);
-        let back = tmp.path().join("y.ex");
-        convert(&bex, &back, false).unwrap();
-        let a = exfeed::lens::load(&InputPath::new(&ex)).unwrap();
-        let b = exfeed::lens::load(&InputPath::new(&back)).unwrap();
-        assert!(a.same_content(&b));
-        assert!(convert(&ex, &back, false).is_err(), "refuses to clobber");
-        assert!(
-            convert(&ex, &ex, true).is_err(),
-            "refuses to write onto its input"
-        );
-        assert_eq!(check(&bex).unwrap(), ExitCode::SUCCESS);
-        let bad = tmp.path().join("bad.ex");
-        std::fs::write(&bad, ";\nI: 1\n").unwrap();
-        assert_eq!(check(&bad).unwrap(), ExitCode::from(1));
+    let options = exfeed::io::OutputOptions {
+        force: args.force,
+        inputs,
+    };
+    if matches!(to, FileFormat::LensText | FileFormat::LensBinary) {
+        exfeed::lens::save(&set, output, to == FileFormat::LensBinary, &options)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    let (Some(i), Some(t)) = (&args.input_groups, &args.target_groups) else {
+        anyhow::bail!(
+            "converting a Lens example file to {to:?} needs the network's layout: \
+             --input-groups NAME:SIZE,... --target-groups NAME:SIZE,..."
+        );
+    };
+    let mut m = Materializer::new(Layout::parse(i)?, Layout::parse(t)?);
+    let specs = m.stream_specs("input", "target");
+    let mut sink = crate::diag::Stderr::new(1);
+    let name = InputPath::new(input).display_name();
+    let mut batch = exfeed::SequenceBatch::<f32>::new(&specs);
+    let out = exfeed::io::AtomicOutput::create(output, &options)?;
+    match to {
+        FileFormat::Cbf => {
+            let cbf = exfeed::cbf::CbfWriterOptions {
+                chunk_size: args.chunk_size,
+                precision: args.source.precision.unwrap_or(exfeed::Precision::Float),
+            };
+            let mut w = exfeed::cbf::CbfWriter::new(out, &specs, cbf)?;
+            for (k, ex) in set.examples.iter().enumerate() {
+                batch.clear();
+                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                w.write_batch(&batch)?;
+            }
+            w.finish()?.commit()?;
+        }
+        _ => {
+            let mut out = std::io::BufWriter::new(out);
+            let mut text = Vec::new();
+            for (k, ex) in set.examples.iter().enumerate() {
+                batch.clear();
+                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                text.clear();
+                exfeed::ctf::write_sequence(&mut text, &batch, 0, &specs)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                std::io::Write::write_all(&mut out, &text)?;
+            }
+            out.into_inner().map_err(|e| e.into_error())?.commit()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

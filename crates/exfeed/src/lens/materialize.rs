@@ -120,6 +120,59 @@ impl Materializer {
         fill(target, lt, &self.targets, "target", &mut self.warned, sink)?;
         Ok(())
     }
+
+    /// The two dense streams a materialized set becomes in CTF/CBF: `input` and `target`
+    /// (named as given), dims the layouts' sizes.
+    pub fn stream_specs(&self, input: &str, target: &str) -> Vec<crate::StreamSpec> {
+        use crate::stream::{Storage, StreamSpec};
+        vec![
+            StreamSpec::new(input, Storage::Dense, self.inputs.size()),
+            StreamSpec::new(target, Storage::Dense, self.targets.size()),
+        ]
+    }
+
+    /// Appends example `ex` to `batch` (streams as [`stream_specs`](Self::stream_specs) says)
+    /// as one sequence with key `key`: one sample per event. NaN has no CTF form: it becomes
+    /// `nan` when given, else it is an error naming the example and event.
+    pub fn push_example(
+        &mut self,
+        ex: &Example,
+        key: u64,
+        nan: Option<f32>,
+        batch: &mut crate::SequenceBatch<f32>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        let (mut input, mut target) = (Vec::new(), Vec::new());
+        for k in 0..ex.events.len() {
+            let r = self.event(ex, k, &mut input, &mut target, sink);
+            if let Err(e) = r {
+                batch.discard_sequence();
+                return Err(e);
+            }
+            for (v, what) in [(&mut input, "input"), (&mut target, "target")] {
+                if let Some(i) = v.iter().position(|x| x.is_nan()) {
+                    match nan {
+                        Some(n) => v.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = n),
+                        None => {
+                            batch.discard_sequence();
+                            return Err(Error::invalid(
+                                0,
+                                format!(
+                                    "example {key} ('{}'), event {k}: {what} unit {i} is NaN, \
+                                     which CTF/CBF cannot hold (give --nan VALUE)",
+                                    ex.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            batch.stream_mut(0).push_dense_sample(&input);
+            batch.stream_mut(1).push_dense_sample(&target);
+        }
+        batch.finish_sequence(key);
+        Ok(())
+    }
 }
 
 fn fill(
