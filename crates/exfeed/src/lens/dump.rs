@@ -168,6 +168,11 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(lines[0]["examples"], 1);
+        let mut streamed = Vec::new();
+        write_set_header(&mut streamed, &set.header, None);
+        let streamed: serde_json::Value = serde_json::from_slice(&streamed).unwrap();
+        assert_eq!(streamed["set"], lines[0]["set"]);
+        assert!(streamed["examples"].is_null() && streamed["events"].is_null());
         assert_eq!(lines[0]["set"]["activeInput"], 1);
         let ex = &lines[1];
         assert_eq!(ex["name"], "a b");
