@@ -25,15 +25,32 @@ pub struct Args {
     /// Lens: the network's target groups, `NAME:SIZE,...` in network order.
     #[arg(long, value_name = "NAME:SIZE,...")]
     pub target_groups: Option<String>,
+    /// Lens: pipe mode for a file or FIFO: examples are read and printed one at a time as
+    /// they arrive, and the source is reopened and read again at its end (as Lens's PIPE
+    /// mode loops) unless `--no-loop`. Standard input (`-`) is always read this way, once.
+    #[arg(long)]
+    pub pipe: bool,
+    /// Lens pipe mode: read the source once, do not reopen it at its end.
+    #[arg(long)]
+    pub no_loop: bool,
+    /// Lens: stop after printing this many examples (a looping pipe dump never ends otherwise).
+    #[arg(long, value_name = "N")]
+    pub max_examples: Option<u64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if super::lens::is_lens(&args.file, args.from) {
-        return super::lens::dump(
-            &args.file,
-            args.input_groups.as_deref(),
-            args.target_groups.as_deref(),
-        );
+        let opts = super::lens::DumpOptions {
+            input_groups: args.input_groups.as_deref(),
+            target_groups: args.target_groups.as_deref(),
+            pipe: args.pipe,
+            looping: !args.no_loop,
+            max_examples: args.max_examples,
+        };
+        return super::lens::dump(&args.file, &opts);
+    }
+    if args.pipe || args.no_loop || args.max_examples.is_some() {
+        anyhow::bail!("--pipe, --no-loop and --max-examples apply to Lens example files only");
     }
     if super::cbf_source::is_cbf(&args.file) {
         return super::cbf_source::dump(&args.file, &args.source);

@@ -4,6 +4,7 @@
 use exfeed::format::FileFormat;
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::{Layout, Materializer};
+use exfeed::lens::pipe::PipeReader;
 use std::io::Read;
 use std::io::Write;
 use std::path::Path;
@@ -30,58 +31,89 @@ pub fn is_lens(file: &Path, from: Option<FileFormat>) -> bool {
     )
 }
 
+/// What `exfeed dump` of a Lens file prints and how it reads.
+pub struct DumpOptions<'a> {
+    /// The network's input groups, `NAME:SIZE,...` (materialized dump).
+    pub input_groups: Option<&'a str>,
+    /// The network's target groups, `NAME:SIZE,...` (materialized dump).
+    pub target_groups: Option<&'a str>,
+    /// Pipe mode for a file or FIFO (standard input always is).
+    pub pipe: bool,
+    /// Pipe mode: reopen a file at its end.
+    pub looping: bool,
+    /// Stop after this many examples.
+    pub max_examples: Option<u64>,
+}
+
 /// Prints the set header, then one structural JSON object per example; or, given the
 /// network's groups (`NAME:SIZE,...` in network order), one materialized object per example:
 /// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
-pub fn dump(
-    file: &Path,
-    input_groups: Option<&str>,
-    target_groups: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    let set = exfeed::lens::load(&InputPath::new(file))?;
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let mut line = Vec::new();
-    let mut sink = crate::diag::Stderr::new(1);
-    let mut materializer = match (input_groups, target_groups) {
+///
+/// Standard input and `--pipe` files are read one example at a time (memory bounded by one
+/// example), each printed and flushed as soon as it is parsed; the header's example and
+/// event counts are then `null` as they are not known yet.
+pub fn dump(file: &Path, opts: &DumpOptions) -> anyhow::Result<ExitCode> {
+    let input = InputPath::new(file);
+    let streaming = opts.pipe || matches!(input, InputPath::Stdin);
+    let mut materializer = match (opts.input_groups, opts.target_groups) {
         (None, None) => None,
         (i, t) => Some(Materializer::new(
             Layout::parse(i.unwrap_or(""))?,
             Layout::parse(t.unwrap_or(""))?,
         )),
     };
-    if materializer.is_none() {
-        exfeed::lens::dump::write_header(&mut line, &set);
-        if let Err(e) = w.write_all(&line) {
-            return closed_ok(e);
-        }
-    }
-    for (i, ex) in set.examples.iter().enumerate() {
-        line.clear();
-        match &mut materializer {
-            None => exfeed::lens::dump::write_example(&mut line, i, ex),
-            Some(m) => exfeed::lens::dump::write_materialized(&mut line, ex, m, &mut sink)
-                .map_err(|e| {
-                    e.in_context(format!("example {i}"))
-                        .in_file(file.display().to_string())
-                })?,
-        }
-        if let Err(e) = w.write_all(&line) {
-            return closed_ok(e);
-        }
-    }
-    match w.flush() {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => closed_ok(e),
-    }
-}
-
-/// Standard output closed (a pipe into `head`) ends the dump quietly; other errors are errors.
-fn closed_ok(e: std::io::Error) -> anyhow::Result<ExitCode> {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        Ok(ExitCode::SUCCESS)
+    let name = input.display_name();
+    // Either the whole set, loaded at once, or a reader of one example at a time.
+    let mut line = Vec::new();
+    let (mut loaded, mut pipe) = if streaming {
+        let r = PipeReader::open(input, opts.looping)?;
+        exfeed::lens::dump::write_set_header(&mut line, r.header(), None);
+        (None, Some(r))
     } else {
-        Err(e.into())
+        let set = exfeed::lens::load(&input)?;
+        exfeed::lens::dump::write_header(&mut line, &set);
+        (Some(set.examples.into_iter()), None)
+    };
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let mut sink = crate::diag::Stderr::new(1);
+    let max = opts.max_examples.unwrap_or(u64::MAX);
+    let result = (|| {
+        if materializer.is_none() {
+            w.write_all(&line)?;
+            w.flush()?;
+        }
+        let mut i = 0u64;
+        while i < max {
+            let ex = match (&mut loaded, &mut pipe) {
+                (Some(all), _) => all.next(),
+                (None, Some(r)) => r.next_example()?,
+                (None, None) => None,
+            };
+            let Some(ex) = ex else { break };
+            line.clear();
+            match &mut materializer {
+                None => exfeed::lens::dump::write_example(&mut line, i as usize, &ex),
+                Some(m) => exfeed::lens::dump::write_materialized(&mut line, &ex, m, &mut sink)
+                    .map_err(|e| e.in_context(format!("example {i}")).in_file(name.clone()))?,
+            }
+            w.write_all(&line)?;
+            if streaming {
+                // A reader at the other end sees each example as soon as it is parsed.
+                w.flush()?;
+            }
+            i += 1;
+        }
+        w.flush()?;
+        anyhow::Ok(())
+    })();
+    match result {
+        Err(e) => match e.downcast_ref::<std::io::Error>() {
+            // Standard output closed (a pipe into `head`): a quiet end.
+            Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+            _ => Err(e),
+        },
+        Ok(()) => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -29,7 +29,16 @@ fn opt_index(out: &mut Vec<u8>, v: Option<usize>) {
 
 /// Appends the header line: `{"set": {"proc": ..., "maxTime": ..., ...}, "examples": N}`.
 pub fn write_header(out: &mut Vec<u8>, set: &ExampleSet) {
-    let h = &set.header;
+    write_set_header(
+        out,
+        &set.header,
+        Some((set.examples.len(), set.num_events())),
+    );
+}
+
+/// Appends the header line for a set header alone; `counts` (examples, events) are `null`
+/// when not known, as when examples are read one at a time from a pipe.
+pub fn write_set_header(out: &mut Vec<u8>, h: &SetHeader, counts: Option<(usize, usize)>) {
     out.extend_from_slice(b"{\"set\":{");
     let mut f = true;
     key(out, &mut f, "proc");
@@ -41,10 +50,15 @@ pub fn write_header(out: &mut Vec<u8>, set: &ExampleSet) {
     num(out, &mut f, "activeInput", h.active_input);
     num(out, &mut f, "defaultTarget", h.default_target);
     num(out, &mut f, "activeTarget", h.active_target);
-    out.extend_from_slice(b"},\"examples\":");
-    out.extend_from_slice(set.examples.len().to_string().as_bytes());
-    out.extend_from_slice(b",\"events\":");
-    out.extend_from_slice(set.num_events().to_string().as_bytes());
+    match counts {
+        Some((examples, events)) => {
+            out.extend_from_slice(b"},\"examples\":");
+            out.extend_from_slice(examples.to_string().as_bytes());
+            out.extend_from_slice(b",\"events\":");
+            out.extend_from_slice(events.to_string().as_bytes());
+        }
+        None => out.extend_from_slice(b"},\"examples\":null,\"events\":null"),
+    }
     out.extend_from_slice(b"}\n");
 }
 
@@ -154,6 +168,11 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(lines[0]["examples"], 1);
+        let mut streamed = Vec::new();
+        write_set_header(&mut streamed, &set.header, None);
+        let streamed: serde_json::Value = serde_json::from_slice(&streamed).unwrap();
+        assert_eq!(streamed["set"], lines[0]["set"]);
+        assert!(streamed["examples"].is_null() && streamed["events"].is_null());
         assert_eq!(lines[0]["set"]["activeInput"], 1);
         let ex = &lines[1];
         assert_eq!(ex["name"], "a b");
