@@ -33,15 +33,10 @@ pub struct Args {
     /// Format of the output (ctf, cbf); by default from its extension (.cbf/.bin: CBF).
     #[arg(long, value_parser = parse_format)]
     pub to: Option<FileFormat>,
-    /// Lens to CTF/CBF: the network's input groups, `NAME:SIZE,...` in network order.
-    #[arg(long, value_name = "NAME:SIZE,...")]
-    pub input_groups: Option<String>,
-    /// Lens to CTF/CBF: the network's target groups, `NAME:SIZE,...` in network order.
-    #[arg(long, value_name = "NAME:SIZE,...")]
-    pub target_groups: Option<String>,
-    /// Lens to CTF/CBF: the value written for NaN (required when there is one).
-    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
-    pub nan: Option<f32>,
+    /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
+    /// there is one).
+    #[command(flatten)]
+    pub lens: super::lens::LayoutArgs,
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,

@@ -31,6 +31,36 @@ pub fn is_lens(file: &Path, from: Option<FileFormat>) -> bool {
     )
 }
 
+/// The network layout a Lens example file is materialized for (`exfeed convert` to CTF/CBF,
+/// `exfeed read`): one sequence per example, one sample per event, an `input` and a `target`
+/// stream.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LayoutArgs {
+    /// Lens files: the network's input groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub input_groups: Option<String>,
+    /// Lens files: the network's target groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub target_groups: Option<String>,
+    /// Lens files: the value NaN (`-`) becomes (convert: required when there is one; read:
+    /// NaN stays NaN without it).
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    pub nan: Option<f32>,
+}
+
+impl LayoutArgs {
+    /// The input and target layouts when both were given; an error when only one was.
+    pub fn layouts(&self) -> anyhow::Result<Option<(Layout, Layout)>> {
+        match (&self.input_groups, &self.target_groups) {
+            (None, None) => Ok(None),
+            (Some(i), Some(t)) => Ok(Some((Layout::parse(i)?, Layout::parse(t)?))),
+            _ => {
+                anyhow::bail!("give both --input-groups and --target-groups (the network's layout)")
+            }
+        }
+    }
+}
+
 /// What `exfeed dump` of a Lens file prints and how it reads.
 pub struct DumpOptions<'a> {
     /// The network's input groups, `NAME:SIZE,...` (materialized dump).
@@ -187,13 +217,13 @@ pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
         exfeed::lens::save(&set, output, to == FileFormat::LensBinary, &options)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let (Some(i), Some(t)) = (&args.input_groups, &args.target_groups) else {
+    let Some((i, t)) = args.lens.layouts()? else {
         anyhow::bail!(
             "converting a Lens example file to {to:?} needs the network's layout: \
              --input-groups NAME:SIZE,... --target-groups NAME:SIZE,..."
         );
     };
-    let mut m = Materializer::new(Layout::parse(i)?, Layout::parse(t)?);
+    let mut m = Materializer::new(i, t);
     let specs = m.stream_specs("input", "target");
     let mut sink = crate::diag::Stderr::new(1);
     let name = InputPath::new(input).display_name();
@@ -208,7 +238,7 @@ pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
             let mut w = exfeed::cbf::CbfWriter::new(out, &specs, cbf)?;
             for (k, ex) in set.examples.iter().enumerate() {
                 batch.clear();
-                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                m.push_example(ex, k as u64, args.lens.nan, &mut batch, &mut sink)
                     .map_err(|e| e.in_file(name.clone()))?;
                 w.write_batch(&batch)?;
             }
@@ -219,7 +249,7 @@ pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
             let mut text = Vec::new();
             for (k, ex) in set.examples.iter().enumerate() {
                 batch.clear();
-                m.push_example(ex, k as u64, args.nan, &mut batch, &mut sink)
+                m.push_example(ex, k as u64, args.lens.nan, &mut batch, &mut sink)
                     .map_err(|e| e.in_file(name.clone()))?;
                 text.clear();
                 exfeed::ctf::write_sequence(&mut text, &batch, 0, &specs)

@@ -78,6 +78,31 @@ pub struct Args {
     /// Print one JSON line per minibatch on stdout.
     #[arg(long)]
     pub dump: bool,
+    /// Lens files: the network's layout (required) and the value NaN becomes.
+    #[command(flatten)]
+    pub lens: super::lens::LayoutArgs,
+    /// Lens files: Lens's example selection instead of the block randomizer: ordered (file
+    /// order), permuted (every example once a sweep, a new order each sweep), randomized
+    /// (uniform draws with replacement), probabilistic (draws weighted by freq:). Default: the
+    /// block randomizer, as for CTF and CBF (which, with no window, is a permutation).
+    #[arg(long, value_name = "MODE", value_parser = parse_lens_mode,
+          conflicts_with_all = ["no_randomize", "window_chunks", "window_samples"])]
+    pub lens_mode: Option<exfeed::lens::select::SelectionMode>,
+}
+
+fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, String> {
+    s.parse().map_err(|e: Error| e.message().to_string())
+}
+
+/// What reads a data file given on the command line (without --config).
+fn kind_of(file: &Path) -> DeserializerKind {
+    if super::lens::is_lens(file, None) {
+        DeserializerKind::Lens
+    } else if is_cbf(file) {
+        DeserializerKind::Cbf
+    } else {
+        DeserializerKind::Ctf
+    }
 }
 
 /// The reader configuration: --config (files replaced by the FILE arguments) or one
@@ -118,21 +143,29 @@ fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
         }
         None => {
             let mut cfg = ReaderConfig::default();
-            let ctf_files = args.files.iter().filter(|f| !is_cbf(f)).count();
+            let kinds: Vec<DeserializerKind> = args.files.iter().map(|f| kind_of(f)).collect();
+            let ctf_files = kinds
+                .iter()
+                .filter(|k| **k == DeserializerKind::Ctf)
+                .count();
             if ctf_files > 1 {
                 anyhow::bail!("several CTF files need a --config saying each one's inputs");
             }
-            for f in &args.files {
-                let d = if is_cbf(f) {
-                    DeserializerConfig::new(DeserializerKind::Cbf, f, s.inputs.clone())
-                } else {
-                    if s.inputs.is_empty() {
-                        anyhow::bail!(
-                            "no inputs for {}: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config",
-                            f.display()
-                        );
+            for (f, &kind) in args.files.iter().zip(&kinds) {
+                let d = match kind {
+                    DeserializerKind::Cbf => DeserializerConfig::new(kind, f, s.inputs.clone()),
+                    // --input describes CTF (or CBF) streams; a Lens file's are 'input' and
+                    // 'target', from the layout.
+                    DeserializerKind::Lens => DeserializerConfig::new(kind, f, Vec::new()),
+                    DeserializerKind::Ctf => {
+                        if s.inputs.is_empty() {
+                            anyhow::bail!(
+                                "no inputs for {}: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config",
+                                f.display()
+                            );
+                        }
+                        DeserializerConfig::new(kind, f, s.inputs.clone())
                     }
-                    DeserializerConfig::new(DeserializerKind::Ctf, f, s.inputs.clone())
                 };
                 cfg.deserializers.push(d);
             }
@@ -187,7 +220,54 @@ fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
     if args.frame_mode {
         cfg.frame_mode = true;
     }
+    apply_lens_args(args, &mut cfg)?;
     Ok(cfg)
+}
+
+/// The Lens flags on top of the configuration: the layout and NaN value for every Lens
+/// deserializer, and the selection mode.
+fn apply_lens_args(args: &Args, cfg: &mut ReaderConfig) -> anyhow::Result<()> {
+    let layouts = args.lens.layouts()?;
+    let has_lens = cfg
+        .deserializers
+        .iter()
+        .any(|d| d.kind == DeserializerKind::Lens);
+    if !has_lens && (layouts.is_some() || args.lens.nan.is_some() || args.lens_mode.is_some()) {
+        anyhow::bail!(
+            "--input-groups, --target-groups, --nan and --lens-mode apply to Lens example files (.ex, .bex), and none is read"
+        );
+    }
+    for d in &mut cfg.deserializers {
+        if d.kind != DeserializerKind::Lens {
+            continue;
+        }
+        if let Some((i, t)) = &layouts {
+            d.input_groups = Some(i.clone());
+            d.target_groups = Some(t.clone());
+        }
+        if args.lens.nan.is_some() {
+            d.nan = args.lens.nan;
+        }
+        if d.input_groups.is_none() || d.target_groups.is_none() {
+            anyhow::bail!(
+                "reading the Lens example file {} needs the network's layout: \
+                 --input-groups NAME:SIZE,... --target-groups NAME:SIZE,... (in network order)",
+                d.file.display()
+            );
+        }
+    }
+    if let Some(mode) = args.lens_mode {
+        cfg.lens_mode = Some(mode);
+    } else if cfg.lens_mode.is_some()
+        && (args.no_randomize || args.window_chunks.is_some() || args.window_samples.is_some())
+    {
+        anyhow::bail!(
+            "the configuration's lensMode decides the example order; --no-randomize and \
+             --window-chunks/--window-samples cannot be combined with it (give --lens-mode to \
+             override it)"
+        );
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use super::syntax::{error_at, Block, Entry, Node, Pos, Value};
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
+use crate::lens::materialize::Layout;
+use crate::lens::select::SelectionMode;
 use crate::stream::{Storage, StreamSpec};
 
 /// CNTK's default `chunkSizeInBytes`: 32 MiB.
@@ -80,6 +82,12 @@ pub struct DeserializerConfig {
     pub frame_mode: Option<bool>,
     /// `cacheIndex` set in this deserializer's block (overrides the reader's).
     pub cache_index: Option<bool>,
+    /// Lens (exfeed): `inputGroups = "NAME:SIZE,..."`, the network's input groups in order.
+    pub input_groups: Option<Layout>,
+    /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
+    pub target_groups: Option<Layout>,
+    /// Lens (exfeed): `nan`, the value NaN becomes (unset: NaN stays NaN).
+    pub nan: Option<f32>,
 }
 
 impl DeserializerConfig {
@@ -164,6 +172,10 @@ pub struct ReaderConfig {
     pub frame_mode: bool,
     /// `cacheIndex` (default false).
     pub cache_index: bool,
+    /// `lensMode` (exfeed): Lens's example selection (ORDERED, PERMUTED, RANDOMIZED,
+    /// PROBABILISTIC) instead of `randomize` and the window; see
+    /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
+    pub lens_mode: Option<SelectionMode>,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
 }
@@ -183,6 +195,7 @@ impl Default for ReaderConfig {
             keep_data_in_memory: false,
             frame_mode: false,
             cache_index: false,
+            lens_mode: None,
             deserializers: Vec::new(),
         }
     }
@@ -233,6 +246,10 @@ const READER_PARAMS: &[&str] = &[
     "keepDataInMemory",
     "frameMode",
     "cacheIndex",
+    "lensMode",
+    "inputGroups",
+    "targetGroups",
+    "nan",
     // The composite reader's own parameters that exfeed checks but does not need.
     "truncated",
     "truncationLength",
@@ -252,6 +269,9 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "keepDataInMemory",
     "frameMode",
     "cacheIndex",
+    "inputGroups",
+    "targetGroups",
+    "nan",
 ];
 const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
 
@@ -463,6 +483,39 @@ impl Cx<'_> {
         }
     }
 
+    fn layout(&self, node: &Node, name: &str, ctx: Option<&str>) -> Result<Layout> {
+        let t = self.text(node, name, ctx)?;
+        Layout::parse(t).map_err(|e| self.err(node.pos, ctx, format!("{name}: {}", e.message())))
+    }
+
+    fn real(&self, node: &Node, name: &str, ctx: Option<&str>) -> Result<f32> {
+        let t = self.text(node, name, ctx)?;
+        match t.parse::<f32>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(self.err(
+                node.pos,
+                ctx,
+                format!("{name} must be a finite number, found '{t}'"),
+            )),
+        }
+    }
+
+    /// Sets a Lens parameter of `d` (`inputGroups`, `targetGroups`, `nan`).
+    fn lens_param(
+        &self,
+        d: &mut DeserializerConfig,
+        name: &str,
+        node: &Node,
+        ctx: Option<&str>,
+    ) -> Result<()> {
+        match name {
+            "inputGroups" => d.input_groups = Some(self.layout(node, name, ctx)?),
+            "targetGroups" => d.target_groups = Some(self.layout(node, name, ctx)?),
+            _ => d.nan = Some(self.real(node, name, ctx)?),
+        }
+        Ok(())
+    }
+
     fn trace_level(&self, node: &Node, name: &str, ctx: Option<&str>) -> Result<u8> {
         // 0 errors, 1 warnings, 2 everything; CNTK treats higher levels as 2, and so do we.
         let v = self.uint(node, name, ctx, false)?;
@@ -512,6 +565,9 @@ impl Cx<'_> {
         let mut verbosity = None;
         let mut trace_level = None;
         let mut sample_based = None;
+        // Lens parameters of the plain form, applied to its one deserializer.
+        let mut lens_params: Vec<&Entry> = Vec::new();
+        let mut lens_mode_at = None;
         for e in &reader.entries {
             let n = &e.node;
             match self.param(&mut seen, e)? {
@@ -547,6 +603,14 @@ impl Cx<'_> {
                 }
                 "frameMode" => cfg.frame_mode = self.bool(n, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.bool(n, "cacheIndex", None)?,
+                "lensMode" => {
+                    let t = self.text(n, "lensMode", None)?;
+                    cfg.lens_mode = Some(t.parse().map_err(|e: Error| {
+                        self.err(n.pos, None, format!("lensMode: {}", e.message()))
+                    })?);
+                    lens_mode_at = Some(e.key_pos);
+                }
+                "inputGroups" | "targetGroups" | "nan" => lens_params.push(e),
                 "truncated" => {
                     if self.bool(n, "truncated", None)? {
                         let msg = "truncated back-propagation through time (truncated = true) is not supported";
@@ -566,7 +630,13 @@ impl Cx<'_> {
         cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
         if let Some(list) = deserializers {
             // The composite form: file and input belong in the deserializer blocks.
-            for (what, e) in [("file", file.map(|f| f.1)), ("input", input)] {
+            let lens_first = lens_params.first().copied();
+            let lens_what = lens_first.map_or("", |e| e.key.as_str());
+            for (what, e) in [
+                ("file", file.map(|f| f.1)),
+                ("input", input),
+                (lens_what, lens_first),
+            ] {
                 if let Some(e) = e {
                     return Err(self.err(
                         e.key_pos,
@@ -613,12 +683,47 @@ impl Cx<'_> {
             if inputs.is_empty() && !kind.inputs_described_by_file() {
                 return Err(self.err(reader_entry.key_pos, None, "reader block has no 'input'"));
             }
-            cfg.deserializers.push(DeserializerConfig {
+            let mut d = DeserializerConfig {
                 kind,
                 file: path.into(),
                 inputs,
                 ..Default::default()
-            });
+            };
+            for e in lens_params {
+                if kind != DeserializerKind::Lens {
+                    return Err(self.err(
+                        e.key_pos,
+                        None,
+                        format!(
+                            "'{}' applies to Lens example files (readerType LensReader)",
+                            e.key
+                        ),
+                    ));
+                }
+                let name = READER_PARAMS
+                    .iter()
+                    .find(|k| k.eq_ignore_ascii_case(&e.key))
+                    .copied()
+                    .unwrap_or("nan");
+                self.lens_param(&mut d, name, &e.node, None)?;
+            }
+            cfg.deserializers.push(d);
+        }
+        if let Some(pos) = lens_mode_at {
+            // The mode decides the order; the block randomizer's parameters would contradict it.
+            for p in [
+                "randomize",
+                "randomizationWindow",
+                "sampleBasedRandomizationWindow",
+            ] {
+                if seen.seen.iter().any(|(n, _)| *n == p) {
+                    return Err(self.err(
+                        pos,
+                        None,
+                        format!("lensMode decides the example order; do not set '{p}' with it"),
+                    ));
+                }
+            }
         }
         // CNTK's composite reader counts the window in samples unless a CTF deserializer is
         // present (the CTF reader counts chunks); the binary reader's window is in samples.
@@ -635,6 +740,7 @@ impl Cx<'_> {
         let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
         let mut d = DeserializerConfig::default();
         let (mut kind, mut module, mut file, mut input) = (None, None, None, None);
+        let mut lens = Vec::new();
         for e in &block.entries {
             let n = &e.node;
             match self.param(&mut seen, e)? {
@@ -662,6 +768,10 @@ impl Cx<'_> {
                 }
                 "frameMode" => d.frame_mode = Some(self.bool(n, "frameMode", c)?),
                 "cacheIndex" => d.cache_index = Some(self.bool(n, "cacheIndex", c)?),
+                name @ ("inputGroups" | "targetGroups" | "nan") => {
+                    lens.push((name, e));
+                    self.lens_param(&mut d, name, n, c)?;
+                }
                 other => unreachable!("{other} is in DESERIALIZER_PARAMS"),
             }
         }
@@ -678,6 +788,15 @@ impl Cx<'_> {
                         m.reader_type(),
                         kind.deserializer_type()
                     ),
+                ));
+            }
+        }
+        if let Some((name, e)) = lens.first() {
+            if kind != DeserializerKind::Lens {
+                return Err(self.err(
+                    e.key_pos,
+                    c,
+                    format!("'{name}' applies to Lens example files (type LensDeserializer)"),
                 ));
             }
         }

@@ -142,7 +142,22 @@ impl Materializer {
         batch: &mut crate::SequenceBatch<f32>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
+        self.push_example_as(ex, key, nan, false, batch, sink)
+    }
+
+    /// [`push_example`](Self::push_example) for any element type, and with `keep_nan` (and no
+    /// `nan`) NaN stays NaN (the minibatch reader's float buffers can hold it).
+    pub fn push_example_as<T: crate::Element>(
+        &mut self,
+        ex: &Example,
+        key: u64,
+        nan: Option<f32>,
+        keep_nan: bool,
+        batch: &mut crate::SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
         let (mut input, mut target) = (Vec::new(), Vec::new());
+        let mut row: Vec<T> = Vec::new();
         for k in 0..ex.events.len() {
             let r = self.event(ex, k, &mut input, &mut target, sink);
             if let Err(e) = r {
@@ -153,6 +168,7 @@ impl Materializer {
                 if let Some(i) = v.iter().position(|x| x.is_nan()) {
                     match nan {
                         Some(n) => v.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = n),
+                        None if keep_nan => {}
                         None => {
                             batch.discard_sequence();
                             return Err(Error::invalid(
@@ -167,8 +183,11 @@ impl Materializer {
                     }
                 }
             }
-            batch.stream_mut(0).push_dense_sample(&input);
-            batch.stream_mut(1).push_dense_sample(&target);
+            for (stream, v) in [(0, &input), (1, &target)] {
+                row.clear();
+                row.extend(v.iter().map(|&x| T::from_f32(x)));
+                batch.stream_mut(stream).push_dense_sample(&row);
+            }
         }
         batch.finish_sequence(key);
         Ok(())

@@ -56,6 +56,23 @@ pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(
     Ok(Some((ex, p.pos)))
 }
 
+/// Indexing a whole buffer: the example starting at or after byte `pos` of `buf` (the whole
+/// file, so that comment lines and error positions are judged as in [`parse`]) and the byte
+/// where it ends; `Ok(None)` when only whitespace and comments are left.
+pub(crate) fn parse_example_at(
+    buf: &[u8],
+    pos: usize,
+    h: &SetHeader,
+) -> Result<Option<(Example, usize)>> {
+    let mut p = Parser::new(buf);
+    p.pos = pos.min(buf.len());
+    if p.tok()? == Tok::Eof {
+        return Ok(None);
+    }
+    let ex = p.parse_example(h)?;
+    Ok(Some((ex, p.pos)))
+}
+
 struct Parser<'a> {
     buf: &'a [u8],
     pos: usize,

@@ -3,8 +3,8 @@
 //! parameters say.
 
 use super::{
-    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, Reader,
-    ReaderOptions, Window,
+    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, LensSource,
+    LensSourceOptions, Reader, ReaderOptions, Window,
 };
 use crate::config::{DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
@@ -18,6 +18,7 @@ pub struct ConfiguredSource<T: Element> {
     /// What the reader reads from.
     pub source: Arc<dyn ChunkSource<T>>,
     ctf: Vec<Arc<CtfSource>>,
+    lens: Vec<Arc<LensSource>>,
     joined: Option<Arc<JoinedSource<T>>>,
 }
 
@@ -25,7 +26,12 @@ impl<T: Element> ConfiguredSource<T> {
     /// Warnings so far: index cache problems, samples skipped under `maxErrors`, keys missing
     /// from one of several joined deserializers.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        let mut d: Vec<Diagnostic> = self.ctf.iter().flat_map(|c| c.diagnostics()).collect();
+        let mut d: Vec<Diagnostic> = self
+            .lens
+            .iter()
+            .flat_map(|l| l.diagnostics().iter().cloned())
+            .collect();
+        d.extend(self.ctf.iter().flat_map(|c| c.diagnostics()));
         if let Some(j) = &self.joined {
             d.extend_from_slice(j.diagnostics());
         }
@@ -36,17 +42,42 @@ impl<T: Element> ConfiguredSource<T> {
     pub fn ctf_sources(&self) -> &[Arc<CtfSource>] {
         &self.ctf
     }
+
+    /// The Lens sources among the deserializers.
+    pub fn lens_sources(&self) -> &[Arc<LensSource>] {
+        &self.lens
+    }
 }
 
 /// Opens every deserializer of `cfg` (files as written in it; see
 /// [`ReaderConfig::resolve_files`]) with the per-deserializer parameters, and joins them by
-/// sequence key when there are several. Lens deserializers are not supported yet.
+/// sequence key when there are several. A Lens deserializer needs `inputGroups` and
+/// `targetGroups`; with `lensMode` PROBABILISTIC its examples' frequencies weight the draws.
 pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<ConfiguredSource<T>> {
     if cfg.deserializers.is_empty() {
         return Err(Error::config(
             "the reader configuration has no deserializer",
         ));
     }
+    let lens_count = cfg
+        .deserializers
+        .iter()
+        .filter(|d| d.kind == DeserializerKind::Lens)
+        .count();
+    if let Some(mode) = cfg.lens_mode {
+        if lens_count == 0 {
+            return Err(Error::config(format!(
+                "lensMode {mode:?} applies to Lens example files, and no deserializer reads one"
+            )));
+        }
+        if mode.uses_frequencies() && cfg.deserializers.len() > 1 {
+            return Err(Error::config(
+                "lensMode PROBABILISTIC needs the Lens file to be the only deserializer \
+                 (example frequencies are not carried through a join by key)",
+            ));
+        }
+    }
+    let mut lens = Vec::new();
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
     let mut ctf = Vec::new();
     for d in &cfg.deserializers {
@@ -76,9 +107,32 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
                 d.effective_keep_data_in_memory(cfg),
             )?)),
             DeserializerKind::Lens => {
-                return Err(Error::config(
-                    "the Lens deserializer is not supported by the minibatch reader yet",
-                ))
+                let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
+                    return Err(Error::config(format!(
+                        "reading the Lens example file {} needs the network's layout: \
+                         inputGroups and targetGroups (NAME:SIZE,... in network order; \
+                         --input-groups/--target-groups on the command line)",
+                        input.display_name()
+                    )));
+                };
+                let s = Arc::new(LensSource::open(
+                    &input,
+                    &d.inputs,
+                    LensSourceOptions {
+                        input_groups: inputs.clone(),
+                        target_groups: targets.clone(),
+                        nan: d.nan,
+                        chunk_size: d.effective_chunk_size_bytes(cfg),
+                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
+                        use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
+                    },
+                )?);
+                if let Some(mode) = cfg.lens_mode {
+                    mode.check_frequencies(s.frequencies())
+                        .map_err(|e| e.in_file(s.name().to_string()))?;
+                }
+                lens.push(s.clone());
+                sources.push(s);
             }
         }
     }
@@ -86,6 +140,7 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
         return Ok(ConfiguredSource {
             source: sources.pop().expect("one"),
             ctf,
+            lens,
             joined: None,
         });
     }
@@ -93,6 +148,7 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
     Ok(ConfiguredSource {
         source: joined.clone(),
         ctf,
+        lens,
         joined: Some(joined),
     })
 }
@@ -100,8 +156,9 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
 /// The engine options `cfg` says: `randomize`, `randomizationSeed`, the window
 /// (`randomizationWindow` in chunks, or in samples with `sampleBasedRandomizationWindow`; when
 /// unset, CNTK's default, see [`ReaderConfig::default_randomization_window`]), `frameMode` (of
-/// the reader or any deserializer); `limit` is the epoch size. Threads, prefetch and the
-/// worker are left at their defaults.
+/// the reader or any deserializer), `lensMode` (which then decides `randomize`, the window and
+/// drawing with replacement, see [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to));
+/// `limit` is the epoch size. Threads, prefetch and the worker are left at their defaults.
 pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
     let window = match cfg
         .randomization_window
@@ -116,14 +173,18 @@ pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
             .deserializers
             .iter()
             .any(|d| d.effective_frame_mode(cfg));
-    ReaderOptions {
+    let mut options = ReaderOptions {
         randomize: cfg.randomize,
         seed: cfg.randomization_seed,
         window,
         frame_mode,
         limit,
         ..ReaderOptions::default()
+    };
+    if let Some(mode) = cfg.lens_mode {
+        mode.apply_to(&mut options);
     }
+    options
 }
 
 /// A reader of element type `T` over the data set `cfg` describes (the caller picks `T` by

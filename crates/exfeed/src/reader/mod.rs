@@ -78,6 +78,7 @@ pub mod chunker;
 mod ctf_source;
 mod engine;
 mod join;
+mod lens_source;
 mod memory;
 mod minibatch;
 pub mod plan;
@@ -92,6 +93,7 @@ pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
 pub use ctf_source::{index_cache_path, CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 pub use join::JoinedSource;
+pub use lens_source::{LensSource, LensSourceOptions};
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 
