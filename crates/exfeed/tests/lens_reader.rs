@@ -475,7 +475,7 @@ fn configured_lens_deserializer_reads_in_double_precision() {
         format!(
             "reader = [\n lensMode = ordered\n precision = double\n deserializers = ([\n  \
              type = LensDeserializer\n  file = \"{}\"\n  inputGroups = \"a:2\"\n  \
-             targetGroups = \"t:1\"\n  chunkSizeInBytes = 50\n  input = [\n   features = [ alias = input ]\n   \
+             targetGroups = \"t:1\"\n  nanValue = -1\n  chunkSizeInBytes = 50\n  input = [\n   features = [ alias = input ]\n   \
              labels = [ alias = target ; dim = 1 ; format = dense ]\n  ]\n ])\n]\n",
             p.display()
         ),
@@ -528,4 +528,45 @@ fn configured_lens_deserializer_reads_in_double_precision() {
         "reader = [ readerType = LensReader ; file = \"{file}\" ; inputGroups = \"a:2\" ; targetGroups = \"t:1\" ; input = [ x = [ dim = 3 ; format = dense ; alias = input ] ; y = [ alias = target ] ] ]"
     ));
     assert!(e.contains("dim 2"), "{e}");
+}
+
+#[test]
+fn a_lens_file_joins_a_ctf_file_by_example_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = generated(dir.path(), 6, |_| 1.0);
+    // CTF sequences keyed 0..6 in reverse order, with one key (3) missing.
+    let ctf = dir.path().join("y.ctf");
+    let mut text = String::new();
+    for k in (0..6).rev().filter(|&k| k != 3) {
+        text.push_str(&format!("{k} |y {}\n", 10 * k));
+    }
+    std::fs::write(&ctf, text).unwrap();
+    let cfg_path = dir.path().join("j.cfg");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "reader = [\n randomize = false\n deserializers = (\n  [ type = LensDeserializer ; file = \"{}\" ; \
+             inputGroups = \"a:2\" ; targetGroups = \"t:1\" ]\n  : [ type = CNTKTextFormatDeserializer ; \
+             file = \"{}\" ; input = [ y = [ dim = 1 ; format = dense ] ] ]\n )\n]\n",
+            p.display(),
+            ctf.display()
+        ),
+    )
+    .unwrap();
+    let cfg = ReaderConfig::from_file(&cfg_path, None).unwrap();
+    let (mut reader, source) = build_reader::<f32>(&cfg, EpochLimit::Sweeps(1)).unwrap();
+    let names: Vec<&str> = reader.streams().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["input", "target", "y"]);
+    let got = read_all(&mut reader, 4);
+    let keys: Vec<u64> = got.keys.iter().map(|k| k.1).collect();
+    assert_eq!(
+        keys,
+        [0, 1, 2, 4, 5],
+        "file order of the Lens file, key 3 dropped"
+    );
+    // y's one sample per sequence sits beside the example's events (y has 1 sample, the
+    // example k % 3 + 1).
+    let y = got.data.streams()[2].values();
+    assert_eq!(y, &[0.0, 10.0, 20.0, 40.0, 50.0]);
+    assert!(source.diagnostics().iter().any(|d| d.message.contains('3')));
 }

@@ -86,7 +86,7 @@ pub struct DeserializerConfig {
     pub input_groups: Option<Layout>,
     /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
     pub target_groups: Option<Layout>,
-    /// Lens (exfeed): `nan`, the value NaN becomes (unset: NaN stays NaN).
+    /// Lens (exfeed): `nanValue`, the value NaN becomes (unset: NaN stays NaN).
     pub nan: Option<f32>,
 }
 
@@ -249,7 +249,7 @@ const READER_PARAMS: &[&str] = &[
     "lensMode",
     "inputGroups",
     "targetGroups",
-    "nan",
+    "nanValue",
     // The composite reader's own parameters that exfeed checks but does not need.
     "truncated",
     "truncationLength",
@@ -271,7 +271,7 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "cacheIndex",
     "inputGroups",
     "targetGroups",
-    "nan",
+    "nanValue",
 ];
 const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
 
@@ -500,7 +500,7 @@ impl Cx<'_> {
         }
     }
 
-    /// Sets a Lens parameter of `d` (`inputGroups`, `targetGroups`, `nan`).
+    /// Sets a Lens parameter of `d` (`inputGroups`, `targetGroups`, `nanValue`).
     fn lens_param(
         &self,
         d: &mut DeserializerConfig,
@@ -610,7 +610,7 @@ impl Cx<'_> {
                     })?);
                     lens_mode_at = Some(e.key_pos);
                 }
-                "inputGroups" | "targetGroups" | "nan" => lens_params.push(e),
+                "inputGroups" | "targetGroups" | "nanValue" => lens_params.push(e),
                 "truncated" => {
                     if self.bool(n, "truncated", None)? {
                         let msg = "truncated back-propagation through time (truncated = true) is not supported";
@@ -704,7 +704,7 @@ impl Cx<'_> {
                     .iter()
                     .find(|k| k.eq_ignore_ascii_case(&e.key))
                     .copied()
-                    .unwrap_or("nan");
+                    .unwrap_or("nanValue");
                 self.lens_param(&mut d, name, &e.node, None)?;
             }
             cfg.deserializers.push(d);
@@ -768,7 +768,7 @@ impl Cx<'_> {
                 }
                 "frameMode" => d.frame_mode = Some(self.bool(n, "frameMode", c)?),
                 "cacheIndex" => d.cache_index = Some(self.bool(n, "cacheIndex", c)?),
-                name @ ("inputGroups" | "targetGroups" | "nan") => {
+                name @ ("inputGroups" | "targetGroups" | "nanValue") => {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, n, c)?;
                 }

@@ -103,6 +103,7 @@ reader = [
         keep_data_in_memory: true,
         frame_mode: false,
         cache_index: true,
+        lens_mode: None,
         deserializers: vec![DeserializerConfig {
             kind: DeserializerKind::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),
