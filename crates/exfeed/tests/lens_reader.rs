@@ -157,12 +157,12 @@ fn every_conformance_file_reads_in_order_as_loaded() {
         let input = InputPath::new(&p);
         let set = match exfeed::lens::load(&input) {
             Ok(set) => set,
-            Err(_) => {
-                // What the whole-file loader rejects, indexing rejects too.
-                assert!(
-                    LensSource::open(&input, &[], LensSourceOptions::default()).is_err(),
-                    "{name}: loads as a source but not as a set"
-                );
+            Err(e) => {
+                // What the whole-file loader rejects, indexing rejects too, with the same message.
+                let Err(ours) = LensSource::open(&input, &[], LensSourceOptions::default()) else {
+                    panic!("{name}: loads as a source but not as a set");
+                };
+                assert_eq!(ours.to_string(), e.to_string(), "{name}");
                 rejected += 1;
                 continue;
             }

@@ -56,12 +56,14 @@ pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(
     Ok(Some((ex, p.pos)))
 }
 
-/// Indexing a whole buffer: the example starting at or after byte `pos` of `buf` (the whole
-/// file, so that comment lines and error positions are judged as in [`parse`]) and the byte
-/// where it ends; `Ok(None)` when only whitespace and comments are left.
+/// Indexing a whole buffer: example `index`, starting at or after byte `pos` of `buf` (the
+/// whole file, so that comment lines and error positions are judged as in [`parse`], and errors
+/// read the same), and the byte where it ends; `Ok(None)` when only whitespace and comments
+/// are left.
 pub(crate) fn parse_example_at(
     buf: &[u8],
     pos: usize,
+    index: usize,
     h: &SetHeader,
 ) -> Result<Option<(Example, usize)>> {
     let mut p = Parser::new(buf);
@@ -69,7 +71,9 @@ pub(crate) fn parse_example_at(
     if p.tok()? == Tok::Eof {
         return Ok(None);
     }
-    let ex = p.parse_example(h)?;
+    let ex = p
+        .parse_example(h)
+        .map_err(|e| e.in_context(format!("example {index}")))?;
     Ok(Some((ex, p.pos)))
 }
 

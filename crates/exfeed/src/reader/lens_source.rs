@@ -173,7 +173,7 @@ impl LensSource {
             self.header = header;
             let mut i = 0;
             while let Some((ex, end)) =
-                text::parse_example_at(bytes, pos, &self.header).map_err(|e| fail(e, Some(i)))?
+                text::parse_example_at(bytes, pos, i, &self.header).map_err(|e| fail(e, None))?
             {
                 push(&mut chunker, &ex, pos, end);
                 pos = end;
@@ -247,7 +247,7 @@ impl LensSource {
                     .map_err(|e| shifted(e, pos))?;
                 (ex, pos + used)
             } else {
-                text::parse_example_at(bytes, pos, &self.header)?.ok_or_else(|| {
+                text::parse_example_at(bytes, pos, i, &self.header)?.ok_or_else(|| {
                     Error::corrupt(pos as u64, "the file changed since it was indexed")
                 })?
             };
