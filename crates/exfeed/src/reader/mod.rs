@@ -17,7 +17,9 @@
 //! with replacement, as many draws as it has sequences, weighted by the source's
 //! [`ChunkSource::chunk_weights`] when it has them. Lens's example selection modes map onto
 //! this: ORDERED is `randomize = false`; PERMUTED is `randomize` with [`Window::All`];
-//! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights.
+//! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights
+//! (a [`LensSource`] opened with `use_frequencies`). See
+//! [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
 //!
 //! Windows are consecutive, non-overlapping groups of a worker's chunks (CNTK's block
 //! randomizer slides its window around each chunk instead); this keeps every window's
