@@ -570,3 +570,32 @@ fn a_lens_file_joins_a_ctf_file_by_example_index() {
     assert_eq!(y, &[0.0, 10.0, 20.0, 40.0, 50.0]);
     assert!(source.diagnostics().iter().any(|d| d.message.contains('3')));
 }
+
+#[test]
+fn truncated_files_are_refused_exactly_when_the_loader_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = generated(dir.path(), 6, |k| k as f32);
+    let set = exfeed::lens::load(&InputPath::new(&p)).unwrap();
+    let text = std::fs::read(&p).unwrap();
+    let bex = exfeed::lens::binary::write(&set).unwrap();
+    for (full, ext) in [(&text, "ex"), (&bex, "bex")] {
+        let f = dir.path().join(format!("t.{ext}"));
+        for cut in 0..full.len() {
+            std::fs::write(&f, &full[..cut]).unwrap();
+            let input = InputPath::new(&f);
+            let loaded = exfeed::lens::load(&input);
+            let opts = LensSourceOptions {
+                input_groups: Layout::parse("a:2").unwrap(),
+                target_groups: Layout::parse("t:1").unwrap(),
+                chunk_size: 30,
+                ..LensSourceOptions::default()
+            };
+            match (LensSource::open(&input, &[], opts), loaded) {
+                (Ok(s), Ok(set)) => assert_eq!(s.len(), set.examples.len(), "{ext} cut {cut}"),
+                (Err(e), Err(_)) => assert!(e.location().byte.is_some(), "{ext} cut {cut}: {e}"),
+                (Ok(_), Err(e)) => panic!("{ext} cut {cut}: only the loader refuses: {e}"),
+                (Err(e), Ok(_)) => panic!("{ext} cut {cut}: only indexing refuses: {e}"),
+            }
+        }
+    }
+}
