@@ -599,3 +599,38 @@ fn truncated_files_are_refused_exactly_when_the_loader_refuses_them() {
         }
     }
 }
+
+#[test]
+fn nan_stays_nan_unless_a_value_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("n.ex");
+    std::fs::write(&p, "defT:-;\nI: 1 - T: (1) 0;\nI: - 2;\n").unwrap();
+    let read = |nan: Option<f32>| {
+        let opts = LensSourceOptions {
+            input_groups: Layout::parse("a:2").unwrap(),
+            target_groups: Layout::parse("t:2").unwrap(),
+            nan,
+            ..LensSourceOptions::default()
+        };
+        let source: Arc<dyn ChunkSource<f64>> =
+            Arc::new(LensSource::open(&InputPath::new(&p), &[], opts).unwrap());
+        let mut r = Reader::new(
+            source,
+            reader_options(SelectionMode::Ordered, 0, EpochLimit::Sweeps(1)),
+        )
+        .unwrap();
+        let got = read_all(&mut r, 10);
+        let s = got.data.streams();
+        (s[0].values().to_vec(), s[1].values().to_vec())
+    };
+    let (i, t) = read(None);
+    assert_eq!(i[0], 1.0);
+    assert!(i[1].is_nan() && i[2].is_nan());
+    assert_eq!(i[3], 2.0);
+    // The default target is NaN; the first example sets unit 1 to 0.
+    assert!(t[0].is_nan() && t[2].is_nan() && t[3].is_nan());
+    assert_eq!(t[1], 0.0);
+    let (i, t) = read(Some(-7.0));
+    assert_eq!(i, [1.0, -7.0, -7.0, 2.0]);
+    assert_eq!(t, [-7.0, 0.0, -7.0, -7.0]);
+}
