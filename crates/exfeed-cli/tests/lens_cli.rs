@@ -1,18 +1,10 @@
 //! `exfeed dump/check/info/convert` on Lens example files, through the real binary, including
 //! standard input fed by another process through a pipe.
 
+mod common;
+
+use common::{exfeed, text};
 use std::process::{Command, Output, Stdio};
-
-fn exfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 const EX: &str = ";\nname: a I: (in 1) 0.5 T: {out} 1;\nname: b 2 I: (in 0) 1 0 T: 0 1;\n";
 
