@@ -20,12 +20,12 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
-    /// Convert between CTF and CBF (CTF -> CBF, CBF -> CTF, CBF -> CBF), atomically.
+    /// Convert between CTF, CBF and Lens .ex/.bex (plain or compressed), and Lens to CTF/CBF, atomically.
     Convert(commands::convert::Args),
     /// Feed minibatches through the reader (chunked, randomized, parallel, distributed,
     /// resumable) and print a summary.
     Read(commands::read::Args),
-    /// Describe a file's header: streams, chunks, sequences and samples, size (CBF).
+    /// Describe a file: CBF header (streams, chunks, sequences and samples, size), or a Lens set (examples, events, groups, values).
     Info(commands::info::Args),
     /// Measure parsing speed on generated data (development aid).
     #[command(hide = true)]

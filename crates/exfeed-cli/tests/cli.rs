@@ -1,18 +1,8 @@
 //! The real `exfeed` binary on temp files and on the conformance corpus.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn exfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{exfeed, text};
 
 fn temp_file(dir: &tempfile::TempDir, name: &str, content: &[u8]) -> String {
     let p = dir.path().join(name);
@@ -149,23 +139,6 @@ fn usage_and_io_errors_exit_2() {
     let out = exfeed(&["check", &empty, "--input", "a:dense:1"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("empty"));
-}
-
-fn conformance_ctf() -> Option<PathBuf> {
-    let dir = std::env::var_os("EXFEED_CONFORMANCE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
-        });
-    if dir.is_dir() {
-        return Some(dir.join("cntk/ctf"));
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "conformance corpus missing (required in CI)"
-    );
-    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
-    None
 }
 
 /// Every CTF file of the corpus, with the inputs of its config in conformance/cntk/config
@@ -413,7 +386,9 @@ const CORPUS: &[Case] = &[
 
 #[test]
 fn every_conformance_file() {
-    let Some(dir) = conformance_ctf() else { return };
+    let Some(dir) = common::conformance("cntk/ctf") else {
+        return;
+    };
     let mut covered = std::collections::HashSet::new();
     for (file, precision, inputs, extra, sequences) in CORPUS {
         covered.insert(*file);
@@ -483,7 +458,7 @@ fn every_conformance_file() {
 #[test]
 fn dump_reads_stdin_and_trace_level_2_shows_info() {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
         .args([
             "dump",
             "-",

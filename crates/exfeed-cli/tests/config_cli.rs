@@ -2,18 +2,10 @@
 //! that reads a CTF file of the corpus dumps exactly as the same inputs and parameters given as
 //! flags do.
 
-#[path = "../../exfeed/tests/common/mod.rs"]
 mod common;
 
+use common::exfeed;
 use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig};
-use std::process::{Command, Output};
-
-fn exfeed(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
 
 #[test]
 fn every_ctf_config_section_dumps_like_its_flags() {
@@ -81,11 +73,11 @@ fn config_errors_name_file_and_line() {
     std::fs::write(&cfg, "reader = [\n  randomise = false\n]\n").unwrap();
     let data = dir.path().join("d.ctf");
     std::fs::write(&data, "|a 1\n").unwrap();
-    let out = exfeed(&[
-        "dump".into(),
-        data.to_str().unwrap().into(),
-        "--config".into(),
-        cfg.to_str().unwrap().into(),
+    let out = exfeed([
+        "dump",
+        data.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

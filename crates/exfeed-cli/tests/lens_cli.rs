@@ -1,18 +1,10 @@
 //! `exfeed dump/check/info/convert` on Lens example files, through the real binary, including
 //! standard input fed by another process through a pipe.
 
+mod common;
+
+use common::{exfeed, text};
 use std::process::{Command, Output, Stdio};
-
-fn exfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 const EX: &str = ";\nname: a I: (in 1) 0.5 T: {out} 1;\nname: b 2 I: (in 0) 1 0 T: 0 1;\n";
 
@@ -234,6 +226,7 @@ fn spawn_streaming(
 
 /// The next output line; the deadline only guards against a hang (a dump that waits for the
 /// end of its input would never print it while the test still holds the pipe open).
+#[track_caller]
 fn next_line(rx: &std::sync::mpsc::Receiver<String>) -> serde_json::Value {
     let line = rx
         .recv_timeout(std::time::Duration::from_secs(120))
@@ -296,6 +289,55 @@ fn stdin_dump_prints_each_example_before_the_next_arrives() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(rx.recv().is_err());
+}
+
+#[test]
+fn binary_stdin_dump_prints_each_example_before_the_next_arrives() {
+    use std::io::Write;
+    // The .bex of a one-example set is, up to its example count, the start of the .bex of the
+    // same set with a second example: feed that much, see the first example, then the rest.
+    let dir = tempfile::tempdir().unwrap();
+    let bex = |name: &str, ex: &[u8]| -> Vec<u8> {
+        let (src, dst) = (
+            dir.path().join(format!("{name}.ex")),
+            dir.path().join(format!("{name}.bex")),
+        );
+        std::fs::write(&src, ex).unwrap();
+        let r = exfeed([
+            std::ffi::OsStr::new("convert"),
+            src.as_os_str(),
+            dst.as_os_str(),
+        ]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        std::fs::read(dst).unwrap()
+    };
+    let one = bex("one", b"max: 3;\nname: a I: 1 T: 0;\n");
+    let two = bex("two", b"max: 3;\nname: a I: 1 T: 0;\nname: b 2 I: 2;\n");
+    let split = one.len();
+    assert!(two.len() > split);
+
+    let (child, mut stdin, rx) = spawn_streaming(&["dump", "-", "--from", "bex"]);
+    stdin.write_all(&two[..split]).unwrap();
+    stdin.flush().unwrap();
+    let head = next_line(&rx);
+    assert_eq!(head["set"]["maxTime"], 3);
+    let a = next_line(&rx);
+    assert_eq!(
+        (a["index"].as_u64(), a["name"].as_str()),
+        (Some(0), Some("a"))
+    );
+    stdin.write_all(&two[split..]).unwrap();
+    stdin.flush().unwrap();
+    let b = next_line(&rx);
+    assert_eq!(
+        (b["index"].as_u64(), b["name"].as_str()),
+        (Some(1), Some("b"))
+    );
+    assert_eq!(b["events"].as_array().unwrap().len(), 2);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(rx.recv().is_err(), "nothing more after the two examples");
 }
 
 #[test]

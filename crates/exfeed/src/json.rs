@@ -22,16 +22,31 @@ pub fn write_number<T: Element>(out: &mut Vec<u8>, v: T) {
     }
 }
 
-/// Appends `[v, v, ...]`.
-pub fn write_numbers<T: Element>(out: &mut Vec<u8>, values: &[T]) {
+/// Appends `[item, item, ...]`, each item written by `each`.
+pub fn write_array<I: IntoIterator>(
+    out: &mut Vec<u8>,
+    items: I,
+    mut each: impl FnMut(&mut Vec<u8>, I::Item),
+) {
     out.push(b'[');
-    for (i, &v) in values.iter().enumerate() {
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_number(out, v);
+        each(out, item);
     }
     out.push(b']');
+}
+
+/// Appends `[v, v, ...]`.
+pub fn write_numbers<T: Element>(out: &mut Vec<u8>, values: &[T]) {
+    write_array(out, values, |out, &v| write_number(out, v));
+}
+
+/// Appends an integer.
+pub fn write_integer(out: &mut Vec<u8>, v: impl std::fmt::Display) {
+    use std::io::Write;
+    write!(out, "{v}").expect("writing to a Vec cannot fail");
 }
 
 /// Appends one line (with `\n`) for sequence `seq` of `batch`, its streams named by `names`
@@ -43,7 +58,7 @@ pub fn write_sequence<T: Element, S: AsRef<str>>(
     names: &[S],
 ) {
     out.extend_from_slice(b"{\"key\":");
-    out.extend_from_slice(batch.keys()[seq].to_string().as_bytes());
+    write_integer(out, batch.keys()[seq]);
     out.extend_from_slice(b",\"streams\":{");
     for (i, (stream, name)) in batch.streams().iter().zip(names).enumerate() {
         if i > 0 {
@@ -59,14 +74,9 @@ pub fn write_sequence<T: Element, S: AsRef<str>>(
                 Storage::Dense => write_numbers(out, stream.dense_sample(sample)),
                 Storage::Sparse => {
                     let (indices, values) = stream.sparse_sample(sample);
-                    out.extend_from_slice(b"{\"indices\":[");
-                    for (k, ix) in indices.iter().enumerate() {
-                        if k > 0 {
-                            out.push(b',');
-                        }
-                        out.extend_from_slice(ix.to_string().as_bytes());
-                    }
-                    out.extend_from_slice(b"],\"values\":");
+                    out.extend_from_slice(b"{\"indices\":");
+                    write_array(out, indices, |out, &ix| write_integer(out, ix));
+                    out.extend_from_slice(b",\"values\":");
                     write_numbers(out, values);
                     out.push(b'}');
                 }

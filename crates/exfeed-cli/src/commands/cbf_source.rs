@@ -65,31 +65,11 @@ pub fn dump(file: &Path, source: &SourceArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let names: Vec<String> = f.streams().iter().map(|s| s.spec.name.clone()).collect();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut line = Vec::new();
+    let mut out = super::dump::JsonLines::new(names);
     let result = crate::with_precision!(file_precision(&f), T => {
-        each_chunk::<T>(&f, &name, |batch| {
-            for seq in 0..batch.len() {
-                line.clear();
-                exfeed::json::write_sequence(&mut line, batch, seq, &names);
-                out.write_all(&line)?;
-            }
-            Ok(())
-        })
+        each_chunk::<T>(&f, &name, |batch| out.write_batch(batch))
     });
-    let flushed = out.flush();
-    match result {
-        Ok(()) => {
-            flushed?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) if e.kind() == exfeed::ErrorKind::Io && flushed.is_err() => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            print_library_error(&e);
-            Ok(ExitCode::from(exit_code_for(&e)))
-        }
-    }
+    out.finish(result)
 }
 
 /// `exfeed check FILE.cbf`: validates the header and every chunk; prints a summary. Returns

@@ -3,6 +3,7 @@
 use super::source::{exit_code_for, read_batches, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use exfeed::format::FileFormat;
+use exfeed::{Element, Error, SequenceBatch};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,32 +60,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = source.ctf;
     let names: Vec<String> = opts.inputs.iter().map(|s| s.name.clone()).collect();
     let mut sink = Stderr::new(source.trace_level);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut line = Vec::new();
+    let mut out = JsonLines::new(names);
     let result = crate::with_precision!(source.precision, T => {
-        read_batches::<T>(&args.file, &opts, &mut sink, |batch| {
-            for seq in 0..batch.len() {
-                line.clear();
-                exfeed::json::write_sequence(&mut line, batch, seq, &names);
-                out.write_all(&line)?;
-            }
-            Ok(())
-        })
+        read_batches::<T>(&args.file, &opts, &mut sink, |batch| out.write_batch(batch))
     });
-    let flushed = out.flush();
-    match result {
-        Ok(()) => {
-            flushed?;
-            Ok(ExitCode::SUCCESS)
+    out.finish(result)
+}
+
+/// The output of `dump`: one JSON line per sequence on stdout, buffered.
+pub struct JsonLines {
+    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    line: Vec<u8>,
+    names: Vec<String>,
+}
+
+impl JsonLines {
+    /// Prints the streams under these names (the batches' streams, in order).
+    pub fn new(names: Vec<String>) -> Self {
+        JsonLines {
+            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+            line: Vec::new(),
+            names,
         }
-        Err(e) if e.kind() == exfeed::ErrorKind::Io && flushed.is_err() => {
+    }
+
+    /// Prints every sequence of `batch`.
+    pub fn write_batch<T: Element>(&mut self, batch: &SequenceBatch<T>) -> std::io::Result<()> {
+        for seq in 0..batch.len() {
+            self.line.clear();
+            exfeed::json::write_sequence(&mut self.line, batch, seq, &self.names);
+            self.out.write_all(&self.line)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes, and turns the outcome of the dump into the exit code.
+    pub fn finish(mut self, result: Result<(), Error>) -> anyhow::Result<ExitCode> {
+        let flushed = self.out.flush();
+        match result {
+            Ok(()) => {
+                flushed?;
+                Ok(ExitCode::SUCCESS)
+            }
             // stdout closed (a pipe into `head`): not an error worth a message.
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            print_library_error(&e);
-            Ok(ExitCode::from(exit_code_for(&e)))
+            Err(e) if e.kind() == exfeed::ErrorKind::Io && flushed.is_err() => {
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                print_library_error(&e);
+                Ok(ExitCode::from(exit_code_for(&e)))
+            }
         }
     }
 }

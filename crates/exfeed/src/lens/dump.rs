@@ -4,7 +4,7 @@
 //! the shortest form that reads back to the same `f32`.
 
 use super::model::*;
-use crate::json::{write_number, write_str};
+use crate::json::{write_array, write_integer, write_number, write_numbers, write_str};
 
 fn key(out: &mut Vec<u8>, first: &mut bool, k: &str) {
     if !*first {
@@ -22,8 +22,25 @@ fn num(out: &mut Vec<u8>, first: &mut bool, k: &str, v: f32) {
 
 fn opt_index(out: &mut Vec<u8>, v: Option<usize>) {
     match v {
-        Some(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Some(i) => write_integer(out, i),
         None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// The timing and default-value parameters a set header and an event both have, in this order.
+const PARAMETER_KEYS: [&str; 7] = [
+    "maxTime",
+    "minTime",
+    "graceTime",
+    "defaultInput",
+    "activeInput",
+    "defaultTarget",
+    "activeTarget",
+];
+
+fn parameters(out: &mut Vec<u8>, first: &mut bool, values: [f32; 7]) {
+    for (k, v) in PARAMETER_KEYS.iter().zip(values) {
+        num(out, first, k, v);
     }
 }
 
@@ -43,19 +60,25 @@ pub fn write_set_header(out: &mut Vec<u8>, h: &SetHeader, counts: Option<(usize,
     let mut f = true;
     key(out, &mut f, "proc");
     write_str(out, &h.proc);
-    num(out, &mut f, "maxTime", h.max_time);
-    num(out, &mut f, "minTime", h.min_time);
-    num(out, &mut f, "graceTime", h.grace_time);
-    num(out, &mut f, "defaultInput", h.default_input);
-    num(out, &mut f, "activeInput", h.active_input);
-    num(out, &mut f, "defaultTarget", h.default_target);
-    num(out, &mut f, "activeTarget", h.active_target);
+    parameters(
+        out,
+        &mut f,
+        [
+            h.max_time,
+            h.min_time,
+            h.grace_time,
+            h.default_input,
+            h.active_input,
+            h.default_target,
+            h.active_target,
+        ],
+    );
     match counts {
         Some((examples, events)) => {
             out.extend_from_slice(b"},\"examples\":");
-            out.extend_from_slice(examples.to_string().as_bytes());
+            write_integer(out, examples);
             out.extend_from_slice(b",\"events\":");
-            out.extend_from_slice(events.to_string().as_bytes());
+            write_integer(out, events);
         }
         None => out.extend_from_slice(b"},\"examples\":null,\"events\":null"),
     }
@@ -70,84 +93,110 @@ pub fn write_example(out: &mut Vec<u8>, index: usize, ex: &Example) {
     out.push(b'{');
     let mut f = true;
     key(out, &mut f, "index");
-    out.extend_from_slice(index.to_string().as_bytes());
+    write_integer(out, index);
     key(out, &mut f, "name");
     write_str(out, &ex.name);
     key(out, &mut f, "proc");
     write_str(out, &ex.proc);
     num(out, &mut f, "freq", ex.frequency);
     key(out, &mut f, "events");
-    out.push(b'[');
-    for (i, e) in ex.events.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    write_array(out, &ex.events, |out, e| {
         out.push(b'{');
         let mut g = true;
         key(out, &mut g, "proc");
         write_str(out, &e.proc);
-        num(out, &mut g, "maxTime", e.max_time);
-        num(out, &mut g, "minTime", e.min_time);
-        num(out, &mut g, "graceTime", e.grace_time);
-        num(out, &mut g, "defaultInput", e.default_input);
-        num(out, &mut g, "activeInput", e.active_input);
-        num(out, &mut g, "defaultTarget", e.default_target);
-        num(out, &mut g, "activeTarget", e.active_target);
+        parameters(
+            out,
+            &mut g,
+            [
+                e.max_time,
+                e.min_time,
+                e.grace_time,
+                e.default_input,
+                e.active_input,
+                e.default_target,
+                e.active_target,
+            ],
+        );
         key(out, &mut g, "input");
         opt_index(out, e.input);
         key(out, &mut g, "target");
         opt_index(out, e.target);
         out.push(b'}');
-    }
-    out.push(b']');
+    });
     key(out, &mut f, "lists");
+    write_array(out, &ex.lists, |out, list| {
+        write_array(out, list, write_range)
+    });
+    out.extend_from_slice(b"}\n");
+}
+
+/// Appends one range of a list (see [`write_example`]).
+fn write_range(out: &mut Vec<u8>, r: &Range) {
+    out.push(b'{');
+    let mut g = true;
+    key(out, &mut g, "group");
+    match &r.group {
+        Some(name) => write_str(out, name),
+        None => out.extend_from_slice(b"null"),
+    }
+    match &r.kind {
+        RangeKind::Dense { first, values } => {
+            key(out, &mut g, "first");
+            write_integer(out, first);
+            key(out, &mut g, "values");
+            write_numbers(out, values);
+        }
+        RangeKind::Sparse { value, units } => {
+            num(out, &mut g, "value", *value);
+            key(out, &mut g, "units");
+            match units.spans() {
+                None => out.extend_from_slice(b"\"*\""),
+                Some(spans) => write_array(out, spans, |out, (a, b)| {
+                    out.push(b'[');
+                    write_integer(out, a);
+                    out.push(b',');
+                    write_integer(out, b);
+                    out.push(b']');
+                }),
+            }
+        }
+    }
+    out.push(b'}');
+}
+
+/// Appends one example in its materialized form, exactly
+/// `{"name": ..., "freq": ..., "proc": ..., "events": [{"input": [...], "target": [...]}, ...]}`
+/// (NaN as `null`), the vectors as `m` loads them into a network.
+pub fn write_materialized(
+    out: &mut Vec<u8>,
+    ex: &Example,
+    m: &mut super::materialize::Materializer,
+    sink: &mut dyn crate::error::DiagnosticSink,
+) -> crate::Result<()> {
+    let (mut input, mut target) = (Vec::new(), Vec::new());
+    out.push(b'{');
+    let mut f = true;
+    key(out, &mut f, "name");
+    write_str(out, &ex.name);
+    num(out, &mut f, "freq", ex.frequency);
+    key(out, &mut f, "proc");
+    write_str(out, &ex.proc);
+    key(out, &mut f, "events");
     out.push(b'[');
-    for (i, list) in ex.lists.iter().enumerate() {
-        if i > 0 {
+    for k in 0..ex.events.len() {
+        m.event(ex, k, &mut input, &mut target, sink)?;
+        if k > 0 {
             out.push(b',');
         }
-        out.push(b'[');
-        for (j, r) in list.iter().enumerate() {
-            if j > 0 {
-                out.push(b',');
-            }
-            out.push(b'{');
-            let mut g = true;
-            key(out, &mut g, "group");
-            match &r.group {
-                Some(name) => write_str(out, name),
-                None => out.extend_from_slice(b"null"),
-            }
-            match &r.kind {
-                RangeKind::Dense { first, values } => {
-                    key(out, &mut g, "first");
-                    out.extend_from_slice(first.to_string().as_bytes());
-                    key(out, &mut g, "values");
-                    crate::json::write_numbers(out, values);
-                }
-                RangeKind::Sparse { value, units } => {
-                    num(out, &mut g, "value", *value);
-                    key(out, &mut g, "units");
-                    match units.spans() {
-                        None => out.extend_from_slice(b"\"*\""),
-                        Some(spans) => {
-                            out.push(b'[');
-                            for (k, (a, b)) in spans.iter().enumerate() {
-                                if k > 0 {
-                                    out.push(b',');
-                                }
-                                out.extend_from_slice(format!("[{a},{b}]").as_bytes());
-                            }
-                            out.push(b']');
-                        }
-                    }
-                }
-            }
-            out.push(b'}');
-        }
-        out.push(b']');
+        out.extend_from_slice(b"{\"input\":");
+        write_numbers(out, &input);
+        out.extend_from_slice(b",\"target\":");
+        write_numbers(out, &target);
+        out.push(b'}');
     }
     out.extend_from_slice(b"]}\n");
+    Ok(())
 }
 
 #[cfg(test)]
@@ -184,40 +233,6 @@ mod tests {
         assert!(r["value"].is_null());
         assert_eq!(r["units"], serde_json::json!([[1, 3], [5, 5]]));
     }
-}
-
-/// Appends one example in its materialized form, exactly
-/// `{"name": ..., "freq": ..., "proc": ..., "events": [{"input": [...], "target": [...]}, ...]}`
-/// (NaN as `null`), the vectors as `m` loads them into a network.
-pub fn write_materialized(
-    out: &mut Vec<u8>,
-    ex: &Example,
-    m: &mut super::materialize::Materializer,
-    sink: &mut dyn crate::error::DiagnosticSink,
-) -> crate::Result<()> {
-    let (mut input, mut target) = (Vec::new(), Vec::new());
-    out.push(b'{');
-    let mut f = true;
-    key(out, &mut f, "name");
-    write_str(out, &ex.name);
-    num(out, &mut f, "freq", ex.frequency);
-    key(out, &mut f, "proc");
-    write_str(out, &ex.proc);
-    key(out, &mut f, "events");
-    out.push(b'[');
-    for k in 0..ex.events.len() {
-        m.event(ex, k, &mut input, &mut target, sink)?;
-        if k > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"input\":");
-        crate::json::write_numbers(out, &input);
-        out.extend_from_slice(b",\"target\":");
-        crate::json::write_numbers(out, &target);
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}\n");
-    Ok(())
 }
 
 #[cfg(test)]

@@ -171,8 +171,10 @@ impl Materializer {
                         None if keep_nan => {}
                         None => {
                             batch.discard_sequence();
-                            return Err(Error::invalid(
-                                0,
+                            // Examples do not keep their offset in the file; the message names it.
+                            return Err(Error::new(
+                                crate::error::ErrorKind::Invalid,
+                                crate::error::Location::default(),
                                 format!(
                                     "example {key} ('{}'), event {k}: {what} unit {i} is NaN, \
                                      which CTF/CBF cannot hold (give --nan VALUE)",

@@ -9,6 +9,14 @@ use crate::io::{open_reader, InputPath};
 use std::io::BufRead;
 
 type Source = Box<dyn BufRead + Send>;
+
+/// How [`PipeReader`] waits for more input.
+enum Fill {
+    /// Up to the next newline (text: parsing resumes at line ends).
+    Line,
+    /// Whatever the source has ready.
+    Available,
+}
 type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
 
 /// Reads examples one at a time.
@@ -84,24 +92,35 @@ impl PipeReader {
         &self.header
     }
 
-    /// Reads one more line (text) or chunk (binary); false at the end of the source.
+    /// Reads one more line (text) or whatever bytes have arrived (binary, and before the
+    /// format is known: a binary file need not hold a newline); false at the end of the source.
     fn fill(&mut self) -> Result<bool> {
+        self.fill_in(if self.binary {
+            Fill::Available
+        } else {
+            Fill::Line
+        })
+    }
+
+    fn fill_in(&mut self, how: Fill) -> Result<bool> {
         if self.eof {
             return Ok(false);
         }
-        let n = if self.binary {
-            let chunk = self
+        let n = match how {
+            Fill::Available => {
+                let chunk = self
+                    .src
+                    .fill_buf()
+                    .map_err(|e| Error::from(e).in_file(self.name.clone()))?;
+                let n = chunk.len();
+                self.buf.extend_from_slice(chunk);
+                self.src.consume(n);
+                n
+            }
+            Fill::Line => self
                 .src
-                .fill_buf()
-                .map_err(|e| Error::from(e).in_file(self.name.clone()))?;
-            let n = chunk.len();
-            self.buf.extend_from_slice(chunk);
-            self.src.consume(n);
-            n
-        } else {
-            self.src
                 .read_until(b'\n', &mut self.buf)
-                .map_err(|e| Error::from(e).in_file(self.name.clone()))?
+                .map_err(|e| Error::from(e).in_file(self.name.clone()))?,
         };
         if n == 0 {
             self.eof = true;
@@ -131,7 +150,7 @@ impl PipeReader {
         self.base_line = 1;
         self.eof = false;
         self.this_pass = 0;
-        while self.buf.len() < 4 && self.fill()? {}
+        while self.buf.len() < 4 && self.fill_in(Fill::Available)? {}
         if self.buf.len() < 4 {
             return Err(self.positioned(Error::syntax(
                 0,
@@ -284,6 +303,38 @@ mod tests {
         let mut r = reader(&bex[..bex.len() - 3]);
         assert!(r.next_example().unwrap().is_some());
         assert!(r.next_example().is_err());
+    }
+
+    /// A pipe whose writer has sent `data` and is still open: reading past it would block.
+    struct OpenPipe {
+        data: Vec<u8>,
+        pos: usize,
+    }
+
+    impl std::io::Read for OpenPipe {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            assert!(
+                self.pos < self.data.len(),
+                "read past the bytes sent: would block"
+            );
+            let n = out.len().min(self.data.len() - self.pos);
+            out[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn each_example_is_returned_without_waiting_for_more_bytes() {
+        let set = text::parse(b"max: 3;\nname: a I: 1 T: 0;\nname: b 2 I: 2;\n").unwrap();
+        let text_bytes = b"max: 3;\nname: a I: 1 T: 0;\nname: b 2 I: 2;\n".to_vec();
+        for data in [binary::write(&set).unwrap(), text_bytes] {
+            let src = std::io::BufReader::new(OpenPipe { data, pos: 0 });
+            let mut r = PipeReader::from_reader(Box::new(src), "pipe").unwrap();
+            for want in &set.examples {
+                assert!(r.next_example().unwrap().unwrap().same_content(want));
+            }
+        }
     }
 
     #[test]
