@@ -1,6 +1,5 @@
 //! `exfeed read` on Lens example files (.ex, .bex, compressed), with Lens's selection modes.
 
-#[path = "../../exfeed/tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -158,6 +158,10 @@ impl PipeReader {
             )));
         }
         self.binary = binary::is_binary(&self.buf);
+        if !self.binary && !self.buf.ends_with(b"\n") {
+            // Text is parsed at line ends: finish the line the format sniff cut.
+            self.fill_in(Fill::Line)?;
+        }
         loop {
             if self.binary {
                 match binary::read_header_prefix(&self.buf) {
