@@ -120,7 +120,9 @@ fn ctf_to_cbf_in_pieces<W: Write>(
         // ahead of the writer), this thread reports their diagnostics and copies their bytes
         // into the chunks in file order, stopping at the first error as the serial path does.
         let workers = rayon::current_num_threads().clamp(1, pieces.len());
-        let window = workers * 2;
+        // Enough pieces in flight that workers keep going while the writer is in a write of a
+        // whole chunk (32 MiB by default, about eight 4 MiB pieces of text).
+        let window = workers * 4;
         let encoder = writer.encoder();
         let stop = std::sync::atomic::AtomicBool::new(false);
         type Done = (
