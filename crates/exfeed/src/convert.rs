@@ -116,43 +116,85 @@ fn ctf_to_cbf_in_pieces<W: Write>(
             progress(end as u64);
         }
     } else {
-        use rayon::prelude::*;
-        let wave = rayon::current_num_threads().max(1) * 2;
-        for group in pieces.chunks(wave) {
-            let parsed: Vec<(
-                Result<()>,
-                SequenceBatch<f64>,
-                Vec<crate::error::Diagnostic>,
-            )> = group
-                .par_iter()
-                .map(|&(offset, line, end)| {
+        // A bounded in-order pipeline: worker threads parse and encode pieces (up to `window`
+        // ahead of the writer), this thread reports their diagnostics and copies their bytes
+        // into the chunks in file order, stopping at the first error as the serial path does.
+        let workers = rayon::current_num_threads().clamp(1, pieces.len());
+        // Enough pieces in flight that workers keep going while the writer is in a write of a
+        // whole chunk (32 MiB by default, about eight 4 MiB pieces of text).
+        let window = workers * 4;
+        let encoder = writer.encoder();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        type Done = (
+            Result<crate::cbf::EncodedBatch>,
+            Vec<crate::error::Diagnostic>,
+        );
+        let (jobs_tx, jobs_rx) =
+            crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<Done>)>();
+        std::thread::scope(|scope| -> Result<()> {
+            for _ in 0..workers {
+                let jobs_rx = jobs_rx.clone();
+                let (pieces, encoder, stop) = (&pieces, &encoder, &stop);
+                scope.spawn(move || {
                     let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
-                    let mut diags = Vec::new();
-                    let r = CtfParser::new(opts.clone()).and_then(|mut p| {
-                        p.set_file_name(file);
-                        p.parse_chunk(
-                            &ctf[offset as usize..end],
-                            offset,
-                            line,
-                            mode,
-                            &mut batch,
-                            &mut diags,
-                        )
-                    });
-                    (r, batch, diags)
-                })
-                .collect();
-            for ((r, batch, diags), &(_, _, end)) in parsed.into_iter().zip(group) {
-                for d in diags {
-                    sink.report(d);
-                }
-                r?;
-                writer
-                    .write_batch(&batch)
-                    .map_err(|e| e.in_file(file.to_string()))?;
-                progress(end as u64);
+                    for (i, done) in jobs_rx {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        let (offset, line, end) = pieces[i];
+                        let mut diags = Vec::new();
+                        batch.clear();
+                        // A fresh parser per piece, as pieces are independent.
+                        let r = CtfParser::new(opts.clone())
+                            .and_then(|mut p| {
+                                p.set_file_name(file);
+                                p.parse_chunk(
+                                    &ctf[offset as usize..end],
+                                    offset,
+                                    line,
+                                    mode,
+                                    &mut batch,
+                                    &mut diags,
+                                )
+                            })
+                            .and_then(|()| encoder.encode(&batch));
+                        // The writer may have stopped and dropped the receiver.
+                        let _ = done.send((r, diags));
+                    }
+                });
             }
-        }
+            drop(jobs_rx);
+            let result = (|| {
+                let mut queue = std::collections::VecDeque::new();
+                let mut next = 0;
+                loop {
+                    while queue.len() < window && next < pieces.len() {
+                        let (tx, rx) = crossbeam_channel::bounded(1);
+                        jobs_tx
+                            .send((next, tx))
+                            .map_err(|_| Error::config("conversion workers stopped"))?;
+                        queue.push_back((rx, pieces[next].2));
+                        next += 1;
+                    }
+                    let Some((rx, end)) = queue.pop_front() else {
+                        return Ok(());
+                    };
+                    let (r, diags): Done = rx
+                        .recv()
+                        .map_err(|_| Error::config("a conversion worker stopped"))?;
+                    for d in diags {
+                        sink.report(d);
+                    }
+                    writer
+                        .write_encoded(r?)
+                        .map_err(|e| e.in_file(file.to_string()))?;
+                    progress(end as u64);
+                }
+            })();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            drop(jobs_tx);
+            result
+        })?;
     }
     let sequences = writer.sequences();
     let (out, chunks) = writer.finish_with_chunks()?;

@@ -105,6 +105,28 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Takes `count` items of `size` bytes; the description is only built on error (this runs
+    /// for every sequence of every stream, where formatting it eagerly costs more than the
+    /// checks themselves).
+    #[inline]
+    fn take_items(
+        &mut self,
+        count: u64,
+        size: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<&'a [u8]> {
+        match count.checked_mul(size) {
+            Some(n) if n <= self.remaining() as u64 => {
+                let s = &self.buf[self.pos..self.pos + n as usize];
+                self.pos += n as usize;
+                Ok(s)
+            }
+            _ => Err(self
+                .check_fits(count, size, &what())
+                .expect_err("does not fit")),
+        }
+    }
+
     fn u8(&mut self, what: &str) -> Result<u8> {
         Ok(self.take(1, what)?[0])
     }
@@ -528,6 +550,10 @@ fn decode_chunk<T: Element>(
     let mut matched = vec![false; s];
     // starts[f * s + k]: byte offset of sequence k of file stream f.
     let mut starts = vec![0usize; s * file_streams.len()];
+    // Per file stream, for reserving the batch's buffers once: dense values; sparse samples
+    // and pairs. Bounded by the chunk's bytes (each was taken from it).
+    let mut dense_values = vec![0u64; file_streams.len()];
+    let mut sparse_totals = vec![(0u64, 0u64); file_streams.len()];
     for (f, fs) in file_streams.iter().enumerate() {
         let ctx = |e: Error| e.in_context(format!("chunk {chunk}, stream '{}'", fs.spec.name));
         let dim = fs.spec.dim as u64;
@@ -540,24 +566,33 @@ fn decode_chunk<T: Element>(
             }
             match fs.spec.storage {
                 Storage::Dense => {
-                    let what = format!("sequence {k}: {n} dense samples");
-                    let nbytes = c.check_fits(u64::from(n) * dim, es, &what).map_err(ctx)?;
-                    c.take(nbytes, &what).map_err(ctx)?;
+                    c.take_items(u64::from(n) * dim, es, || {
+                        format!("sequence {k}: {n} dense samples")
+                    })
+                    .map_err(ctx)?;
+                    dense_values[f] += u64::from(n) * dim;
                 }
                 Storage::Sparse => {
                     let nnz_at = c.pos as u64;
                     let nnz = c.count_i32("nnz").map_err(ctx)?;
-                    let what = format!("sequence {k}: {nnz} sparse values");
-                    let vbytes = c.check_fits(u64::from(nnz), es, &what).map_err(ctx)?;
-                    c.take(vbytes, &what).map_err(ctx)?;
-                    let what = format!("sequence {k}: {nnz} sparse indices");
-                    let ibytes = c.check_fits(u64::from(nnz), 4, &what).map_err(ctx)?;
+                    c.take_items(u64::from(nnz), es, || {
+                        format!("sequence {k}: {nnz} sparse values")
+                    })
+                    .map_err(ctx)?;
                     let idx_at = c.pos as u64;
-                    let idxs = c.take(ibytes, &what).map_err(ctx)?;
-                    let what = format!("sequence {k}: {n} per-sample nnz counts");
-                    let cbytes = c.check_fits(u64::from(n), 4, &what).map_err(ctx)?;
+                    let idxs = c
+                        .take_items(u64::from(nnz), 4, || {
+                            format!("sequence {k}: {nnz} sparse indices")
+                        })
+                        .map_err(ctx)?;
                     let counts_at = c.pos as u64;
-                    let counts = c.take(cbytes, &what).map_err(ctx)?;
+                    let counts = c
+                        .take_items(u64::from(n), 4, || {
+                            format!("sequence {k}: {n} per-sample nnz counts")
+                        })
+                        .map_err(ctx)?;
+                    sparse_totals[f].0 += u64::from(n);
+                    sparse_totals[f].1 += u64::from(nnz);
                     let mut sum = 0u64;
                     for (j, cnt) in counts.chunks_exact(4).enumerate() {
                         let v = read_i32_le(cnt);
@@ -606,6 +641,17 @@ fn decode_chunk<T: Element>(
         ));
     }
     // Pass 2: everything is in range now.
+    batch.reserve_sequences(s);
+    for (t, e) in exposed.iter().enumerate() {
+        let out = batch.stream_mut(t);
+        match e.spec.storage {
+            Storage::Dense => out.reserve(0, dense_values[e.index] as usize),
+            Storage::Sparse => {
+                let (samples, nnz) = sparse_totals[e.index];
+                out.reserve(samples as usize, nnz as usize)
+            }
+        }
+    }
     for k in 0..s {
         for (t, e) in exposed.iter().enumerate() {
             let at = starts[e.index * s + k];

@@ -245,3 +245,45 @@ fn writer_rejects_bad_input() {
     assert_eq!(f.num_sequences(), 0);
     assert!(CbfWriter::new(Vec::new(), &[], CbfWriterOptions::default()).is_err());
 }
+
+#[test]
+fn encoded_batches_write_the_same_bytes_and_errors_as_write_batch() {
+    // Sequences of sample_batch() repeated, a bad index in the middle of the second batch.
+    let good = sample_batch();
+    let mut bad = good.empty_like();
+    bad.push_sequence_from(&good, 0);
+    bad.stream_mut(0).push_dense_sample(&[1.0, 1.0, 1.0]);
+    bad.stream_mut(1).push_sparse_sample(&[3, 10], &[1.0, 2.0]);
+    bad.finish_sequence(7);
+    bad.push_sequence_from(&good, 1);
+    for precision in [Precision::Float, Precision::Double] {
+        for chunk_size in [1, 60, 1 << 20] {
+            let options = CbfWriterOptions {
+                chunk_size,
+                precision,
+            };
+            let mut direct = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            let mut encoded = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            let encoder = encoded.encoder();
+            for batch in [&good, &good] {
+                direct.write_batch(batch).unwrap();
+                encoded
+                    .write_encoded(encoder.encode(batch).unwrap())
+                    .unwrap();
+            }
+            let want = direct.write_batch(&bad).unwrap_err().to_string();
+            let got = encoded
+                .write_encoded(encoder.encode(&bad).unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(want.contains("index 10 is outside [0, 10)"), "{want}");
+            assert_eq!(got, want);
+            assert_eq!(direct.sequences(), 5);
+            assert_eq!(encoded.sequences(), 5);
+            let (a, ca) = direct.finish_with_chunks().unwrap();
+            let (b, cb) = encoded.finish_with_chunks().unwrap();
+            assert_eq!(a, b, "chunk size {chunk_size}");
+            assert_eq!(ca.len(), cb.len());
+        }
+    }
+}

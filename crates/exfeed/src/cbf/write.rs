@@ -141,21 +141,66 @@ impl<W: Write> CbfWriter<W> {
         batch: &SequenceBatch<T>,
         seq: usize,
     ) -> Result<()> {
-        let es = self.options.precision.size() as u64;
-        let mut size = 4u64;
-        for s in batch.streams() {
-            let n = s.sequence_samples(seq).len() as u64;
-            size += match s.storage() {
-                Storage::Dense => 4 + n * s.dim() as u64 * es,
-                Storage::Sparse => 8 + s.sequence_nnz(seq) as u64 * (es + 4) + 4 * n,
-            };
+        let (size, samples) = measure(self.options.precision, self.defining, batch, seq)?;
+        self.make_room(size, samples)?;
+        // Encode into the open chunk; on an error, roll back to where it was.
+        let lens: Vec<usize> = self.data.iter().map(Vec::len).collect();
+        let result = encode_streams(
+            self.options.precision,
+            &self.specs,
+            batch,
+            seq,
+            &mut self.data,
+            &mut self.scratch,
+        );
+        if let Err(e) = result {
+            for (d, l) in self.data.iter_mut().zip(lens) {
+                d.truncate(l);
+            }
+            return Err(e);
         }
-        let samples = batch.sequence_length(seq, self.defining);
-        let samples = u32::try_from(samples).map_err(|_| {
-            invalid(format!(
-                "sequence {seq}: {samples} samples do not fit in 32 bits"
-            ))
-        })?;
+        self.accept(size, samples);
+        Ok(())
+    }
+
+    /// An encoder of batches for this writer, usable on other threads (see [`CbfEncoder`]).
+    pub fn encoder(&self) -> CbfEncoder {
+        CbfEncoder {
+            specs: self.specs.clone(),
+            defining: self.defining,
+            precision: self.options.precision,
+        }
+    }
+
+    /// Appends a batch encoded by [`CbfEncoder::encode`]: the same bytes, chunks and errors as
+    /// [`write_batch`](Self::write_batch) on the batch it was encoded from.
+    pub fn write_encoded(&mut self, enc: EncodedBatch) -> Result<()> {
+        let n = self.specs.len();
+        if enc.streams.len() != n {
+            return Err(Error::config(
+                "the encoded batch's streams do not match the CBF writer's",
+            ));
+        }
+        for (seq, (&size, &samples)) in enc.sizes.iter().zip(&enc.samples).enumerate() {
+            self.make_room(size, samples)?;
+            for ((d, bytes), ends) in self.data.iter_mut().zip(&enc.streams).zip(&enc.ends) {
+                let start = if seq == 0 { 0 } else { ends[seq - 1] };
+                d.extend_from_slice(&bytes[start..ends[seq]]);
+            }
+            self.accept(size, samples);
+        }
+        match enc.failure {
+            None => Ok(()),
+            Some(Failure::Measure(e)) => Err(e),
+            Some(Failure::Encode(size, samples, e)) => {
+                self.make_room(size, samples)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Flushes the open chunk if a sequence of `size` bytes and `samples` samples does not fit.
+    fn make_room(&mut self, size: u64, samples: u32) -> Result<()> {
         if self.chunk_sequences > 0
             && (self.chunk_bytes + size > self.options.chunk_size
                 || self.chunk_sequences == u32::MAX
@@ -163,32 +208,16 @@ impl<W: Write> CbfWriter<W> {
         {
             self.flush_chunk()?;
         }
-        // Encode into the open chunk; on an error, roll back to where it was.
-        let lens: Vec<usize> = self.data.iter().map(Vec::len).collect();
-        let result = (|| {
-            for (i, s) in batch.streams().iter().enumerate() {
-                let name = &self.specs[i].name;
-                let out = &mut self.data[i];
-                match self.options.precision {
-                    Precision::Float => encode::<T, f32>(s, seq, out, &mut self.scratch),
-                    Precision::Double => encode::<T, f64>(s, seq, out, &mut self.scratch),
-                }
-                .map_err(|m| invalid(format!("sequence {seq}, stream '{name}': {m}")))?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            for (d, l) in self.data.iter_mut().zip(lens) {
-                d.truncate(l);
-            }
-            return Err(e);
-        }
+        Ok(())
+    }
+
+    /// Counts a sequence just encoded into the open chunk.
+    fn accept(&mut self, size: u64, samples: u32) {
         self.meta.extend_from_slice(&samples.to_le_bytes());
         self.chunk_bytes += size;
         self.chunk_sequences += 1;
         self.chunk_samples += samples;
         self.sequences += 1;
-        Ok(())
     }
 
     fn flush_chunk(&mut self) -> Result<()> {
@@ -255,6 +284,140 @@ impl<W: Write> CbfWriter<W> {
         self.out.write_all(&h)?;
         self.out.flush()?;
         Ok((self.out, self.chunks))
+    }
+}
+
+/// The encoded size in bytes and the sample count of sequence `seq` of `batch`.
+fn measure<T: Element>(
+    precision: Precision,
+    defining: Option<usize>,
+    batch: &SequenceBatch<T>,
+    seq: usize,
+) -> Result<(u64, u32)> {
+    let es = precision.size() as u64;
+    let mut size = 4u64;
+    for s in batch.streams() {
+        let n = s.sequence_samples(seq).len() as u64;
+        size += match s.storage() {
+            Storage::Dense => 4 + n * s.dim() as u64 * es,
+            Storage::Sparse => 8 + s.sequence_nnz(seq) as u64 * (es + 4) + 4 * n,
+        };
+    }
+    let samples = batch.sequence_length(seq, defining);
+    let samples = u32::try_from(samples).map_err(|_| {
+        invalid(format!(
+            "sequence {seq}: {samples} samples do not fit in 32 bits"
+        ))
+    })?;
+    Ok((size, samples))
+}
+
+/// Appends every stream of sequence `seq` to `data` (one buffer per stream); on an error the
+/// buffers may hold part of the sequence.
+fn encode_streams<T: Element>(
+    precision: Precision,
+    specs: &[StreamSpec],
+    batch: &SequenceBatch<T>,
+    seq: usize,
+    data: &mut [Vec<u8>],
+    scratch: &mut Vec<(u32, f64)>,
+) -> Result<()> {
+    for (i, s) in batch.streams().iter().enumerate() {
+        let name = &specs[i].name;
+        let out = &mut data[i];
+        match precision {
+            Precision::Float => encode::<T, f32>(s, seq, out, scratch),
+            Precision::Double => encode::<T, f64>(s, seq, out, scratch),
+        }
+        .map_err(|m| invalid(format!("sequence {seq}, stream '{name}': {m}")))?;
+    }
+    Ok(())
+}
+
+/// Encodes batches into CBF chunk bytes away from the [`CbfWriter`] that made it (e.g. on
+/// worker threads); the writer then only copies the bytes into its chunks in order
+/// ([`CbfWriter::write_encoded`]).
+#[derive(Debug, Clone)]
+pub struct CbfEncoder {
+    specs: Vec<StreamSpec>,
+    defining: Option<usize>,
+    precision: Precision,
+}
+
+/// Why an [`EncodedBatch`] stops early, as [`CbfWriter::write_sequence`] would have failed.
+#[derive(Debug)]
+enum Failure {
+    /// Before the open chunk is flushed (the sample count does not fit).
+    Measure(Error),
+    /// After making room for a sequence of this size and sample count.
+    Encode(u64, u32, Error),
+}
+
+/// A batch's sequences encoded as CBF bytes, per stream (see [`CbfEncoder`]).
+#[derive(Debug)]
+pub struct EncodedBatch {
+    /// Per stream: the encoded sequences, one after another.
+    streams: Vec<Vec<u8>>,
+    /// Per stream: where each sequence's bytes end.
+    ends: Vec<Vec<usize>>,
+    sizes: Vec<u64>,
+    samples: Vec<u32>,
+    /// The error of the first sequence that could not be encoded (later ones are not).
+    failure: Option<Failure>,
+}
+
+impl CbfEncoder {
+    /// Encodes every sequence of `batch` (its streams must match the writer's, in order).
+    /// An error in a sequence is kept in the result and returned by
+    /// [`CbfWriter::write_encoded`] after the sequences before it are written.
+    pub fn encode<T: Element>(&self, batch: &SequenceBatch<T>) -> Result<EncodedBatch> {
+        if batch.streams().len() != self.specs.len()
+            || batch
+                .streams()
+                .iter()
+                .zip(&self.specs)
+                .any(|(b, s)| b.storage() != s.storage || b.dim() != s.dim)
+        {
+            return Err(Error::config(
+                "the batch's streams do not match the CBF writer's",
+            ));
+        }
+        let n = batch.len();
+        let mut enc = EncodedBatch {
+            streams: vec![Vec::new(); self.specs.len()],
+            ends: vec![Vec::with_capacity(n); self.specs.len()],
+            sizes: Vec::with_capacity(n),
+            samples: Vec::with_capacity(n),
+            failure: None,
+        };
+        let mut scratch = Vec::new();
+        for seq in 0..n {
+            let (size, samples) = match measure(self.precision, self.defining, batch, seq) {
+                Ok(m) => m,
+                Err(e) => {
+                    enc.failure = Some(Failure::Measure(e));
+                    break;
+                }
+            };
+            let r = encode_streams(
+                self.precision,
+                &self.specs,
+                batch,
+                seq,
+                &mut enc.streams,
+                &mut scratch,
+            );
+            if let Err(e) = r {
+                enc.failure = Some(Failure::Encode(size, samples, e));
+                break;
+            }
+            for (ends, s) in enc.ends.iter_mut().zip(&enc.streams) {
+                ends.push(s.len());
+            }
+            enc.sizes.push(size);
+            enc.samples.push(samples);
+        }
+        Ok(enc)
     }
 }
 
