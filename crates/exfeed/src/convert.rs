@@ -131,9 +131,12 @@ fn ctf_to_cbf_in_pieces<W: Write>(
         );
         let (jobs_tx, jobs_rx) =
             crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<Done>)>();
+        // Written batches go back to the workers for their buffers (bounded by the window and
+        // the batches of one chunk).
+        let (spares_tx, spares_rx) = crossbeam_channel::unbounded::<crate::cbf::EncodedBatch>();
         std::thread::scope(|scope| -> Result<()> {
             for _ in 0..workers {
-                let jobs_rx = jobs_rx.clone();
+                let (jobs_rx, spares) = (jobs_rx.clone(), spares_rx.clone());
                 let (pieces, encoder, stop) = (&pieces, &encoder, &stop);
                 scope.spawn(move || {
                     let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
@@ -145,6 +148,7 @@ fn ctf_to_cbf_in_pieces<W: Write>(
                         let mut diags = Vec::new();
                         batch.clear();
                         // A fresh parser per piece, as pieces are independent.
+                        let mut enc = spares.try_recv().unwrap_or_default();
                         let r = CtfParser::new(opts.clone())
                             .and_then(|mut p| {
                                 p.set_file_name(file);
@@ -157,13 +161,14 @@ fn ctf_to_cbf_in_pieces<W: Write>(
                                     &mut diags,
                                 )
                             })
-                            .and_then(|()| encoder.encode(&batch));
+                            .and_then(|()| encoder.encode_into(&batch, &mut enc))
+                            .map(|()| enc);
                         // The writer may have stopped and dropped the receiver.
                         let _ = done.send((r, diags));
                     }
                 });
             }
-            drop(jobs_rx);
+            drop((jobs_rx, spares_rx));
             let result = (|| {
                 let mut queue = std::collections::VecDeque::new();
                 let mut next = 0;
@@ -188,6 +193,9 @@ fn ctf_to_cbf_in_pieces<W: Write>(
                     writer
                         .write_encoded(r?)
                         .map_err(|e| e.in_file(file.to_string()))?;
+                    while let Some(spare) = writer.take_spare() {
+                        let _ = spares_tx.send(spare);
+                    }
                     progress(end as u64);
                 }
             })();
