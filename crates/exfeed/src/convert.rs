@@ -330,9 +330,40 @@ mod tests {
             assert_eq!(r.unwrap_err().to_string(), want);
             assert!(diags.iter().all(|d| d.severity != Severity::Error));
         }
+        // The same on any number of worker threads.
+        for threads in [1, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (r, _) = pool.install(|| run(&bad, 0, 50));
+            assert_eq!(r.unwrap_err().to_string(), want, "{threads} threads");
+        }
         // A repeated id falls back to one parser, which reports it.
         let rep = format!("{t}0 |a 1 1 |b 0:1\n");
         let one = run(&rep, 0, usize::MAX).0.unwrap_err().to_string();
         assert_eq!(run(&rep, 0, 50).0.unwrap_err().to_string(), one);
+    }
+
+    #[test]
+    fn many_chunks_keep_their_order_on_any_number_of_threads() {
+        let t = text(3000);
+        let serial = run(&t, 0, usize::MAX).0.unwrap();
+        let file = CbfFile::open(serial.as_slice()).unwrap();
+        assert!(file.num_chunks() > 100, "{} chunks", file.num_chunks());
+        assert_eq!(file.num_sequences(), 1000);
+        for threads in [1, 2, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            // Pieces of one sequence, of a few, and of more than a chunk.
+            for piece in [1, 100, 700] {
+                let got = pool.install(|| run(&t, 0, piece)).0.unwrap();
+                assert!(got == serial, "{threads} threads, pieces of {piece} bytes");
+            }
+        }
+        // And the serial path (an error budget) on many pieces writes the same bytes.
+        assert!(run(&t, 3, 100).0.unwrap() == serial);
     }
 }

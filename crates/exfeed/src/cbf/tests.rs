@@ -287,3 +287,49 @@ fn encoded_batches_write_the_same_bytes_and_errors_as_write_batch() {
         }
     }
 }
+
+#[test]
+fn sequence_at_a_time_and_after_an_error_writes_what_a_whole_batch_does() {
+    // Twelve sequences, written as one batch or one batch per sequence; a bad sequence (index
+    // out of range) written in between is refused and leaves nothing behind.
+    let one = sample_batch();
+    let mut all = one.empty_like();
+    for k in 0..6 {
+        for s in 0..one.len() {
+            all.push_sequence_from(&one, s);
+        }
+        all.stream_mut(0).push_dense_sample(&[k as f32; 3]);
+        all.stream_mut(1).push_sparse_sample(&[k], &[0.5]);
+        all.finish_sequence(k as u64);
+    }
+    let mut bad = one.empty_like();
+    bad.stream_mut(0).push_dense_sample(&[1.0, 1.0, 1.0]);
+    bad.stream_mut(0).push_dense_sample(&[2.0, 2.0, 2.0]);
+    bad.stream_mut(1).push_sparse_sample(&[3, 10], &[1.0, 2.0]);
+    bad.finish_sequence(99);
+    for precision in [Precision::Float, Precision::Double] {
+        for chunk_size in [1, 60, 200, 1 << 20] {
+            let options = CbfWriterOptions {
+                chunk_size,
+                precision,
+            };
+            let mut whole = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            whole.write_batch(&all).unwrap();
+            let (want, want_chunks) = whole.finish_with_chunks().unwrap();
+            let mut single = CbfWriter::new(Vec::new(), &specs(), options).unwrap();
+            for s in 0..all.len() {
+                let mut b = all.empty_like();
+                b.push_sequence_from(&all, s);
+                single.write_batch(&b).unwrap();
+                if s % 5 == 2 {
+                    let err = single.write_batch(&bad).unwrap_err();
+                    assert!(err.to_string().contains("index 10 is outside"), "{err}");
+                }
+            }
+            assert_eq!(single.sequences(), all.len() as u64);
+            let (got, got_chunks) = single.finish_with_chunks().unwrap();
+            assert!(got == want, "{precision}, chunk size {chunk_size}");
+            assert_eq!(got_chunks, want_chunks);
+        }
+    }
+}
