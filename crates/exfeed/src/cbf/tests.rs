@@ -333,3 +333,76 @@ fn sequence_at_a_time_and_after_an_error_writes_what_a_whole_batch_does() {
         }
     }
 }
+
+#[test]
+fn buffered_fallback_reads_and_rejects_what_memory_does() {
+    use crate::io::InputPath;
+    let mut b = sample_batch();
+    for k in 2..9u32 {
+        b.stream_mut(0).push_dense_sample(&[k as f32; 3]);
+        b.stream_mut(1).push_sparse_sample(&[k], &[1.0]);
+        b.finish_sequence(k as u64);
+    }
+    let good = write(
+        &b,
+        CbfWriterOptions {
+            chunk_size: 80,
+            precision: Precision::Double,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.cbf");
+    std::fs::write(&path, &good).unwrap();
+    let mapped = CbfFile::open_input(&InputPath::new(&path)).unwrap();
+    let buffered = CbfFile::open_buffered(&path).unwrap();
+    assert!(!mapped.is_buffered() && mapped.bytes() == Some(&good[..]));
+    assert!(buffered.is_buffered() && buffered.bytes().is_none());
+    assert!(buffered.num_chunks() > 3);
+    assert_eq!(buffered.chunks(), mapped.chunks());
+    assert_eq!(buffered.streams(), mapped.streams());
+    assert_eq!(
+        (buffered.file_len(), buffered.header_offset()),
+        (mapped.file_len(), mapped.header_offset())
+    );
+    // Any chunk, in any order, without the others.
+    let (mut x, mut y) = (
+        SequenceBatch::<f64>::new(&[]),
+        SequenceBatch::<f64>::new(&[]),
+    );
+    for i in (0..buffered.num_chunks()).rev() {
+        mapped.read_chunk(i, &mut x).unwrap();
+        buffered.read_chunk(i, &mut y).unwrap();
+        assert_eq!(x, y, "chunk {i}");
+        assert_eq!(y.keys()[0], buffered.chunk_info(i).first_key);
+    }
+
+    // Truncated and corrupt files: the same result, error and byte offset as from memory.
+    let mut cases: Vec<Vec<u8>> = (0..good.len()).map(|cut| good[..cut].to_vec()).collect();
+    for i in 0..good.len() {
+        for flip in [0x01u8, 0x80] {
+            let mut bytes = good.clone();
+            bytes[i] ^= flip;
+            cases.push(bytes);
+        }
+    }
+    for bytes in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = std::fs::File::open(&path).unwrap();
+        let want = CbfFile::open(&bytes[..]).and_then(|f| f.validate_all());
+        let got = CbfFile::open_file(from_file).and_then(|f| f.validate_all());
+        match (want, got) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("from memory {a:?}, buffered {b:?}"),
+        }
+    }
+
+    // A file cut short after it was opened: a clean I/O error for the chunks it lost.
+    std::fs::write(&path, &good).unwrap();
+    let f = CbfFile::open_buffered(&path).unwrap();
+    std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+    let last = f.num_chunks() - 1;
+    let err = f.read_chunk(last, &mut y).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io, "{err}");
+    f.read_chunk(0, &mut y).unwrap();
+}
