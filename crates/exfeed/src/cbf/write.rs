@@ -458,10 +458,22 @@ impl CbfEncoder {
     /// stream), up to the first that fails.
     fn append<T: Element>(&self, batch: &SequenceBatch<T>, enc: &mut EncodedBatch) {
         let n = batch.len();
-        for (bytes, ends) in enc.streams.iter_mut().zip(&mut enc.ends) {
+        let es = self.precision.size();
+        for ((bytes, ends), s) in enc
+            .streams
+            .iter_mut()
+            .zip(&mut enc.ends)
+            .zip(batch.streams())
+        {
             // Drops what a failed sequence left behind.
             bytes.truncate(ends.last().copied().unwrap_or(0));
             ends.reserve(n);
+            // The bytes the whole batch takes, reserved at once.
+            let (samples, values) = (s.num_samples(), s.values().len());
+            bytes.reserve(match s.storage() {
+                Storage::Dense => 4 * n + values * es,
+                Storage::Sparse => 8 * n + values * (es + 4) + 4 * samples,
+            });
         }
         enc.failure = None;
         let mut scratch = Vec::new();
@@ -495,24 +507,29 @@ impl CbfEncoder {
 }
 
 /// Appends `vals` as little-endian elements of `precision` (rounded through f64: exact for
-/// float and double, to nearest for double to float). Writes into a zeroed slice of the final
-/// length rather than pushing value by value, which lets the loop vectorise.
+/// float and double, to nearest for double to float). Writes straight into the reserved
+/// capacity rather than value by value (which lets the loop vectorise) or into zeroed bytes
+/// (which costs a pass of `memset`).
 fn put_values<T: Element>(precision: Precision, vals: &[T], out: &mut Vec<u8>) {
-    let at = out.len();
-    out.resize(at + vals.len() * precision.size(), 0);
-    let dst = &mut out[at..];
+    use std::mem::MaybeUninit;
+    let n = vals.len() * precision.size();
+    out.reserve(n);
+    let dst = &mut out.spare_capacity_mut()[..n];
     match precision {
         Precision::Float => {
             for (o, &v) in dst.chunks_exact_mut(4).zip(vals) {
-                o.copy_from_slice(&(v.to_f64() as f32).to_le_bytes());
+                o.copy_from_slice(&(v.to_f64() as f32).to_le_bytes().map(MaybeUninit::new));
             }
         }
         Precision::Double => {
             for (o, &v) in dst.chunks_exact_mut(8).zip(vals) {
-                o.copy_from_slice(&v.to_f64().to_le_bytes());
+                o.copy_from_slice(&v.to_f64().to_le_bytes().map(MaybeUninit::new));
             }
         }
     }
+    // SAFETY: `dst` is the first `n` bytes of spare capacity, and the loop above initialised
+    // all of them: `vals.len()` pieces of `precision.size()` bytes.
+    unsafe { out.set_len(out.len() + n) };
 }
 
 /// Encodes sequence `seq` of stream `s` with elements of type `precision`.
