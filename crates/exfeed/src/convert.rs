@@ -1,11 +1,15 @@
 //! Conversion between CTF and CBF.
 //!
-//! CTF to CBF parses the text in pieces of whole sequences (found by
-//! [`crate::ctf::scan_sequences`]) and hands each piece's sequences to a [`CbfWriter`], so memory
-//! stays bounded by the piece and the open chunk. Values are parsed to double and rounded once
-//! to the output precision, as CNTK's `ctf2bin.py` does (Python floats are doubles), which makes
-//! our output byte-identical to ctf2bin's wherever it writes a single chunk. CBF keys do not
-//! store the CTF sequence ids; CBF to CTF writes the 0-based sequence index as the id.
+//! CTF to CBF first finds the sequence boundaries ([`crate::ctf::scan_sequences`]) and cuts
+//! the text into pieces of whole sequences, so memory stays bounded by the pieces in flight and
+//! the open chunk. Without an error budget, worker threads (one per core of rayon's pool) parse
+//! and encode pieces ([`crate::cbf::CbfEncoder`]) while this thread writes them out in order;
+//! the bytes, chunks and first error are those of the serial path, which is taken with an error
+//! budget (errors must be counted in file order) or a repeated sequence id. Values are parsed
+//! to double and rounded once to the output precision, as CNTK's `ctf2bin.py` does (Python
+//! floats are doubles), which makes our output byte-identical to ctf2bin's wherever it writes a
+//! single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
+//! sequence index as the id.
 
 use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
@@ -120,12 +124,15 @@ fn ctf_to_cbf_in_pieces<W: Write>(
         }
     } else {
         // A bounded in-order pipeline: worker threads parse and encode pieces (up to `window`
-        // ahead of the writer), this thread reports their diagnostics and copies their bytes
-        // into the chunks in file order, stopping at the first error as the serial path does.
+        // ahead of the writer); this thread reports their diagnostics and hands the encoded
+        // pieces to the writer in file order (which writes each chunk straight from them),
+        // stopping at the first error as the serial path does, and returns written pieces to
+        // the workers for their buffers.
         let workers = rayon::current_num_threads().clamp(1, pieces.len());
-        // Enough pieces in flight that workers keep going while the writer is in a write of a
-        // whole chunk (32 MiB by default, about eighteen 1 MiB pieces of MNIST-like text).
-        let window = workers * 16;
+        // Pieces in flight (bounding memory): enough that the workers keep going while the
+        // writer is in the write of a whole chunk (32 MiB by default, about eighteen 1 MiB
+        // pieces of MNIST-like text), and two per worker on machines with many cores.
+        let window = (2 * workers).max(32);
         let encoder = writer.encoder();
         let stop = std::sync::atomic::AtomicBool::new(false);
         type Done = (
