@@ -367,3 +367,29 @@ fn parallel_conversion_of_a_large_file_and_errors_in_its_middle() {
         std::fs::read(d.join("skipped.cbf")).unwrap() == std::fs::read(d.join("kept.cbf")).unwrap()
     );
 }
+
+#[test]
+fn no_sync_writes_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), CTF).unwrap();
+    for (out, extra) in [("synced.cbf", None), ("unsynced.cbf", Some("--no-sync"))] {
+        let mut args = vec![
+            "convert",
+            "in.txt",
+            out,
+            "-i",
+            "x:dense:2:a",
+            "-i",
+            "y:sparse:5:b",
+        ];
+        args.extend(extra);
+        let (code, err) = exfeed(&args, d);
+        assert_eq!(code, 0, "{err}");
+    }
+    assert_eq!(
+        std::fs::read(d.join("synced.cbf")).unwrap(),
+        std::fs::read(d.join("unsynced.cbf")).unwrap()
+    );
+    assert_eq!(listing(d), ["in.txt", "synced.cbf", "unsynced.cbf"]);
+}
