@@ -26,6 +26,9 @@ use std::ops::Deref;
 /// less CPU time and fewer page faults than 4 MiB ones).
 const PIECE_BYTES: usize = 1 << 20;
 
+/// Bytes of CTF text in flight in the parallel pipeline (at least two pieces per worker).
+const WINDOW_BYTES: usize = 32 << 20;
+
 /// What a conversion did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConvertStats {
@@ -123,16 +126,17 @@ fn ctf_to_cbf_in_pieces<W: Write>(
             progress(end as u64);
         }
     } else {
-        // A bounded in-order pipeline: worker threads parse and encode pieces (up to `window`
+        // A bounded in-order pipeline: worker threads parse and encode pieces (a window of them
         // ahead of the writer); this thread reports their diagnostics and hands the encoded
         // pieces to the writer in file order (which writes each chunk straight from them),
         // stopping at the first error as the serial path does, and returns written pieces to
         // the workers for their buffers.
         let workers = rayon::current_num_threads().clamp(1, pieces.len());
-        // Pieces in flight (bounding memory): enough that the workers keep going while the
-        // writer is in the write of a whole chunk (32 MiB by default, about eighteen 1 MiB
-        // pieces of MNIST-like text), and two per worker on machines with many cores.
-        let window = (2 * workers).max(32);
+        // Pieces in flight (bounding memory): up to WINDOW_BYTES of text, enough that the
+        // workers keep going while the writer is in the write of a whole chunk (32 MiB by
+        // default, about 18 MiB of MNIST-like text), or two per worker when pieces are larger
+        // (sequences of many megabytes) or cores many.
+        let min_pieces = 2 * workers;
         let encoder = writer.encoder();
         let stop = std::sync::atomic::AtomicBool::new(false);
         type Done = (
@@ -181,19 +185,25 @@ fn ctf_to_cbf_in_pieces<W: Write>(
             drop((jobs_rx, spares_rx));
             let result = (|| {
                 let mut queue = std::collections::VecDeque::new();
-                let mut next = 0;
+                let (mut next, mut in_flight) = (0, 0);
+                let len = |i: usize| pieces[i].2 - pieces[i].0 as usize;
                 loop {
-                    while queue.len() < window && next < pieces.len() {
+                    while next < pieces.len()
+                        && (queue.len() < min_pieces || in_flight + len(next) <= WINDOW_BYTES)
+                    {
                         let (tx, rx) = crossbeam_channel::bounded(1);
                         jobs_tx
                             .send((next, tx))
                             .map_err(|_| Error::config("conversion workers stopped"))?;
-                        queue.push_back((rx, pieces[next].2));
+                        queue.push_back((rx, next));
+                        in_flight += len(next);
                         next += 1;
                     }
-                    let Some((rx, end)) = queue.pop_front() else {
+                    let Some((rx, i)) = queue.pop_front() else {
                         return Ok(());
                     };
+                    in_flight -= len(i);
+                    let end = pieces[i].2;
                     let (r, diags): Done = rx
                         .recv()
                         .map_err(|_| Error::config("a conversion worker stopped"))?;
