@@ -261,3 +261,135 @@ fn no_progress_output_when_stderr_is_not_a_terminal() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(err, "");
 }
+
+/// Files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn parallel_conversion_of_a_large_file_and_errors_in_its_middle() {
+    // Over 8 MiB, so that the conversion runs in several pieces on worker threads.
+    let mut good = String::new();
+    let mut k = 0u64;
+    while good.len() < 9 << 20 {
+        let v: Vec<String> = (0..20).map(|j| ((k * 7 + j) % 97).to_string()).collect();
+        good += &format!("|a {} |b {}:1\n", v.join(" "), k % 5);
+        k += 1;
+    }
+    let lines: Vec<&str> = good.lines().collect();
+    let n = lines.len();
+    // Two bad lines in the middle (sparse indices out of range), in different pieces.
+    let (b1, b2) = (n / 2, n / 2 + n / 5);
+    let mut bad_lines = lines.clone();
+    let l1 = format!("{} |b 9:1", lines[b1].split(" |b").next().unwrap());
+    bad_lines[b1] = &l1;
+    bad_lines[b2] = "|a 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 |b 5:1";
+    let bad = bad_lines.join("\n") + "\n";
+    let mut kept = lines.clone();
+    kept.remove(b2);
+    kept.remove(b1);
+    let kept = kept.join("\n") + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("good.ctf"), &good).unwrap();
+    std::fs::write(d.join("bad.ctf"), &bad).unwrap();
+    std::fs::write(d.join("kept.ctf"), &kept).unwrap();
+    let convert = |input: &str, output: &str, extra: &[&str]| {
+        let mut args = vec![
+            "convert",
+            input,
+            output,
+            "-i",
+            "a:dense:20",
+            "-i",
+            "b:sparse:5",
+            "--chunk-size",
+            "1M",
+        ];
+        args.extend_from_slice(extra);
+        exfeed(&args, d)
+    };
+
+    // Parallel (no error budget) and serial (a budget) conversions write the same bytes.
+    let (code, err) = convert("good.ctf", "parallel.cbf", &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = convert("good.ctf", "serial.cbf", &["--max-errors", "3"]);
+    assert_eq!(code, 0, "{err}");
+    let parallel = std::fs::read(d.join("parallel.cbf")).unwrap();
+    assert!(parallel == std::fs::read(d.join("serial.cbf")).unwrap());
+    let (code, info) = {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+            .args(["info", "parallel.cbf"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    assert_eq!(code, Some(0));
+    assert!(info.contains(&format!("{n} sequences")), "{info}");
+
+    // Each bad line counts as two errors (its bad sample, and the input it then lacks). No
+    // budget, or too small a one, stops the conversion and leaves no output.
+    for budget in ["0", "3"] {
+        let (code, err) = convert("bad.ctf", "out.cbf", &["--max-errors", budget]);
+        assert_ne!(code, 0, "budget {budget}");
+        assert!(
+            err.contains(&format!("bad.ctf:{}:", b1 + 1)),
+            "budget {budget}: {err}"
+        );
+        if budget == "3" {
+            assert!(err.contains(&format!("bad.ctf:{}:", b2 + 1)), "{err}");
+        }
+        assert_eq!(
+            listing(d),
+            [
+                "bad.ctf",
+                "good.ctf",
+                "kept.ctf",
+                "parallel.cbf",
+                "serial.cbf"
+            ],
+            "budget {budget}"
+        );
+    }
+    // A large enough budget skips both: the same bytes as the file without those lines.
+    let (code, err) = convert("bad.ctf", "skipped.cbf", &["--max-errors", "4"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, err) = convert("kept.ctf", "kept.cbf", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        std::fs::read(d.join("skipped.cbf")).unwrap() == std::fs::read(d.join("kept.cbf")).unwrap()
+    );
+}
+
+#[test]
+fn no_sync_writes_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), CTF).unwrap();
+    for (out, extra) in [("synced.cbf", None), ("unsynced.cbf", Some("--no-sync"))] {
+        let mut args = vec![
+            "convert",
+            "in.txt",
+            out,
+            "-i",
+            "x:dense:2:a",
+            "-i",
+            "y:sparse:5:b",
+        ];
+        args.extend(extra);
+        let (code, err) = exfeed(&args, d);
+        assert_eq!(code, 0, "{err}");
+    }
+    assert_eq!(
+        std::fs::read(d.join("synced.cbf")).unwrap(),
+        std::fs::read(d.join("unsynced.cbf")).unwrap()
+    );
+    assert_eq!(listing(d), ["in.txt", "synced.cbf", "unsynced.cbf"]);
+}

@@ -113,6 +113,16 @@ impl<T: Element> StreamData<T> {
         }
     }
 
+    /// Reserves room for `samples` more samples holding `values` more values (dense: values
+    /// are `samples * dim`, pass 0 samples; sparse: the non-zero pairs).
+    pub fn reserve(&mut self, samples: usize, values: usize) {
+        self.values.reserve(values);
+        if self.storage == Storage::Sparse {
+            self.indices.reserve(values);
+            self.sample_offsets.reserve(samples);
+        }
+    }
+
     /// Appends `n` complete dense samples from exactly `n * dim` values (a bulk path for binary
     /// decoders; no sample may be open). Fewer values are zero-padded, more are dropped.
     pub fn extend_dense_samples(&mut self, n: usize, values: impl IntoIterator<Item = T>) {
@@ -325,6 +335,14 @@ impl<T: Element> SequenceBatch<T> {
     /// Stream `i`, for pushing samples.
     pub fn stream_mut(&mut self, i: usize) -> &mut StreamData<T> {
         &mut self.streams[i]
+    }
+
+    /// Reserves room for `n` more sequences (keys and per-stream sequence offsets).
+    pub fn reserve_sequences(&mut self, n: usize) {
+        self.keys.reserve(n);
+        for s in &mut self.streams {
+            s.seq_offsets.reserve(n);
+        }
     }
 
     /// Closes the samples pushed since the last finished sequence as one sequence with `key`.

@@ -1,8 +1,11 @@
 //! `exfeed bench cbf`: (i) CTF -> CBF conversion, to a real file through [`AtomicOutput`] as
-//! `exfeed convert` does, against the single-threaded parse of `bench ctf`; (ii) reading the
-//! resulting page-cached CBF file into per-stream buffers against plain `read` and `cat`.
+//! `exfeed convert` does, against the single-threaded parse of `bench ctf`, once with the
+//! commit's sync to disk and once without (`--no-sync`); (ii) reading the resulting page-cached
+//! CBF file into per-stream buffers against plain `read` and `cat`.
+//!
+//! Wall-clock figures depend on how busy the machine is, so CPU seconds are reported too.
 
-use super::bench::{measure, median, mnist, Args};
+use super::bench::{measure, median, mnist, thread_cpu_secs, Args};
 use exfeed::cbf::{CbfFile, CbfWriterOptions};
 use exfeed::convert::ctf_to_cbf;
 use exfeed::ctf::CtfOptions;
@@ -13,24 +16,58 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-/// CPU time of the whole process (all threads), to see whether conversion uses every core.
-fn process_cpu_secs() -> f64 {
+fn cpu_clock(clock: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// CPU time of the whole process (all threads), to see whether conversion uses every core.
+fn process_cpu_secs() -> f64 {
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time of the waited-for child processes (for `cat`).
+fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage fills one rusage struct through a valid pointer.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
-/// One conversion as the CLI does it: map the input, write through an atomic output, commit.
-/// Returns (wall seconds, process CPU seconds, chunks written, output size).
-fn convert_once(ctf: &Path, cbf: &Path, opts: &CtfOptions) -> anyhow::Result<(f64, f64, u64, u64)> {
+/// What one conversion took.
+struct Conversion {
+    /// Wall-clock and process CPU seconds, all included.
+    secs: f64,
+    cpu: f64,
+    /// The same up to the commit (the sync to disk and the rename).
+    pre_secs: f64,
+    pre_cpu: f64,
+    chunks: u64,
+    out_len: u64,
+}
+
+/// One conversion as the CLI does it: map the input, write through an atomic output, commit
+/// (with or without syncing the file to disk first). A previous output is removed first, outside
+/// the timing: replacing it would add the freeing (and discarding) of its blocks to the rename.
+fn convert_once(
+    ctf: &Path,
+    cbf: &Path,
+    opts: &CtfOptions,
+    sync: bool,
+) -> anyhow::Result<Conversion> {
+    if cbf.exists() {
+        std::fs::remove_file(cbf)?;
+    }
     let cpu = process_cpu_secs();
     let start = Instant::now();
     let input = InputPath::new(ctf);
@@ -38,7 +75,7 @@ fn convert_once(ctf: &Path, cbf: &Path, opts: &CtfOptions) -> anyhow::Result<(f6
     let out = AtomicOutput::create(
         cbf,
         &OutputOptions {
-            force: true,
+            force: false,
             inputs: vec![ctf.to_path_buf()],
         },
     )?;
@@ -51,17 +88,35 @@ fn convert_once(ctf: &Path, cbf: &Path, opts: &CtfOptions) -> anyhow::Result<(f6
         &mut Vec::new(),
         |_| {},
     )?;
-    out.commit()?;
-    let secs = start.elapsed().as_secs_f64();
-    let cpu_secs = process_cpu_secs() - cpu;
-    Ok((secs, cpu_secs, stats.chunks, std::fs::metadata(cbf)?.len()))
+    let (pre_secs, pre_cpu) = (start.elapsed().as_secs_f64(), process_cpu_secs() - cpu);
+    if sync {
+        out.commit()?;
+    } else {
+        out.commit_unsynced()?;
+    }
+    drop(bytes);
+    Ok(Conversion {
+        secs: start.elapsed().as_secs_f64(),
+        cpu: process_cpu_secs() - cpu,
+        pre_secs,
+        pre_cpu,
+        chunks: stats.chunks,
+        out_len: std::fs::metadata(cbf)?.len(),
+    })
 }
 
-/// Reads every chunk of the CBF file into a reused batch (per-stream buffers); returns seconds
-/// and the number of samples seen (so the work cannot be skipped).
-fn read_cbf(path: &Path) -> anyhow::Result<(f64, u64)> {
+/// Reads every chunk of the CBF file into a reused batch (per-stream buffers), from a memory
+/// map or with the buffered fallback; returns wall and CPU seconds and the number of samples
+/// seen (so the work cannot be skipped).
+fn read_cbf(path: &Path, buffered: bool) -> anyhow::Result<(f64, f64, u64)> {
+    let cpu = thread_cpu_secs();
     let start = Instant::now();
-    let file = CbfFile::open_input(&InputPath::new(path))?;
+    let file = if buffered {
+        CbfFile::open_buffered(path)?
+    } else {
+        CbfFile::open_input(&InputPath::new(path))?
+    };
+    anyhow::ensure!(file.is_buffered() == buffered, "not the reader asked for");
     let mut batch = SequenceBatch::<f32>::new(&file.stream_specs());
     let mut samples = 0u64;
     for i in 0..file.num_chunks() {
@@ -72,7 +127,12 @@ fn read_cbf(path: &Path) -> anyhow::Result<(f64, u64)> {
             .map(|s| s.num_samples() as u64)
             .sum::<u64>();
     }
-    Ok((start.elapsed().as_secs_f64(), std::hint::black_box(samples)))
+    drop(file);
+    Ok((
+        start.elapsed().as_secs_f64(),
+        thread_cpu_secs() - cpu,
+        std::hint::black_box(samples),
+    ))
 }
 
 /// What `cat FILE > /dev/null` does in-process: `read` into one reused buffer.
@@ -91,15 +151,23 @@ fn read_plain(path: &Path, buf: &mut [u8]) -> anyhow::Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// The real `cat`, stdout to /dev/null, spawn included.
-fn run_cat(path: &Path) -> anyhow::Result<f64> {
+/// The real `cat`, stdout to /dev/null, spawn included: wall and CPU seconds.
+fn run_cat(path: &Path) -> anyhow::Result<(f64, f64)> {
+    let cpu = children_cpu_secs();
     let start = Instant::now();
     let status = Command::new("cat")
         .arg(path)
         .stdout(Stdio::null())
         .status()?;
     anyhow::ensure!(status.success(), "cat failed: {status}");
-    Ok(start.elapsed().as_secs_f64())
+    Ok((start.elapsed().as_secs_f64(), children_cpu_secs() - cpu))
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -113,16 +181,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cbf_path = dir.path().join("mnist.cbf");
     let (ctf, _csv) = mnist(size);
     drop(_csv);
-    std::fs::File::create(&ctf_path)?.write_all(&ctf)?;
+    {
+        // Synced, so that its writeback does not run during the measurements.
+        let mut f = std::fs::File::create(&ctf_path)?;
+        f.write_all(&ctf)?;
+        f.sync_all()?;
+    }
     let inputs: Vec<StreamSpec> = vec![
         "features:dense:784".parse().map_err(anyhow::Error::msg)?,
         "labels:sparse:10".parse().map_err(anyhow::Error::msg)?,
     ];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "cbf bench: {:.1} MB of MNIST-like CTF (784 ints + sparse label) in {}, {cores} cores, median of {runs} runs",
+        "cbf bench: {:.1} MB of MNIST-like CTF (784 ints + sparse label) in {}, {cores} cores, load average {} at the start, median of {runs} runs",
         mb(ctf.len() as u64),
-        dir.path().display()
+        dir.path().display(),
+        load_average()
     );
 
     // (i) parse vs conversion.
@@ -138,48 +212,85 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         inputs,
         ..CtfOptions::default()
     };
-    let (mut speeds, mut ratios) = (Vec::new(), Vec::new());
-    let (mut chunks, mut out_len) = (0, 0);
+    let mut synced = Vec::new();
+    let mut unsynced = Vec::new();
     for _ in 0..runs {
-        let (secs, cpu, c, len) = convert_once(&ctf_path, &cbf_path, &opts)?;
-        speeds.push(in_mb / secs);
-        ratios.push(cpu / secs);
-        (chunks, out_len) = (c, len);
+        synced.push(convert_once(&ctf_path, &cbf_path, &opts, true)?);
+        unsynced.push(convert_once(&ctf_path, &cbf_path, &opts, false)?);
     }
-    let (conv, cpu_ratio) = (median(speeds), median(ratios));
+    let (chunks, out_len) = (synced[0].chunks, synced[0].out_len);
     println!(
-        "convert CTF -> CBF (file to file, atomic): {conv:.0} MB/s of input wall-clock, {chunks} chunks, {:.1} MB written, CPU/wall {cpu_ratio:.2} (of {cores} cores)",
+        "convert CTF -> CBF, file to file through an atomic output: {chunks} chunks, {:.1} MB written; single-threaded parse {parse_wall:.0} MB/s wall-clock, {parse_cpu:.0} MB/s per CPU-second; target >= 80% of the parse",
         mb(out_len)
     );
+    let report = |what: &str, v: &[Conversion], secs: fn(&Conversion) -> (f64, f64)| {
+        let wall = median(v.iter().map(|c| in_mb / secs(c).0).collect());
+        let per_cpu = median(v.iter().map(|c| in_mb / secs(c).1).collect());
+        let ratio = median(v.iter().map(|c| secs(c).1 / secs(c).0).collect());
+        println!(
+            "  {what}: {wall:.0} MB/s = {:.0}% of the parse, CPU/wall {ratio:.2} (of {cores} cores); {per_cpu:.0} MB per process CPU-second = {:.0}% of the parse's",
+            100.0 * wall / parse_wall,
+            100.0 * per_cpu / parse_cpu,
+        );
+    };
+    report(
+        "with the commit's sync to disk (the default)",
+        &synced,
+        |c| (c.secs, c.cpu),
+    );
+    report("with --no-sync (rename without syncing)", &unsynced, |c| {
+        (c.secs, c.cpu)
+    });
+    report("up to the commit (all of the CPU work)", &synced, |c| {
+        (c.pre_secs, c.pre_cpu)
+    });
     println!(
-        "  conversion / single-threaded parse: {:.0}% of wall-clock parse ({parse_wall:.0} MB/s), {:.0}% of per-CPU-second parse ({parse_cpu:.0} MB/s); target >= 80%",
-        100.0 * conv / parse_wall,
-        100.0 * conv / parse_cpu
+        "  the commit's sync to disk takes {:.2} s (median; {:.0} MB at the disk's speed, writeback starts while converting)",
+        median(synced.iter().map(|c| c.secs - c.pre_secs).collect()),
+        mb(out_len)
     );
 
     // (ii) reading the CBF file, page-cached (every run reads it first as a warm-up too).
-    read_cbf(&cbf_path)?;
+    read_cbf(&cbf_path, false)?;
     let mut buf = vec![0u8; 128 << 10];
     read_plain(&cbf_path, &mut buf)?;
-    let (mut cbf_speeds, mut plain_speeds, mut cat_speeds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cbf_speeds, mut cbf_cpu, mut plain_speeds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cat_speeds, mut cat_cpu) = (Vec::new(), Vec::new());
+    let (mut buffered_speeds, mut buffered_cpu) = (Vec::new(), Vec::new());
     let mut samples = 0;
     let cbf_mb = mb(out_len);
     for _ in 0..runs {
-        let (secs, n) = read_cbf(&cbf_path)?;
+        let (secs, cpu, n) = read_cbf(&cbf_path, false)?;
         cbf_speeds.push(cbf_mb / secs);
+        cbf_cpu.push(cbf_mb / cpu.max(1e-9));
         samples = n;
+        let (secs, cpu, _) = read_cbf(&cbf_path, true)?;
+        buffered_speeds.push(cbf_mb / secs);
+        buffered_cpu.push(cbf_mb / cpu.max(1e-9));
         plain_speeds.push(cbf_mb / read_plain(&cbf_path, &mut buf)?);
-        cat_speeds.push(cbf_mb / run_cat(&cbf_path)?);
+        let (secs, cpu) = run_cat(&cbf_path)?;
+        cat_speeds.push(cbf_mb / secs);
+        cat_cpu.push(cbf_mb / cpu.max(1e-9));
     }
     let (read, plain, cat) = (median(cbf_speeds), median(plain_speeds), median(cat_speeds));
+    let (read_cpu, cat_cpu) = (median(cbf_cpu), median(cat_cpu));
     println!(
-        "read CBF into per-stream buffers: {read:.0} MB/s ({cbf_mb:.1} MB, {samples} stream samples)"
+        "read CBF into per-stream buffers: {read:.0} MB/s wall-clock, {read_cpu:.0} MB per CPU-second ({cbf_mb:.1} MB, {samples} stream samples)"
     );
-    println!("  plain read() into a 128 KiB buffer: {plain:.0} MB/s; cat FILE > /dev/null: {cat:.0} MB/s");
+    let (buffered, buffered_cpu) = (median(buffered_speeds), median(buffered_cpu));
     println!(
-        "  CBF read / cat: {:.0}%, CBF read / plain read: {:.0}%; target >= 50% of cat",
+        "  the same with the buffered fallback (a positioned read per chunk instead of the memory map): {buffered:.0} MB/s wall-clock, {buffered_cpu:.0} MB per CPU-second = {:.0}% of cat",
+        100.0 * buffered / cat
+    );
+    println!(
+        "  plain read() into a 128 KiB buffer: {plain:.0} MB/s; cat FILE > /dev/null: {cat:.0} MB/s wall-clock (spawn included), {cat_cpu:.0} MB per CPU-second"
+    );
+    println!(
+        "  CBF read / cat: {:.0}% wall-clock, {:.0}% per CPU-second; CBF read / plain read: {:.0}%; target >= 50% of cat",
         100.0 * read / cat,
+        100.0 * read_cpu / cat_cpu,
         100.0 * read / plain
     );
+    println!("  load average at the end: {}", load_average());
     Ok(ExitCode::SUCCESS)
 }

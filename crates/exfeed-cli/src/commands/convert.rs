@@ -40,6 +40,19 @@ pub struct Args {
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Rename the output into place without first syncing it to disk: faster where the disk is
+    /// slow, but a machine crash soon after may leave a short or empty file under its name.
+    #[arg(long)]
+    pub no_sync: bool,
+}
+
+/// Renames the finished output into place, synced to disk unless `--no-sync`.
+pub(crate) fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
+    if no_sync {
+        out.commit_unsynced()
+    } else {
+        out.commit()
+    }
 }
 
 pub(crate) fn parse_format(s: &str) -> Result<FileFormat, String> {
@@ -158,14 +171,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (out, stats) = ctf_to_cbf(&bytes, &name, &opts, &cbf, out, &mut sink, |done| {
                 bar.set(done)
             })?;
-            out.commit()?;
+            commit(out, args.no_sync)?;
             stats.sequences
         }
         (FileFormat::Cbf, FileFormat::Ctf) => {
             let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
             let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set(done))
                 .map_err(|e| e.in_file(name.clone()))?;
-            out.commit()?;
+            commit(out, args.no_sync)?;
             stats.sequences
         }
         (FileFormat::Cbf, FileFormat::Cbf) => {
@@ -186,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 bar.set(c.offset + c.len);
             }
             let sequences = writer.sequences();
-            writer.finish()?.commit()?;
+            commit(writer.finish()?, args.no_sync)?;
             sequences
         }
         (from, to) => anyhow::bail!(

@@ -242,7 +242,7 @@ pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
                     .map_err(|e| e.in_file(name.clone()))?;
                 w.write_batch(&batch)?;
             }
-            w.finish()?.commit()?;
+            super::convert::commit(w.finish()?, args.no_sync)?;
         }
         _ => {
             let mut out = std::io::BufWriter::new(out);
@@ -256,7 +256,7 @@ pub fn convert(args: &super::convert::Args) -> anyhow::Result<ExitCode> {
                     .map_err(|e| e.in_file(name.clone()))?;
                 std::io::Write::write_all(&mut out, &text)?;
             }
-            out.into_inner().map_err(|e| e.into_error())?.commit()?;
+            super::convert::commit(out.into_inner().map_err(|e| e.into_error())?, args.no_sync)?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -55,7 +55,7 @@ mod read;
 mod write;
 
 pub use read::{CbfFile, CbfStream, ChunkInfo};
-pub use write::{CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
+pub use write::{CbfEncoder, CbfWriter, CbfWriterOptions, EncodedBatch, DEFAULT_CHUNK_SIZE};
 
 /// The magic number at the start of a CBF file and the sentinel of its header.
 pub const MAGIC: u64 = 0x636e_746b_5f62_696e;

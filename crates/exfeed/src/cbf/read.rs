@@ -5,6 +5,7 @@ use crate::batch::SequenceBatch;
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Storage, StreamSpec};
+use std::borrow::Cow;
 use std::ops::Deref;
 
 /// One stream of a CBF file, as its header says (with the name it is exposed under).
@@ -41,31 +42,132 @@ pub struct ChunkInfo {
     pub first_key: u64,
 }
 
-/// A CBF file over any byte buffer: a memory map, a `Vec<u8>`, a `&[u8]`. The header is read
-/// and checked by [`open`](Self::open); chunks are decoded independently, in any order.
+/// A CBF file over any byte buffer (a memory map, a `Vec<u8>`, a `&[u8]`), or a file read a
+/// range at a time. The header is read and checked when it is opened; chunks are decoded
+/// independently, in any order, without reading the others.
 #[derive(Debug)]
 pub struct CbfFile<B> {
-    bytes: B,
+    source: Source<B>,
     file_streams: Vec<CbfStream>,
     exposed: Vec<CbfStream>,
     chunks: Vec<ChunkInfo>,
     header_offset: u64,
+    len: u64,
+}
+
+/// Where the bytes of a [`CbfFile`] are.
+#[derive(Debug)]
+enum Source<B> {
+    /// All in memory.
+    Memory(B),
+    /// A memory map of the file ([`CbfFile::open_input`]).
+    Mapped(memmap2::Mmap),
+    /// The buffered fallback: the header is read at open and each chunk when it is decoded,
+    /// with positioned reads (`pread`) into a reused buffer.
+    File {
+        file: std::fs::File,
+        buffer: std::sync::Mutex<Vec<u8>>,
+    },
+}
+
+impl<B: Deref<Target = [u8]>> Source<B> {
+    /// The whole file, when it is in memory.
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Source::Memory(b) => Some(b),
+            Source::Mapped(m) => Some(m),
+            Source::File { .. } => None,
+        }
+    }
+
+    /// Bytes `offset..offset + len` of the file (in range: the caller checked).
+    fn read(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
+        match self.bytes() {
+            Some(b) => Ok(Cow::Borrowed(&b[offset as usize..offset as usize + len])),
+            None => {
+                let mut buf = vec![0; len];
+                self.read_into(offset, &mut buf)?;
+                Ok(Cow::Owned(buf))
+            }
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `offset` from the file (buffered fallback only).
+    fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let Source::File { file, .. } = self else {
+            unreachable!("only the buffered fallback reads")
+        };
+        read_exact_at(file, buf, offset).map_err(|e| {
+            Error::from(e).in_context(format!("reading {} bytes at byte {offset}", buf.len()))
+        })
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_exact_at(_: &std::fs::File, _: &mut [u8], _: u64) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "positioned reads are not supported on this platform",
+    ))
 }
 
 fn corrupt(byte: u64, message: impl Into<String>) -> Error {
     Error::corrupt(byte, message)
 }
 
-/// A bounds-checked little-endian reader over `buf[..end]`.
+/// A bounds-checked little-endian reader over `buf[..end]`, which starts at byte `base` of the
+/// file (errors give file offsets).
 struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
     end: usize,
+    base: u64,
 }
 
 impl<'a> Cursor<'a> {
     fn new(buf: &'a [u8], pos: usize, end: usize) -> Self {
-        Cursor { buf, pos, end }
+        Cursor {
+            buf,
+            pos,
+            end,
+            base: 0,
+        }
+    }
+
+    /// A cursor over all of `buf`, which is at byte `base` of the file.
+    fn at_base(buf: &'a [u8], base: u64) -> Self {
+        Cursor {
+            buf,
+            pos: 0,
+            end: buf.len(),
+            base,
+        }
+    }
+
+    /// The file offset of the next byte.
+    fn at(&self) -> u64 {
+        self.base + self.pos as u64
     }
 
     fn remaining(&self) -> usize {
@@ -76,11 +178,11 @@ impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(corrupt(
-                self.pos as u64,
+                self.at(),
                 format!(
                     "{what}: needs {n} bytes, only {} left before byte {}",
                     self.remaining(),
-                    self.end
+                    self.base + self.end as u64
                 ),
             ));
         }
@@ -95,13 +197,35 @@ impl<'a> Cursor<'a> {
         match count.checked_mul(size) {
             Some(n) if n <= self.remaining() as u64 => Ok(n as usize),
             _ => Err(corrupt(
-                self.pos as u64,
+                self.at(),
                 format!(
                     "{what}: {count} x {size} bytes do not fit in the {} bytes left before byte {}",
                     self.remaining(),
-                    self.end
+                    self.base + self.end as u64
                 ),
             )),
+        }
+    }
+
+    /// Takes `count` items of `size` bytes; the description is only built on error (this runs
+    /// for every sequence of every stream, where formatting it eagerly costs more than the
+    /// checks themselves).
+    #[inline]
+    fn take_items(
+        &mut self,
+        count: u64,
+        size: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<&'a [u8]> {
+        match count.checked_mul(size) {
+            Some(n) if n <= self.remaining() as u64 => {
+                let s = &self.buf[self.pos..self.pos + n as usize];
+                self.pos += n as usize;
+                Ok(s)
+            }
+            _ => Err(self
+                .check_fits(count, size, &what())
+                .expect_err("does not fit")),
         }
     }
 
@@ -120,7 +244,7 @@ impl<'a> Cursor<'a> {
     }
     /// A signed 32-bit count or index that must not be negative.
     fn count_i32(&mut self, what: &str) -> Result<u32> {
-        let at = self.pos as u64;
+        let at = self.at();
         let v = i32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes"));
         u32::try_from(v).map_err(|_| corrupt(at, format!("{what} is negative ({v})")))
     }
@@ -131,12 +255,58 @@ fn read_i32_le(b: &[u8]) -> i32 {
 }
 
 impl CbfFile<crate::io::InputBytes> {
-    /// Opens a CBF file from a path (memory-mapped) or standard input (read into memory, as
-    /// are compressed files); errors name the file.
+    /// Opens a CBF file from a path or standard input; errors name the file. A plain file is
+    /// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered
+    /// fallback, as [`open_buffered`](Self::open_buffered)); standard input, other non-regular
+    /// files and compressed files are read into memory.
     pub fn open_input(input: &crate::io::InputPath) -> Result<Self> {
+        use crate::io::{Compression, InputPath};
         let name = input.display_name();
-        let bytes = crate::io::open_bytes(input).map_err(|e| e.in_file(name.clone()))?;
-        CbfFile::open(bytes).map_err(|e| e.in_file(name))
+        let in_file = |e: Error| e.in_file(name.clone());
+        if let InputPath::File(path) = input {
+            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+            if meta.is_file() && meta.len() > 0 {
+                // SAFETY: the map is read-only; a file truncated by another process while
+                // mapped is outside what any reader can defend against (as for every mmap user).
+                match unsafe { memmap2::Mmap::map(&file) } {
+                    Ok(map) if Compression::sniff(&map) == Compression::None => {
+                        return Self::from_source(Source::Mapped(map), meta.len()).map_err(in_file);
+                    }
+                    Ok(_) => {} // compressed: decompressed into memory below
+                    Err(_) => {
+                        let mut head = [0u8; 4];
+                        let n = head.len().min(meta.len() as usize);
+                        read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
+                        if Compression::sniff(&head[..n]) == Compression::None {
+                            return Self::open_file(file).map_err(in_file);
+                        }
+                    }
+                }
+            }
+        }
+        let bytes = crate::io::open_bytes(input).map_err(in_file)?;
+        CbfFile::open(bytes).map_err(in_file)
+    }
+
+    /// Opens a CBF file at `path` without mapping it (the buffered fallback): the header is read
+    /// now, each chunk with one positioned read when it is decoded. Errors name the file.
+    pub fn open_buffered(path: &std::path::Path) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        Self::open_file(file).map_err(|e| e.in_file(path.display().to_string()))
+    }
+
+    /// Opens a CBF file from an open file, read a range at a time (as
+    /// [`open_buffered`](Self::open_buffered); errors do not name the file).
+    pub fn open_file(file: std::fs::File) -> Result<Self> {
+        let len = file.metadata()?.len();
+        Self::from_source(
+            Source::File {
+                file,
+                buffer: std::sync::Mutex::new(Vec::new()),
+            },
+            len,
+        )
     }
 }
 
@@ -145,24 +315,36 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// sentinel, the stream headers and the chunk offset table (offsets in range and
     /// increasing, sequence counts that fit in the chunks' bytes).
     pub fn open(bytes: B) -> Result<Self> {
-        let (file_streams, chunks, header_offset) = parse_header(&bytes)?;
+        let len = bytes.len() as u64;
+        Self::from_source(Source::Memory(bytes), len)
+    }
+
+    fn from_source(source: Source<B>, len: u64) -> Result<Self> {
+        let (file_streams, chunks, header_offset) = parse_header(&source, len)?;
         Ok(CbfFile {
-            bytes,
+            source,
             exposed: file_streams.clone(),
             file_streams,
             chunks,
             header_offset,
+            len,
         })
     }
 
-    /// The underlying bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The file's bytes when they are in memory (or mapped); `None` for the buffered fallback.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.source.bytes()
+    }
+
+    /// Whether chunks are read from the file with positioned reads (the buffered fallback)
+    /// rather than from memory or a memory map.
+    pub fn is_buffered(&self) -> bool {
+        matches!(self.source, Source::File { .. })
     }
 
     /// Size of the file in bytes.
     pub fn file_len(&self) -> u64 {
-        self.bytes.len() as u64
+        self.len
     }
 
     /// Byte offset of the header.
@@ -281,14 +463,28 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         } else {
             *batch = SequenceBatch::new(&self.stream_specs());
         }
-        decode_chunk(
-            &self.bytes,
-            i,
-            info,
-            &self.file_streams,
-            &self.exposed,
-            batch,
-        )
+        let decode = |bytes: &[u8], batch: &mut SequenceBatch<T>| {
+            decode_chunk(bytes, i, info, &self.file_streams, &self.exposed, batch)
+        };
+        // The chunk's range was checked against the file's length at open.
+        let (offset, len) = (info.offset as usize, info.len as usize);
+        match &self.source {
+            Source::Memory(b) => decode(&b[offset..offset + len], batch),
+            // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
+            // the kernel's fault-around on a page-cached file.)
+            Source::Mapped(m) => decode(&m[offset..offset + len], batch),
+            Source::File { buffer, .. } => {
+                // One buffer reused from chunk to chunk; a concurrent reader gets its own.
+                let mut own = Vec::new();
+                let mut guard = buffer.try_lock().ok();
+                let buf = guard.as_deref_mut().unwrap_or(&mut own);
+                if buf.len() < len {
+                    buf.resize(len, 0);
+                }
+                self.source.read_into(info.offset, &mut buf[..len])?;
+                decode(&buf[..len], batch)
+            }
+        }
         .map_err(|e| {
             if e.location().context.is_none() {
                 e.in_context(format!("chunk {i}"))
@@ -310,17 +506,17 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
 
 type Header = (Vec<CbfStream>, Vec<ChunkInfo>, u64);
 
-fn parse_header(buf: &[u8]) -> Result<Header> {
-    let len = buf.len() as u64;
+fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result<Header> {
     // Prefix + header sentinel, counts and the trailing offset.
     const MIN_LEN: u64 = PREFIX_LEN + 8 + 4 + 4 + 8;
-    let mut c = Cursor::new(buf, 0, buf.len());
     if len < 8 {
         return Err(corrupt(
             0,
             format!("not a CBF file: {len} bytes, too short for the magic"),
         ));
     }
+    let prefix = source.read(0, len.min(PREFIX_LEN) as usize)?;
+    let mut c = Cursor::new(&prefix, 0, prefix.len());
     let magic = c.u64("magic")?;
     if magic != MAGIC {
         return Err(corrupt(
@@ -342,7 +538,8 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
         ));
     }
     let tail = len - 8;
-    let header_offset = i64::from_le_bytes(buf[tail as usize..].try_into().expect("8 bytes"));
+    let header_offset =
+        i64::from_le_bytes(source.read(tail, 8)?.as_ref().try_into().expect("8 bytes"));
     if header_offset < PREFIX_LEN as i64 || header_offset as u64 > tail - 16 {
         return Err(corrupt(
             tail,
@@ -353,8 +550,15 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
         ));
     }
     let header_offset = header_offset as u64;
-    let mut c = Cursor::new(buf, header_offset as usize, tail as usize);
-    let sentinel = c.u64("header sentinel")?;
+    // The sentinel first: the buffered fallback reads the rest of the header (no more than
+    // the file's length) only when it is there.
+    let sentinel = u64::from_le_bytes(
+        source
+            .read(header_offset, 8)?
+            .as_ref()
+            .try_into()
+            .expect("8 bytes"),
+    );
     if sentinel != MAGIC {
         return Err(corrupt(
             header_offset,
@@ -363,16 +567,19 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
             ),
         ));
     }
+    let header = source.read(header_offset, (tail - header_offset) as usize)?;
+    let mut c = Cursor::at_base(&header, header_offset);
+    c.u64("header sentinel")?;
     let num_chunks = c.u32("chunk count")?;
     let num_streams = c.u32("stream count")?;
     if num_streams == 0 {
-        return Err(corrupt(c.pos as u64 - 4, "the header declares no streams"));
+        return Err(corrupt(c.at() - 4, "the header declares no streams"));
     }
     // A stream header is at least 10 bytes, a chunk header 16.
     c.check_fits(u64::from(num_streams), 10, "stream headers")?;
     let mut streams: Vec<CbfStream> = Vec::with_capacity(num_streams as usize);
     for index in 0..num_streams as usize {
-        let at = c.pos as u64;
+        let at = c.at();
         let ctx = |e: Error| e.in_context(format!("stream header {index}"));
         let storage = match c.u8("storage type").map_err(ctx)? {
             0 => Storage::Dense,
@@ -385,7 +592,7 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
             }
         };
         let name_len = c.u32("name length").map_err(ctx)?;
-        let name_at = c.pos as u64;
+        let name_at = c.at();
         let n = c
             .check_fits(u64::from(name_len), 1, "stream name")
             .map_err(ctx)?;
@@ -401,7 +608,7 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
                 format!("stream name '{name}' appears twice"),
             )));
         }
-        let et_at = c.pos as u64;
+        let et_at = c.at();
         let element = match c.u8("element type").map_err(ctx)? {
             0 => Precision::Float,
             1 => Precision::Double,
@@ -412,7 +619,7 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
                 )))
             }
         };
-        let dim_at = c.pos as u64;
+        let dim_at = c.at();
         let dim = c.u32("sample dim").map_err(ctx)?;
         if dim == 0 {
             return Err(ctx(corrupt(dim_at, "sample dim is 0")));
@@ -429,7 +636,7 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
             index,
         });
     }
-    let table_at = c.pos as u64;
+    let table_at = c.at();
     let table_len = c.check_fits(u64::from(num_chunks), 16, "chunk offset table")?;
     if table_len != c.remaining() {
         return Err(corrupt(
@@ -443,7 +650,7 @@ fn parse_header(buf: &[u8]) -> Result<Header> {
     let min_seq_bytes = 4 * (1 + u64::from(num_streams));
     let mut raw = Vec::with_capacity(num_chunks as usize);
     for _ in 0..num_chunks {
-        let at = c.pos as u64;
+        let at = c.at();
         let offset = c.u64("chunk offset")?;
         let sequences = c.u32("chunk sequence count")?;
         let samples = c.u32("chunk sample count")?;
@@ -508,10 +715,10 @@ fn decode_chunk<T: Element>(
     exposed: &[CbfStream],
     batch: &mut SequenceBatch<T>,
 ) -> Result<()> {
-    let start = info.offset as usize;
-    let end = (info.offset + info.len) as usize;
+    // `buf` is the chunk's bytes; offsets below are into it, errors give file offsets.
+    let end = buf.len();
     let s = info.sequences as usize;
-    let mut c = Cursor::new(buf, start, end);
+    let mut c = Cursor::at_base(buf, info.offset);
     // Checked at open: the 4*S bytes of meta counts (and 4*S per stream) fit in the chunk.
     let meta_bytes = c.take(4 * s, "sequence sample counts")?;
     let meta = |k: usize| u32::from_le_bytes(meta_bytes[4 * k..4 * k + 4].try_into().expect("4"));
@@ -528,6 +735,10 @@ fn decode_chunk<T: Element>(
     let mut matched = vec![false; s];
     // starts[f * s + k]: byte offset of sequence k of file stream f.
     let mut starts = vec![0usize; s * file_streams.len()];
+    // Per file stream, for reserving the batch's buffers once: dense values; sparse samples
+    // and pairs. Bounded by the chunk's bytes (each was taken from it).
+    let mut dense_values = vec![0u64; file_streams.len()];
+    let mut sparse_totals = vec![(0u64, 0u64); file_streams.len()];
     for (f, fs) in file_streams.iter().enumerate() {
         let ctx = |e: Error| e.in_context(format!("chunk {chunk}, stream '{}'", fs.spec.name));
         let dim = fs.spec.dim as u64;
@@ -540,24 +751,33 @@ fn decode_chunk<T: Element>(
             }
             match fs.spec.storage {
                 Storage::Dense => {
-                    let what = format!("sequence {k}: {n} dense samples");
-                    let nbytes = c.check_fits(u64::from(n) * dim, es, &what).map_err(ctx)?;
-                    c.take(nbytes, &what).map_err(ctx)?;
+                    c.take_items(u64::from(n) * dim, es, || {
+                        format!("sequence {k}: {n} dense samples")
+                    })
+                    .map_err(ctx)?;
+                    dense_values[f] += u64::from(n) * dim;
                 }
                 Storage::Sparse => {
-                    let nnz_at = c.pos as u64;
+                    let nnz_at = c.at();
                     let nnz = c.count_i32("nnz").map_err(ctx)?;
-                    let what = format!("sequence {k}: {nnz} sparse values");
-                    let vbytes = c.check_fits(u64::from(nnz), es, &what).map_err(ctx)?;
-                    c.take(vbytes, &what).map_err(ctx)?;
-                    let what = format!("sequence {k}: {nnz} sparse indices");
-                    let ibytes = c.check_fits(u64::from(nnz), 4, &what).map_err(ctx)?;
-                    let idx_at = c.pos as u64;
-                    let idxs = c.take(ibytes, &what).map_err(ctx)?;
-                    let what = format!("sequence {k}: {n} per-sample nnz counts");
-                    let cbytes = c.check_fits(u64::from(n), 4, &what).map_err(ctx)?;
-                    let counts_at = c.pos as u64;
-                    let counts = c.take(cbytes, &what).map_err(ctx)?;
+                    c.take_items(u64::from(nnz), es, || {
+                        format!("sequence {k}: {nnz} sparse values")
+                    })
+                    .map_err(ctx)?;
+                    let idx_at = c.at();
+                    let idxs = c
+                        .take_items(u64::from(nnz), 4, || {
+                            format!("sequence {k}: {nnz} sparse indices")
+                        })
+                        .map_err(ctx)?;
+                    let counts_at = c.at();
+                    let counts = c
+                        .take_items(u64::from(n), 4, || {
+                            format!("sequence {k}: {n} per-sample nnz counts")
+                        })
+                        .map_err(ctx)?;
+                    sparse_totals[f].0 += u64::from(n);
+                    sparse_totals[f].1 += u64::from(nnz);
                     let mut sum = 0u64;
                     for (j, cnt) in counts.chunks_exact(4).enumerate() {
                         let v = read_i32_le(cnt);
@@ -592,7 +812,7 @@ fn decode_chunk<T: Element>(
     }
     if c.pos != end {
         return Err(corrupt(
-            c.pos as u64,
+            c.at(),
             format!("{} bytes left over at the end of the chunk", end - c.pos),
         ));
     }
@@ -606,6 +826,17 @@ fn decode_chunk<T: Element>(
         ));
     }
     // Pass 2: everything is in range now.
+    batch.reserve_sequences(s);
+    for (t, e) in exposed.iter().enumerate() {
+        let out = batch.stream_mut(t);
+        match e.spec.storage {
+            Storage::Dense => out.reserve(0, dense_values[e.index] as usize),
+            Storage::Sparse => {
+                let (samples, nnz) = sparse_totals[e.index];
+                out.reserve(samples as usize, nnz as usize)
+            }
+        }
+    }
     for k in 0..s {
         for (t, e) in exposed.iter().enumerate() {
             let at = starts[e.index * s + k];

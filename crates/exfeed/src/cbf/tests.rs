@@ -245,3 +245,164 @@ fn writer_rejects_bad_input() {
     assert_eq!(f.num_sequences(), 0);
     assert!(CbfWriter::new(Vec::new(), &[], CbfWriterOptions::default()).is_err());
 }
+
+#[test]
+fn encoded_batches_write_the_same_bytes_and_errors_as_write_batch() {
+    // Sequences of sample_batch() repeated, a bad index in the middle of the second batch.
+    let good = sample_batch();
+    let mut bad = good.empty_like();
+    bad.push_sequence_from(&good, 0);
+    bad.stream_mut(0).push_dense_sample(&[1.0, 1.0, 1.0]);
+    bad.stream_mut(1).push_sparse_sample(&[3, 10], &[1.0, 2.0]);
+    bad.finish_sequence(7);
+    bad.push_sequence_from(&good, 1);
+    for precision in [Precision::Float, Precision::Double] {
+        for chunk_size in [1, 60, 1 << 20] {
+            let options = CbfWriterOptions {
+                chunk_size,
+                precision,
+            };
+            let mut direct = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            let mut encoded = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            let encoder = encoded.encoder();
+            for batch in [&good, &good] {
+                direct.write_batch(batch).unwrap();
+                encoded
+                    .write_encoded(encoder.encode(batch).unwrap())
+                    .unwrap();
+            }
+            let want = direct.write_batch(&bad).unwrap_err().to_string();
+            let got = encoded
+                .write_encoded(encoder.encode(&bad).unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(want.contains("index 10 is outside [0, 10)"), "{want}");
+            assert_eq!(got, want);
+            assert_eq!(direct.sequences(), 5);
+            assert_eq!(encoded.sequences(), 5);
+            let (a, ca) = direct.finish_with_chunks().unwrap();
+            let (b, cb) = encoded.finish_with_chunks().unwrap();
+            assert_eq!(a, b, "chunk size {chunk_size}");
+            assert_eq!(ca.len(), cb.len());
+        }
+    }
+}
+
+#[test]
+fn sequence_at_a_time_and_after_an_error_writes_what_a_whole_batch_does() {
+    // Twelve sequences, written as one batch or one batch per sequence; a bad sequence (index
+    // out of range) written in between is refused and leaves nothing behind.
+    let one = sample_batch();
+    let mut all = one.empty_like();
+    for k in 0..6 {
+        for s in 0..one.len() {
+            all.push_sequence_from(&one, s);
+        }
+        all.stream_mut(0).push_dense_sample(&[k as f32; 3]);
+        all.stream_mut(1).push_sparse_sample(&[k], &[0.5]);
+        all.finish_sequence(k as u64);
+    }
+    let mut bad = one.empty_like();
+    bad.stream_mut(0).push_dense_sample(&[1.0, 1.0, 1.0]);
+    bad.stream_mut(0).push_dense_sample(&[2.0, 2.0, 2.0]);
+    bad.stream_mut(1).push_sparse_sample(&[3, 10], &[1.0, 2.0]);
+    bad.finish_sequence(99);
+    for precision in [Precision::Float, Precision::Double] {
+        for chunk_size in [1, 60, 200, 1 << 20] {
+            let options = CbfWriterOptions {
+                chunk_size,
+                precision,
+            };
+            let mut whole = CbfWriter::new(Vec::new(), &specs(), options.clone()).unwrap();
+            whole.write_batch(&all).unwrap();
+            let (want, want_chunks) = whole.finish_with_chunks().unwrap();
+            let mut single = CbfWriter::new(Vec::new(), &specs(), options).unwrap();
+            for s in 0..all.len() {
+                let mut b = all.empty_like();
+                b.push_sequence_from(&all, s);
+                single.write_batch(&b).unwrap();
+                if s % 5 == 2 {
+                    let err = single.write_batch(&bad).unwrap_err();
+                    assert!(err.to_string().contains("index 10 is outside"), "{err}");
+                }
+            }
+            assert_eq!(single.sequences(), all.len() as u64);
+            let (got, got_chunks) = single.finish_with_chunks().unwrap();
+            assert!(got == want, "{precision}, chunk size {chunk_size}");
+            assert_eq!(got_chunks, want_chunks);
+        }
+    }
+}
+
+#[test]
+fn buffered_fallback_reads_and_rejects_what_memory_does() {
+    use crate::io::InputPath;
+    let mut b = sample_batch();
+    for k in 2..9u32 {
+        b.stream_mut(0).push_dense_sample(&[k as f32; 3]);
+        b.stream_mut(1).push_sparse_sample(&[k], &[1.0]);
+        b.finish_sequence(k as u64);
+    }
+    let good = write(
+        &b,
+        CbfWriterOptions {
+            chunk_size: 80,
+            precision: Precision::Double,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.cbf");
+    std::fs::write(&path, &good).unwrap();
+    let mapped = CbfFile::open_input(&InputPath::new(&path)).unwrap();
+    let buffered = CbfFile::open_buffered(&path).unwrap();
+    assert!(!mapped.is_buffered() && mapped.bytes() == Some(&good[..]));
+    assert!(buffered.is_buffered() && buffered.bytes().is_none());
+    assert!(buffered.num_chunks() > 3);
+    assert_eq!(buffered.chunks(), mapped.chunks());
+    assert_eq!(buffered.streams(), mapped.streams());
+    assert_eq!(
+        (buffered.file_len(), buffered.header_offset()),
+        (mapped.file_len(), mapped.header_offset())
+    );
+    // Any chunk, in any order, without the others.
+    let (mut x, mut y) = (
+        SequenceBatch::<f64>::new(&[]),
+        SequenceBatch::<f64>::new(&[]),
+    );
+    for i in (0..buffered.num_chunks()).rev() {
+        mapped.read_chunk(i, &mut x).unwrap();
+        buffered.read_chunk(i, &mut y).unwrap();
+        assert_eq!(x, y, "chunk {i}");
+        assert_eq!(y.keys()[0], buffered.chunk_info(i).first_key);
+    }
+
+    // Truncated and corrupt files: the same result, error and byte offset as from memory.
+    let mut cases: Vec<Vec<u8>> = (0..good.len()).map(|cut| good[..cut].to_vec()).collect();
+    for i in 0..good.len() {
+        for flip in [0x01u8, 0x80] {
+            let mut bytes = good.clone();
+            bytes[i] ^= flip;
+            cases.push(bytes);
+        }
+    }
+    for bytes in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = std::fs::File::open(&path).unwrap();
+        let want = CbfFile::open(&bytes[..]).and_then(|f| f.validate_all());
+        let got = CbfFile::open_file(from_file).and_then(|f| f.validate_all());
+        match (want, got) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("from memory {a:?}, buffered {b:?}"),
+        }
+    }
+
+    // A file cut short after it was opened: a clean I/O error for the chunks it lost.
+    std::fs::write(&path, &good).unwrap();
+    let f = CbfFile::open_buffered(&path).unwrap();
+    std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+    let last = f.num_chunks() - 1;
+    let err = f.read_chunk(last, &mut y).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io, "{err}");
+    f.read_chunk(0, &mut y).unwrap();
+}

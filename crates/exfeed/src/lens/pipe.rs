@@ -159,8 +159,8 @@ impl PipeReader {
         }
         self.binary = binary::is_binary(&self.buf);
         if !self.binary && !self.buf.ends_with(b"\n") {
-            // Text is parsed at line ends: finish the line the format sniff cut.
-            self.fill_in(Fill::Line)?;
+            // Text is parsed at line ends: complete the line the sniff read into.
+            self.fill()?;
         }
         loop {
             if self.binary {
@@ -330,13 +330,18 @@ mod tests {
 
     #[test]
     fn each_example_is_returned_without_waiting_for_more_bytes() {
-        let set = text::parse(b"max: 3;\nname: a I: 1 T: 0;\nname: b 2 I: 2;\n").unwrap();
-        let text_bytes = b"max: 3;\nname: a I: 1 T: 0;\nname: b 2 I: 2;\n".to_vec();
-        for data in [binary::write(&set).unwrap(), text_bytes] {
-            let src = std::io::BufReader::new(OpenPipe { data, pos: 0 });
-            let mut r = PipeReader::from_reader(Box::new(src), "pipe").unwrap();
-            for want in &set.examples {
-                assert!(r.next_example().unwrap().unwrap().same_content(want));
+        let text_bytes = b"max: 3;\nname: a I: 1.25 T: 0;\nname: b 2 I: 2;\n".to_vec();
+        let set = text::parse(&text_bytes).unwrap();
+        // Small read sizes also split numbers and lines between reads.
+        for capacity in [1, 3, 11, 8192] {
+            for data in [binary::write(&set).unwrap(), text_bytes.clone()] {
+                let pipe = OpenPipe { data, pos: 0 };
+                let src = std::io::BufReader::with_capacity(capacity, pipe);
+                let mut r = PipeReader::from_reader(Box::new(src), "pipe").unwrap();
+                for want in &set.examples {
+                    let got = r.next_example().unwrap().unwrap();
+                    assert!(got.same_content(want), "read {capacity} bytes at a time");
+                }
             }
         }
     }
