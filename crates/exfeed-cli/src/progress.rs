@@ -35,7 +35,12 @@ impl Progress {
         } else {
             None
         };
-        Self::new(total, unit, target, PROGRESS_DELAY)
+        // The delay can be changed for the tests (`EXFEED_PROGRESS_DELAY_MS`).
+        let delay = std::env::var("EXFEED_PROGRESS_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(PROGRESS_DELAY, Duration::from_millis);
+        Self::new(total, unit, target, delay)
     }
 
     pub(crate) fn new(

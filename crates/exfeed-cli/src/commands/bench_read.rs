@@ -177,14 +177,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let text = &sample[..cut];
     let mut batch = SequenceBatch::<f32>::new(&inputs);
     parse_once(text, &inputs, &mut batch)?; // warm up: buffers grown
+    let mut batches: Vec<_> = (0..threads).map(|_| batch.clone()).collect();
+    let parse_mb = cut as f64 / 1e6;
+    // Every measure is paired with a parse measured just before it, and reported as a ratio
+    // to it too (the median of the ratios): other jobs on the machine come and go.
+    let mut parse_once_timed = || timed(parse_mb, || parse_once(text, &inputs, &mut batch));
     let mut parse = Vec::new();
     let mut together = Vec::new();
-    let mut batches: Vec<_> = (0..threads).map(|_| batch.clone()).collect();
     for _ in 0..runs {
-        parse.push(timed(cut as f64 / 1e6, || {
-            parse_once(text, &inputs, &mut batch)
-        })?);
-        together.push(timed(threads as f64 * cut as f64 / 1e6, || {
+        let p = parse_once_timed()?;
+        let t = timed(threads as f64 * parse_mb, || {
             std::thread::scope(|s| {
                 let hs: Vec<_> = batches
                     .iter_mut()
@@ -193,19 +195,32 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 hs.into_iter()
                     .try_for_each(|h| h.join().expect("parse thread"))
             })
-        })?);
+        })?;
+        parse.push(p);
+        together.push((t, p));
     }
-    drop((batch, batches));
-    let (parse, together) = (medians(&parse), medians(&together));
+    drop(batches);
+    let parse = medians(&parse);
     println!(
         "  single-threaded parse (in memory): {:.0} MB/s [{:.0}]",
         parse.wall, parse.cpu
     );
-    println!(
-        "  {threads} parses at once (the cores' ceiling under the current load): {:.0} MB/s = {:.2}x [{:.0}]",
-        together.wall,
-        together.wall / parse.wall,
-        together.cpu
+    let line = |what: &str, v: &[(Rate, Rate)]| {
+        let r = medians(&v.iter().map(|x| x.0).collect::<Vec<_>>());
+        let ratio = median(v.iter().map(|(r, p)| r.wall / p.wall).collect());
+        let cpu_ratio = median(v.iter().map(|(r, p)| r.cpu / p.cpu).collect());
+        println!(
+            "  {what}: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0} = {:.0}%]",
+            r.wall,
+            100.0 * ratio,
+            ratio,
+            r.cpu,
+            100.0 * cpu_ratio
+        );
+    };
+    line(
+        &format!("{threads} parses at once (the cores' ceiling under the current load)"),
+        &together,
     );
 
     // The reader over one randomized sweep: decoding on the caller's thread (everything on
@@ -217,16 +232,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut fresh = vec![Vec::new(); counts.len()];
     for _ in 0..runs {
         for (i, &t) in counts.iter().enumerate() {
-            built[i].push(sweep(
-                &path,
-                &inputs,
-                chunk,
-                args.window,
-                t,
-                Some(&indexed),
-            )?);
+            let p = parse_once_timed()?;
+            let r = sweep(&path, &inputs, chunk, args.window, t, Some(&indexed))?;
+            built[i].push((r, p));
             if t != 1 {
-                fresh[i].push(sweep(&path, &inputs, chunk, args.window, t, None)?);
+                let p = parse_once_timed()?;
+                let r = sweep(&path, &inputs, chunk, args.window, t, None)?;
+                fresh[i].push((r, p));
             }
         }
     }
@@ -236,24 +248,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             1 => "reader, 1 decoding thread".to_string(),
             _ => format!("reader, {t} decoding threads"),
         };
-        let r = medians(&built[i]);
-        println!(
-            "  {what}, index built: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0} = {:.0}% of parse]",
-            r.wall,
-            100.0 * r.wall / parse.wall,
-            r.wall / parse.wall,
-            r.cpu,
-            100.0 * r.cpu / parse.cpu
-        );
+        line(&format!("{what}, index built"), &built[i]);
         if !fresh[i].is_empty() {
-            let r = medians(&fresh[i]);
-            println!(
-                "  {what}, indexing included: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0}]",
-                r.wall,
-                100.0 * r.wall / parse.wall,
-                r.wall / parse.wall,
-                r.cpu
-            );
+            line(&format!("{what}, indexing included"), &fresh[i]);
         }
     }
     drop(indexed);

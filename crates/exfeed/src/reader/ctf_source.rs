@@ -107,8 +107,8 @@ pub struct CtfSource {
 
 /// Diagnostics kept per source (the rest are counted only).
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
-/// Bytes read per block while indexing.
-const SCAN_BLOCK: usize = 4 << 20;
+/// Bytes mapped (or read) per block while indexing.
+const SCAN_BLOCK: usize = 16 << 20;
 
 /// The index cache file of `data`: `DATA.exfeed-index` beside it.
 pub fn index_cache_path(data: &Path) -> PathBuf {
@@ -180,7 +180,7 @@ impl CtfSource {
                     None => {
                         let ix = match &data {
                             Data::Memory(b) => index_buffer(b, &options),
-                            Data::File(f) => index_file(f, &options, SCAN_BLOCK),
+                            Data::File(f) => index_file(f, &options, SCAN_BLOCK, true),
                         }
                         .map_err(|e| e.in_file(name.clone()))?;
                         let mut origin = IndexOrigin::Scanned;
@@ -419,70 +419,98 @@ fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
     Ok(b.finish(mode))
 }
 
-/// Scans a file in blocks. The last sequence found in a block may continue in the next one,
-/// so it is held back and scanned again from its start with the next block.
-fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<Index> {
+/// Scans a file in blocks, each mapped (no copy) or, when `map` is false or mapping fails,
+/// read into a reused buffer. The last sequence found in a block may continue in the next one,
+/// so it is held back and scanned again from its start with the next block (twice as large
+/// when that sequence is all the block held).
+fn index_file(file: &File, options: &CtfSourceOptions, block: usize, map: bool) -> Result<Index> {
     let mut b = IndexBuilder::new(options);
+    let len = file.metadata()?.len();
+    let block = block.max(1) as u64;
     let mut buf: Vec<u8> = Vec::new();
-    let mut buf_start = 0u64; // file offset of buf[0]
-    let mut buf_line = 1u64; // line number of buf[0]
-    let mut read_pos = 0u64;
+    let mut mapped;
+    let mut pos = 0u64; // file offset of the block
+    let mut line = 1u64; // line number at `pos`
+    let mut want = block;
     let mut mode = None;
-    let mut eof = false;
     let mut found = Vec::new();
-    while !eof || !buf.is_empty() {
-        if !eof {
-            let old = buf.len();
-            buf.resize(old + block.max(1), 0);
-            let n = read_at_most(file, &mut buf[old..], read_pos)?;
-            buf.truncate(old + n);
-            read_pos += n as u64;
-            eof = n == 0;
-        }
+    loop {
+        let end = pos.saturating_add(want).min(len);
+        let eof = end == len;
+        let n = usize::try_from(end - pos).map_err(|_| Error::corrupt(pos, "block too large"))?;
+        let page = 4096u64;
+        let start = pos / page * page;
+        // SAFETY: a read-only private map of a range checked against the file's size (see
+        // read_chunk).
+        mapped = (map && n > 0)
+            .then(|| unsafe {
+                memmap2::MmapOptions::new()
+                    .offset(start)
+                    .len((pos - start) as usize + n)
+                    .populate()
+                    .map(file)
+            })
+            .and_then(|m| m.ok());
+        let bytes: &[u8] = match &mapped {
+            Some(m) => &m[(pos - start) as usize..],
+            None => {
+                buf.resize(n, 0);
+                let got = read_at_most(file, &mut buf, pos)?;
+                buf.truncate(got);
+                &buf
+            }
+        };
+        let eof = eof || bytes.len() < n;
         if mode.is_none() {
-            mode = detect_key_mode(&buf, options.ctf.skip_sequence_ids);
+            mode = detect_key_mode(bytes, options.ctf.skip_sequence_ids);
             if mode.is_none() {
                 if eof {
                     break;
                 }
+                want = want.saturating_mul(2);
                 continue;
             }
         }
         let mode = mode.expect("set above");
         let scan_end = if eof {
-            buf.len()
+            bytes.len()
         } else {
-            match memchr::memrchr(b'\n', &buf) {
+            match memchr::memrchr(b'\n', bytes) {
                 Some(i) => i + 1,
-                None => continue,
+                None => {
+                    want = want.saturating_mul(2);
+                    continue;
+                }
             }
         };
         found.clear();
-        scan_sequences(&buf[..scan_end], buf_start, buf_line, mode, |e| {
+        scan_sequences(&bytes[..scan_end], pos, line, mode, |e| {
             found.push(e);
             Ok(())
         })
-        .map_err(|e| e.resolve_in(&buf[..scan_end], buf_start, buf_line))?;
-        let keep_from = if eof {
-            for e in found.drain(..) {
-                b.push(e);
-            }
-            buf.len()
-        } else if let Some(last) = found.pop() {
-            for e in found.drain(..) {
-                b.push(e);
-            }
-            buf_line = last.line;
-            (last.offset - buf_start) as usize
-        } else {
-            buf_line += memchr::memchr_iter(b'\n', &buf[..scan_end]).count() as u64;
-            scan_end
-        };
-        buf.drain(..keep_from);
-        buf_start += keep_from as u64;
+        .map_err(|e| e.resolve_in(&bytes[..scan_end], pos, line))?;
         if eof {
+            for e in found.drain(..) {
+                b.push(e);
+            }
             break;
         }
+        let next = if let Some(last) = found.pop() {
+            for e in found.drain(..) {
+                b.push(e);
+            }
+            line = last.line;
+            last.offset
+        } else {
+            line += memchr::memchr_iter(b'\n', &bytes[..scan_end]).count() as u64;
+            pos + scan_end as u64
+        };
+        want = if next == pos {
+            want.saturating_mul(2)
+        } else {
+            block
+        };
+        pos = next;
     }
     Ok(b.finish(mode.unwrap_or(KeyMode::Lines)))
 }
@@ -751,11 +779,13 @@ mod tests {
             let whole = index_buffer(DATA.as_bytes(), &opts(chunk)).unwrap();
             assert_eq!(whole.keys, vec![1, 2, 7, 3]);
             for block in [1, 2, 5, 13, 64, 4096] {
-                assert_eq!(
-                    index_file(&f, &opts(chunk), block).unwrap(),
-                    whole,
-                    "{chunk} {block}"
-                );
+                for map in [false, true] {
+                    assert_eq!(
+                        index_file(&f, &opts(chunk), block, map).unwrap(),
+                        whole,
+                        "{chunk} {block} {map}"
+                    );
+                }
             }
         }
     }
