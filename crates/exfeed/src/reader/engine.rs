@@ -218,6 +218,8 @@ pub struct Reader<T: Element> {
     sched: Cursor,
     pending: VecDeque<(usize, Pending<T>)>,
     spare: Vec<SequenceBatch<T>>,
+    /// The last window's order buffer, for reuse.
+    spare_order: Vec<Entry>,
     peak_held: usize,
     chunks_read: u64,
     no_data: bool,
@@ -294,6 +296,7 @@ impl<T: Element> Reader<T> {
             },
             pending: VecDeque::new(),
             spare: Vec::new(),
+            spare_order: Vec::new(),
             peak_held: 0,
             chunks_read: 0,
             // The number of chunks a worker owns is the same every sweep.
@@ -650,6 +653,8 @@ impl<T: Element> Reader<T> {
             b.clear();
             self.spare.push(b);
         }
+        self.spare_order = loaded.order;
+        self.spare_order.clear();
     }
 
     fn load_window(&mut self, plan: &SweepPlan) -> Result<()> {
@@ -678,7 +683,8 @@ impl<T: Element> Reader<T> {
             batches.push(batch);
             self.track_held(batches.len());
         }
-        let mut order = Vec::with_capacity(batches.iter().map(|b| b.len()).sum());
+        let mut order = std::mem::take(&mut self.spare_order);
+        order.reserve(batches.iter().map(|b| b.len()).sum());
         for (c, b) in batches.iter().enumerate() {
             order.extend((0..b.len()).map(|s| Entry {
                 chunk: c as u32,
