@@ -169,9 +169,7 @@ pub(crate) mod tests {
             assert!(p.is_hidden());
             p.set(500);
             // The bar now draws to the terminal (what it draws is indicatif's business).
-            assert!(!p.is_hidden());
-            p.tick();
-            assert!(term.0.lock().unwrap().contains("500"), "{unit:?}");
+            assert!(!p.is_hidden(), "{unit:?}");
             p.finish();
         }
     }
