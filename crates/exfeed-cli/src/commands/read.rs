@@ -223,7 +223,7 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
     options.worker_rank = args.worker_rank;
     if let Some(t) = args.threads {
         options.threads = t;
-        options.prefetch_chunks = t.max(2);
+        options.prefetch_chunks = exfeed::reader::ReaderOptions::prefetch_for(t);
     }
     let indexed = start.elapsed();
     let mut reader = match &args.restore_state {
