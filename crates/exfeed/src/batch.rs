@@ -113,6 +113,19 @@ impl<T: Element> StreamData<T> {
         }
     }
 
+    /// Makes room for `additional` more values without reallocating (as `Vec::reserve`).
+    pub fn reserve_values(&mut self, additional: usize) {
+        self.values.reserve(additional);
+    }
+
+    /// The values buffer's allocation as (address, bytes), for memory advice to the OS.
+    pub fn values_allocation(&self) -> (*const u8, usize) {
+        (
+            self.values.as_ptr().cast(),
+            self.values.capacity() * std::mem::size_of::<T>(),
+        )
+    }
+
     /// Appends `n` complete dense samples from exactly `n * dim` values (a bulk path for binary
     /// decoders; no sample may be open). Fewer values are zero-padded, more are dropped.
     pub fn extend_dense_samples(&mut self, n: usize, values: impl IntoIterator<Item = T>) {

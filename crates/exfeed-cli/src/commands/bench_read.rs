@@ -179,13 +179,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     parse_once(text, &inputs, &mut batch)?; // warm up: buffers grown
     let mut batches: Vec<_> = (0..threads).map(|_| batch.clone()).collect();
     let parse_mb = cut as f64 / 1e6;
-    // Every measure is paired with a parse measured just before it, and reported as a ratio
-    // to it too (the median of the ratios): other jobs on the machine come and go.
+    // Every measure is paired with a parse measured next to it, and reported as a ratio to it
+    // too (the median of the ratios): other jobs on the machine come and go.
     let mut parse_once_timed = || timed(parse_mb, || parse_once(text, &inputs, &mut batch));
     let mut parse = Vec::new();
     let mut together = Vec::new();
     for _ in 0..runs {
-        let p = parse_once_timed()?;
+        let before = parse_once_timed()?;
         let t = timed(threads as f64 * parse_mb, || {
             std::thread::scope(|s| {
                 let hs: Vec<_> = batches
@@ -196,7 +196,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     .try_for_each(|h| h.join().expect("parse thread"))
             })
         })?;
-        parse.push(p);
+        let after = parse_once_timed()?;
+        let p = if after.wall > before.wall {
+            after
+        } else {
+            before
+        };
+        parse.push(before);
+        parse.push(after);
         together.push((t, p));
     }
     drop(batches);
@@ -209,8 +216,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let r = medians(&v.iter().map(|x| x.0).collect::<Vec<_>>());
         let ratio = median(v.iter().map(|(r, p)| r.wall / p.wall).collect());
         let cpu_ratio = median(v.iter().map(|(r, p)| r.cpu / p.cpu).collect());
+        let p = median(v.iter().map(|x| x.1.wall).collect());
         println!(
-            "  {what}: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0} = {:.0}%]",
+            "  {what}: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0} = {:.0}%] (paired parses {p:.0} MB/s)",
             r.wall,
             100.0 * ratio,
             ratio,
@@ -230,15 +238,30 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let counts = [0, 1, threads];
     let mut built = vec![Vec::new(); counts.len()];
     let mut fresh = vec![Vec::new(); counts.len()];
+    // The parse paired with a sweep is the faster of one just before and one just after it
+    // (conservative: a slow moment on one side does not flatter the ratio).
+    let mut paired = |f: &mut dyn FnMut() -> anyhow::Result<Rate>| -> anyhow::Result<(Rate, Rate)> {
+        let before = parse_once_timed()?;
+        let r = f()?;
+        let after = parse_once_timed()?;
+        Ok((
+            r,
+            if after.wall > before.wall {
+                after
+            } else {
+                before
+            },
+        ))
+    };
     for _ in 0..runs {
         for (i, &t) in counts.iter().enumerate() {
-            let p = parse_once_timed()?;
-            let r = sweep(&path, &inputs, chunk, args.window, t, Some(&indexed))?;
-            built[i].push((r, p));
+            built[i].push(paired(&mut || {
+                sweep(&path, &inputs, chunk, args.window, t, Some(&indexed))
+            })?);
             if t != 1 {
-                let p = parse_once_timed()?;
-                let r = sweep(&path, &inputs, chunk, args.window, t, None)?;
-                fresh[i].push((r, p));
+                fresh[i].push(paired(&mut || {
+                    sweep(&path, &inputs, chunk, args.window, t, None)
+                })?);
             }
         }
     }
