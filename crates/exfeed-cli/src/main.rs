@@ -2,6 +2,7 @@
 
 mod commands;
 mod diag;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -212,3 +212,74 @@ fn frame_mode_rejects_multi_sample_sequences() {
         text(&out.stderr)
     );
 }
+
+/// `exfeed read` with the progress bar shown at once (no delay), stderr as given.
+fn read_with_progress(stderr: std::process::Stdio, f: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args([
+            "read",
+            f,
+            "-m",
+            "3",
+            "--max-sweeps",
+            "20",
+            "--input",
+            "x:dense:2",
+        ])
+        .args(["--chunk-size", "64"])
+        .env("EXFEED_PROGRESS_DELAY_MS", "0")
+        .stderr(stderr)
+        .output()
+        .expect("exfeed runs")
+}
+
+#[test]
+fn no_progress_bar_on_a_non_terminal_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 300);
+    let out = read_with_progress(std::process::Stdio::piped(), &f);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    // Exactly the summary line: no bar, no carriage returns or terminal escapes.
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with("read: "), "{err:?}");
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+    assert!(
+        !err.contains("samples/s ETA") && !err.contains("ETA"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn progress_bar_on_a_terminal() {
+    // The positive control, where `script` can give the command a terminal.
+    let Ok(script) = which_script() else {
+        eprintln!("SKIPPED: no `script` command to run exfeed on a terminal");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 300);
+    let cmd = format!(
+        "{} read {f} -m 3 --max-sweeps 20 --input x:dense:2 --chunk-size 64",
+        env!("CARGO_BIN_EXE_exfeed")
+    );
+    let out = Command::new(script)
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("EXFEED_PROGRESS_DELAY_MS", "0")
+        .output()
+        .expect("script runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The terminal's output (stdout and stderr both): the bar, then the summary.
+    let tty = text(&out.stdout);
+    assert!(tty.contains("samples"), "{tty:?}");
+    assert!(tty.contains("ETA"), "{tty:?}");
+    assert!(tty.contains("read: "), "{tty:?}");
+}
+
+fn which_script() -> Result<std::path::PathBuf, ()> {
+    ["/usr/bin/script", "/bin/script"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or(())
+}

@@ -123,6 +123,14 @@ impl<T: Element> StreamData<T> {
         }
     }
 
+    /// The values buffer's allocation as (address, bytes), for memory advice to the OS.
+    pub fn values_allocation(&self) -> (*const u8, usize) {
+        (
+            self.values.as_ptr().cast(),
+            self.values.capacity() * std::mem::size_of::<T>(),
+        )
+    }
+
     /// Appends `n` complete dense samples from exactly `n * dim` values (a bulk path for binary
     /// decoders; no sample may be open). Fewer values are zero-padded, more are dropped.
     pub fn extend_dense_samples(&mut self, n: usize, values: impl IntoIterator<Item = T>) {
@@ -250,8 +258,26 @@ impl<T: Element> StreamData<T> {
 
     /// Appends a copy of sequence `seq` of `other` (same storage and dim) as an open sequence.
     pub fn extend_from_sequence(&mut self, other: &StreamData<T>, seq: usize) {
+        self.extend_from_samples(other, other.sequence_samples(seq));
+    }
+
+    /// Appends copies of sequences `seqs` of `other` (same storage and dim) as finished
+    /// sequences, with one bulk copy per buffer (no sample may be open).
+    pub fn extend_from_sequences(&mut self, other: &StreamData<T>, seqs: Range<usize>) {
+        debug_assert_eq!(self.open_dense_len_or_zero(), 0, "a sample is still open");
+        let first = other.seq_offsets[seqs.start];
+        let base = self.num_samples();
+        self.extend_from_samples(other, first..other.seq_offsets[seqs.end]);
+        self.seq_offsets.extend(
+            other.seq_offsets[seqs.start + 1..=seqs.end]
+                .iter()
+                .map(|&o| o - first + base),
+        );
+    }
+
+    /// Appends copies of samples `r` of `other`.
+    fn extend_from_samples(&mut self, other: &StreamData<T>, r: Range<usize>) {
         debug_assert_eq!((self.storage, self.dim), (other.storage, other.dim));
-        let r = other.sequence_samples(seq);
         match self.storage {
             Storage::Dense => {
                 self.values
@@ -382,6 +408,15 @@ impl<T: Element> SequenceBatch<T> {
         self.finish_sequence(other.keys[seq]);
     }
 
+    /// Appends copies of the sequences `seqs` of `other` (same streams), keeping their keys:
+    /// the same as [`SequenceBatch::push_sequence_from`] for each, with one bulk copy per buffer.
+    pub fn push_sequences_from(&mut self, other: &SequenceBatch<T>, seqs: Range<usize>) {
+        for (mine, theirs) in self.streams.iter_mut().zip(&other.streams) {
+            mine.extend_from_sequences(theirs, seqs.clone());
+        }
+        self.keys.extend_from_slice(&other.keys[seqs]);
+    }
+
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.keys.clear();
@@ -449,5 +484,32 @@ mod tests {
         b.clear();
         assert!(b.is_empty());
         assert_eq!(b.streams()[1].num_samples(), 0);
+    }
+
+    #[test]
+    fn bulk_copies_equal_one_by_one_copies() {
+        let mut a = SequenceBatch::<f32>::new(&specs());
+        for k in 0..6u32 {
+            // Sequences of 0, 1 or 2 samples (of varying sparse widths).
+            for j in 0..k % 3 {
+                a.stream_mut(0).push_dense_sample(&[k as f32, j as f32]);
+                let idx: Vec<u32> = (0..j + k % 2).collect();
+                let val: Vec<f32> = idx.iter().map(|&i| i as f32 + 0.5).collect();
+                a.stream_mut(1).push_sparse_sample(&idx, &val);
+            }
+            a.finish_sequence(10 + k as u64);
+        }
+        for (lo, hi) in [(0, 6), (1, 4), (2, 3), (5, 6), (3, 3)] {
+            let mut one = a.empty_like();
+            let mut bulk = a.empty_like();
+            // Something before, so offsets must be rebased.
+            one.push_sequence_from(&a, 4);
+            bulk.push_sequence_from(&a, 4);
+            for s in lo..hi {
+                one.push_sequence_from(&a, s);
+            }
+            bulk.push_sequences_from(&a, lo..hi);
+            assert_eq!(one, bulk, "{lo}..{hi}");
+        }
     }
 }

@@ -46,31 +46,98 @@ fn source_options(inputs: &[StreamSpec], chunk: u64, cache: bool) -> CtfSourceOp
     }
 }
 
-/// One sweep through the reader; returns MB/s of the file.
+/// CPU time (user + system) of the whole process so far, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// The 1-minute load average (other jobs on the machine), if known.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A measure: MB/s of wall time, and MB per CPU second (all threads of the process).
+#[derive(Clone, Copy)]
+struct Rate {
+    wall: f64,
+    cpu: f64,
+}
+
+fn timed(mb: f64, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Rate> {
+    let (start, cpu) = (Instant::now(), cpu_seconds());
+    f()?;
+    Ok(Rate {
+        wall: mb / start.elapsed().as_secs_f64(),
+        cpu: mb / (cpu_seconds() - cpu).max(1e-9),
+    })
+}
+
+fn medians(v: &[Rate]) -> Rate {
+    Rate {
+        wall: median(v.iter().map(|r| r.wall).collect()),
+        cpu: median(v.iter().map(|r| r.cpu).collect()),
+    }
+}
+
+fn open(path: &Path, inputs: &[StreamSpec], chunk: u64) -> anyhow::Result<Arc<CtfSource>> {
+    Ok(Arc::new(CtfSource::open(
+        &InputPath::new(path),
+        source_options(inputs, chunk, false),
+    )?))
+}
+
+/// One randomized sweep through the reader, indexing first unless `source` is given.
 fn sweep(
     path: &Path,
     inputs: &[StreamSpec],
     chunk: u64,
     window: u64,
     threads: usize,
-) -> anyhow::Result<f64> {
-    let len = std::fs::metadata(path)?.len() as f64;
-    let start = Instant::now();
-    let src: Arc<dyn ChunkSource<f32>> = Arc::new(CtfSource::open(
-        &InputPath::new(path),
-        source_options(inputs, chunk, false),
-    )?);
-    let options = ReaderOptions {
-        window: Window::Chunks(window as usize),
-        limit: EpochLimit::Sweeps(1),
-        threads,
-        prefetch_chunks: threads.max(2),
-        ..ReaderOptions::default()
-    };
-    let mut reader = Reader::new(src, options)?;
-    let summary = reader.run(256, None, |_| Ok(()))?;
-    anyhow::ensure!(summary.finished, "the sweep did not end");
-    Ok(len / 1e6 / start.elapsed().as_secs_f64())
+    source: Option<&Arc<CtfSource>>,
+) -> anyhow::Result<Rate> {
+    let mb = std::fs::metadata(path)?.len() as f64 / 1e6;
+    timed(mb, || {
+        let src: Arc<dyn ChunkSource<f32>> = match source {
+            Some(s) => s.clone(),
+            None => open(path, inputs, chunk)?,
+        };
+        let options = ReaderOptions {
+            window: Window::Chunks(window as usize),
+            limit: EpochLimit::Sweeps(1),
+            threads,
+            prefetch_chunks: ReaderOptions::prefetch_for(threads),
+            ..ReaderOptions::default()
+        };
+        let mut reader = Reader::new(src, options)?;
+        let summary = reader.run(256, None, |_| Ok(()))?;
+        anyhow::ensure!(summary.finished, "the sweep did not end");
+        Ok(())
+    })
+}
+
+fn parse_once(
+    text: &[u8],
+    inputs: &[StreamSpec],
+    batch: &mut SequenceBatch<f32>,
+) -> anyhow::Result<()> {
+    batch.clear();
+    let mut p = CtfParser::new(CtfOptions {
+        inputs: inputs.to_vec(),
+        ..CtfOptions::default()
+    })?;
+    p.parse_file(text, batch, &mut Ignore)?;
+    Ok(())
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -91,50 +158,125 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let inputs: Vec<StreamSpec> = vec!["x:dense:200".parse().map_err(anyhow::Error::msg)?];
     let chunk = args.chunk_mb << 20;
     let runs = args.runs.max(1);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "read bench: {:.0} MB dense CTF (200 floats/line), chunks {} MB, window {} chunks, minibatch 256, {} core(s)",
+        "read bench: {:.0} MB dense CTF (200 floats/line), chunks {} MB, window {} chunks, minibatch 256, {} core(s), load average {}",
         bytes as f64 / 1e6,
         args.chunk_mb,
         args.window,
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        threads,
+        load_average().map_or("unknown".into(), |l| format!("{l:.2}")),
     );
+    println!("  (MB/s of wall time; in brackets MB per CPU second of all the process's threads)");
 
-    // Single-threaded parse of the first 64 MB in memory (the parse benchmark's measure).
+    // Single-threaded parse of the first 64 MB in memory (the parse benchmark's measure), and
+    // `threads` such parses at once (what the cores give together, under the current load).
     let sample = std::fs::read(&path)?;
     let sample = &sample[..sample.len().min(64 << 20)];
     let cut = memchr_last_newline(sample);
-    let mut parse = Vec::new();
+    let text = &sample[..cut];
     let mut batch = SequenceBatch::<f32>::new(&inputs);
+    parse_once(text, &inputs, &mut batch)?; // warm up: buffers grown
+    let mut batches: Vec<_> = (0..threads).map(|_| batch.clone()).collect();
+    let parse_mb = cut as f64 / 1e6;
+    // Every measure is paired with a parse measured next to it, and reported as a ratio to it
+    // too (the median of the ratios): other jobs on the machine come and go.
+    let mut parse_once_timed = || timed(parse_mb, || parse_once(text, &inputs, &mut batch));
+    let mut parse = Vec::new();
+    let mut together = Vec::new();
     for _ in 0..runs {
-        batch.clear();
-        let mut p = CtfParser::new(CtfOptions {
-            inputs: inputs.clone(),
-            ..CtfOptions::default()
+        let before = parse_once_timed()?;
+        let t = timed(threads as f64 * parse_mb, || {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = batches
+                    .iter_mut()
+                    .map(|b| s.spawn(|| parse_once(text, &inputs, b)))
+                    .collect();
+                hs.into_iter()
+                    .try_for_each(|h| h.join().expect("parse thread"))
+            })
         })?;
-        let start = Instant::now();
-        p.parse_file(&sample[..cut], &mut batch, &mut Ignore)?;
-        parse.push(cut as f64 / 1e6 / start.elapsed().as_secs_f64());
+        let after = parse_once_timed()?;
+        let p = if after.wall > before.wall {
+            after
+        } else {
+            before
+        };
+        parse.push(before);
+        parse.push(after);
+        together.push((t, p));
     }
-    drop(batch);
-    let parse = median(parse);
-    println!("  single-threaded parse (in memory): {parse:.0} MB/s");
+    drop(batches);
+    let parse = medians(&parse);
+    println!(
+        "  single-threaded parse (in memory): {:.0} MB/s [{:.0}]",
+        parse.wall, parse.cpu
+    );
+    let line = |what: &str, v: &[(Rate, Rate)]| {
+        let r = medians(&v.iter().map(|x| x.0).collect::<Vec<_>>());
+        let ratio = median(v.iter().map(|(r, p)| r.wall / p.wall).collect());
+        let cpu_ratio = median(v.iter().map(|(r, p)| r.cpu / p.cpu).collect());
+        let p = median(v.iter().map(|x| x.1.wall).collect());
+        println!(
+            "  {what}: {:.0} MB/s = {:.0}% of parse = {:.2}x [{:.0} = {:.0}%] (paired parses {p:.0} MB/s)",
+            r.wall,
+            100.0 * ratio,
+            ratio,
+            r.cpu,
+            100.0 * cpu_ratio
+        );
+    };
+    line(
+        &format!("{threads} parses at once (the cores' ceiling under the current load)"),
+        &together,
+    );
 
-    let mut single = Vec::new();
-    let mut pooled = Vec::new();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The reader over one randomized sweep: decoding on the caller's thread (everything on
+    // one core), with one decoding thread (the caller packs minibatches meanwhile), and with
+    // one per core; over an index built beforehand, and indexing included.
+    let indexed = open(&path, &inputs, chunk)?;
+    let counts = [0, 1, threads];
+    let mut built = vec![Vec::new(); counts.len()];
+    let mut fresh = vec![Vec::new(); counts.len()];
+    // The parse paired with a sweep is the faster of one just before and one just after it
+    // (conservative: a slow moment on one side does not flatter the ratio).
+    let mut paired = |f: &mut dyn FnMut() -> anyhow::Result<Rate>| -> anyhow::Result<(Rate, Rate)> {
+        let before = parse_once_timed()?;
+        let r = f()?;
+        let after = parse_once_timed()?;
+        Ok((
+            r,
+            if after.wall > before.wall {
+                after
+            } else {
+                before
+            },
+        ))
+    };
     for _ in 0..runs {
-        single.push(sweep(&path, &inputs, chunk, args.window, 0)?);
-        pooled.push(sweep(&path, &inputs, chunk, args.window, threads)?);
+        for (i, &t) in counts.iter().enumerate() {
+            built[i].push(paired(&mut || {
+                sweep(&path, &inputs, chunk, args.window, t, Some(&indexed))
+            })?);
+            if t != 1 {
+                fresh[i].push(paired(&mut || {
+                    sweep(&path, &inputs, chunk, args.window, t, None)
+                })?);
+            }
+        }
     }
-    let (single, pooled) = (median(single), median(pooled));
-    println!(
-        "  reader, one thread (index + pread + parse + shuffle + minibatches): {single:.0} MB/s = {:.0}% of parse",
-        100.0 * single / parse
-    );
-    println!(
-        "  reader, {threads} decoding threads: {pooled:.0} MB/s = {:.2}x single-threaded parse",
-        pooled / parse
-    );
+    for (i, &t) in counts.iter().enumerate() {
+        let what = match t {
+            0 => "reader, decoding on the caller's thread".to_string(),
+            1 => "reader, 1 decoding thread".to_string(),
+            _ => format!("reader, {t} decoding threads"),
+        };
+        line(&format!("{what}, index built"), &built[i]);
+        if !fresh[i].is_empty() {
+            line(&format!("{what}, indexing included"), &fresh[i]);
+        }
+    }
+    drop(indexed);
 
     // Index: scanning against the cache.
     let cache = index_cache_path(&path);
@@ -160,19 +302,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         cached * 1e3,
         scan / cached.max(1e-9)
     );
-    let _ = std::fs::remove_file(&cache);
 
-    // Peak memory of `exfeed read` (a fresh process) over one randomized sweep.
+    // Peak memory of `exfeed read` (a fresh process) over one randomized sweep, indexing, then
+    // with the index cache (written above).
     let exe = std::env::current_exe()?;
-    let out = std::process::Command::new(exe)
-        .arg("read")
-        .arg(&path)
-        .args(["--input", "x:dense:200", "-m", "256"])
-        .args(["--chunk-size", &chunk.to_string()])
-        .args(["--window-chunks", &args.window.to_string()])
-        .output()?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    println!("  exfeed read: {}", err.trim());
+    for cache_index in [false, true] {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.arg("read")
+            .arg(&path)
+            .args(["--input", "x:dense:200", "-m", "256"])
+            .args(["--chunk-size", &chunk.to_string()])
+            .args(["--window-chunks", &args.window.to_string()]);
+        if cache_index {
+            cmd.arg("--cache-index");
+        }
+        let out = cmd.output()?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!("  exfeed read: {}", err.trim());
+    }
+    let _ = std::fs::remove_file(&cache);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,16 +2,14 @@
 
 use super::source::SourceArgs;
 use crate::diag::Stderr;
+use crate::progress::{Progress, Unit};
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
 use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
 use exfeed::format::FileFormat;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
 use exfeed::SequenceBatch;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 /// Arguments of `exfeed convert`.
 #[derive(clap::Args)]
@@ -74,64 +72,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
 }
 
-/// The conversion's progress bar: drawn on stderr only when stderr is a terminal, and only once
-/// the conversion has run longer than [`PROGRESS_DELAY`] (quick conversions print nothing).
-struct Progress {
-    bar: ProgressBar,
-    /// Where to draw once the delay has passed (None: never, e.g. stderr is not a terminal).
-    target: Option<DrawTarget>,
-    start: Instant,
-    delay: Duration,
-}
-
-type DrawTarget = Box<dyn FnOnce() -> ProgressDrawTarget>;
-
-const PROGRESS_DELAY: Duration = Duration::from_secs(1);
-
-impl Progress {
-    fn for_stderr(total: u64) -> Self {
-        let target: Option<DrawTarget> = if std::io::stderr().is_terminal() {
-            Some(Box::new(ProgressDrawTarget::stderr))
-        } else {
-            None
-        };
-        Self::new(total, target, PROGRESS_DELAY)
-    }
-
-    fn new(total: u64, target: Option<DrawTarget>, delay: Duration) -> Self {
-        // Hidden until the delay has passed: indicatif draws nothing to a hidden target.
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}",
-            )
-            .expect("a valid template"),
-        );
-        Progress {
-            bar,
-            target,
-            start: Instant::now(),
-            delay,
-        }
-    }
-
-    /// Records the input bytes done; shows the bar if the conversion has become long.
-    fn set(&mut self, done: u64) {
-        self.bar.set_position(done);
-        if self.target.is_some() && self.start.elapsed() >= self.delay {
-            if let Some(target) = self.target.take() {
-                self.bar.set_draw_target(target());
-                // Keeps rate and ETA moving between (possibly slow) updates.
-                self.bar.enable_steady_tick(Duration::from_millis(500));
-            }
-        }
-    }
-
-    fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if super::lens::is_lens(&args.input, args.from) {
         return super::lens::convert(&args);
@@ -156,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             inputs,
         },
     )?;
-    let mut bar = Progress::for_stderr(bytes.len() as u64);
+    let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
     let trace_level = args.source.trace_level.unwrap_or(1);
     let mut sink = Stderr::new(trace_level);
     let sequences = match (from, to) {
@@ -216,91 +156,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::{Arc, Mutex};
-
-    /// A terminal that records what is written to it.
-    #[derive(Debug, Clone, Default)]
-    struct Recorder(Arc<Mutex<String>>);
-
-    impl indicatif::TermLike for Recorder {
-        fn width(&self) -> u16 {
-            80
-        }
-        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn write_line(&self, s: &str) -> std::io::Result<()> {
-            self.0.lock().unwrap().push_str(s);
-            self.0.lock().unwrap().push('\n');
-            Ok(())
-        }
-        fn write_str(&self, s: &str) -> std::io::Result<()> {
-            self.0.lock().unwrap().push_str(s);
-            Ok(())
-        }
-        fn clear_line(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn flush(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    fn progress(term: &Recorder, delay: Duration) -> Progress {
-        let term = term.clone();
-        Progress::new(
-            1000,
-            Some(Box::new(move || {
-                ProgressDrawTarget::term_like(Box::new(term))
-            })),
-            delay,
-        )
-    }
-
-    #[test]
-    fn bar_gets_the_terminal_once_the_delay_has_passed() {
-        let term = Recorder::default();
-        let mut p = progress(&term, Duration::ZERO);
-        assert!(p.bar.is_hidden());
-        p.set(500);
-        // The bar now draws to the terminal (what it draws is indicatif's business).
-        assert!(!p.bar.is_hidden());
-        p.finish();
-    }
-
-    #[test]
-    fn quick_conversions_draw_nothing() {
-        let term = Recorder::default();
-        // A delay no test run reaches.
-        let mut p = progress(&term, Duration::from_secs(3600));
-        for done in [0, 500, 1000] {
-            p.set(done);
-            p.bar.tick();
-        }
-        assert!(p.bar.is_hidden());
-        p.finish();
-        assert_eq!(*term.0.lock().unwrap(), "");
-    }
-
-    #[test]
-    fn no_terminal_no_bar() {
-        let mut p = Progress::new(1000, None, Duration::ZERO);
-        p.set(500);
-        assert!(p.bar.is_hidden());
-        p.finish();
-    }
 }

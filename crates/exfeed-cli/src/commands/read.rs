@@ -3,6 +3,7 @@
 use super::cbf_source::is_cbf;
 use super::source::{exit_code_for, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
+use crate::progress::{Progress, Unit};
 use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use exfeed::io::{AtomicOutput, OutputOptions};
 use exfeed::reader::{
@@ -302,7 +303,7 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
     options.worker_rank = args.worker_rank;
     if let Some(t) = args.threads {
         options.threads = t;
-        options.prefetch_chunks = t.max(2);
+        options.prefetch_chunks = exfeed::reader::ReaderOptions::prefetch_for(t);
     }
     let indexed = start.elapsed();
     let mut reader = match &args.restore_state {
@@ -318,7 +319,10 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut line = Vec::new();
     let mut stdout_closed = false;
+    let (mut bar, mut done) = progress_bar(&reader, source.source.chunks(), args);
     let summary = reader.run(args.minibatch_size as usize, args.stop_after, |mb| {
+        done += mb.samples as u64;
+        bar.set(done);
         if args.dump && !stdout_closed {
             line.clear();
             write_minibatch_json(&mut line, mb);
@@ -330,6 +334,7 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
     });
     let _ = out.flush();
     drop(out);
+    bar.finish();
     let mut sink = Stderr::new(cfg.trace_level);
     for d in source.diagnostics() {
         sink.report(d);
@@ -369,6 +374,30 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
         peak_rss().map_or_else(|| "unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0)),
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar (on a terminal only) in samples delivered, from where a restored reader
+/// starts, towards the epoch's end when it is known: exact with --max-samples, by the index's
+/// sample count with --max-sweeps (this worker's share estimated as an equal part).
+fn progress_bar<T: Element>(
+    reader: &Reader<T>,
+    chunks: &[exfeed::reader::ChunkInfo],
+    args: &Args,
+) -> (Progress, u64) {
+    let per_sweep = chunks
+        .iter()
+        .map(|c| c.samples)
+        .fold(0u64, u64::saturating_add)
+        / args.num_workers.max(1) as u64;
+    let total = match reader.options().limit {
+        EpochLimit::Samples(n) => Some(n),
+        EpochLimit::Sweeps(k) if per_sweep > 0 => Some(per_sweep.saturating_mul(k)),
+        _ => None,
+    };
+    let start = reader.samples_delivered();
+    let mut bar = Progress::for_stderr(total, Unit::Samples);
+    bar.set(start);
+    (bar, start)
 }
 
 fn save_state(path: &Path, state: &ReaderState) -> Result<(), Error> {

@@ -307,7 +307,8 @@ impl CtfParser {
             byte: s.byte,
             line: s.line,
         };
-        let what = match mode {
+        // Only formatted for a message (this runs once per sequence).
+        let what = || match mode {
             KeyMode::Ids => format!("sequence {}", s.key),
             KeyMode::Lines => format!("line {}", s.line),
         };
@@ -321,7 +322,10 @@ impl CtfParser {
                 at,
                 0,
                 Some(i),
-                format!("{what} has no sample of this input (every configured input needs one)"),
+                format!(
+                    "{} has no sample of this input (every configured input needs one)",
+                    what()
+                ),
             );
             batch.discard_sequence();
             return self.budget.tolerate(e, sink);
@@ -351,7 +355,8 @@ impl CtfParser {
                 0,
                 None,
                 format!(
-                    "{what} spans {} lines but its longest input has {longest} samples",
+                    "{} spans {} lines but its longest input has {longest} samples",
+                    what(),
                     s.lines
                 ),
             );

@@ -26,11 +26,24 @@
 //! sequences decodable from the worker's own chunks, and makes a position in a sweep just
 //! (window, offset). [`EpochLimit::Samples`] counts the samples this worker delivers.
 //!
-//! A worker therefore reads only its own chunks, the workers' parts of a sweep are disjoint and
-//! together are the whole data set, and only the chunks of the current window (plus a bounded
-//! number being decoded ahead on a thread pool) are held in memory. Minibatches are packed from
-//! that sequence order by [`Reader::next_minibatch`]; [`Reader::state`] and [`Reader::restore`]
-//! save and resume the exact position.
+//! A worker therefore reads only its own chunks, and the workers' parts of a sweep are disjoint
+//! and together are the whole data set. Minibatches are packed from that sequence order by
+//! [`Reader::next_minibatch`]; [`Reader::state`] and [`Reader::restore`] save and resume the
+//! exact position.
+//!
+//! The pipeline: the chunks of the worker's plan (sweep after sweep, window after window) are
+//! decoded in plan order on a pool of [`ReaderOptions::threads`] threads, up to
+//! [`ReaderOptions::prefetch_chunks`] ahead of the window being delivered, so the threads decode
+//! the next window(s) while the caller packs minibatches from the current one. A window is
+//! delivered once all its chunks are decoded (its shuffled order draws from all of them); without
+//! `randomize` every chunk is a window, so chunks stream in file order. Decoded chunks and their
+//! buffers are recycled. Memory is bounded: at most `chunks of the current window +
+//! prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
+//! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
+//! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
+//! whole minibatches) and, in shuffled order, prefetches the scattered sequences a few places
+//! ahead; sequence lengths are computed once per window, in file order. The order, and so every
+//! minibatch, does not depend on the number of threads or the prefetch.
 //!
 //! ```
 //! use exfeed::reader::{EpochLimit, MemorySource, Reader, ReaderOptions, Window};

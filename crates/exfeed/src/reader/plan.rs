@@ -143,10 +143,10 @@ impl SweepPlan {
     }
 }
 
-/// Shuffles the sequence order of window `w` of a sweep: `order` holds `(chunk in window,
-/// sequence in chunk)` pairs in file order and is shuffled with stream `w + 1` of the sweep's
-/// seed.
-pub fn shuffle_window(order: &mut [(u32, u32)], seed: u64, sweep: u64, w: usize) {
+/// Shuffles the sequence order of window `w` of a sweep: `order` holds one entry per sequence
+/// (such as `(chunk in window, sequence in chunk)` pairs) in file order and is shuffled with
+/// stream `w + 1` of the sweep's seed. The permutation depends only on the length.
+pub fn shuffle_window<X>(order: &mut [X], seed: u64, sweep: u64, w: usize) {
     SplitMix64::for_stream(sweep_seed(seed, sweep), w as u64 + 1).shuffle(order);
 }
 
