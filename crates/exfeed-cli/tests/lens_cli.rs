@@ -238,29 +238,7 @@ fn next_line(rx: &std::sync::mpsc::Receiver<String>) -> serde_json::Value {
 fn stdin_dump_prints_each_example_before_the_next_arrives() {
     use std::io::Write;
     // Structural: the header line, then each example as soon as its ';' arrives.
-    let (child, mut stdin, rx) = spawn_streaming(&["dump", "-", "--from", "ex"]);
-    stdin.write_all(b"max: 3;\nname: a I: 1 T: 0;\n").unwrap();
-    stdin.flush().unwrap();
-    let head = next_line(&rx);
-    assert_eq!(head["set"]["maxTime"], 3);
-    let a = next_line(&rx);
-    assert_eq!(
-        (a["index"].as_u64(), a["name"].as_str()),
-        (Some(0), Some("a"))
-    );
-    // Only now does the second example exist.
-    stdin.write_all(b"name: b 2 I: 2;\n").unwrap();
-    stdin.flush().unwrap();
-    let b = next_line(&rx);
-    assert_eq!(
-        (b["index"].as_u64(), b["name"].as_str()),
-        (Some(1), Some("b"))
-    );
-    assert_eq!(b["events"].as_array().unwrap().len(), 2);
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(rx.recv().is_err(), "nothing more after the two examples");
+    dump_two_examples_one_at_a_time("ex", b"max: 3;\nname: a I: 1 T: 0;\n", b"name: b 2 I: 2;\n");
 
     // Materialized: no header, one object per example.
     let (child, mut stdin, rx) = spawn_streaming(&[
@@ -293,7 +271,6 @@ fn stdin_dump_prints_each_example_before_the_next_arrives() {
 
 #[test]
 fn binary_stdin_dump_prints_each_example_before_the_next_arrives() {
-    use std::io::Write;
     // The .bex of a one-example set is, up to its example count, the start of the .bex of the
     // same set with a second example: feed that much, see the first example, then the rest.
     let dir = tempfile::tempdir().unwrap();
@@ -316,8 +293,16 @@ fn binary_stdin_dump_prints_each_example_before_the_next_arrives() {
     let split = one.len();
     assert!(two.len() > split);
 
-    let (child, mut stdin, rx) = spawn_streaming(&["dump", "-", "--from", "bex"]);
-    stdin.write_all(&two[..split]).unwrap();
+    dump_two_examples_one_at_a_time("bex", &two[..split], &two[split..]);
+}
+
+/// Feeds `first` (a set with maxTime 3 and its example "a") to `exfeed dump - --from FROM`, sees
+/// the header and "a" printed while standard input is still open, then feeds `rest` (example
+/// "b" of two events) and sees it.
+fn dump_two_examples_one_at_a_time(from: &str, first: &[u8], rest: &[u8]) {
+    use std::io::Write;
+    let (child, mut stdin, rx) = spawn_streaming(&["dump", "-", "--from", from]);
+    stdin.write_all(first).unwrap();
     stdin.flush().unwrap();
     let head = next_line(&rx);
     assert_eq!(head["set"]["maxTime"], 3);
@@ -326,7 +311,8 @@ fn binary_stdin_dump_prints_each_example_before_the_next_arrives() {
         (a["index"].as_u64(), a["name"].as_str()),
         (Some(0), Some("a"))
     );
-    stdin.write_all(&two[split..]).unwrap();
+    // Only now does the second example exist.
+    stdin.write_all(rest).unwrap();
     stdin.flush().unwrap();
     let b = next_line(&rx);
     assert_eq!(

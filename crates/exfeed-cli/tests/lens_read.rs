@@ -2,20 +2,10 @@
 
 mod common;
 
+use common::{exfeed, text};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn exfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use std::process::Output;
 
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {
     assert!(out.status.success(), "{}", text(&out.stderr));

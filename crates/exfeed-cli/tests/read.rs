@@ -1,18 +1,10 @@
 //! `exfeed read` with the real binary.
 
+mod common;
+
+use common::{exfeed, text};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
-
-fn exfeed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .expect("exfeed runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// A CTF file of `n` sequences of 1 to 4 samples; small chunks so there are many.
 fn data(dir: &tempfile::TempDir, n: u64) -> String {

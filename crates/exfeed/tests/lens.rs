@@ -4,24 +4,7 @@ mod common;
 
 use exfeed::io::{open_bytes, InputPath};
 use exfeed::lens::{binary, text};
-use std::path::{Path, PathBuf};
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use std::path::Path;
 
 fn load(p: &Path) -> Vec<u8> {
     open_bytes(&InputPath::new(p)).unwrap().to_vec()
@@ -44,7 +27,7 @@ fn our_bex_bytes_equal_lens_for_every_reference_and_case() {
     };
     let mut n = 0;
     for sub in ["reference", "cases"] {
-        for p in files(&dir.join(sub)) {
+        for p in common::files_under(&dir.join(sub)) {
             if !p.to_string_lossy().ends_with(".lens.bex") {
                 continue;
             }
@@ -64,7 +47,7 @@ fn every_example_file_loads_as_lens_loaded_it() {
         return;
     };
     let mut n = 0;
-    for p in files(&dir.join("examples")) {
+    for p in common::files_under(&dir.join("examples")) {
         if p.extension().is_some_and(|e| e == "md") {
             continue;
         }
@@ -89,7 +72,7 @@ fn every_case_loads_or_fails_as_in_lens() {
     };
     let mut n = 0;
     let mut failures = Vec::new();
-    for p in files(&dir) {
+    for p in common::files_under(&dir) {
         let s = p.to_string_lossy().to_string();
         if !s.ends_with(".ex") || s.ends_with(".lens.ex") {
             continue;
@@ -126,7 +109,7 @@ fn text_writer_round_trips_every_reference() {
     let Some(dir) = common::conformance("lens/reference") else {
         return;
     };
-    for p in files(&dir) {
+    for p in common::files_under(&dir) {
         if !p.to_string_lossy().ends_with(".lens.bex") {
             continue;
         }
@@ -175,9 +158,9 @@ fn lens_own_text_saves_load_except_where_its_writer_is_defective() {
         return;
     };
     let mut n = 0;
-    for p in files(&dir.join("reference"))
+    for p in common::files_under(&dir.join("reference"))
         .into_iter()
-        .chain(files(&dir.join("cases")))
+        .chain(common::files_under(&dir.join("cases")))
     {
         let s = p.to_string_lossy().to_string();
         if !s.ends_with(".lens.ex") {
@@ -275,7 +258,7 @@ fn pipe_mode_reads_every_example_file_as_whole_file_loading_does() {
     let Some(dir) = common::conformance("lens") else {
         return;
     };
-    let mut paths = files(&dir.join("examples"));
+    let mut paths = common::files_under(&dir.join("examples"));
     paths.push(dir.join("cases/p01_pipe_text.ex"));
     for p in paths {
         if p.extension().is_some_and(|e| e == "md") {

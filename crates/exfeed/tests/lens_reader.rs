@@ -16,23 +16,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// A layout big enough for every range of `set`: each group as large as its ranges reach, and
 /// a padding group when ungrouped ranges reach further than the groups' total.
 fn layout_for(set: &ExampleSet) -> (Layout, Layout) {
@@ -139,12 +122,16 @@ fn every_conformance_file_reads_in_order_as_loaded() {
         return;
     };
     let (mut files_read, mut rejected) = (0, 0);
-    let mut all = files(&dir.join("examples"));
-    all.extend(files(&dir.join("reference")));
-    all.extend(files(&dir.join("cases")).into_iter().filter(|p| {
-        let n = p.to_string_lossy();
-        n.ends_with(".ex") || n.ends_with(".bex")
-    }));
+    let mut all = common::files_under(&dir.join("examples"));
+    all.extend(common::files_under(&dir.join("reference")));
+    all.extend(
+        common::files_under(&dir.join("cases"))
+            .into_iter()
+            .filter(|p| {
+                let n = p.to_string_lossy();
+                n.ends_with(".ex") || n.ends_with(".bex")
+            }),
+    );
     for p in all {
         let name = p.to_string_lossy().to_string();
         if !(name.ends_with(".ex")

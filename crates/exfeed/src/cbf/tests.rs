@@ -182,21 +182,26 @@ fn corrupt_files_say_where() {
     }
 }
 
-#[test]
-fn truncation_and_bit_flips_never_panic() {
+/// A double-precision file of sequences 0..n (the sample batch, then more) in 80-byte chunks.
+fn multi_chunk_file(n: u32) -> Vec<u8> {
     let mut b = sample_batch();
-    for k in 2..6u32 {
+    for k in 2..n {
         b.stream_mut(0).push_dense_sample(&[k as f32; 3]);
         b.stream_mut(1).push_sparse_sample(&[k], &[1.0]);
         b.finish_sequence(k as u64);
     }
-    let good = write(
+    write(
         &b,
         CbfWriterOptions {
             chunk_size: 80,
             precision: Precision::Double,
         },
-    );
+    )
+}
+
+#[test]
+fn truncation_and_bit_flips_never_panic() {
+    let good = multi_chunk_file(6);
     assert!(CbfFile::open(&good[..]).unwrap().num_chunks() > 1);
     for cut in 0..good.len() {
         let r = CbfFile::open(&good[..cut]).and_then(|f| f.validate_all());
@@ -337,19 +342,7 @@ fn sequence_at_a_time_and_after_an_error_writes_what_a_whole_batch_does() {
 #[test]
 fn buffered_fallback_reads_and_rejects_what_memory_does() {
     use crate::io::InputPath;
-    let mut b = sample_batch();
-    for k in 2..9u32 {
-        b.stream_mut(0).push_dense_sample(&[k as f32; 3]);
-        b.stream_mut(1).push_sparse_sample(&[k], &[1.0]);
-        b.finish_sequence(k as u64);
-    }
-    let good = write(
-        &b,
-        CbfWriterOptions {
-            chunk_size: 80,
-            precision: Precision::Double,
-        },
-    );
+    let good = multi_chunk_file(9);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.cbf");
     std::fs::write(&path, &good).unwrap();

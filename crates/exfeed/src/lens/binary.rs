@@ -510,15 +510,7 @@ pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
     o.u32(COOKIE);
     o.u32(4);
     o.string(&h.proc, "the set proc")?;
-    for v in [
-        h.max_time,
-        h.min_time,
-        h.grace_time,
-        h.default_input,
-        h.active_input,
-        h.default_target,
-        h.active_target,
-    ] {
+    for v in h.parameters() {
         o.real(v);
     }
     o.i32(set.examples.len() as i32);
@@ -541,15 +533,7 @@ fn write_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
         let e = &ex.events[k];
         o.i32(k as i32);
         o.string(&e.proc, "an event proc")?;
-        for v in [
-            e.max_time,
-            e.min_time,
-            e.grace_time,
-            e.default_input,
-            e.active_input,
-            e.default_target,
-            e.active_target,
-        ] {
+        for v in e.parameters() {
             o.real(v);
         }
     }

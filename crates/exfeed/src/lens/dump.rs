@@ -60,19 +60,7 @@ pub fn write_set_header(out: &mut Vec<u8>, h: &SetHeader, counts: Option<(usize,
     let mut f = true;
     key(out, &mut f, "proc");
     write_str(out, &h.proc);
-    parameters(
-        out,
-        &mut f,
-        [
-            h.max_time,
-            h.min_time,
-            h.grace_time,
-            h.default_input,
-            h.active_input,
-            h.default_target,
-            h.active_target,
-        ],
-    );
+    parameters(out, &mut f, h.parameters());
     match counts {
         Some((examples, events)) => {
             out.extend_from_slice(b"},\"examples\":");
@@ -105,19 +93,7 @@ pub fn write_example(out: &mut Vec<u8>, index: usize, ex: &Example) {
         let mut g = true;
         key(out, &mut g, "proc");
         write_str(out, &e.proc);
-        parameters(
-            out,
-            &mut g,
-            [
-                e.max_time,
-                e.min_time,
-                e.grace_time,
-                e.default_input,
-                e.active_input,
-                e.default_target,
-                e.active_target,
-            ],
-        );
+        parameters(out, &mut g, e.parameters());
         key(out, &mut g, "input");
         opt_index(out, e.input);
         key(out, &mut g, "target");

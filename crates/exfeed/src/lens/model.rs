@@ -321,3 +321,28 @@ impl ExampleSet {
         self.examples.iter().map(|e| e.events.len()).sum()
     }
 }
+
+/// `parameters()` for the set header and events: maxTime, minTime, graceTime, defaultInput,
+/// activeInput, defaultTarget, activeTarget, the parameters both have, in the order `.bex` stores
+/// them.
+macro_rules! parameters {
+    ($($ty:ty),*) => {$(
+        impl $ty {
+            /// maxTime, minTime, graceTime, defaultInput, activeInput, defaultTarget,
+            /// activeTarget, in the order `.bex` stores them.
+            pub fn parameters(&self) -> [f32; 7] {
+                [
+                    self.max_time,
+                    self.min_time,
+                    self.grace_time,
+                    self.default_input,
+                    self.active_input,
+                    self.default_target,
+                    self.active_target,
+                ]
+            }
+        }
+    )*};
+}
+
+parameters!(SetHeader, Event);

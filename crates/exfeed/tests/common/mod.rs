@@ -1,7 +1,7 @@
 //! Shared by the integration tests: where the conformance corpus is.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The conformance corpus (`../shared/conformance` from the project root, or
 /// `$EXFEED_CONFORMANCE`). `None`, with a note on stderr, when it is missing on a developer's
@@ -28,4 +28,22 @@ pub fn conformance_dir() -> Option<PathBuf> {
 /// A subfolder of the conformance corpus, or `None` (skipped) as for [`conformance_dir`].
 pub fn conformance(sub: &str) -> Option<PathBuf> {
     conformance_dir().map(|d| d.join(sub))
+}
+
+/// Every file below `dir`, recursively, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
