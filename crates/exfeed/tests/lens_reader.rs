@@ -411,19 +411,21 @@ fn checkpoints_resume_exactly_in_every_mode() {
             let rest_first = read_all(&mut first, 7);
             assert_eq!(bits(&rest.data), bits(&rest_first.data), "{mode:?}");
         }
-        // The state remembers the mode: restoring into another one is refused.
-        let other = if mode == SelectionMode::Ordered {
-            SelectionMode::Permuted
-        } else {
-            SelectionMode::Ordered
-        };
+        // The state remembers the mode: restoring into any other one is refused.
         let state = Reader::new(source.clone(), opts.clone()).unwrap().state();
-        assert!(Reader::restore(
-            source.clone(),
-            reader_options(other, 21, EpochLimit::Sweeps(3)),
-            &state
-        )
-        .is_err());
+        for other in [
+            SelectionMode::Ordered,
+            SelectionMode::Permuted,
+            SelectionMode::Randomized,
+            SelectionMode::Probabilistic,
+        ] {
+            let restored = Reader::restore(
+                generated_source(&p, 64, other),
+                reader_options(other, 21, EpochLimit::Sweeps(3)),
+                &state,
+            );
+            assert_eq!(restored.is_ok(), other == mode, "{mode:?} into {other:?}");
+        }
     }
 }
 

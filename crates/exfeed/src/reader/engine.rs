@@ -127,6 +127,10 @@ pub struct ReaderState {
     /// Drawing with replacement.
     #[serde(default)]
     pub with_replacement: bool,
+    /// Draws weighted by the source's [`ChunkSource::chunk_weights`] (Lens's PROBABILISTIC
+    /// rather than RANDOMIZED).
+    #[serde(default)]
+    pub weighted: bool,
     /// Number of chunks of the data set.
     pub chunks: usize,
     /// Total samples of the data set by its index.
@@ -353,6 +357,11 @@ impl<T: Element> Reader<T> {
             o.with_replacement.to_string(),
         );
         check(
+            "drawing weighted by frequency",
+            state.weighted.to_string(),
+            r.weighted().to_string(),
+        );
+        check(
             "num_workers",
             state.num_workers.to_string(),
             o.num_workers.to_string(),
@@ -399,6 +408,13 @@ impl<T: Element> Reader<T> {
         Ok(r)
     }
 
+    /// Whether draws with replacement are weighted (the source has weights).
+    fn weighted(&self) -> bool {
+        self.opts.with_replacement
+            && !self.source.chunks().is_empty()
+            && self.source.chunk_weights(0).is_some()
+    }
+
     /// The current position, to save and pass to [`Reader::restore`].
     pub fn state(&self) -> ReaderState {
         ReaderState {
@@ -414,6 +430,7 @@ impl<T: Element> Reader<T> {
             randomization_window: self.opts.window,
             frame_mode: self.opts.frame_mode,
             with_replacement: self.opts.with_replacement,
+            weighted: self.weighted(),
             num_workers: self.opts.num_workers,
             worker_rank: self.opts.worker_rank,
             chunks: self.source.chunks().len(),
