@@ -318,3 +318,33 @@ fn conflicts_and_missing_layout_are_clear_errors() {
     let err = text(&out.stderr);
     assert!(err.contains("gen.ex") && err.contains("example"), "{err}");
 }
+
+#[test]
+fn cache_index_and_max_errors_warn_that_they_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = generated(dir.path(), 5, |_| 1.0);
+    let out = exfeed([
+        "read",
+        &f,
+        "--input-groups",
+        "a:2",
+        "--target-groups",
+        "t:1",
+        "-m",
+        "4",
+        "--cache-index",
+        "--max-errors",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    for what in ["cacheIndex", "maxErrors"] {
+        assert!(
+            err.contains(&format!(
+                "warning: {f}: {what} does not apply to Lens example files"
+            )),
+            "{err}"
+        );
+    }
+    assert!(!Path::new(&format!("{f}.exfeed-index")).exists());
+}

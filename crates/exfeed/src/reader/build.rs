@@ -9,7 +9,7 @@ use super::{
 use crate::config::{DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
 use crate::element::Element;
-use crate::error::{Diagnostic, Error, Result};
+use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::InputPath;
 use std::sync::Arc;
 
@@ -20,17 +20,20 @@ pub struct ConfiguredSource<T: Element> {
     ctf: Vec<Arc<CtfSource>>,
     lens: Vec<Arc<LensSource>>,
     joined: Option<Arc<JoinedSource<T>>>,
+    /// Parameters given that do not apply to the files read.
+    unused: Vec<Diagnostic>,
 }
 
 impl<T: Element> ConfiguredSource<T> {
-    /// Warnings so far: index cache problems, samples skipped under `maxErrors`, keys missing
-    /// from one of several joined deserializers.
+    /// Warnings so far: parameters that do not apply to a file, index cache problems, samples
+    /// skipped under `maxErrors`, keys missing from one of several joined deserializers.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        let mut d: Vec<Diagnostic> = self
-            .lens
-            .iter()
-            .flat_map(|l| l.diagnostics().iter().cloned())
-            .collect();
+        let mut d = self.unused.clone();
+        d.extend(
+            self.lens
+                .iter()
+                .flat_map(|l| l.diagnostics().iter().cloned()),
+        );
         d.extend(self.ctf.iter().flat_map(|c| c.diagnostics()));
         if let Some(j) = &self.joined {
             d.extend_from_slice(j.diagnostics());
@@ -80,6 +83,7 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
     let mut lens = Vec::new();
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
     let mut ctf = Vec::new();
+    let mut unused = Vec::new();
     for d in &cfg.deserializers {
         let input = InputPath::new(&d.file);
         match d.kind {
@@ -131,6 +135,19 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
                     mode.check_frequencies(s.frequencies())
                         .map_err(|e| e.in_file(s.name().to_string()))?;
                 }
+                let mut unused = |what: &str, why: &str| {
+                    unused.push(Diagnostic {
+                        severity: Severity::Warning,
+                        location: Location::default().with_file(s.name().to_string()),
+                        message: format!("{what} does not apply to Lens example files: {why}"),
+                    })
+                };
+                if d.effective_cache_index(cfg) {
+                    unused("cacheIndex", "the file is indexed anew on every run");
+                }
+                if d.effective_max_errors(cfg) > 0 {
+                    unused("maxErrors", "as in Lens, one bad example refuses the file");
+                }
                 lens.push(s.clone());
                 sources.push(s);
             }
@@ -142,6 +159,7 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
             ctf,
             lens,
             joined: None,
+            unused,
         });
     }
     let joined = Arc::new(JoinedSource::new(sources)?);
@@ -150,6 +168,7 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
         ctf,
         lens,
         joined: Some(joined),
+        unused,
     })
 }
 
