@@ -323,19 +323,12 @@ fn conflicts_and_missing_layout_are_clear_errors() {
 fn cache_index_and_max_errors_warn_that_they_do_not_apply() {
     let dir = tempfile::tempdir().unwrap();
     let f = generated(dir.path(), 5, |_| 1.0);
-    let out = exfeed([
-        "read",
-        &f,
-        "--input-groups",
-        "a:2",
-        "--target-groups",
-        "t:1",
-        "-m",
-        "4",
+    let layout = ["--input-groups", "a:2", "--target-groups", "t:1", "-m", "4"];
+    let out = exfeed(["read", f.as_str()].iter().chain(&layout).chain(&[
         "--cache-index",
         "--max-errors",
         "3",
-    ]);
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     for what in ["cacheIndex", "maxErrors"] {
