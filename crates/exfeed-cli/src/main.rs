@@ -35,6 +35,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Interrupted (Ctrl-C, SIGTERM, SIGHUP): delete the temporary files of unfinished outputs,
+    // which a signal would otherwise leave behind, and exit as an interrupted program does.
+    // Without the handler (it cannot be installed) the default action still ends the process.
+    let _ = ctrlc::set_handler(|| {
+        exfeed::io::remove_unfinished_outputs();
+        std::process::exit(130);
+    });
     let result = match cli.command {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),

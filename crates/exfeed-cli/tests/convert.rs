@@ -393,3 +393,50 @@ fn no_sync_writes_the_same_file() {
     );
     assert_eq!(listing(d), ["in.txt", "synced.cbf", "unsynced.cbf"]);
 }
+
+#[test]
+fn an_interrupted_conversion_leaves_nothing_behind() {
+    // Large enough that the conversion is still running when the signal comes.
+    let mut data = String::new();
+    let mut k = 0u64;
+    while data.len() < 24 << 20 {
+        let v: Vec<String> = (0..40).map(|j| ((k * 7 + j) % 97).to_string()).collect();
+        data += &format!("|a {}\n", v.join(" "));
+        k += 1;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.ctf"), &data).unwrap();
+    for signal in ["INT", "TERM"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+            .args(["convert", "in.ctf", "out.cbf", "-i", "a:dense:40"])
+            .current_dir(d)
+            .spawn()
+            .unwrap();
+        // Wait for the temporary output to appear, then interrupt.
+        let started = std::time::Instant::now();
+        while !listing(d).iter().any(|f| f.starts_with(".exfeed-partial-")) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the conversion ended before it could be interrupted"
+            );
+            assert!(
+                started.elapsed().as_secs() < 120,
+                "no temporary output appeared"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let kill = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "SIG{signal}");
+        assert_eq!(
+            listing(d),
+            ["in.ctf"],
+            "SIG{signal}: nothing but the input is left"
+        );
+    }
+}

@@ -6,4 +6,4 @@ mod input;
 mod output;
 
 pub use input::{open_bytes, open_reader, Compression, InputBytes, InputPath};
-pub use output::{AtomicOutput, OutputOptions};
+pub use output::{remove_unfinished_outputs, AtomicOutput, OutputOptions};

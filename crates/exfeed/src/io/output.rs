@@ -2,6 +2,10 @@
 //! when complete and flushed. A failed or interrupted write leaves no partial file, and an
 //! existing file is replaced only when asked to.
 //!
+//! Temporary files of outputs being written are registered; [`remove_unfinished_outputs`] deletes
+//! them, for a program's interrupt handler to call before it exits (a signal ends the process
+//! without unwinding, so nothing else would).
+//!
 //! The commit syncs the file to disk before the rename (so the new name never points at data
 //! that a crash could lose). On Linux, writeback of what has been written is started every
 //! [`WRITEBACK_STEP`] bytes (`sync_file_range`, which does not wait), so that the disk works
@@ -12,7 +16,40 @@ use crate::error::{Error, ErrorKind, Location, Result};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use tempfile::TempPath;
+
+/// Temporary files of the outputs being written now.
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Deletes the temporary files of every output still being written. For an interrupt
+/// (SIGINT/SIGTERM) handler, which must then exit the process without committing them.
+pub fn remove_unfinished_outputs() {
+    let paths = UNFINISHED.lock().unwrap_or_else(|e| e.into_inner());
+    for p in paths.iter() {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// Keeps a temporary file in [`UNFINISHED`] while it lives.
+struct Registration(PathBuf);
+
+impl Registration {
+    fn new(path: &Path) -> Self {
+        let mut paths = UNFINISHED.lock().unwrap_or_else(|e| e.into_inner());
+        paths.push(path.to_path_buf());
+        Registration(path.to_path_buf())
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut paths = UNFINISHED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = paths.iter().position(|p| *p == self.0) {
+            paths.swap_remove(i);
+        }
+    }
+}
 
 /// How to treat the target of a write.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +80,8 @@ pub struct AtomicOutput {
     written: u64,
     /// `written` when writeback was last started.
     writeback_at: u64,
+    /// Dropped (unregistered) only after the temporary file is renamed or deleted.
+    _registration: Registration,
 }
 
 fn refused(path: &Path, message: String) -> Error {
@@ -90,6 +129,7 @@ impl AtomicOutput {
             .tempfile_in(dir)
             .map_err(|e| Error::io(target, e))?;
         let (file, temp) = temp.into_parts();
+        let registration = Registration::new(&temp);
         let buffered = BufWriter::with_capacity(1 << 20, file);
         let sink = match Compression::from_extension(target) {
             Compression::None => Sink::Plain(buffered),
@@ -109,6 +149,7 @@ impl AtomicOutput {
             force: options.force,
             written: 0,
             writeback_at: 0,
+            _registration: registration,
         })
     }
 
