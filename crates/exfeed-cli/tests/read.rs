@@ -205,6 +205,36 @@ fn frame_mode_rejects_multi_sample_sequences() {
     );
 }
 
+#[test]
+fn empty_windows_and_epochs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 10);
+    for (flag, value, want) in [
+        (
+            "--window-chunks",
+            "0",
+            "randomizationWindow must be a positive integer",
+        ),
+        (
+            "--window-samples",
+            "0",
+            "randomizationWindow must be a positive integer",
+        ),
+        ("--max-sweeps", "0", "must be positive"),
+        ("--max-samples", "0", "must be positive"),
+    ] {
+        let mut args = vec!["read", &f, "-m", "4", flag, value];
+        args.extend_from_slice(COMMON);
+        let out = exfeed(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{flag}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
 /// `exfeed read` with the progress bar shown at once (no delay), stderr as given.
 fn read_with_progress(stderr: std::process::Stdio, f: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_exfeed"))

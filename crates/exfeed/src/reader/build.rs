@@ -185,7 +185,7 @@ pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
     {
         None => Window::All,
         Some(n) if cfg.sample_based_randomization_window => Window::Samples(n),
-        Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX).max(1)),
+        Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX)),
     };
     let frame_mode = cfg.frame_mode
         || cfg
