@@ -67,3 +67,14 @@ fn info_describes_a_cbf_file_and_reports_corruption() {
     assert_eq!(code, 2);
     assert!(err.contains("bad.cbf (byte"), "{err}");
 }
+
+#[test]
+fn info_on_a_ctf_file_points_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("d.ctf");
+    std::fs::write(&p, "|a 1 2\n").unwrap();
+    let (code, out, err) = exfeed(&["info".as_ref(), p.as_os_str()]);
+    assert_eq!(code, 2);
+    assert_eq!(out, "");
+    assert!(err.contains("this looks like CTF (`exfeed check`"), "{err}");
+}

@@ -32,7 +32,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;
     let format = FileFormat::detect(&args.file, &bytes[..bytes.len().min(16)]);
     if format != FileFormat::Cbf {
-        anyhow::bail!("{name}: info describes CBF files; this looks like {format:?}");
+        let hint = match format {
+            FileFormat::Ctf => "CTF (`exfeed check` prints its summary)",
+            _ => "a Lens file (give --from ex or --from bex)",
+        };
+        anyhow::bail!("{name}: info describes CBF and Lens files; this looks like {hint}");
     }
     let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
     let text = describe(&file, args.all_chunks);
