@@ -321,65 +321,33 @@ impl<T: Element> Reader<T> {
         state: &ReaderState,
     ) -> Result<Self> {
         let mut r = Reader::new(source, options)?;
-        let o = &r.opts;
         let mut mismatch = Vec::new();
         if state.version != 1 {
             mismatch.push(format!("state version {} (expected 1)", state.version));
         }
-        let mut check = |what: &str, saved: String, now: String| {
-            if saved != now {
-                mismatch.push(format!("{what} was {saved}, is {now}"));
-            }
-        };
-        check(
-            "randomize",
-            state.randomize.to_string(),
-            o.randomize.to_string(),
-        );
-        check(
-            "randomizationSeed",
-            state.seed.to_string(),
-            o.seed.to_string(),
-        );
-        check(
-            "randomization window",
-            format!("{:?}", state.randomization_window),
-            format!("{:?}", o.window),
-        );
-        check(
-            "frameMode",
-            state.frame_mode.to_string(),
-            o.frame_mode.to_string(),
-        );
-        check(
-            "drawing with replacement",
-            state.with_replacement.to_string(),
-            o.with_replacement.to_string(),
-        );
-        check(
-            "drawing weighted by frequency",
-            state.weighted.to_string(),
-            r.weighted().to_string(),
-        );
-        check(
-            "num_workers",
-            state.num_workers.to_string(),
-            o.num_workers.to_string(),
-        );
-        check(
-            "worker_rank",
-            state.worker_rank.to_string(),
-            o.worker_rank.to_string(),
-        );
-        check(
-            "number of chunks",
-            state.chunks.to_string(),
-            r.source.chunks().len().to_string(),
-        );
-        check(
-            "number of samples",
-            state.total_samples.to_string(),
-            r.total_samples.to_string(),
+        // What the saved order depends on, compared with this reader's own state.
+        let now = r.state();
+        macro_rules! compare {
+            ($($field:ident: $what:literal),* $(,)?) => {$(
+                if state.$field != now.$field {
+                    mismatch.push(format!(
+                        "{} was {:?}, is {:?}",
+                        $what, state.$field, now.$field
+                    ));
+                }
+            )*};
+        }
+        compare!(
+            randomize: "randomize",
+            seed: "randomizationSeed",
+            randomization_window: "randomization window",
+            frame_mode: "frameMode",
+            with_replacement: "drawing with replacement",
+            weighted: "drawing weighted by frequency",
+            num_workers: "num_workers",
+            worker_rank: "worker_rank",
+            chunks: "number of chunks",
+            total_samples: "number of samples",
         );
         if !mismatch.is_empty() {
             return Err(Error::config(format!(
