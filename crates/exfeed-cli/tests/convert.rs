@@ -17,24 +17,31 @@ fn exfeed(args: &[&str], dir: &Path) -> (i32, String) {
 
 const CTF: &str = "0 |a 1 2 |b 3:1\n0 |a 3 4\n1 |a 5 6 |b 0:2 4:0.5\n";
 
+/// `exfeed convert INPUT OUTPUT` in `dir` of a file laid out like [`CTF`] (dense `a` as `x`,
+/// sparse `b` as `y`), with `extra` arguments.
+fn convert_ctf(input: &str, output: &str, extra: &[&str], dir: &Path) -> (i32, String) {
+    let mut args = vec![
+        "convert",
+        input,
+        output,
+        "-i",
+        "x:dense:2:a",
+        "-i",
+        "y:sparse:5:b",
+    ];
+    args.extend_from_slice(extra);
+    exfeed(&args, dir)
+}
+
 #[test]
 fn ctf_to_cbf_and_back() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("in.txt"), CTF).unwrap();
-    let (code, err) = exfeed(
-        &[
-            "convert",
-            "in.txt",
-            "out.cbf",
-            "-i",
-            "x:dense:2:a",
-            "-i",
-            "y:sparse:5:b",
-        ],
-        d,
-    );
+    let (code, err) = convert_ctf("in.txt", "out.cbf", &[], d);
     assert_eq!(code, 0, "{err}");
+    // Stderr that is not a terminal gets no progress bar bytes (a quick conversion none at all).
+    assert_eq!(err, "");
     let (code, err) = exfeed(&["convert", "out.cbf", "back.txt"], d);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -69,22 +76,11 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
     let d = dir.path();
     std::fs::write(d.join("in.txt"), CTF).unwrap();
     std::fs::write(d.join("out.cbf"), "keep").unwrap();
-    let args = [
-        "convert",
-        "in.txt",
-        "out.cbf",
-        "-i",
-        "x:dense:2:a",
-        "-i",
-        "y:sparse:5:b",
-    ];
-    let (code, err) = exfeed(&args, d);
+    let (code, err) = convert_ctf("in.txt", "out.cbf", &[], d);
     assert_eq!(code, 2);
     assert!(err.contains("out.cbf: output exists; use --force"), "{err}");
     assert_eq!(std::fs::read(d.join("out.cbf")).unwrap(), b"keep");
-    let mut forced = args.to_vec();
-    forced.push("--force");
-    assert_eq!(exfeed(&forced, d).0, 0);
+    assert_eq!(convert_ctf("in.txt", "out.cbf", &["--force"], d).0, 0);
     assert_ne!(std::fs::read(d.join("out.cbf")).unwrap(), b"keep");
 
     let (code, err) = exfeed(&["convert", "out.cbf", "out.cbf", "--force"], d);
@@ -93,18 +89,7 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
 
     // A conversion that fails half-way (index 7 out of range in the last line) leaves nothing.
     std::fs::write(d.join("bad.txt"), format!("{CTF}2 |a 1 1 |b 7:1\n")).unwrap();
-    let (code, err) = exfeed(
-        &[
-            "convert",
-            "bad.txt",
-            "bad.cbf",
-            "-i",
-            "x:dense:2:a",
-            "-i",
-            "y:sparse:5:b",
-        ],
-        d,
-    );
+    let (code, err) = convert_ctf("bad.txt", "bad.cbf", &[], d);
     assert_eq!(code, 2, "{err}");
     assert!(!d.join("bad.cbf").exists());
     let names: Vec<_> = std::fs::read_dir(d)
@@ -240,28 +225,6 @@ fn convert_with_config_section_matches_input_flags() {
     );
 }
 
-/// Stderr that is not a terminal gets no progress bar bytes (and a quick conversion none at all).
-#[test]
-fn no_progress_output_when_stderr_is_not_a_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    std::fs::write(d.join("in.txt"), CTF).unwrap();
-    let (code, err) = exfeed(
-        &[
-            "convert",
-            "in.txt",
-            "out.cbf",
-            "-i",
-            "x:dense:2:a",
-            "-i",
-            "y:sparse:5:b",
-        ],
-        d,
-    );
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(err, "");
-}
-
 /// Files in `dir`, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -374,17 +337,7 @@ fn no_sync_writes_the_same_file() {
     let d = dir.path();
     std::fs::write(d.join("in.txt"), CTF).unwrap();
     for (out, extra) in [("synced.cbf", None), ("unsynced.cbf", Some("--no-sync"))] {
-        let mut args = vec![
-            "convert",
-            "in.txt",
-            out,
-            "-i",
-            "x:dense:2:a",
-            "-i",
-            "y:sparse:5:b",
-        ];
-        args.extend(extra);
-        let (code, err) = exfeed(&args, d);
+        let (code, err) = convert_ctf("in.txt", out, extra.as_slice(), d);
         assert_eq!(code, 0, "{err}");
     }
     assert_eq!(
