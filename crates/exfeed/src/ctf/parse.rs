@@ -142,6 +142,21 @@ impl CtfParser {
         Error::new(kind, self.loc(at, col, input), msg)
     }
 
+    /// Reports a bad sample or sequence under the error budget (`maxErrors`): `Ok` while the
+    /// budget lasts, else the error that stops the run.
+    fn tolerate(
+        &mut self,
+        sink: &mut dyn DiagnosticSink,
+        kind: ErrorKind,
+        at: LineAt,
+        col: usize,
+        input: Option<usize>,
+        msg: String,
+    ) -> Result<()> {
+        let e = self.error(kind, at, col, input, msg);
+        self.budget.tolerate(e, sink)
+    }
+
     fn note(
         &self,
         sink: &mut dyn DiagnosticSink,
@@ -317,7 +332,9 @@ impl CtfParser {
             .iter()
             .position(|st| st.open_sequence_samples() == 0)
         {
-            let e = self.error(
+            batch.discard_sequence();
+            return self.tolerate(
+                sink,
                 ErrorKind::Invalid,
                 at,
                 0,
@@ -327,19 +344,17 @@ impl CtfParser {
                     what()
                 ),
             );
-            batch.discard_sequence();
-            return self.budget.tolerate(e, sink);
         }
         if mode == KeyMode::Ids && !self.seen_ids.insert(s.key) {
-            let e = self.error(
+            batch.discard_sequence();
+            return self.tolerate(
+                sink,
                 ErrorKind::Invalid,
                 at,
                 0,
                 None,
                 format!("sequence id {} appears again after other sequences (its lines must be consecutive)", s.key),
             );
-            batch.discard_sequence();
-            return self.budget.tolerate(e, sink);
         }
         let longest = batch
             .streams()
@@ -349,7 +364,8 @@ impl CtfParser {
             .unwrap_or(0) as u64;
         if longest < s.lines {
             // CNTK counts this as an error but keeps the sequence.
-            let e = self.error(
+            self.tolerate(
+                sink,
                 ErrorKind::Invalid,
                 at,
                 0,
@@ -359,8 +375,7 @@ impl CtfParser {
                     what(),
                     s.lines
                 ),
-            );
-            self.budget.tolerate(e, sink)?;
+            )?;
         }
         batch.finish_sequence(s.key);
         Ok(())
@@ -388,7 +403,8 @@ impl CtfParser {
                 break;
             }
             if line[i] != b'|' {
-                let e = self.error(
+                self.tolerate(
+                    sink,
                     ErrorKind::Syntax,
                     at,
                     i,
@@ -397,8 +413,7 @@ impl CtfParser {
                         "expected '|' and an input name, found '{}'",
                         shown(&line[i..])
                     ),
-                );
-                self.budget.tolerate(e, sink)?;
+                )?;
                 i = next_bar(line, i);
                 continue;
             }
@@ -421,7 +436,8 @@ impl CtfParser {
                 i += 1;
             }
             if i == name_start {
-                let e = self.error(
+                self.tolerate(
+                    sink,
                     ErrorKind::Syntax,
                     at,
                     i,
@@ -430,8 +446,7 @@ impl CtfParser {
                         "'|' must be followed by an input name, found {}",
                         shown_char(line, i)
                     ),
-                );
-                self.budget.tolerate(e, sink)?;
+                )?;
                 i = next_bar(line, i);
                 continue;
             }
@@ -449,14 +464,14 @@ impl CtfParser {
                 continue;
             };
             if self.on_line[idx] {
-                let e = self.error(
+                self.tolerate(
+                    sink,
                     ErrorKind::Invalid,
                     at,
                     name_start,
                     Some(idx),
                     "appears twice on one line (one sample per input per line)".into(),
-                );
-                self.budget.tolerate(e, sink)?;
+                )?;
                 i = next_bar(line, i);
                 continue;
             }
