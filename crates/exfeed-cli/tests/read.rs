@@ -206,6 +206,40 @@ fn frame_mode_rejects_multi_sample_sequences() {
 }
 
 #[test]
+fn keep_in_memory_reads_compressed_files_like_mapped_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 30);
+    let cbf = dir.path().join("d.cbf.gz");
+    let cbf = cbf.to_str().unwrap();
+    let conv = exfeed([
+        "convert",
+        &f,
+        cbf,
+        "--input",
+        "x:dense:2",
+        "--chunk-size",
+        "64",
+    ]);
+    assert!(conv.status.success(), "{}", text(&conv.stderr));
+    for file in [f.as_str(), cbf] {
+        let args = |keep: bool| {
+            let mut a = vec!["read", file, "-m", "4", "--chunk-size", "64", "--dump"];
+            if file == f {
+                a.extend(["--input", "x:dense:2"]);
+            }
+            if keep {
+                a.push("--keep-in-memory");
+            }
+            a
+        };
+        let (mapped, _) = read_ok(&args(false));
+        let (kept, _) = read_ok(&args(true));
+        assert!(!mapped.is_empty());
+        assert_eq!(kept, mapped, "{file}");
+    }
+}
+
+#[test]
 fn empty_windows_and_epochs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let f = data(&dir, 10);

@@ -114,6 +114,15 @@ pub fn open_bytes(input: &InputPath) -> Result<InputBytes> {
     }
 }
 
+/// As [`open_bytes`], but held in memory even where it could be mapped (`keepDataInMemory`):
+/// compressed files are decompressed, plain ones copied in whole.
+pub fn read_into_memory(input: &InputPath) -> Result<InputBytes> {
+    Ok(match open_bytes(input)? {
+        InputBytes::Mapped(map) => InputBytes::Owned(map.to_vec()),
+        owned => owned,
+    })
+}
+
 fn read_all(mut reader: Box<dyn BufRead + Send>, name: &str) -> Result<InputBytes> {
     let mut buf = Vec::new();
     reader

@@ -5,5 +5,5 @@
 mod input;
 mod output;
 
-pub use input::{open_bytes, open_reader, Compression, InputBytes, InputPath};
+pub use input::{open_bytes, open_reader, read_into_memory, Compression, InputBytes, InputPath};
 pub use output::{remove_unfinished_outputs, AtomicOutput, OutputOptions};

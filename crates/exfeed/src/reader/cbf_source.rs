@@ -24,12 +24,7 @@ impl CbfSource {
     pub fn open(input: &InputPath, select: &[StreamSpec], keep_in_memory: bool) -> Result<Self> {
         let name = input.display_name();
         let mut file = if keep_in_memory {
-            let bytes = match input {
-                InputPath::File(p) => {
-                    InputBytes::Owned(std::fs::read(p).map_err(|e| crate::Error::io(p, e))?)
-                }
-                InputPath::Stdin => crate::io::open_bytes(input)?,
-            };
+            let bytes = crate::io::read_into_memory(input)?;
             CbfFile::open(bytes).map_err(|e| e.in_file(name.clone()))?
         } else {
             CbfFile::open_input(input)?

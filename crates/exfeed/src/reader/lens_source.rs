@@ -15,7 +15,7 @@ use super::{ChunkInfo, ChunkSource, ReaderOptions, Window};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes, InputBytes, InputPath};
+use crate::io::{open_bytes, read_into_memory, InputBytes, InputPath};
 use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::model::{Example, SetHeader};
 use crate::lens::select::SelectionMode;
@@ -93,11 +93,10 @@ impl LensSource {
             InputPath::Stdin => InputPath::Stdin,
         };
         let name = input.display_name();
-        let bytes = match (&input, options.keep_in_memory) {
-            (InputPath::File(p), true) if !is_compressed(p) => {
-                InputBytes::Owned(std::fs::read(p).map_err(|e| Error::io(p, e))?)
-            }
-            _ => open_bytes(&input)?,
+        let bytes = if options.keep_in_memory {
+            read_into_memory(&input)?
+        } else {
+            open_bytes(&input)?
         };
         let materializer =
             Materializer::new(options.input_groups.clone(), options.target_groups.clone());
@@ -266,14 +265,6 @@ fn resolved(e: Error, bytes: &[u8], binary: bool) -> Error {
     } else {
         e.resolve_in(bytes, 0, 1)
     }
-}
-
-fn is_compressed(p: &std::path::Path) -> bool {
-    let mut head = [0u8; 4];
-    let n = std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .unwrap_or(0);
-    head[..n].starts_with(&[0x1f, 0x8b]) || head[..n].starts_with(b"BZh")
 }
 
 /// The streams: `input` and `target` from the layout, renamed as `select` says.
