@@ -20,12 +20,14 @@ pub mod format;
 pub mod io;
 pub mod json;
 pub mod lens;
+pub mod open;
 pub mod reader;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
+pub use open::{open, DataSet, LensLayout, OpenOptions, Sequences, Summary};
 pub use stream::{Storage, StreamSpec};
 
 /// The README's Rust examples, compiled and run as doctests.

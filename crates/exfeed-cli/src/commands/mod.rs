@@ -3,11 +3,9 @@
 pub mod bench;
 pub mod bench_cbf;
 pub mod bench_read;
-pub mod cbf_source;
 pub mod check;
 pub mod convert;
 pub mod dump;
 pub mod info;
-pub mod lens;
 pub mod read;
 pub mod source;

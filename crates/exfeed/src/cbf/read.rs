@@ -4,6 +4,7 @@ use super::{MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::SequenceBatch;
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::read_exact_at;
 use crate::stream::{Storage, StreamSpec};
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -101,35 +102,6 @@ impl<B: Deref<Target = [u8]>> Source<B> {
             Error::from(e).in_context(format!("reading {} bytes at byte {offset}", buf.len()))
         })
     }
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, buf, offset) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(any(unix, windows)))]
-fn read_exact_at(_: &std::fs::File, _: &mut [u8], _: u64) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "positioned reads are not supported on this platform",
-    ))
 }
 
 fn corrupt(byte: u64, message: impl Into<String>) -> Error {

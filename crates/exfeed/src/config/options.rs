@@ -526,7 +526,7 @@ impl Cx<'_> {
         let t = self.text(node, "precision", None)?;
         t.to_ascii_lowercase()
             .parse()
-            .map_err(|e: String| self.err(node.pos, None, e))
+            .map_err(|e: Error| self.err(node.pos, None, e.message()))
     }
 
     fn kind(
@@ -849,7 +849,7 @@ impl Cx<'_> {
                         format = Some(
                             t.to_ascii_lowercase()
                                 .parse::<Storage>()
-                                .map_err(|m| self.err(n.pos, c, m))?,
+                                .map_err(|e| self.err(n.pos, c, e.message()))?,
                         );
                     }
                     "definesMBSize" => spec.defines_mb_size = self.bool(n, "definesMBSize", c)?,

@@ -4,6 +4,9 @@
 
 mod input;
 mod output;
+mod positioned;
 
 pub use input::{open_bytes, open_reader, read_into_memory, Compression, InputBytes, InputPath};
+pub(crate) use input::{open_peeked, read_all};
 pub use output::{remove_unfinished_outputs, AtomicOutput, OutputOptions};
+pub use positioned::{read_at, read_at_most, read_exact_at};

@@ -14,39 +14,30 @@ pub mod text;
 
 pub use model::{Event, Example, ExampleSet, Range, RangeKind, RangeList, SetHeader, SparseUnits};
 
-/// Parses a Lens example file of either form (binary when it starts with the cookie).
+/// Parses a Lens example file of either form (binary when it starts with the cookie). As Lens,
+/// anything shorter than the cookie is refused.
 pub fn parse(bytes: &[u8]) -> crate::Result<ExampleSet> {
-    text::parse(bytes)
+    if bytes.len() < 4 {
+        return Err(
+            crate::Error::syntax(0, "example file empty (shorter than 4 bytes)")
+                .in_context("example 0")
+                .resolve_in(bytes, 0, 1),
+        );
+    }
+    if binary::is_binary(bytes) {
+        binary::read(bytes)
+    } else {
+        text::parse(bytes)
+    }
 }
 
 use crate::io::{open_bytes, InputPath};
-use std::path::{Path, PathBuf};
-
-/// Lens's file lookup: the name as given, or, when no such file exists, the name with `.gz`
-/// or `.bz2` appended (whichever exists first). Compression itself is recognised by content.
-pub fn resolve(path: &Path) -> PathBuf {
-    if path.exists() {
-        return path.to_path_buf();
-    }
-    for ext in ["gz", "bz2"] {
-        let mut name = path.as_os_str().to_os_string();
-        name.push(".");
-        name.push(ext);
-        let candidate = PathBuf::from(name);
-        if candidate.exists() {
-            return candidate;
-        }
-    }
-    path.to_path_buf()
-}
+use std::path::Path;
 
 /// Loads a whole example file, text or binary, compressed or not (`-` reads standard input;
 /// a missing name is retried with `.gz`/`.bz2` as Lens does). Errors name the file.
 pub fn load(input: &InputPath) -> crate::Result<ExampleSet> {
-    let input = match input {
-        InputPath::File(p) => InputPath::File(resolve(p)),
-        InputPath::Stdin => InputPath::Stdin,
-    };
+    let input = input.clone().with_compressed_lookup();
     let name = input.display_name();
     let bytes = open_bytes(&input)?;
     parse(&bytes).map_err(|e| e.in_file(name))

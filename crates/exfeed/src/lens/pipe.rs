@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::io::{open_reader, InputPath};
 use std::io::BufRead;
 
-type Source = Box<dyn BufRead + Send>;
+/// A stream of example-file bytes.
+pub type Source = Box<dyn BufRead + Send>;
 
 /// How [`PipeReader`] waits for more input.
 enum Fill {
@@ -17,7 +18,8 @@ enum Fill {
     /// Whatever the source has ready.
     Available,
 }
-type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
+/// Opens the source again, for looping.
+pub type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
 
 /// Reads examples one at a time.
 pub struct PipeReader {
@@ -44,10 +46,7 @@ impl PipeReader {
     /// reads its set header. With `looping`, the
     /// input is reopened when it ends (standard input cannot be, so it never loops).
     pub fn open(input: InputPath, looping: bool) -> Result<Self> {
-        let input = match input {
-            InputPath::File(p) => InputPath::File(super::resolve(&p)),
-            InputPath::Stdin => InputPath::Stdin,
-        };
+        let input = input.with_compressed_lookup();
         let name = input.display_name();
         let src = open_reader(&input)?;
         let opener: Option<Opener> = match (&input, looping) {
@@ -55,6 +54,12 @@ impl PipeReader {
             _ => None,
         };
         Self::start(src, opener, name)
+    }
+
+    /// Reads from `src` (at its first byte), then, when `reopen` is given, from each new source
+    /// it opens when the previous one ends (looping).
+    pub fn new(src: Source, reopen: Option<Opener>, name: impl Into<String>) -> Result<Self> {
+        Self::start(src, reopen, name.into())
     }
 
     /// Reads from `src` once (no looping).

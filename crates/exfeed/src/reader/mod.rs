@@ -104,7 +104,10 @@ pub mod rng;
 mod tests;
 
 pub use any::{AnyMinibatch, AnyReader, RunOptions};
-pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
+pub use build::{
+    build_reader, open_configured_source, open_configured_source_with, reader_options,
+    ConfiguredSource,
+};
 pub use cbf_source::CbfSource;
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
 pub use ctf_source::{index_cache_path, CtfSource, CtfSourceOptions, IndexOrigin};
