@@ -1,6 +1,6 @@
 //! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
 
-use super::number::{parse_number, six_decimals};
+use super::number::{parse_number, six_decimals, BadNumber};
 use super::scan::{
     detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM,
 };
@@ -10,6 +10,7 @@ use crate::element::Element;
 use crate::error::{
     Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity,
 };
+use crate::limits::Limits;
 use crate::stream::Storage;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -78,6 +79,7 @@ impl CtfParser {
         if opts.inputs.is_empty() {
             return Err(Error::config("no inputs are configured"));
         }
+        Limits::default().check_text_inputs(&opts.inputs)?;
         let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
         for (i, s) in opts.inputs.iter().enumerate() {
             for n in std::iter::once(s.name.as_str()).chain(s.alias.as_deref()) {
@@ -503,14 +505,29 @@ impl CtfParser {
         Ok(any)
     }
 
-    fn bad_number(
+    fn bad_number<T: Element>(
         &self,
         line: &[u8],
         start: usize,
-        at_char: usize,
+        bad: BadNumber,
         at: LineAt,
         idx: usize,
     ) -> (Error, usize) {
+        let at_char = bad.at;
+        if bad.out_of_range {
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                start,
+                Some(idx),
+                format!(
+                    "number '{}' is out of range for precision {}",
+                    shown(&line[start..]),
+                    T::PRECISION
+                ),
+            );
+            return (e, at_char);
+        }
         let e = self.error(
             ErrorKind::Syntax,
             at,
@@ -608,7 +625,7 @@ impl CtfParser {
                     count += 1;
                     i = end;
                 }
-                Err(bad) => return Err(self.bad_number(line, i, bad.at, at, idx)),
+                Err(bad) => return Err(self.bad_number::<T>(line, i, bad, at, idx)),
             }
         }
         if count > dim {
@@ -690,7 +707,7 @@ impl CtfParser {
             }
             i += 1;
             let (v, end) = parse_number::<T>(line, i)
-                .map_err(|bad| self.bad_number(line, i, bad.at, at, idx))?;
+                .map_err(|bad| self.bad_number::<T>(line, i, bad, at, idx))?;
             if index >= dim || index > u32::MAX as u64 {
                 let e = self.error(
                     ErrorKind::Invalid,
