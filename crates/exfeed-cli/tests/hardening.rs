@@ -293,3 +293,55 @@ fn sigkill_during_a_conversion_leaves_the_old_output_or_nothing() {
         }
     }
 }
+
+#[test]
+fn input_without_line_ends_is_bounded_by_the_record_size() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // Through a pipe (a stream, never a file that could be mapped): a NUL fails at once, a line
+    // of digits at the maximum record size (64 MiB), instead of being buffered without end.
+    let feed = |input: Vec<u8>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+            .args(["dump", "-i", "a:dense:1", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input); // the reader may stop early
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let mut zeros = b"7 |a 1\n8 |a 2\n".to_vec();
+    zeros.resize(zeros.len() + (8 << 20), 0);
+    let (code, out, err) = feed(zeros);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("-:3:1 (byte 14): found a NUL byte: CTF is text"),
+        "{err}"
+    );
+    // Sequence 7 is complete; 8 could still have gone on when the NUL came.
+    assert_eq!(out.lines().count(), 1, "complete sequences are kept: {out}");
+    let mut digits = b"|a 1\n".to_vec();
+    digits.resize(digits.len() + (65 << 20), b'1');
+    let (code, _, err) = feed(digits);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "-:2:67108865 (byte 67108869): a sequence longer than the maximum record size \
+             (67108864 bytes) starts at byte 5"
+        ),
+        "{err}"
+    );
+    // NULs, wherever they are, are shown escaped, not as invisible bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("nul.ctf");
+    std::fs::write(&f, b"\0\0\0\n").unwrap();
+    let (code, _, err) = run(&["dump", "-i", "a:dense:1", &f.to_string_lossy()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(r"found '\u{0}\u{0}\u{0}'"), "{err}");
+}

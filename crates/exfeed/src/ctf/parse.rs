@@ -26,6 +26,7 @@ pub struct CtfParser {
     seen_ids: HashSet<u64>,
     on_line: Vec<bool>,
     file: Option<Arc<str>>,
+    limits: Limits,
 }
 
 /// A sequence being read.
@@ -53,7 +54,17 @@ fn shown(bytes: &[u8]) -> String {
         .position(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'|'))
         .unwrap_or(bytes.len())
         .min(40);
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    // Control bytes (a NUL, an escape) are shown escaped: printed raw they are invisible.
+    String::from_utf8_lossy(&bytes[..end])
+        .chars()
+        .flat_map(|c| {
+            let escaped = c.is_control().then(|| c.escape_default());
+            escaped
+                .into_iter()
+                .flatten()
+                .chain((!c.is_control()).then_some(c))
+        })
+        .collect()
 }
 
 fn shown_char(line: &[u8], i: usize) -> String {
@@ -73,13 +84,18 @@ fn next_bar(line: &[u8], from: usize) -> usize {
 }
 
 impl CtfParser {
-    /// A parser for the configured inputs. Fails if there are none, or if two inputs share a
-    /// name or alias.
+    /// A parser for the configured inputs. Fails if there are none, if two inputs share a
+    /// name or alias, or if a dense dim is more than a record can hold ([`Limits`]).
     pub fn new(opts: CtfOptions) -> Result<Self> {
+        Self::with_limits(opts, Limits::default())
+    }
+
+    /// [`CtfParser::new`] with other limits than the default ones.
+    pub fn with_limits(opts: CtfOptions, limits: Limits) -> Result<Self> {
         if opts.inputs.is_empty() {
             return Err(Error::config("no inputs are configured"));
         }
-        Limits::default().check_text_inputs(&opts.inputs)?;
+        limits.check_text_inputs(&opts.inputs)?;
         let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
         for (i, s) in opts.inputs.iter().enumerate() {
             for n in std::iter::once(s.name.as_str()).chain(s.alias.as_deref()) {
@@ -105,6 +121,7 @@ impl CtfParser {
             seen_ids: HashSet::new(),
             on_line,
             file: None,
+            limits,
         })
     }
 
@@ -762,10 +779,45 @@ impl CtfStream {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
+        // A NUL cannot be part of CTF text: fail at it rather than buffer what follows (a
+        // zero-filled device or decompression bomb would otherwise be held as one line).
+        let nul = memchr::memchr(0, bytes).map(|k| self.base + (self.pending.len() + k) as u64);
         self.pending.extend_from_slice(bytes);
-        if memchr::memchr(b'\n', bytes).is_none() {
-            return Ok(());
+        if memchr::memchr(b'\n', bytes).is_some() {
+            self.parse_complete(batch, sink)?;
         }
+        if let Some(at) = nul.filter(|&at| at >= self.base) {
+            return Err(self.fatal(Error::syntax(at, "found a NUL byte: CTF is text")));
+        }
+        let max = self.parser.limits.max_record_bytes;
+        if self.pending.len() as u64 > max {
+            return Err(self.fatal(Error::invalid(
+                self.base + max,
+                format!(
+                    "a sequence longer than the maximum record size ({max} bytes) starts at \
+                     byte {}",
+                    self.base
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// `e`, at a byte of the pending bytes, with its line, column and file.
+    fn fatal(&self, e: Error) -> Error {
+        let mut e = e.resolve_in(&self.pending, self.base, self.base_line);
+        if let Some(f) = &self.parser.file {
+            e = e.in_file(f.clone());
+        }
+        e
+    }
+
+    /// Parses the complete sequences at the start of the pending bytes.
+    fn parse_complete<T: Element>(
+        &mut self,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
         let mode = match self.mode {
             Some(m) => m,
             None => {
