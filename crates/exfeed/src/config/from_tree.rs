@@ -800,7 +800,11 @@ impl<'f> Cx<'f> {
         let block = is.block();
         let mut out: Vec<StreamSpec> = Vec::with_capacity(block.entries.len());
         for ie in &block.entries {
-            let ictx = format!("input '{}'", ie.key);
+            // Inside a deserializer, its number leads (two deserializers may name one input).
+            let ictx = match ctx {
+                Some(c) => format!("{c}: input '{}'", ie.key),
+                None => format!("input '{}'", ie.key),
+            };
             let c = Some(ictx.as_str());
             let bs = self.block(ie, &is, "an input", c)?;
             let mut seen = Seen::new(INPUT_PARAMS, "input", Some(ictx.clone()));
