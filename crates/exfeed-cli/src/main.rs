@@ -28,9 +28,6 @@ enum Command {
     Read(commands::read::Args),
     /// Describe a file: CBF header (streams, chunks, sequences and samples, size), or a Lens set (examples, events, groups, values).
     Info(commands::info::Args),
-    /// Measure parsing speed on generated data (development aid).
-    #[command(hide = true)]
-    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,7 +45,6 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(args),
         Command::Read(args) => commands::read::run(args),
         Command::Convert(args) => commands::convert::run(args),
-        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,
