@@ -2,6 +2,7 @@
 
 pub mod cbf_source;
 pub mod check;
+pub mod config;
 pub mod convert;
 pub mod dump;
 pub mod info;
