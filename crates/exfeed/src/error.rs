@@ -197,6 +197,28 @@ impl Error {
         self.0.source.as_ref()
     }
 
+    /// This error as an [`std::io::Error`] (of the kind of its I/O source, if any), to pass
+    /// through an [`std::io::Write`]: converting it back ([`Error::io`], `From`) gives this
+    /// error again, file and all.
+    pub fn into_io(self) -> std::io::Error {
+        let kind = self
+            .0
+            .source
+            .as_ref()
+            .map_or(std::io::ErrorKind::Other, |s| s.kind());
+        std::io::Error::new(kind, self)
+    }
+
+    /// The error an [`std::io::Error`] carries (from [`Error::into_io`]), or the io error.
+    fn carried(err: std::io::Error) -> std::result::Result<Error, std::io::Error> {
+        if err.get_ref().is_some_and(|e| e.is::<Error>()) {
+            let inner = err.into_inner().expect("checked above");
+            Ok(*inner.downcast::<Error>().expect("checked above"))
+        } else {
+            Err(err)
+        }
+    }
+
     /// The kind of error.
     pub fn kind(&self) -> ErrorKind {
         self.0.kind
@@ -288,6 +310,10 @@ impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {
+        let err = match Error::carried(err) {
+            Ok(e) => return e,
+            Err(err) => err,
+        };
         let mut e = Error::new(ErrorKind::Io, Location::default(), err.to_string());
         e.0.source = Some(err);
         e

@@ -5,7 +5,7 @@ use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
-use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
+use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
 use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
@@ -95,18 +95,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let bytes = opened.data.into_bytes()?;
             let out = AtomicOutput::create(&args.output, &options)?;
             let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
-            let cbf = CbfWriterOptions {
-                chunk_size: args.chunk_size,
-                precision,
+            let convert = CtfToCbfOptions {
+                file: name.clone(),
+                ctf: CtfOptions {
+                    inputs: opened.options.inputs.clone(),
+                    skip_sequence_ids: opened.options.skip_sequence_ids,
+                    max_errors: opened.options.max_errors,
+                },
+                cbf: CbfWriterOptions {
+                    chunk_size: args.chunk_size,
+                    precision,
+                },
             };
-            let ctf = CtfOptions {
-                inputs: opened.options.inputs.clone(),
-                skip_sequence_ids: opened.options.skip_sequence_ids,
-                max_errors: opened.options.max_errors,
-            };
-            let (out, stats) = ctf_to_cbf(&bytes, &name, &ctf, &cbf, out, &mut sink, |done| {
-                bar.set(done)
-            })?;
+            let (out, stats) =
+                ctf_to_cbf(&bytes, &convert, out, &mut sink, |done| bar.set(done))?;
             commit(out, args.no_sync)?;
             bar.finish();
             stats.sequences

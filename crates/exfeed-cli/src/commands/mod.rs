@@ -1,9 +1,7 @@
 //! One module per subcommand.
 
-pub mod bench;
-pub mod bench_cbf;
-pub mod bench_read;
 pub mod check;
+pub mod config;
 pub mod convert;
 pub mod dump;
 pub mod info;

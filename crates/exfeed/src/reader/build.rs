@@ -74,6 +74,13 @@ pub fn open_configured_source_with<T: Element>(
             "the reader configuration has no deserializer",
         ));
     }
+    if cfg
+        .deserializers
+        .iter()
+        .any(|d| d.effective_chunk_size_bytes(cfg) == 0)
+    {
+        return Err(Error::config("chunkSizeInBytes must be positive"));
+    }
     let lens_count = cfg
         .deserializers
         .iter()
