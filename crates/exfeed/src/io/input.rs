@@ -373,6 +373,30 @@ mod tests {
     }
 
     #[test]
+    fn a_peek_is_replayed_even_when_bytes_arrive_one_at_a_time() {
+        let text = b"0 |a 1 2\n1 |a 3 4\n".to_vec();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        for data in [text.clone(), gz.finish().unwrap()] {
+            // A pipe that delivers one byte per read.
+            let slow = BufReader::with_capacity(1, std::io::Cursor::new(data));
+            let (replay, magic) = Replay::peek(slow, 4).unwrap();
+            assert_eq!(magic.len(), 4);
+            let decoded: Box<dyn BufRead + Send> = match Compression::sniff(&magic) {
+                Compression::Gzip => {
+                    Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(replay)))
+                }
+                _ => Box::new(replay),
+            };
+            let (mut replay, head) = Replay::peek(decoded, 8).unwrap();
+            assert_eq!(head, &text[..8]);
+            let mut all = Vec::new();
+            replay.read_to_end(&mut all).unwrap();
+            assert_eq!(all, text);
+        }
+    }
+
+    #[test]
     fn empty_file_reads_as_empty() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("empty");

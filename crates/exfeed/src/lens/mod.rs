@@ -18,11 +18,7 @@ pub use model::{Event, Example, ExampleSet, Range, RangeKind, RangeList, SetHead
 /// anything shorter than the cookie is refused.
 pub fn parse(bytes: &[u8]) -> crate::Result<ExampleSet> {
     if bytes.len() < 4 {
-        return Err(
-            crate::Error::syntax(0, "example file empty (shorter than 4 bytes)")
-                .in_context("example 0")
-                .resolve_in(bytes, 0, 1),
-        );
+        return Err(too_short());
     }
     if binary::is_binary(bytes) {
         binary::read(bytes)
@@ -33,6 +29,15 @@ pub fn parse(bytes: &[u8]) -> crate::Result<ExampleSet> {
 
 use crate::io::{open_bytes, InputPath};
 use std::path::Path;
+
+/// Lens refuses a file shorter than its binary cookie; the whole file is the place (no byte).
+pub(crate) fn too_short() -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::Syntax,
+        crate::Location::default(),
+        "example file empty (shorter than 4 bytes)",
+    )
+}
 
 /// Loads a whole example file, text or binary, compressed or not (`-` reads standard input;
 /// a missing name is retried with `.gz`/`.bz2` as Lens does). Errors name the file.

@@ -157,10 +157,7 @@ impl PipeReader {
         self.this_pass = 0;
         while self.buf.len() < 4 && self.fill_in(Fill::Available)? {}
         if self.buf.len() < 4 {
-            return Err(self.positioned(Error::syntax(
-                0,
-                "example file empty (shorter than 4 bytes)",
-            )));
+            return Err(self.positioned(super::too_short()));
         }
         self.binary = binary::is_binary(&self.buf);
         if !self.binary && !self.buf.ends_with(b"\n") {

@@ -128,10 +128,7 @@ impl LensSource {
         };
         if bytes.len() < 4 {
             // As Lens (and `lens::parse`): anything shorter than the binary cookie is refused.
-            return Err(fail(
-                Error::syntax(0, "example file empty (shorter than 4 bytes)"),
-                Some(0),
-            ));
+            return Err(fail(crate::lens::too_short(), None));
         }
         let mut chunker = Chunker::new(self.options.chunk_size);
         let mut unknown = BTreeSet::new();
