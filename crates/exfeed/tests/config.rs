@@ -624,7 +624,7 @@ dump = [
         );
         let test = config("data/test.ctf");
         let (files, notes) = r.data_files(std::slice::from_ref(&test));
-        assert_eq!(files, [test.clone()]);
+        assert_eq!(files, std::slice::from_ref(&test));
         assert_eq!(
             notes,
             [format!(
