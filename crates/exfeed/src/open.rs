@@ -128,7 +128,7 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
     let mut content = match format {
         FileFormat::Cbf if input.is_seekable() && compression == Compression::None => {
             drop(reader);
-            Content::Cbf(Box::new(CbfFile::open_input(&input)?))
+            Content::Cbf(Box::new(crate::io::open_cbf(&input)?))
         }
         FileFormat::Cbf => {
             let bytes = read_all(reader, &name)?;

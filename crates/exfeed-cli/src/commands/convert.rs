@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if is_lens(from) && is_lens(to) {
         let set = opened.data.lens_set()?;
-        exfeed::lens::save(&set, &args.output, to == FileFormat::LensBinary, &options)?;
+        exfeed::io::save_lens(&set, &args.output, to == FileFormat::LensBinary, &options)?;
         return Ok(ExitCode::SUCCESS);
     }
     if is_lens(from) && opened.options.lens.is_none() {

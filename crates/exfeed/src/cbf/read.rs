@@ -61,8 +61,6 @@ pub struct CbfFile<B> {
 enum Source<B> {
     /// All in memory.
     Memory(B),
-    /// A memory map of the file ([`CbfFile::open_input`]).
-    Mapped(memmap2::Mmap),
     /// The buffered fallback: the header is read at open and each chunk when it is decoded,
     /// with positioned reads (`pread`) into a reused buffer.
     File {
@@ -76,7 +74,6 @@ impl<B: Deref<Target = [u8]>> Source<B> {
     fn bytes(&self) -> Option<&[u8]> {
         match self {
             Source::Memory(b) => Some(b),
-            Source::Mapped(m) => Some(m),
             Source::File { .. } => None,
         }
     }
@@ -227,49 +224,8 @@ fn read_i32_le(b: &[u8]) -> i32 {
 }
 
 impl CbfFile<crate::io::InputBytes> {
-    /// Opens a CBF file from a path or standard input; errors name the file. A plain file is
-    /// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered
-    /// fallback, as [`open_buffered`](Self::open_buffered)); standard input, other non-regular
-    /// files and compressed files are read into memory.
-    pub fn open_input(input: &crate::io::InputPath) -> Result<Self> {
-        use crate::io::{Compression, InputPath};
-        let name = input.display_name();
-        let in_file = |e: Error| e.in_file(name.clone());
-        if let InputPath::File(path) = input {
-            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-            if meta.is_file() && meta.len() > 0 {
-                // SAFETY: the map is read-only; a file truncated by another process while
-                // mapped is outside what any reader can defend against (as for every mmap user).
-                match unsafe { memmap2::Mmap::map(&file) } {
-                    Ok(map) if Compression::sniff(&map) == Compression::None => {
-                        return Self::from_source(Source::Mapped(map), meta.len()).map_err(in_file);
-                    }
-                    Ok(_) => {} // compressed: decompressed into memory below
-                    Err(_) => {
-                        let mut head = [0u8; 4];
-                        let n = head.len().min(meta.len() as usize);
-                        read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
-                        if Compression::sniff(&head[..n]) == Compression::None {
-                            return Self::open_file(file).map_err(in_file);
-                        }
-                    }
-                }
-            }
-        }
-        let bytes = crate::io::open_bytes(input).map_err(in_file)?;
-        CbfFile::open(bytes).map_err(in_file)
-    }
-
-    /// Opens a CBF file at `path` without mapping it (the buffered fallback): the header is read
-    /// now, each chunk with one positioned read when it is decoded. Errors name the file.
-    pub fn open_buffered(path: &std::path::Path) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        Self::open_file(file).map_err(|e| e.in_file(path.display().to_string()))
-    }
-
-    /// Opens a CBF file from an open file, read a range at a time (as
-    /// [`open_buffered`](Self::open_buffered); errors do not name the file).
+    /// Opens a CBF file from an open file, read a range at a time with positioned reads (the
+    /// buffered fallback, see [`crate::io::open_cbf`]; errors do not name the file).
     pub fn open_file(file: std::fs::File) -> Result<Self> {
         let len = file.metadata()?.len();
         Self::from_source(
@@ -444,7 +400,6 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
             Source::Memory(b) => decode(&b[offset..offset + len], batch),
             // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
             // the kernel's fault-around on a page-cached file.)
-            Source::Mapped(m) => decode(&m[offset..offset + len], batch),
             Source::File { buffer, .. } => {
                 // One buffer reused from chunk to chunk; a concurrent reader gets its own.
                 let mut own = Vec::new();

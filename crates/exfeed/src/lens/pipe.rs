@@ -5,7 +5,6 @@
 use super::model::*;
 use super::{binary, text};
 use crate::error::{Error, Result};
-use crate::io::{open_reader, InputPath};
 use std::io::BufRead;
 
 /// A stream of example-file bytes.
@@ -42,20 +41,6 @@ pub struct PipeReader {
 }
 
 impl PipeReader {
-    /// Opens `input` (`-` for standard input; a missing name is retried with `.gz`/`.bz2`) and
-    /// reads its set header. With `looping`, the
-    /// input is reopened when it ends (standard input cannot be, so it never loops).
-    pub fn open(input: InputPath, looping: bool) -> Result<Self> {
-        let input = input.with_compressed_lookup();
-        let name = input.display_name();
-        let src = open_reader(&input)?;
-        let opener: Option<Opener> = match (&input, looping) {
-            (InputPath::File(_), true) => Some(Box::new(move || open_reader(&input))),
-            _ => None,
-        };
-        Self::start(src, opener, name)
-    }
-
     /// Reads from `src` (at its first byte), then, when `reopen` is given, from each new source
     /// it opens when the previous one ends (looping).
     pub fn new(src: Source, reopen: Option<Opener>, name: impl Into<String>) -> Result<Self> {
