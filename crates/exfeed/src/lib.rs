@@ -21,6 +21,7 @@ pub mod format;
 pub mod io;
 mod json;
 pub mod lens;
+pub mod limits;
 pub mod reader;
 pub mod stream;
 
