@@ -71,7 +71,7 @@ pub struct ReaderOptions {
 
 /// Decoding threads per core beyond which a reader refuses ([`ReaderOptions::max_threads`]):
 /// decoding is CPU-bound, so more threads than cores only wait on each other.
-pub const MAX_THREADS_PER_CORE: usize = 4;
+const MAX_THREADS_PER_CORE: usize = 4;
 
 impl Default for ReaderOptions {
     fn default() -> Self {
@@ -98,7 +98,7 @@ impl ReaderOptions {
         threads.saturating_mul(2).max(2)
     }
 
-    /// The most decoding threads a reader takes: [`MAX_THREADS_PER_CORE`] per available core.
+    /// The most decoding threads a reader takes: four per available core.
     pub fn max_threads() -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         cores.saturating_mul(MAX_THREADS_PER_CORE)
