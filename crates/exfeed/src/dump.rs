@@ -1,5 +1,5 @@
 //! The JSON-lines forms `exfeed dump` prints, one JSON object a line. Each function appends
-//! one object, without its newline, to a byte buffer.
+//! one line (with its `\n`) to a byte buffer.
 //!
 //! - A sequence of a CTF or CBF file (or of any [`SequenceBatch`](crate::SequenceBatch)):
 //!   [`write_sequence`].
@@ -17,7 +17,7 @@
 //! batch.finish_sequence(7);
 //! let mut line = Vec::new();
 //! exfeed::dump::write_sequence(&mut line, &batch, 0, &["x"]);
-//! assert_eq!(line, br#"{"key":7,"streams":{"x":[[1,0.5]]}}"#);
+//! assert_eq!(line, b"{\"key\":7,\"streams\":{\"x\":[[1,0.5]]}}\n");
 //! ```
 
 pub use crate::json::write_sequence;
