@@ -14,21 +14,22 @@ pub mod cbf;
 pub mod config;
 pub mod convert;
 pub mod ctf;
+pub mod dataset;
+pub mod dump;
 pub mod element;
 pub mod error;
 pub mod format;
 pub mod io;
-pub mod json;
+mod json;
 pub mod lens;
 pub mod limits;
-pub mod open;
 pub mod reader;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
+pub use dataset::{open, DataSet, LensLayout, OpenOptions, Sequences, Summary};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
-pub use open::{open, DataSet, LensLayout, OpenOptions, Sequences, Summary};
 pub use stream::{Storage, StreamSpec};
 
 /// The README's Rust examples, compiled and run as doctests.

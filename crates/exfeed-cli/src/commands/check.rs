@@ -1,8 +1,8 @@
 //! `exfeed check`: validate whole files, list every problem, print each file's summary.
 
 use super::source::{exit_code_for, parse_format, LayoutArgs, SourceArgs};
+use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
-use exfeed::open::Summary;
 use exfeed::{Diagnostic, DiagnosticSink, Severity, Storage};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -85,7 +85,7 @@ fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
         }
         for seq in 0..batch.len() {
             line.clear();
-            exfeed::json::write_sequence(&mut line, &batch, seq, &names);
+            exfeed::dump::write_sequence(&mut line, &batch, seq, &names);
             out.write_all(&line)?;
         }
     }
@@ -113,11 +113,11 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
     let (mut loaded, mut pipe) = if streaming {
         // Only --pipe loops (reopens the source at its end), as Lens's PIPE mode.
         let r = opened.data.lens_examples(args.pipe && !args.no_loop)?;
-        exfeed::lens::dump::write_set_header(&mut line, r.header(), None);
+        exfeed::dump::write_set_header(&mut line, r.header(), None);
         (None, Some(r))
     } else {
         let set = opened.data.lens_set()?;
-        exfeed::lens::dump::write_header(&mut line, &set);
+        exfeed::dump::write_header(&mut line, &set);
         (Some(set.examples.into_iter()), None)
     };
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
@@ -138,8 +138,8 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
             let Some(ex) = ex else { break };
             line.clear();
             match &mut materializer {
-                None => exfeed::lens::dump::write_example(&mut line, i as usize, &ex),
-                Some(m) => exfeed::lens::dump::write_materialized(&mut line, &ex, m, &mut sink)
+                None => exfeed::dump::write_example(&mut line, i as usize, &ex),
+                Some(m) => exfeed::dump::write_materialized(&mut line, &ex, m, &mut sink)
                     .map_err(|e: Error| e.within(format!("example {i}")).in_file(name.clone()))?,
             }
             w.write_all(&line)?;

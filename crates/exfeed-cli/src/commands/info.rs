@@ -5,10 +5,10 @@
 use super::source::{parse_format, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use exfeed::cbf::CbfFile;
+use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
 use exfeed::io::InputBytes;
 use exfeed::lens::info::Info;
-use exfeed::open::Summary;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -2,10 +2,10 @@
 //!
 //! [`model`] is the example-set model, [`text`] parses and writes `.ex`, [`binary`] reads and
 //! writes `.bex` byte for byte as Lens does. They work on byte slices; files are opened by
-//! [`crate::open`] (and [`crate::io::load_lens`], [`crate::io::save_lens`]).
+//! [`crate::open()`] (and [`crate::io::load_lens`], [`crate::io::save_lens`]).
 
 pub mod binary;
-pub mod dump;
+pub(crate) mod dump;
 pub mod info;
 pub mod materialize;
 pub mod model;
