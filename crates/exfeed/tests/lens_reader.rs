@@ -581,7 +581,12 @@ fn truncated_files_are_refused_exactly_when_the_loader_refuses_them() {
             };
             match (LensSource::open(&input, &[], opts), loaded) {
                 (Ok(s), Ok(set)) => assert_eq!(s.len(), set.examples.len(), "{ext} cut {cut}"),
-                (Err(e), Err(_)) => assert!(e.location().byte.is_some(), "{ext} cut {cut}: {e}"),
+                // Positioned, unless the whole file is the place (shorter than 4 bytes).
+                (Err(e), Err(_)) => assert_eq!(
+                    e.location().byte.is_some(),
+                    cut >= 4,
+                    "{ext} cut {cut}: {e}"
+                ),
                 (Ok(_), Err(e)) => panic!("{ext} cut {cut}: only the loader refuses: {e}"),
                 (Err(e), Ok(_)) => panic!("{ext} cut {cut}: only indexing refuses: {e}"),
             }
