@@ -2,6 +2,7 @@
 //! package `exfeed` (python/exfeed) re-exports it and adds the pure-Python parts.
 
 mod errors;
+mod lens;
 mod options;
 mod reader;
 mod typed;
@@ -20,6 +21,7 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::StreamInfo>()?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_buffer_address, m)?)?;
+    m.add_function(wrap_pyfunction!(lens::_lens_load, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

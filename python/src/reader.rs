@@ -254,6 +254,16 @@ impl Reader {
         dtype_of(py, self.precision)
     }
 
+    /// Samples of one sweep over the whole data set (all workers), by the index.
+    #[getter]
+    fn total_samples(&self) -> PyResult<u64> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        Ok(reader.total_samples())
+    }
+
     /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.
     #[getter]
     fn done(&self) -> bool {

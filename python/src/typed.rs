@@ -23,7 +23,6 @@ macro_rules! either {
 }
 pub(crate) use either;
 
-#[allow(dead_code)] // the sources are kept open for the reader
 enum Typed {
     F32(Reader<f32>, ConfiguredSource<f32>),
     F64(Reader<f64>, ConfiguredSource<f64>),
@@ -92,6 +91,14 @@ impl AnyReader {
         match &self.typed {
             Typed::F32(r, _) => r.state(),
             Typed::F64(r, _) => r.state(),
+        }
+    }
+
+    /// Samples of the whole data set, by its index.
+    pub fn total_samples(&self) -> u64 {
+        match &self.typed {
+            Typed::F32(_, s) => s.source.chunks().iter().map(|c| c.samples).sum(),
+            Typed::F64(_, s) => s.source.chunks().iter().map(|c| c.samples).sum(),
         }
     }
 
