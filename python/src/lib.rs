@@ -5,7 +5,6 @@ mod errors;
 mod lens;
 mod options;
 mod reader;
-mod typed;
 
 use pyo3::prelude::*;
 
@@ -14,6 +13,7 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("DataError", py.get_type::<errors::DataError>())?;
     m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add("ConfigWarning", py.get_type::<errors::ConfigWarning>())?;
     m.add("InternalError", py.get_type::<errors::InternalError>())?;
     m.add_class::<reader::Reader>()?;
     m.add_class::<reader::Minibatch>()?;
