@@ -31,9 +31,6 @@ enum Command {
     /// Show what exfeed understood of a configuration file: the resolved reader of each section,
     /// every parameter with its value and where it came from. Opens no data file.
     Config(commands::config::Args),
-    /// Measure parsing speed on generated data (development aid).
-    #[command(hide = true)]
-    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,7 +49,6 @@ fn main() -> ExitCode {
         Command::Read(args) => commands::read::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Config(args) => commands::config::run(args),
-        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -458,7 +458,7 @@ mod whole_files {
     #[test]
     fn overrides_as_cntk_takes_them_on_its_command_line() {
         type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, bool);
-        let cases: &[Case] = &[
+        let cases: &[Case<'_>] = &[
             (&[("DataDir", "/data")], "/data/train.ctf", false),
             (
                 &[("datadir", "/data"), ("Train.reader.randomize", "true")],

@@ -140,7 +140,7 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
     Ok(ExampleSet { header, examples })
 }
 
-fn read_header(c: &mut Cursor) -> Result<SetHeader> {
+fn read_header(c: &mut Cursor<'_>) -> Result<SetHeader> {
     let cookie = c.u32("the magic cookie")?;
     if cookie != COOKIE {
         return Err(Error::corrupt(
@@ -198,7 +198,7 @@ pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example,
     Ok((ex, c.pos))
 }
 
-fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
+fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     let name = c.string("the example name")?;
     let proc = c.string("the example proc")?;
     let frequency = c.real("the example frequency")?;
@@ -256,13 +256,20 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
         e.active_target = c.real("an event activeTarget")?;
     }
     let mut lists: Vec<RangeList> = Vec::new();
+    // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
+    // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
+    let mut push = |ranges: RangeList| {
+        (!ranges.is_empty()).then(|| {
+            lists.push(ranges);
+            lists.len() - 1
+        })
+    };
     let n_in = c.count("the number of input sets", 9)?;
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
-        let id = lists.len();
-        lists.push(read_ranges(c)?);
-        for &k in &evs {
-            if events[k].input.replace(id).is_some() {
+        let id = push(read_ranges(c)?);
+        for &k in evs.iter().filter(|_| id.is_some()) {
+            if std::mem::replace(&mut events[k].input, id).is_some() {
                 return Err(Error::corrupt(
                     c.pos as u64,
                     format!("event {k} has inputs twice"),
@@ -270,8 +277,11 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
             }
         }
         if c.flag("the shared-targets flag")? {
-            for k in read_event_list(c, num_events)? {
-                if events[k].target.replace(id).is_some() {
+            for k in read_event_list(c, num_events)?
+                .into_iter()
+                .filter(|_| id.is_some())
+            {
+                if std::mem::replace(&mut events[k].target, id).is_some() {
                     return Err(Error::corrupt(
                         c.pos as u64,
                         format!("event {k} has targets twice"),
@@ -283,10 +293,9 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
     let n_t = c.count("the number of target sets", 8)?;
     for _ in 0..n_t {
         let evs = read_event_list(c, num_events)?;
-        let id = lists.len();
-        lists.push(read_ranges(c)?);
-        for k in evs {
-            if events[k].target.replace(id).is_some() {
+        let id = push(read_ranges(c)?);
+        for k in evs.into_iter().filter(|_| id.is_some()) {
+            if std::mem::replace(&mut events[k].target, id).is_some() {
                 return Err(Error::corrupt(
                     c.pos as u64,
                     format!("event {k} has targets twice"),
@@ -303,7 +312,7 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
     })
 }
 
-fn read_event_list(c: &mut Cursor, num_events: usize) -> Result<Vec<usize>> {
+fn read_event_list(c: &mut Cursor<'_>, num_events: usize) -> Result<Vec<usize>> {
     let n = c.count("the length of an event list", 4)?;
     let start = c.pos;
     let mut raw = Vec::with_capacity(n);
@@ -340,7 +349,7 @@ fn read_event_list(c: &mut Cursor, num_events: usize) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-fn read_ranges(c: &mut Cursor) -> Result<RangeList> {
+fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {
     let n = c.count("the number of ranges", 1 + 4 + 1 + 4)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
