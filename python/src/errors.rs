@@ -46,7 +46,7 @@ pub fn to_py(err: Error) -> PyErr {
 /// (FileNotFoundError for ENOENT, ...). Refusing to overwrite a file is EEXIST.
 fn os_error(err: &Error) -> PyErr {
     use std::io::ErrorKind as K;
-    let io = std::error::Error::source(err).and_then(|s| s.downcast_ref::<std::io::Error>());
+    let io = err.io_error();
     let errno = match (err.kind(), io) {
         (ErrorKind::Refused, _) => libc_errno::EEXIST,
         (_, Some(e)) => e.raw_os_error().unwrap_or(match e.kind() {
