@@ -317,11 +317,8 @@ impl<R: BufRead> BufRead for Replay<R> {
 }
 
 fn io_error(input: &InputPath, e: std::io::Error) -> Error {
-    Error::new(
-        ErrorKind::Io,
-        Location::default().with_file(input.display_name()),
-        e.to_string(),
-    )
+    // Keeps the operating system's error (its errno), see Error::io_error.
+    Error::from(e).in_file(input.display_name())
 }
 
 #[cfg(test)]
