@@ -1,6 +1,6 @@
 //! Opening inputs.
 
-use crate::error::{Error, ErrorKind, Location, Result};
+use crate::error::{Error, Result};
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -324,6 +324,7 @@ fn io_error(input: &InputPath, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use std::io::Write;
 
     #[test]
