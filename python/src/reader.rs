@@ -222,6 +222,7 @@ impl Reader {
             worker_rank,
             threads,
             prefetch_chunks,
+            ..RunOptions::default()
         };
         check_run_options(&run)?;
         let inner = {
