@@ -385,10 +385,21 @@ def test_partitions_share_the_global_size_and_split_each_sweep(tmp_path):
     assert sorted(seen) == list(range(30))
 
 
+def test_max_samples_is_shared_by_the_partitions(tmp_path):
+    path = one_per_line(tmp_path, 40)
+    counts = [
+        sum(map(len, read_values(values_source(path, chunk_size=12, max_samples=5), 2, **p)))
+        for p in ({"num_data_partitions": 2, "partition_index": i} for i in range(2))
+    ]
+    assert counts == [3, 2]
+    # A partition whose share is 0 delivers nothing.
+    single = values_source(path, chunk_size=12, max_samples=1)
+    assert read_values(single, 4, num_data_partitions=2, partition_index=1) == []
+
+
 def test_partitioning_cannot_change_after_the_first_minibatch(tmp_path):
-    source = values_source(one_per_line(tmp_path, 8))
-    source.next_minibatch(2, num_data_partitions=2, partition_index=1)
-    source.next_minibatch(2, num_data_partitions=2, partition_index=1)
+    source = values_source(one_per_line(tmp_path, 8), chunk_size=12)
+    assert len(read_values(source, 2, 2, num_data_partitions=2, partition_index=1)) == 2
     with pytest.raises(ValueError, match="partition"):
         source.next_minibatch(2)
 
@@ -425,6 +436,15 @@ def test_checkpoint_of_a_partition(tmp_path):
     fresh = values_source(path, chunk_size=12, max_sweeps=2)
     fresh.restore_from_checkpoint(state)
     assert read_values(fresh, 6, **partition) == expected and expected
+
+
+def test_a_checkpoint_taken_before_reading_leaves_the_partitioning_open(tmp_path):
+    path = one_per_line(tmp_path, 20)
+    state = values_source(path, chunk_size=12, randomize=False).get_checkpoint_state()
+    source = values_source(path, chunk_size=12, randomize=False)
+    source.restore_from_checkpoint(state)
+    # Global size 4: this partition takes 2, from its chunks (lines 2-3, 6-7, ...).
+    assert read_values(source, 4, 2, num_data_partitions=2, partition_index=1) == [[2, 3], [6, 7]]
 
 
 def test_a_checkpoint_from_elsewhere_is_refused(tmp_path):
@@ -559,7 +579,7 @@ def test_the_sample_in_the_repository(tmp_path):
             break
         features, label = mb[source.streams.features], mb[source.streams.label]
         assert features.num_sequences == label.num_sequences
-        assert [len(s) for s in label.as_sequences()] == [1] * label.num_sequences
+        assert [s.shape for s in label.as_sequences()] == [(1, 3)] * label.num_sequences
         sequences += features.num_sequences
         samples += features.num_samples
         assert features.asarray().dtype == np.float32

@@ -587,7 +587,8 @@ class MinibatchSource:
         if self._max_samples == FULL_DATA_SWEEP:
             limit["max_sweeps"] = 1
         elif self._max_samples != INFINITELY_REPEAT:
-            limit["max_samples"] = _share(self._max_samples, partitions, index)
+            # A partition whose share is 0 is never read (see _limited_to_nothing).
+            limit["max_samples"] = max(1, _share(self._max_samples, partitions, index))
         elif self._max_sweeps < FULL_DATA_SWEEP:
             limit["max_sweeps"] = self._max_sweeps
         with tempfile.NamedTemporaryFile("w", suffix=".cntk", delete=False) as f:
@@ -604,6 +605,11 @@ class MinibatchSource:
             )
         finally:
             os.unlink(f.name)
+
+    def _limited_to_nothing(self):
+        """Whether this partition's share of ``max_samples`` is 0."""
+        limited = self._max_samples not in (INFINITELY_REPEAT, FULL_DATA_SWEEP)
+        return limited and _share(self._max_samples, *self._partitions) == 0
 
     def stream_infos(self):
         """The streams this source delivers, a list of :class:`StreamInformation`."""
@@ -656,8 +662,6 @@ class MinibatchSource:
             raise ValueError(
                 "partition_index %d is out of range for %d partitions" % (index, partitions)
             )
-        if self._ended:
-            return {}
         if (partitions, index) != self._partitions:
             if self._started:
                 raise ValueError(
@@ -667,7 +671,10 @@ class MinibatchSource:
                 )
             self._reader = self._new_reader(partitions, index)
             self._partitions = (partitions, index)
+            self._ended = self._limited_to_nothing()
         self._started = True
+        if self._ended:
+            return {}
         minibatch = self._reader.next_minibatch(max(1, _share(size, partitions, index)))
         if minibatch is None:
             self._ended = True
@@ -697,6 +704,7 @@ class MinibatchSource:
         return {
             "minibatchSourcePosition": self._position,
             "exfeedPartitions": list(self._partitions),
+            "exfeedStarted": self._started,
             "exfeedEnded": self._ended,
             "exfeedReader": self._reader.state_dict(),
         }
@@ -714,7 +722,8 @@ class MinibatchSource:
         reader.load_state_dict(checkpoint["exfeedReader"])
         self._reader = reader
         self._partitions = (partitions, index)
-        self._started = True
+        # Saved before the first minibatch, the partitioning is still open.
+        self._started = bool(checkpoint.get("exfeedStarted", True))
         self._ended = bool(checkpoint.get("exfeedEnded", False))
         self._position = int(checkpoint["minibatchSourcePosition"])
 
