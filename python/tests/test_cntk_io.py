@@ -289,6 +289,9 @@ def test_default_seed_and_window(tmp_path):
         2,
     )
     assert default == explicit
+    # Accepted for CNTK's signature; they change nothing here.
+    quiet = values_source(path, trace_level=TraceLevel.Error, multithreaded_deserializer=True)
+    assert read_values(quiet, 40, 2) == default
 
 
 def test_window_in_samples_randomizes(tmp_path):
@@ -364,7 +367,7 @@ def test_input_map_keys_and_its_dict_emptied_by_the_next_call(tmp_path):
     source = values_source(one_per_line(tmp_path, 4), randomize=False)
     first = source.next_minibatch(2, input_map={"a": source.streams.v, "b": "v"})
     assert set(first) == {"a", "b"} and first["a"].asarray().ravel().tolist() == [0, 1]
-    second = source.next_minibatch(2, {"a": source.streams.v})
+    second = source.next_minibatch(2, {"a": source.streams.v}, device="cpu")  # device: unused
     assert first == {} and second["a"].asarray().ravel().tolist() == [2, 3]
     unmapped = source.next_minibatch(2)
     assert list(unmapped) == [source.streams.v] and second == {}
@@ -538,9 +541,11 @@ def test_cbf_and_ctf_deliver_the_same_minibatches():
                         y.is_sparse,
                     )
                     np.testing.assert_array_equal(x.mask, y.mask)
-                    for p, q in zip(x.as_sequences(), y.as_sequences()):
-                        p, q = (p.toarray(), q.toarray()) if x.is_sparse else (p, q)
-                        np.testing.assert_allclose(p, q, rtol=1e-6)
+                    if x.is_sparse:
+                        for p, q in zip(x.asarray(), y.asarray()):
+                            assert (p != q).nnz == 0
+                    else:
+                        np.testing.assert_array_equal(x.asarray(), y.asarray())
 
 
 def test_cbf_streams_only_rename():

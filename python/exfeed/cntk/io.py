@@ -556,23 +556,10 @@ class MinibatchSource:
             os.path.abspath(os.fspath(_plain(d["file"]))) for d in settings["deserializers"]
         ]
         self._config_text = _reader_config_text(settings)
-        defines_mb_size = {
-            name
-            for d in settings["deserializers"]
-            for name, entry in (d.get("input") or {}).items()
-            if _plain(entry.get("definesMBSize", False))
-        }
         self._partitions = (1, 0)
         self._reader = self._new_reader(*self._partitions)
         self._stream_infos = [
-            StreamInformation(
-                s.name,
-                i,
-                s.storage,
-                np.float32,
-                (s.dim,),
-                s.name in defines_mb_size,
-            )
+            StreamInformation(s.name, i, s.storage, np.float32, (s.dim,), s.defines_mb_size)
             for i, s in enumerate(self._reader.streams)
         ]
         self._streams = None
