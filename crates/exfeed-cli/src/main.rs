@@ -28,9 +28,9 @@ enum Command {
     Read(commands::read::Args),
     /// Describe a file: CBF header (streams, chunks, sequences and samples, size), or a Lens set (examples, events, groups, values).
     Info(commands::info::Args),
-    /// Measure parsing speed on generated data (development aid).
-    #[command(hide = true)]
-    Bench(commands::bench::Args),
+    /// Show what exfeed understood of a configuration file: the resolved reader of each section,
+    /// every parameter with its value and where it came from. Opens no data file.
+    Config(commands::config::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(args),
         Command::Read(args) => commands::read::run(args),
         Command::Convert(args) => commands::convert::run(args),
-        Command::Bench(args) => commands::bench::run(args),
+        Command::Config(args) => commands::config::run(args),
     };
     match result {
         Ok(code) => code,

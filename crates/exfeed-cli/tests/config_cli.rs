@@ -88,3 +88,103 @@ fn config_errors_name_file_and_line() {
         "{err}"
     );
 }
+
+/// exfeed's own whole-file test configs (networks, SGD blocks, several sections).
+fn own_config(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../exfeed/tests/configs")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn config_shows_the_resolved_reader_of_each_section() {
+    let cfg = own_config("slot_tagging.cntk");
+    let out = exfeed(["config", &cfg]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out.stderr));
+    let text = common::text(&out.stdout);
+    for want in [
+        "command: Train:Dump:Test\n",
+        "read/check/dump use: section 'Train' (the first section of command = Train:Dump:Test that has a reader)\n",
+        "\nsection 'Train':\n",
+        "    randomize = false  [",
+        "slot_tagging.cntk:57:21]\n",
+        "    randomizationSeed = 0  [default]\n",
+        "    input words: alias W dim 5 sparse\n",
+        "  warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored\n",
+        "\nsection 'Test':\n",
+        "  deserializer 1: CNTKTextFormatDeserializer\n",
+        "    deserializer 1: input 'tags': dim = 3  [",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    // JSON, with overrides; no data file is opened (DataDir points nowhere).
+    let out = exfeed([
+        "config",
+        &cfg,
+        "--json",
+        "--set",
+        "DataDir=/nowhere",
+        "--set",
+        "command=Test",
+        "--section",
+        "Train",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["section_used"], "Train");
+    assert_eq!(v["command"], serde_json::json!(["Test"]));
+    let s = &v["sections"][0];
+    assert_eq!(s["section"], "Train");
+    assert_eq!(s["deserializers"][0]["file"], "/nowhere/train.ctf");
+    assert_eq!(s["deserializers"][0]["inputs"][1]["name"], "tags");
+    assert_eq!(s["deserializers"][0]["inputs"][1]["alias"], "T");
+    assert_eq!(s["reader"]["randomize"]["value"], "false");
+    assert_eq!(s["reader"]["maxErrors"]["from"], "default");
+    let file = s["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "file")
+        .unwrap();
+    assert_eq!(file["value"], "/nowhere/train.ctf");
+    assert!(file["from"]
+        .as_str()
+        .unwrap()
+        .ends_with("slot_tagging.cntk:56:16"));
+    assert_eq!(s["warnings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn config_names_what_it_cannot_read_and_exits_1() {
+    let out = exfeed(["config", &own_config("images_and_text.cntk"), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let err = v["sections"][0]["error"].as_str().unwrap();
+    assert!(err.ends_with("deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed cannot read \
+         (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"), "{err}");
+    let out = exfeed([
+        "config",
+        &own_config("slot_tagging.cntk"),
+        "--set",
+        "Train..x=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::text(&out.stderr).contains("'Train..x' is not a parameter name or a dotted path")
+    );
+    let out = exfeed([
+        "config",
+        &own_config("slot_tagging.cntk"),
+        "--set",
+        "novalue",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::text(&out.stderr).contains("'novalue' is not NAME=VALUE"),
+        "{}",
+        common::text(&out.stderr)
+    );
+}

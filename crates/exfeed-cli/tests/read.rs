@@ -178,10 +178,13 @@ fn cache_index_is_written_and_reused() {
     let mut args = vec!["read", &f, "-m", "10", "--cache-index", "--seed", "1"];
     args.extend_from_slice(COMMON);
     let (first, err) = read_ok(&args);
-    assert!(err.contains("index scannedandcached"), "{err}");
+    assert!(
+        err.contains("(indexing ") && err.contains("s, index scanned and cached)"),
+        "{err}"
+    );
     assert!(std::path::Path::new(&format!("{f}.exfeed-index")).exists());
     let (second, err) = read_ok(&args);
-    assert!(err.contains("index cache"), "{err}");
+    assert!(err.contains("s, index from cache)"), "{err}");
     assert_eq!(first, second);
     // A corrupt cache: a warning, and the same result.
     std::fs::write(format!("{f}.exfeed-index"), b"garbage").unwrap();

@@ -307,6 +307,56 @@ impl<T: Element> StreamData<T> {
     }
 }
 
+/// The buffers of a [`StreamData`], moved out by [`StreamData::into_parts`] (no copy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamParts<T> {
+    /// Dense or sparse.
+    pub storage: Storage,
+    /// The stream's dimension.
+    pub dim: usize,
+    /// Number of samples.
+    pub samples: usize,
+    /// Dense: `samples * dim` values, row-major. Sparse: the non-zero values of all samples.
+    pub values: Vec<T>,
+    /// Sparse: the index of each non-zero value. Dense: empty.
+    pub indices: Vec<u32>,
+    /// Sparse: CSR row pointers, `samples + 1` entries starting with 0 (`values[sample_offsets[i]
+    /// ..sample_offsets[i + 1]]` are sample `i`'s). Dense: `[0]`.
+    pub sample_offsets: Vec<usize>,
+    /// `sequences + 1` entries starting with 0: sequence `s` is samples
+    /// `seq_offsets[s]..seq_offsets[s + 1]`.
+    pub seq_offsets: Vec<usize>,
+}
+
+impl<T: Element> StreamData<T> {
+    /// Moves the buffers out, without copying (to hand them to NumPy, say). The values of an
+    /// open (not ended) sample are dropped first; samples of a sequence not yet finished are
+    /// kept (they are past the last `seq_offsets` entry).
+    ///
+    /// ```
+    /// use exfeed::{Storage, StreamData};
+    /// let mut s = StreamData::<f32>::new(Storage::Sparse, 5);
+    /// s.push_sparse_sample(&[1, 4], &[0.5, 2.0]);
+    /// s.push_sparse_sample(&[], &[]);
+    /// let parts = s.into_parts();
+    /// assert_eq!((parts.samples, parts.values, parts.indices), (2, vec![0.5, 2.0], vec![1, 4]));
+    /// assert_eq!(parts.sample_offsets, vec![0, 2, 2]);
+    /// assert_eq!(parts.seq_offsets, vec![0]); // no finished sequence
+    /// ```
+    pub fn into_parts(mut self) -> StreamParts<T> {
+        self.discard_open_sample();
+        StreamParts {
+            storage: self.storage,
+            dim: self.dim,
+            samples: self.num_samples(),
+            values: self.values,
+            indices: self.indices,
+            sample_offsets: self.sample_offsets,
+            seq_offsets: self.seq_offsets,
+        }
+    }
+}
+
 /// Whole sequences of a fixed list of streams, column by column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SequenceBatch<T> {
@@ -356,6 +406,21 @@ impl<T: Element> SequenceBatch<T> {
     /// The streams, in configuration order.
     pub fn streams(&self) -> &[StreamData<T>] {
         &self.streams
+    }
+
+    /// Takes stream `i` out, leaving an empty stream of the same storage and dimension (with no
+    /// buffers) in its place. Until the batch is [cleared](SequenceBatch::clear) the streams no
+    /// longer agree on the sequences: take the ones you want, then clear or refill it (as
+    /// [`crate::reader::AnyReader::next_minibatch`] does).
+    pub fn take_stream(&mut self, i: usize) -> StreamData<T> {
+        let s = &self.streams[i];
+        let empty = StreamData::new(s.storage, s.dim);
+        std::mem::replace(&mut self.streams[i], empty)
+    }
+
+    /// Takes the keys out (see [`SequenceBatch::take_stream`]), leaving none.
+    pub fn take_keys(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.keys)
     }
 
     /// Stream `i`, for pushing samples.

@@ -21,7 +21,7 @@ use std::ops::Deref;
 
 /// Bytes of CTF text parsed at a time (whole sequences; a longer sequence makes a longer piece).
 /// Pieces are parsed on all cores when no error may be tolerated and no sequence id repeats.
-/// About 1 MiB, as `bench ctf` parses: the parsed values of a piece (doubles) then stay in the
+/// About 1 MiB, as the CTF parse benchmark parses: the parsed values of a piece (doubles) then stay in the
 /// cache until they are encoded, and fewer bytes are in flight (measured: 1 MiB pieces took
 /// less CPU time and fewer page faults than 4 MiB ones).
 const PIECE_BYTES: usize = 1 << 20;
@@ -38,38 +38,63 @@ pub struct ConvertStats {
     pub chunks: u64,
 }
 
-/// Converts a whole CTF file held in `ctf` (named `file` in errors) to CBF written to `out`.
-/// The CBF streams are `opts.inputs`, stored under their names (their aliases are the CTF
-/// names). `progress` is called with the number of input bytes done after each piece.
+/// The options of [`ctf_to_cbf`]: how to read the CTF text and how to write the CBF file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CtfToCbfOptions {
+    /// The input's name in errors (a path, or `<stdin>`).
+    pub file: String,
+    /// How the CTF text is read: its inputs become the CBF streams, stored under their names
+    /// (their aliases are the CTF names); the error budget (`max_errors`) applies as in a parse.
+    pub ctf: CtfOptions,
+    /// How the CBF file is written: chunk size and element precision.
+    pub cbf: CbfWriterOptions,
+}
+
+/// Converts a whole CTF file held in `ctf` to CBF written to `out`, reporting tolerated
+/// problems to `sink`. `progress` is called with the number of input bytes done after each
+/// piece.
+///
+/// ```
+/// use exfeed::cbf::CbfFile;
+/// use exfeed::convert::{ctf_to_cbf, CtfToCbfOptions};
+/// use exfeed::ctf::CtfOptions;
+///
+/// let options = CtfToCbfOptions {
+///     file: "two.ctf".into(),
+///     ctf: CtfOptions { inputs: vec!["x:dense:2".parse()?], ..CtfOptions::default() },
+///     ..CtfToCbfOptions::default()
+/// };
+/// let text = b"0 |x 1 2\n1 |x 3 4\n";
+/// let (cbf, stats) = ctf_to_cbf(text, &options, Vec::new(), &mut Vec::new(), |_| {})?;
+/// assert_eq!((stats.sequences, stats.chunks), (2, 1));
+/// assert_eq!(CbfFile::open(cbf)?.num_sequences(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn ctf_to_cbf<W: Write>(
     ctf: &[u8],
-    file: &str,
-    opts: &CtfOptions,
-    cbf: &CbfWriterOptions,
+    options: &CtfToCbfOptions,
     out: W,
     sink: &mut dyn DiagnosticSink,
     progress: impl FnMut(u64),
 ) -> Result<(W, ConvertStats)> {
-    ctf_to_cbf_in_pieces(ctf, file, opts, cbf, out, sink, progress, PIECE_BYTES)
+    ctf_to_cbf_in_pieces(ctf, options, out, sink, progress, PIECE_BYTES)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn ctf_to_cbf_in_pieces<W: Write>(
     ctf: &[u8],
-    file: &str,
-    opts: &CtfOptions,
-    cbf: &CbfWriterOptions,
+    options: &CtfToCbfOptions,
     out: W,
     sink: &mut dyn DiagnosticSink,
     mut progress: impl FnMut(u64),
     piece_bytes: usize,
 ) -> Result<(W, ConvertStats)> {
+    let (file, opts) = (options.file.as_str(), &options.ctf);
     let mut parser = CtfParser::new(opts.clone())?;
     parser.set_file_name(file);
     let mode = detect_key_mode(ctf, opts.skip_sequence_ids).ok_or_else(|| {
         Error::invalid(0, "the file is empty: no data lines").in_file(file.to_string())
     })?;
-    let mut writer = CbfWriter::new(out, &opts.inputs, cbf.clone())?;
+    let mut writer = CbfWriter::new(out, &opts.inputs, options.cbf.clone())?;
     // Piece boundaries: (byte offset, 1-based line) of the first sequence of each piece.
     let mut starts: Vec<(u64, u64)> = Vec::new();
     let mut piece_start = 0u64;
@@ -308,16 +333,18 @@ mod tests {
             max_errors,
             ..Default::default()
         };
-        let cbf = CbfWriterOptions {
-            chunk_size: 200,
-            ..Default::default()
+        let options = CtfToCbfOptions {
+            file: "t".into(),
+            ctf: opts,
+            cbf: CbfWriterOptions {
+                chunk_size: 200,
+                ..Default::default()
+            },
         };
         let mut diags = Vec::new();
         let r = ctf_to_cbf_in_pieces(
             t.as_bytes(),
-            "t",
-            &opts,
-            &cbf,
+            &options,
             Vec::new(),
             &mut diags,
             |_| {},

@@ -23,7 +23,7 @@ pub mod lens;
 pub mod reader;
 pub mod stream;
 
-pub use batch::{SequenceBatch, StreamData};
+pub use batch::{SequenceBatch, StreamData, StreamParts};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};

@@ -207,7 +207,7 @@ fn real_files_truncated_or_flipped_give_clean_errors() {
 /// gives the same CBF bytes the second time.
 #[test]
 fn conversion_reproduces_ctf2bin_and_round_trips() {
-    use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
+    use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
     use exfeed::ctf::CtfOptions;
     let Some(root) = common::conformance("cntk") else {
         return;
@@ -217,17 +217,19 @@ fn conversion_reproduces_ctf2bin_and_round_trips() {
         let text = std::fs::read(root.join("ctf").join(format!("{name}.txt"))).unwrap();
         let bin = std::fs::read(root.join("cbf").join(format!("{name}.bin"))).unwrap();
         let precision = CbfFile::open(bin.as_slice()).unwrap().streams()[0].element;
-        let opts = CtfOptions {
-            inputs: specs.clone(),
-            ..Default::default()
-        };
-        let cbf = CbfWriterOptions {
-            chunk_size: u64::MAX,
-            precision,
+        let mut options = CtfToCbfOptions {
+            file: name.to_string(),
+            ctf: CtfOptions {
+                inputs: specs.clone(),
+                ..Default::default()
+            },
+            cbf: CbfWriterOptions {
+                chunk_size: u64::MAX,
+                precision,
+            },
         };
         let mut diags = Vec::new();
-        let (ours, stats) =
-            ctf_to_cbf(&text, name, &opts, &cbf, Vec::new(), &mut diags, |_| {}).unwrap();
+        let (ours, stats) = ctf_to_cbf(&text, &options, Vec::new(), &mut diags, |_| {}).unwrap();
         assert!(
             ours == bin,
             "{name}: convert's bytes differ from ctf2bin.py's"
@@ -236,33 +238,24 @@ fn conversion_reproduces_ctf2bin_and_round_trips() {
 
         // CBF -> CTF -> CBF, with small chunks too.
         for chunk_size in [u64::MAX, 3000] {
-            let cbf = CbfWriterOptions {
-                chunk_size,
-                precision,
-            };
-            let (first, _) =
-                ctf_to_cbf(&text, name, &opts, &cbf, Vec::new(), &mut diags, |_| {}).unwrap();
+            options.cbf.chunk_size = chunk_size;
+            let (first, _) = ctf_to_cbf(&text, &options, Vec::new(), &mut diags, |_| {}).unwrap();
             let f = CbfFile::open(first.as_slice()).unwrap();
             let (ctf2, s2) = cbf_to_ctf(&f, Vec::new(), |_| {}).unwrap();
             assert_eq!(s2.sequences, f.num_sequences());
             // The CTF written names streams as stored in the CBF file.
-            let opts2 = CtfOptions {
-                inputs: specs
-                    .iter()
-                    .map(|s| StreamSpec::new(s.name.clone(), s.storage, s.dim))
-                    .collect(),
-                ..Default::default()
+            let again = CtfToCbfOptions {
+                file: "round trip".into(),
+                ctf: CtfOptions {
+                    inputs: specs
+                        .iter()
+                        .map(|s| StreamSpec::new(s.name.clone(), s.storage, s.dim))
+                        .collect(),
+                    ..Default::default()
+                },
+                cbf: options.cbf.clone(),
             };
-            let (second, _) = ctf_to_cbf(
-                &ctf2,
-                "round trip",
-                &opts2,
-                &cbf,
-                Vec::new(),
-                &mut diags,
-                |_| {},
-            )
-            .unwrap();
+            let (second, _) = ctf_to_cbf(&ctf2, &again, Vec::new(), &mut diags, |_| {}).unwrap();
             assert!(
                 second == first,
                 "{name} chunk size {chunk_size}: CBF -> CTF -> CBF changed the bytes"

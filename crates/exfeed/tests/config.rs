@@ -356,3 +356,259 @@ fn documented_examples_are_true() {
         assert!(docs.contains(want), "docs/config.md shows {want}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Whole CNTK config files, in the shape real ones have (tests/configs/, written for exfeed):
+// networks in BrainScript, SGD blocks, several command sections, variables, comments.
+
+mod whole_files {
+    use std::path::{Path, PathBuf};
+
+    use exfeed::config::{ConfigFile, ConfigOptions, ReaderConfig};
+    use exfeed::{ErrorKind, Storage};
+
+    fn config(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/configs")
+            .join(name)
+    }
+
+    fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn load(
+        name: &str,
+        section: Option<&str>,
+        overrides: &[(&str, &str)],
+    ) -> exfeed::Result<exfeed::config::SectionReader> {
+        let options = ConfigOptions {
+            section: section.map(str::to_string),
+            overrides: set(overrides),
+        };
+        ReaderConfig::load(config(name), &options)
+    }
+
+    #[test]
+    fn the_first_command_section_with_a_reader_is_used_and_says_so() {
+        let r = load("slot_tagging.cntk", None, &[]).unwrap();
+        assert_eq!(r.section.as_deref(), Some("Train"));
+        assert_eq!(
+            r.chosen_because.as_deref(),
+            Some("the first section of command = Train:Dump:Test that has a reader")
+        );
+        // ConfigDir is the config's directory; the input block comes from a variable.
+        let d = &r.config.deserializers[0];
+        assert_eq!(d.file, config("data/train.ctf"));
+        let inputs: Vec<_> = d
+            .inputs
+            .iter()
+            .map(|i| (i.name.as_str(), i.name_in_file(), i.storage, i.dim))
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                ("words", "W", Storage::Sparse, 5),
+                ("tags", "T", Storage::Sparse, 3)
+            ]
+        );
+        assert!(!r.config.randomize);
+        assert_eq!(r.config.trace_level, 0, "verbosity sets the trace level");
+        assert_eq!(
+            r.warnings,
+            ["section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored"]
+        );
+        let file = r.params.iter().find(|p| p.name == "file").unwrap();
+        assert_eq!(file.value, config("data/train.ctf").display().to_string());
+        assert_eq!(
+            file.from,
+            format!("{}:56:16", config("slot_tagging.cntk").display())
+        );
+        // An input parameter read through the variable says where the variable's block is.
+        let dim = r
+            .params
+            .iter()
+            .find(|p| p.name == "input 'words': dim")
+            .unwrap();
+        assert_eq!(
+            (dim.value.as_str(), dim.from.ends_with(":17:48")),
+            ("5", true),
+            "{dim:?}"
+        );
+    }
+
+    #[test]
+    fn section_variables_are_looked_up_at_the_top_level_first_as_cntk_does() {
+        // Test defines its own DataDir, but CNTK resolves every $name$ of a section against the
+        // top level when it fetches the section, so the top-level DataDir is the one used.
+        let r = load("slot_tagging.cntk", Some("test"), &[]).unwrap();
+        assert_eq!(
+            (r.section.as_deref(), r.chosen_because.as_deref()),
+            (Some("test"), None)
+        );
+        assert_eq!(r.config.deserializers[0].file, config("data/test.ctf"));
+        // Unused parameters with undefined variables ($DeviceId$, $notDefinedAnywhere$) are
+        // no errors; the network block is never evaluated.
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn overrides_as_cntk_takes_them_on_its_command_line() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, bool);
+        let cases: &[Case<'_>] = &[
+            (&[("DataDir", "/data")], "/data/train.ctf", false),
+            (
+                &[("datadir", "/data"), ("Train.reader.randomize", "true")],
+                "/data/train.ctf",
+                true,
+            ),
+            // A block written with '[' merges into the section, as `Train=[SGD=[maxEpochs=2]]`.
+            (&[("Train", "[ reader = [ randomize = true ] ]")], "", true),
+            (&[("ConfigDir", "/cfg")], "/cfg/data/train.ctf", false),
+            (
+                &[("Train.reader.file", "$OutputDir$/other.ctf")],
+                "./out/other.ctf",
+                false,
+            ),
+        ];
+        for (overrides, file, randomize) in cases {
+            let r = load("slot_tagging.cntk", None, overrides).unwrap();
+            let want = if file.is_empty() {
+                config("data/train.ctf")
+            } else {
+                PathBuf::from(file)
+            };
+            assert_eq!(r.config.deserializers[0].file, want, "{overrides:?}");
+            assert_eq!(r.config.randomize, *randomize, "{overrides:?}");
+            assert_eq!(
+                r.config.deserializers[0].inputs.len(),
+                2,
+                "{overrides:?}: the rest of the block stays"
+            );
+        }
+        let r = load(
+            "slot_tagging.cntk",
+            None,
+            &[("Train.reader.randomize", "true")],
+        )
+        .unwrap();
+        let p = r.params.iter().find(|p| p.name == "randomize").unwrap();
+        assert_eq!(p.from, "--set Train.reader.randomize=true");
+        // `command` chooses the section.
+        let r = load("slot_tagging.cntk", None, &[("command", "Dump:Test")]).unwrap();
+        assert_eq!(r.section.as_deref(), Some("Test"));
+        // A value of the wrong kind is named by its override.
+        let err = load(
+            "slot_tagging.cntk",
+            None,
+            &[("Train.reader.randomize", "maybe")],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--set Train.reader.randomize=maybe:1:11: randomize must be true or false, found 'maybe'"
+        );
+        for (name, value, want) in [
+            (
+                "Train..x",
+                "1",
+                "--set Train..x=1: 'Train..x' is not a parameter name or a dotted path",
+            ),
+            (
+                "DataDir.x",
+                "1",
+                "--set DataDir.x=1: 'DataDir' is not a block",
+            ),
+            (
+                "x",
+                "[ a = 1",
+                "--set x=[ a = 1:1:3: unterminated block: '[' is never closed by ']'",
+            ),
+        ] {
+            let err = load("slot_tagging.cntk", None, &[(name, value)]).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+        assert_eq!(
+            ConfigOptions::parse_override(" a.b = c=d ").unwrap(),
+            ("a.b".into(), "c=d".into())
+        );
+        assert!(ConfigOptions::parse_override("=1").is_err());
+    }
+
+    #[test]
+    fn lazy_lookup_is_not_a_cycle_and_real_cycles_and_undefined_names_say_where() {
+        let text = r#"
+modelPath = "out/m.dnn"
+dumpModelPath = "$modelPath$.2"
+a = $b$
+b = $a$
+dump = [
+    modelPath = "$dumpModelPath$"
+    reader = [ readerType = CNTKBinaryReader ; file = "$dumpModelPath$" ; cycle = $a$ ]
+]
+"#;
+        let ok = text.replace("; cycle = $a$ ", "");
+        let cfg = ConfigFile::parse_cntk(&ok, "c.cntk", &[]).unwrap();
+        let r = cfg.reader(None).unwrap();
+        assert_eq!(r.section.as_deref(), Some("dump"));
+        assert_eq!(r.config.deserializers[0].file, Path::new("out/m.dnn.2"));
+        // `$modelPath$` inside the section is the top level's: CNTK resolves a section's text
+        // against the top level when it fetches the section.
+        let top_first = ok.replace("file = \"$dumpModelPath$\"", "file = \"$modelPath$\"");
+        let r = ConfigFile::parse_cntk(&top_first, "c.cntk", &[])
+            .unwrap()
+            .reader(None)
+            .unwrap();
+        assert_eq!(r.config.deserializers[0].file, Path::new("out/m.dnn"));
+        for (text, want) in [
+            (text.replace("cycle = $a$", "maxErrors = $a$"), "c.cntk:8:87: 'maxErrors' refers to itself: maxErrors -> $a$ -> $b$ -> $a$"),
+            (text.replace("cycle = $a$", "maxErrors = $nope$"),
+             "c.cntk:8:87: undefined variable '$nope$' in 'maxErrors' (looked in the top level, dump.reader, dump)"),
+            (text.replace("cycle = $a$", "maxErrors = $dumpModelPath$"), "c.cntk:8:87: maxErrors must be a non-negative integer, found 'out/m.dnn.2'"),
+            (text.replace("cycle = $a$", "input = $modelPath$"), "c.cntk:8:83: input must be a block [ ... ], found 'out/m.dnn'"),
+            (text.replace("cycle = $a$", "file = x$dump$"), "c.cntk:8:82: '$dump$' is a block (defined at line 6), not a value to put into text"),
+        ] {
+            let err = ConfigFile::parse_cntk(&text, "c.cntk", &[]).and_then(|c| c.reader(None)).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+    }
+
+    #[test]
+    fn a_network_at_the_top_level_and_a_variable_holding_an_input_block() {
+        let path = config("seq2seq.cntk");
+        let cfg = ConfigFile::open(&path, &[]).unwrap();
+        assert_eq!(cfg.commands().unwrap(), ["train"]);
+        assert_eq!(cfg.reader_sections(), ["train"]);
+        let r = cfg.reader(None).unwrap();
+        assert_eq!(
+            r.config.deserializers[0].file,
+            Path::new("./data/train.ctf")
+        );
+        assert_eq!(r.config.deserializers[0].inputs[1].name_in_file(), "T");
+        assert!(r.config.randomize);
+    }
+
+    #[test]
+    fn a_deserializer_exfeed_cannot_read_is_named_with_its_section() {
+        let err = load("images_and_text.cntk", None, &[]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(
+            err.to_string().ends_with(
+                "images_and_text.cntk:8:20: deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed \
+                 cannot read (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_reader_of_a_file_for_exfeed_config() {
+        let cfg = ConfigFile::open(config("slot_tagging.cntk"), &[]).unwrap();
+        let all = cfg.all_readers();
+        let names: Vec<_> = all.iter().map(|(s, r)| (s.as_deref(), r.is_ok())).collect();
+        assert_eq!(names, [(Some("Train"), true), (Some("Test"), true)]);
+    }
+}

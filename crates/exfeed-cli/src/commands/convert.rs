@@ -4,7 +4,7 @@ use super::source::SourceArgs;
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
-use exfeed::convert::{cbf_to_ctf, ctf_to_cbf};
+use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
 use exfeed::format::FileFormat;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
 use exfeed::SequenceBatch;
@@ -103,14 +103,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (FileFormat::Ctf, FileFormat::Cbf) => {
             let source = args.source.resolve(&args.input)?;
             sink = Stderr::new(source.trace_level);
-            let opts = source.ctf;
-            let cbf = CbfWriterOptions {
-                chunk_size: args.chunk_size,
-                precision: source.precision,
+            let options = CtfToCbfOptions {
+                file: name.clone(),
+                ctf: source.ctf,
+                cbf: CbfWriterOptions {
+                    chunk_size: args.chunk_size,
+                    precision: source.precision,
+                },
             };
-            let (out, stats) = ctf_to_cbf(&bytes, &name, &opts, &cbf, out, &mut sink, |done| {
-                bar.set(done)
-            })?;
+            let (out, stats) = ctf_to_cbf(&bytes, &options, out, &mut sink, |done| bar.set(done))?;
             commit(out, args.no_sync)?;
             stats.sequences
         }

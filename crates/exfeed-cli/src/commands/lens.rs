@@ -82,7 +82,7 @@ pub struct DumpOptions<'a> {
 /// Standard input and `--pipe` files are read one example at a time (memory bounded by one
 /// example), each printed and flushed as soon as it is parsed; the header's example and
 /// event counts are then `null` as they are not known yet.
-pub fn dump(file: &Path, opts: &DumpOptions) -> anyhow::Result<ExitCode> {
+pub fn dump(file: &Path, opts: &DumpOptions<'_>) -> anyhow::Result<ExitCode> {
     let input = InputPath::new(file);
     let streaming = opts.pipe || matches!(input, InputPath::Stdin);
     let mut materializer = match (opts.input_groups, opts.target_groups) {

@@ -1,10 +1,8 @@
 //! One module per subcommand.
 
-pub mod bench;
-pub mod bench_cbf;
-pub mod bench_read;
 pub mod cbf_source;
 pub mod check;
+pub mod config;
 pub mod convert;
 pub mod dump;
 pub mod info;

@@ -6,10 +6,8 @@ use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
 use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use exfeed::io::{AtomicOutput, OutputOptions};
-use exfeed::reader::{
-    open_configured_source, reader_options, write_minibatch_json, EpochLimit, Reader, ReaderState,
-};
-use exfeed::{DiagnosticSink, Element, Error};
+use exfeed::reader::{AnyReader, EpochLimit, IndexOrigin, ReadSummary, ReaderState, RunOptions};
+use exfeed::{DiagnosticSink, Error};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -276,8 +274,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--worker-rank must be below --num-workers (at least 1)");
     }
     let cfg = build_config(&args)?;
-    let result = exfeed_with_precision(&cfg, &args);
-    match result {
+    match read(&cfg, &args) {
         Ok(code) => Ok(code),
         Err(e) => {
             print_library_error(&e);
@@ -286,65 +283,74 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn exfeed_with_precision(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
-    crate::with_precision!(cfg.precision, T => read::<T>(cfg, args))
-}
-
-fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
+fn read(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
     let start = Instant::now();
-    let source = open_configured_source::<T>(cfg)?;
-    let limit = match (args.max_sweeps, args.max_samples) {
-        (_, Some(n)) => EpochLimit::Samples(n),
-        (Some(k), None) => EpochLimit::Sweeps(k),
-        (None, None) => EpochLimit::Sweeps(1),
+    let options = RunOptions {
+        limit: match (args.max_sweeps, args.max_samples) {
+            (_, Some(n)) => EpochLimit::Samples(n),
+            (Some(k), None) => EpochLimit::Sweeps(k),
+            (None, None) => EpochLimit::Sweeps(1),
+        },
+        threads: args.threads,
+        prefetch_chunks: None,
+        num_workers: args.num_workers,
+        worker_rank: args.worker_rank,
     };
-    let mut options = reader_options(cfg, limit);
-    options.num_workers = args.num_workers;
-    options.worker_rank = args.worker_rank;
-    if let Some(t) = args.threads {
-        options.threads = t;
-        options.prefetch_chunks = exfeed::reader::ReaderOptions::prefetch_for(t);
-    }
-    let indexed = start.elapsed();
     let mut reader = match &args.restore_state {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
             let state =
                 ReaderState::from_json(&text).map_err(|e| e.in_file(path.display().to_string()))?;
-            Reader::restore(source.source.clone(), options, &state)?
+            AnyReader::restore(cfg, &options, &state)?
         }
-        None => Reader::new(source.source.clone(), options)?,
+        None => AnyReader::open(cfg, &options)?,
     };
+    let indexed = start.elapsed();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut line = Vec::new();
     let mut stdout_closed = false;
-    let (mut bar, mut done) = progress_bar(&reader, source.source.chunks(), args);
-    let summary = reader.run(args.minibatch_size as usize, args.stop_after, |mb| {
-        done += mb.samples as u64;
+    let (mut bar, mut done) = progress_bar(&reader, args);
+    let mut mb = reader.new_minibatch();
+    let mut summary = ReadSummary::default();
+    let result = loop {
+        if args.stop_after.is_some_and(|m| summary.minibatches >= m) {
+            break Ok(());
+        }
+        match reader.next_minibatch(args.minibatch_size as usize, &mut mb) {
+            Ok(true) => {}
+            Ok(false) => {
+                summary.finished = true;
+                break Ok(());
+            }
+            Err(e) => break Err(e),
+        }
+        summary.minibatches += 1;
+        summary.sequences += mb.len() as u64;
+        summary.samples += mb.samples() as u64;
+        done += mb.samples() as u64;
         bar.set(done);
         if args.dump && !stdout_closed {
             line.clear();
-            write_minibatch_json(&mut line, mb);
+            mb.write_json(&mut line);
             if out.write_all(&line).is_err() {
                 stdout_closed = true;
             }
         }
-        Ok(())
-    });
+    };
     let _ = out.flush();
     drop(out);
     bar.finish();
     let mut sink = Stderr::new(cfg.trace_level);
-    for d in source.diagnostics() {
+    for d in reader.diagnostics() {
         sink.report(d);
     }
-    let summary = summary?;
+    result?;
     if let Some(path) = &args.save_state {
         save_state(path, &reader.state())?;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-    let chunks = source.source.chunks();
+    let chunks = reader.chunks();
     let total_bytes: u64 = chunks.iter().map(|c| c.bytes).sum();
     let total_samples: u64 = chunks.iter().map(|c| c.samples).sum();
     // Input bytes the delivered samples stand for (the index's share of the data).
@@ -353,10 +359,14 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
     } else {
         0.0
     };
-    let origin: Vec<String> = source
-        .ctf_sources()
-        .iter()
-        .map(|c| format!("{:?}", c.index_origin()).to_lowercase())
+    let origin: Vec<&str> = reader
+        .index_origins()
+        .into_iter()
+        .map(|o| match o {
+            IndexOrigin::Scanned => "scanned",
+            IndexOrigin::ScannedAndCached => "scanned and cached",
+            IndexOrigin::Cache => "from cache",
+        })
         .collect();
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
@@ -379,12 +389,9 @@ fn read<T: Element>(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> 
 /// The progress bar (on a terminal only) in samples delivered, from where a restored reader
 /// starts, towards the epoch's end when it is known: exact with --max-samples, by the index's
 /// sample count with --max-sweeps (this worker's share estimated as an equal part).
-fn progress_bar<T: Element>(
-    reader: &Reader<T>,
-    chunks: &[exfeed::reader::ChunkInfo],
-    args: &Args,
-) -> (Progress, u64) {
-    let per_sweep = chunks
+fn progress_bar(reader: &AnyReader, args: &Args) -> (Progress, u64) {
+    let per_sweep = reader
+        .chunks()
         .iter()
         .map(|c| c.samples)
         .fold(0u64, u64::saturating_add)

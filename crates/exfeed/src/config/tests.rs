@@ -253,8 +253,9 @@ fn errors_are_reported_verbatim() {
         (reader("traceLevel = high"), None, "c:3:14: traceLevel must be a non-negative integer, found 'high'"),
         (reader("precision = half"), None, "c:3:13: precision must be 'float' or 'double', found 'half'"),
         (reader("readerType = HTKMLFReader"), None,
-         "c:3:14: unknown readerType 'HTKMLFReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
-        (reader("randomize = true\nRandomize = false"), None, "c:4:1: 'Randomize' is set twice (first on line 3)"),
+         "c:3:14: the top-level reader uses readerType 'HTKMLFReader', which exfeed cannot read (it reads CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
+        (reader("readerType = HTKMLReader"), None,
+         "c:3:14: unknown readerType 'HTKMLReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
         (reader("file = \"d.ctf\""), None, "c:2:1: reader block has no 'readerType' (or 'deserializers')"),
         (reader(r#"readerType = "CNTKTextFormatReader""#), None, "c:2:1: reader block has no 'file'"),
         (reader(CTF_READER), None, "c:2:1: reader block has no 'input'"),
@@ -266,8 +267,6 @@ fn errors_are_reported_verbatim() {
         (input("format = dense"), None, "c:4:11: input 'a': no 'dim'"),
         (input("dim = 3"), None, "c:4:11: input 'a': no 'format' (dense or sparse)"),
         (input("dim = [ x = 1 ]; format = dense"), None, "c:4:23: input 'a': dim must be a value, found a block"),
-        (reader(&format!("{CTF_READER}\ninput = [ a = [ dim=1;format=dense ]; A = [ dim=1;format=dense ] ]")), None,
-         "c:4:39: input 'a' is defined twice"),
         (reader(&format!("{CTF_READER}\ninput = 5")), None, "c:4:9: input must be a block [ ... ], found '5'"),
         (reader(&format!("{CTF_READER}\ninput = [ a = [ dim=1;format=dense;alias=b ]; b = [ dim=1;format=dense ] ]")), None,
          "c:4:47: input 'b': 'b' in the file already stands for input 'a'"),
@@ -300,11 +299,17 @@ fn errors_are_reported_verbatim() {
         ("a = [ x = 1 ]".into(), Some("a"), "c:1:1: section 'a' has no reader block"),
         ("deviceId = -1".into(), None, "c: no reader block"),
         ("reader = 1".into(), None, "c:1:10: reader must be a block [ ... ], found '1'"),
-        (reader("randomize = $undefinedVar$"), None, "c:3:13: undefined variable '$undefinedVar$'"),
+        (reader("randomize = $undefinedVar$"), None, "c:3:13: undefined variable '$undefinedVar$' in 'randomize' (looked in the top level, reader)"),
     ];
     let mut wrong = Vec::new();
     for (text, section, want) in cases {
-        let err = ReaderConfig::from_cntk_str(&text, "c", section).unwrap_err();
+        let err = match ReaderConfig::from_cntk_str(&text, "c", section) {
+            Ok(_) => {
+                wrong.push(format!("{text:?}\n  got:  Ok\n  want: {want}"));
+                continue;
+            }
+            Err(e) => e,
+        };
         if err.to_string() != want {
             wrong.push(format!("{text:?}\n  got:  {err}\n  want: {want}"));
         }

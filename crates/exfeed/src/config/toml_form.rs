@@ -6,7 +6,7 @@ use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::syntax::{error_at, Block, Entry, Node, Pos, Value};
+use super::syntax::{error_at, Block, Entry, Node, Origin, Pos, Value};
 use crate::error::{line_column, Error, ErrorKind};
 
 /// Parses TOML text into a configuration tree (`file` names it in errors).
@@ -17,6 +17,7 @@ pub fn parse(text: &str, file: &str) -> Result<Block, Error> {
         Pos {
             line: line as u32,
             column: column as u32,
+            origin: Origin::File,
         }
     };
     let doc = DeTable::parse(text).map_err(|e| {
@@ -41,6 +42,7 @@ fn table(t: &DeTable<'_>, pos_of: &dyn Fn(usize) -> Pos) -> Block {
                 key: k.get_ref().to_string(),
                 key_pos: pos_of(start),
                 node: node(v, pos_of),
+                replaced: None,
             };
             (start, entry)
         })

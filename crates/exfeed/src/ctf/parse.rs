@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct CtfParser {
     opts: CtfOptions,
-    /// Names and aliases as they appear after `|`, with their stream index.
+    /// The name each input has after `|` (its alias, else its name), with its stream index.
     names: Vec<(Box<[u8]>, usize)>,
     budget: ErrorBudget,
     seen_ids: HashSet<u64>,
@@ -72,28 +72,24 @@ fn next_bar(line: &[u8], from: usize) -> usize {
 }
 
 impl CtfParser {
-    /// A parser for the configured inputs. Fails if there are none, or if two inputs share a
-    /// name or alias.
+    /// A parser for the configured inputs. Fails if there are none, or if two inputs have the
+    /// same name in the file. As CNTK's text parser, the data names an input by its alias only
+    /// (by its name when it has no alias): `|labels` does not reach an input `labels` aliased
+    /// `L`, so an alias may be another input's name (`-i y:dense:1:x -i x:dense:1:y`).
     pub fn new(opts: CtfOptions) -> Result<Self> {
         if opts.inputs.is_empty() {
             return Err(Error::config("no inputs are configured"));
         }
         let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
         for (i, s) in opts.inputs.iter().enumerate() {
-            for n in std::iter::once(s.name.as_str()).chain(s.alias.as_deref()) {
-                if let Some((_, j)) = names.iter().find(|(m, _)| **m == *n.as_bytes()) {
-                    if *j != i {
-                        return Err(Error::config(format!(
-                            "input name or alias '{n}' is used by two inputs"
-                        )));
-                    }
-                    continue;
-                }
-                names.push((n.as_bytes().into(), i));
+            let n = s.name_in_file();
+            if names.iter().any(|(m, _)| **m == *n.as_bytes()) {
+                return Err(Error::config(format!(
+                    "'{n}' names two inputs in the file (an input's alias, else its name)"
+                )));
             }
+            names.push((n.as_bytes().into(), i));
         }
-        // Aliases first: data files use them.
-        names.sort_by_key(|(n, i)| opts.inputs[*i].name.as_bytes() == &**n);
         let budget = ErrorBudget::new(opts.max_errors);
         let on_line = vec![false; opts.inputs.len()];
         Ok(CtfParser {

@@ -58,7 +58,7 @@ fn line_keys_names_aliases_whitespace_crlf_bom_comments() {
     let text = b"\xEF\xBB\xBF\n\n|B 100:3 123:4 |C 8 |A 0 1 2 3 4 |# a CTF comment\r\n\
 |# another comment |A 0 1.1 22 0.3 54 |C 123917 |B 1134:1.911 13331:0.014\n\
 |C -0.001 |# a comment with an escaped pipe: '|#' |A 3.9 1.11 121.2 99.13 0.04 |B 999:0.001 918918:-9.19\n\
-7\t|longA\t1 2 3 4 5\t|B\t|C 1e2";
+7\t|A\t1 2 3 4 5\t|B\t|C 1e2";
     let o = opts(&["longA:dense:5:A", "B:sparse:1000000", "C:dense:1"], 0);
     let (r, b, d) = run::<f64>(text, &o);
     r.unwrap();
@@ -76,6 +76,44 @@ fn line_keys_names_aliases_whitespace_crlf_bom_comments() {
     );
     assert_eq!(b.streams()[2].dense_sample(3), &[100.0]);
     assert_eq!(b.streams()[2].dense_sample(0), &[8.0]);
+}
+
+/// CNTK's text parser looks inputs up by alias only (by name when there is no alias).
+#[test]
+fn inputs_are_named_in_the_data_by_alias_only_as_cntk_does() {
+    // An alias that is another word of the line: `labels` (aliased `labels_smooth`) is not
+    // reached by `|labels`, which is skipped as an unknown input.
+    let o = opts(&["labels:dense:2:labels_smooth"], 0);
+    let (r, b, d) = run::<f32>(b"0 |labels 0 1 |labels_smooth 0.1 0.9\n", &o);
+    r.unwrap();
+    assert_eq!(b.streams()[0].dense_sample(0), &[0.1, 0.9]);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        d[0].to_string()
+            .ends_with("skipping unknown input 'labels'"),
+        "{}",
+        d[0]
+    );
+    // Swapped aliases: input y reads `|x`, input x reads `|y`.
+    let o = opts(&["y:dense:1:x", "x:dense:1:y"], 0);
+    let (r, b, _) = run::<f32>(b"|x 1 |y 2\n|y 4 |x 3\n", &o);
+    r.unwrap();
+    let y: Vec<f32> = (0..2).map(|s| b.streams()[0].dense_sample(s)[0]).collect();
+    let x: Vec<f32> = (0..2).map(|s| b.streams()[1].dense_sample(s)[0]).collect();
+    assert_eq!((y, x), (vec![1.0, 3.0], vec![2.0, 4.0]));
+    // Two inputs with one name in the file cannot be told apart.
+    for inputs in [
+        &["a:dense:1:x", "x:dense:1"][..],
+        &["a:dense:1:z", "b:dense:1:z"],
+    ] {
+        let err = CtfParser::new(opts(inputs, 0)).err().unwrap();
+        let n = inputs[1].rsplit(':').next().unwrap();
+        let n = if n == "1" { "x" } else { n };
+        assert_eq!(
+            err.to_string(),
+            format!("'{n}' names two inputs in the file (an input's alias, else its name)")
+        );
+    }
 }
 
 #[test]

@@ -140,7 +140,7 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
     Ok(ExampleSet { header, examples })
 }
 
-fn read_header(c: &mut Cursor) -> Result<SetHeader> {
+fn read_header(c: &mut Cursor<'_>) -> Result<SetHeader> {
     let cookie = c.u32("the magic cookie")?;
     if cookie != COOKIE {
         return Err(Error::corrupt(
@@ -198,7 +198,7 @@ pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example,
     Ok((ex, c.pos))
 }
 
-fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
+fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     let name = c.string("the example name")?;
     let proc = c.string("the example proc")?;
     let frequency = c.real("the example frequency")?;
@@ -303,7 +303,7 @@ fn read_example(c: &mut Cursor, h: &SetHeader) -> Result<Example> {
     })
 }
 
-fn read_event_list(c: &mut Cursor, num_events: usize) -> Result<Vec<usize>> {
+fn read_event_list(c: &mut Cursor<'_>, num_events: usize) -> Result<Vec<usize>> {
     let n = c.count("the length of an event list", 4)?;
     let start = c.pos;
     let mut raw = Vec::with_capacity(n);
@@ -340,7 +340,7 @@ fn read_event_list(c: &mut Cursor, num_events: usize) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-fn read_ranges(c: &mut Cursor) -> Result<RangeList> {
+fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {
     let n = c.count("the number of ranges", 1 + 4 + 1 + 4)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {

@@ -87,6 +87,7 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::stream::StreamSpec;
 
+mod any;
 mod build;
 mod cbf_source;
 pub mod chunker;
@@ -102,6 +103,7 @@ pub mod rng;
 #[cfg(test)]
 mod tests;
 
+pub use any::{AnyMinibatch, AnyReader, RunOptions};
 pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
 pub use cbf_source::CbfSource;
 pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};

@@ -1,44 +1,19 @@
-//! `exfeed bench cbf`: (i) CTF -> CBF conversion, to a real file through [`AtomicOutput`] as
-//! `exfeed convert` does, against the single-threaded parse of `bench ctf`, once with the
-//! commit's sync to disk and once without (`--no-sync`); (ii) reading the resulting page-cached
-//! CBF file into per-stream buffers against plain `read` and `cat`.
-//!
-//! Wall-clock figures depend on how busy the machine is, so CPU seconds are reported too.
+//! `cbf`: (i) CTF -> CBF conversion, to a real file through `AtomicOutput` as `exfeed convert`
+//! does, against the single-threaded parse of `ctf`, once with the commit's sync to disk and
+//! once without (`--no-sync`); (ii) reading the resulting page-cached CBF file into per-stream
+//! buffers against plain `read` and `cat`.
 
-use super::bench::{measure, median, mnist, thread_cpu_secs, Args};
-use exfeed::cbf::{CbfFile, CbfWriterOptions};
-use exfeed::convert::ctf_to_cbf;
+use super::timing::{children_cpu_secs, load_average, median, process_cpu_secs, thread_cpu_secs};
+use super::{common, Args, Result};
+use exfeed::cbf::CbfFile;
+use exfeed::convert::{ctf_to_cbf, CtfToCbfOptions};
 use exfeed::ctf::CtfOptions;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
-use exfeed::{SequenceBatch, StreamSpec};
+use exfeed::SequenceBatch;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
-
-fn cpu_clock(clock: libc::clockid_t) -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// CPU time of the whole process (all threads), to see whether conversion uses every core.
-fn process_cpu_secs() -> f64 {
-    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// CPU time of the waited-for child processes (for `cat`).
-fn children_cpu_secs() -> f64 {
-    // SAFETY: getrusage fills one rusage struct through a valid pointer.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
 
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
@@ -59,12 +34,7 @@ struct Conversion {
 /// One conversion as the CLI does it: map the input, write through an atomic output, commit
 /// (with or without syncing the file to disk first). A previous output is removed first, outside
 /// the timing: replacing it would add the freeing (and discarding) of its blocks to the rename.
-fn convert_once(
-    ctf: &Path,
-    cbf: &Path,
-    opts: &CtfOptions,
-    sync: bool,
-) -> anyhow::Result<Conversion> {
+fn convert_once(ctf: &Path, cbf: &Path, opts: &CtfOptions, sync: bool) -> Result<Conversion> {
     if cbf.exists() {
         std::fs::remove_file(cbf)?;
     }
@@ -79,15 +49,12 @@ fn convert_once(
             inputs: vec![ctf.to_path_buf()],
         },
     )?;
-    let (out, stats) = ctf_to_cbf(
-        &bytes,
-        &input.display_name(),
-        opts,
-        &CbfWriterOptions::default(),
-        out,
-        &mut Vec::new(),
-        |_| {},
-    )?;
+    let job = CtfToCbfOptions {
+        file: input.display_name(),
+        ctf: opts.clone(),
+        ..CtfToCbfOptions::default()
+    };
+    let (out, stats) = ctf_to_cbf(&bytes, &job, out, &mut Vec::new(), |_| {})?;
     let (pre_secs, pre_cpu) = (start.elapsed().as_secs_f64(), process_cpu_secs() - cpu);
     if sync {
         out.commit()?;
@@ -108,7 +75,7 @@ fn convert_once(
 /// Reads every chunk of the CBF file into a reused batch (per-stream buffers), from a memory
 /// map or with the buffered fallback; returns wall and CPU seconds and the number of samples
 /// seen (so the work cannot be skipped).
-fn read_cbf(path: &Path, buffered: bool) -> anyhow::Result<(f64, f64, u64)> {
+fn read_cbf(path: &Path, buffered: bool) -> Result<(f64, f64, u64)> {
     let cpu = thread_cpu_secs();
     let start = Instant::now();
     let file = if buffered {
@@ -116,7 +83,9 @@ fn read_cbf(path: &Path, buffered: bool) -> anyhow::Result<(f64, f64, u64)> {
     } else {
         CbfFile::open_input(&InputPath::new(path))?
     };
-    anyhow::ensure!(file.is_buffered() == buffered, "not the reader asked for");
+    if file.is_buffered() != buffered {
+        return Err("not the reader asked for".into());
+    }
     let mut batch = SequenceBatch::<f32>::new(&file.stream_specs());
     let mut samples = 0u64;
     for i in 0..file.num_chunks() {
@@ -136,7 +105,7 @@ fn read_cbf(path: &Path, buffered: bool) -> anyhow::Result<(f64, f64, u64)> {
 }
 
 /// What `cat FILE > /dev/null` does in-process: `read` into one reused buffer.
-fn read_plain(path: &Path, buf: &mut [u8]) -> anyhow::Result<f64> {
+fn read_plain(path: &Path, buf: &mut [u8]) -> Result<f64> {
     let start = Instant::now();
     let mut f = std::fs::File::open(path)?;
     let mut total = 0usize;
@@ -152,26 +121,21 @@ fn read_plain(path: &Path, buf: &mut [u8]) -> anyhow::Result<f64> {
 }
 
 /// The real `cat`, stdout to /dev/null, spawn included: wall and CPU seconds.
-fn run_cat(path: &Path) -> anyhow::Result<(f64, f64)> {
+fn run_cat(path: &Path) -> Result<(f64, f64)> {
     let cpu = children_cpu_secs();
     let start = Instant::now();
     let status = Command::new("cat")
         .arg(path)
         .stdout(Stdio::null())
         .status()?;
-    anyhow::ensure!(status.success(), "cat failed: {status}");
+    if !status.success() {
+        return Err(format!("cat failed: {status}").into());
+    }
     Ok((start.elapsed().as_secs_f64(), children_cpu_secs() - cpu))
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
-
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let runs = args.runs.max(1);
+pub fn run(args: &Args) -> Result {
+    let runs = args.runs;
     let size = args.mb.unwrap_or(200) << 20;
     let dir = match &args.dir {
         Some(d) => tempfile::tempdir_in(d)?,
@@ -179,18 +143,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let ctf_path = dir.path().join("mnist.ctf");
     let cbf_path = dir.path().join("mnist.cbf");
-    let (ctf, _csv) = mnist(size);
-    drop(_csv);
+    let (ctf, csv) = common::mnist(size);
+    drop(csv);
     {
         // Synced, so that its writeback does not run during the measurements.
         let mut f = std::fs::File::create(&ctf_path)?;
         f.write_all(&ctf)?;
         f.sync_all()?;
     }
-    let inputs: Vec<StreamSpec> = vec![
-        "features:dense:784".parse().map_err(anyhow::Error::msg)?,
-        "labels:sparse:10".parse().map_err(anyhow::Error::msg)?,
-    ];
+    let inputs = common::specs(common::MNIST_INPUTS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "cbf bench: {:.1} MB of MNIST-like CTF (784 ints + sparse label) in {}, {cores} cores, load average {} at the start, median of {runs} runs",
@@ -200,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
 
     // (i) parse vs conversion.
-    let (parse_wall, parse_cpu) = measure(
+    let (parse_wall, parse_cpu) = super::ctf::measure(
         "parse, single-threaded (as bench ctf)",
         &ctf,
         inputs.clone(),
@@ -212,8 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         inputs,
         ..CtfOptions::default()
     };
-    let mut synced = Vec::new();
-    let mut unsynced = Vec::new();
+    let (mut synced, mut unsynced) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         synced.push(convert_once(&ctf_path, &cbf_path, &opts, true)?);
         unsynced.push(convert_once(&ctf_path, &cbf_path, &opts, false)?);
@@ -233,14 +193,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             100.0 * per_cpu / parse_cpu,
         );
     };
-    report(
-        "with the commit's sync to disk (the default)",
-        &synced,
-        |c| (c.secs, c.cpu),
-    );
-    report("with --no-sync (rename without syncing)", &unsynced, |c| {
-        (c.secs, c.cpu)
-    });
+    let all = |c: &Conversion| (c.secs, c.cpu);
+    report("with the commit's sync to disk (the default)", &synced, all);
+    report("with --no-sync (rename without syncing)", &unsynced, all);
     report("up to the commit (all of the CPU work)", &synced, |c| {
         (c.pre_secs, c.pre_cpu)
     });
@@ -250,7 +205,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mb(out_len)
     );
 
-    // (ii) reading the CBF file, page-cached (every run reads it first as a warm-up too).
+    // (ii) reading the CBF file, page-cached (every reader reads it once first as a warm-up).
     read_cbf(&cbf_path, false)?;
     let mut buf = vec![0u8; 128 << 10];
     read_plain(&cbf_path, &mut buf)?;
@@ -292,5 +247,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         100.0 * read / plain
     );
     println!("  load average at the end: {}", load_average());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,29 +1,24 @@
-//! `exfeed bench read`: the minibatch reader end to end (a development aid, never run by the
-//! tests).
+//! `read`: the minibatch reader end to end against the single-threaded parse, start-up from the
+//! index cache against re-indexing, and the peak memory of `exfeed read`.
 
-use super::bench::{dense, Args};
+use super::timing::{load_average, median, self_cpu_secs};
+use super::{common, Args, Result};
 use exfeed::ctf::{CtfOptions, CtfParser};
 use exfeed::error::Ignore;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    index_cache_path, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, Reader, ReaderOptions,
-    Window,
+    index_cache_path, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, IndexOrigin, Reader,
+    ReaderOptions, Window,
 };
 use exfeed::{SequenceBatch, StreamSpec};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Writes about `bytes` of generated dense CTF (a 64 MB block repeated).
-fn write_data(path: &Path, bytes: usize) -> anyhow::Result<()> {
-    let (block, _) = dense(bytes.min(64 << 20));
+/// Writes about `bytes` of generated dense CTF (a block of at most 64 MB repeated).
+fn write_data(path: &Path, bytes: usize) -> Result {
+    let (block, _) = common::dense(bytes.min(64 << 20));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut written = 0;
     while written < bytes {
@@ -46,27 +41,6 @@ fn source_options(inputs: &[StreamSpec], chunk: u64, cache: bool) -> CtfSourceOp
     }
 }
 
-/// CPU time (user + system) of the whole process so far, in seconds.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return f64::NAN;
-    }
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
-/// The 1-minute load average (other jobs on the machine), if known.
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// A measure: MB/s of wall time, and MB per CPU second (all threads of the process).
 #[derive(Clone, Copy)]
 struct Rate {
@@ -74,12 +48,12 @@ struct Rate {
     cpu: f64,
 }
 
-fn timed(mb: f64, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Rate> {
-    let (start, cpu) = (Instant::now(), cpu_seconds());
+fn timed(mb: f64, f: impl FnOnce() -> Result) -> Result<Rate> {
+    let (start, cpu) = (Instant::now(), self_cpu_secs());
     f()?;
     Ok(Rate {
         wall: mb / start.elapsed().as_secs_f64(),
-        cpu: mb / (cpu_seconds() - cpu).max(1e-9),
+        cpu: mb / (self_cpu_secs() - cpu).max(1e-9),
     })
 }
 
@@ -90,11 +64,9 @@ fn medians(v: &[Rate]) -> Rate {
     }
 }
 
-fn open(path: &Path, inputs: &[StreamSpec], chunk: u64) -> anyhow::Result<Arc<CtfSource>> {
-    Ok(Arc::new(CtfSource::open(
-        &InputPath::new(path),
-        source_options(inputs, chunk, false),
-    )?))
+fn open(path: &Path, inputs: &[StreamSpec], chunk: u64, cache: bool) -> Result<CtfSource> {
+    let options = source_options(inputs, chunk, cache);
+    Ok(CtfSource::open(&InputPath::new(path), options)?)
 }
 
 /// One randomized sweep through the reader, indexing first unless `source` is given.
@@ -105,12 +77,12 @@ fn sweep(
     window: u64,
     threads: usize,
     source: Option<&Arc<CtfSource>>,
-) -> anyhow::Result<Rate> {
+) -> Result<Rate> {
     let mb = std::fs::metadata(path)?.len() as f64 / 1e6;
     timed(mb, || {
         let src: Arc<dyn ChunkSource<f32>> = match source {
             Some(s) => s.clone(),
-            None => open(path, inputs, chunk)?,
+            None => Arc::new(open(path, inputs, chunk, false)?),
         };
         let options = ReaderOptions {
             window: Window::Chunks(window as usize),
@@ -121,16 +93,14 @@ fn sweep(
         };
         let mut reader = Reader::new(src, options)?;
         let summary = reader.run(256, None, |_| Ok(()))?;
-        anyhow::ensure!(summary.finished, "the sweep did not end");
+        if !summary.finished {
+            return Err("the sweep did not end".into());
+        }
         Ok(())
     })
 }
 
-fn parse_once(
-    text: &[u8],
-    inputs: &[StreamSpec],
-    batch: &mut SequenceBatch<f32>,
-) -> anyhow::Result<()> {
+fn parse_once(text: &[u8], inputs: &[StreamSpec], batch: &mut SequenceBatch<f32>) -> Result {
     batch.clear();
     let mut p = CtfParser::new(CtfOptions {
         inputs: inputs.to_vec(),
@@ -140,7 +110,30 @@ fn parse_once(
     Ok(())
 }
 
-pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+/// The faster of two rates (a parse paired with a measure: the faster of one just before and
+/// one just after it, so a slow moment on one side does not flatter the ratio).
+fn faster(a: Rate, b: Rate) -> Rate {
+    if b.wall > a.wall {
+        b
+    } else {
+        a
+    }
+}
+
+/// The `exfeed` command to measure: $EXFEED_BIN, else this workspace's release build.
+fn exfeed_bin() -> PathBuf {
+    std::env::var_os("EXFEED_BIN").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/release/exfeed"
+            ))
+        },
+        PathBuf::from,
+    )
+}
+
+pub fn run(args: &Args) -> Result {
     let temp;
     let dir: PathBuf = match &args.write_to {
         Some(d) => {
@@ -155,9 +148,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let path = dir.join("bench-read.ctf");
     let bytes = args.mb.unwrap_or(64) << 20;
     write_data(&path, bytes)?;
-    let inputs: Vec<StreamSpec> = vec!["x:dense:200".parse().map_err(anyhow::Error::msg)?];
+    let inputs = common::specs(common::DENSE_INPUTS);
     let chunk = args.chunk_mb << 20;
-    let runs = args.runs.max(1);
+    let runs = args.runs;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "read bench: {:.0} MB dense CTF (200 floats/line), chunks {} MB, window {} chunks, minibatch 256, {} core(s), load average {}",
@@ -165,7 +158,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         args.chunk_mb,
         args.window,
         threads,
-        load_average().map_or("unknown".into(), |l| format!("{l:.2}")),
+        load_average(),
     );
     println!("  (MB/s of wall time; in brackets MB per CPU second of all the process's threads)");
 
@@ -173,7 +166,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // `threads` such parses at once (what the cores give together, under the current load).
     let sample = std::fs::read(&path)?;
     let sample = &sample[..sample.len().min(64 << 20)];
-    let cut = memchr_last_newline(sample);
+    let cut = sample
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |i| i + 1);
     let text = &sample[..cut];
     let mut batch = SequenceBatch::<f32>::new(&inputs);
     parse_once(text, &inputs, &mut batch)?; // warm up: buffers grown
@@ -182,29 +178,24 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // Every measure is paired with a parse measured next to it, and reported as a ratio to it
     // too (the median of the ratios): other jobs on the machine come and go.
     let mut parse_once_timed = || timed(parse_mb, || parse_once(text, &inputs, &mut batch));
-    let mut parse = Vec::new();
-    let mut together = Vec::new();
+    let (mut parse, mut together) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let before = parse_once_timed()?;
         let t = timed(threads as f64 * parse_mb, || {
             std::thread::scope(|s| {
                 let hs: Vec<_> = batches
                     .iter_mut()
-                    .map(|b| s.spawn(|| parse_once(text, &inputs, b)))
+                    .map(|b| s.spawn(|| parse_once(text, &inputs, b).map_err(|e| e.to_string())))
                     .collect();
                 hs.into_iter()
                     .try_for_each(|h| h.join().expect("parse thread"))
-            })
+            })?;
+            Ok(())
         })?;
         let after = parse_once_timed()?;
-        let p = if after.wall > before.wall {
-            after
-        } else {
-            before
-        };
         parse.push(before);
         parse.push(after);
-        together.push((t, p));
+        together.push((t, faster(before, after)));
     }
     drop(batches);
     let parse = medians(&parse);
@@ -234,24 +225,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // The reader over one randomized sweep: decoding on the caller's thread (everything on
     // one core), with one decoding thread (the caller packs minibatches meanwhile), and with
     // one per core; over an index built beforehand, and indexing included.
-    let indexed = open(&path, &inputs, chunk)?;
+    let indexed = Arc::new(open(&path, &inputs, chunk, false)?);
     let counts = [0, 1, threads];
     let mut built = vec![Vec::new(); counts.len()];
     let mut fresh = vec![Vec::new(); counts.len()];
-    // The parse paired with a sweep is the faster of one just before and one just after it
-    // (conservative: a slow moment on one side does not flatter the ratio).
-    let mut paired = |f: &mut dyn FnMut() -> anyhow::Result<Rate>| -> anyhow::Result<(Rate, Rate)> {
+    let mut paired = |f: &mut dyn FnMut() -> Result<Rate>| -> Result<(Rate, Rate)> {
         let before = parse_once_timed()?;
         let r = f()?;
         let after = parse_once_timed()?;
-        Ok((
-            r,
-            if after.wall > before.wall {
-                after
-            } else {
-                before
-            },
-        ))
+        Ok((r, faster(before, after)))
     };
     for _ in 0..runs {
         for (i, &t) in counts.iter().enumerate() {
@@ -281,19 +263,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // Index: scanning against the cache.
     let cache = index_cache_path(&path);
     let _ = std::fs::remove_file(&cache);
-    CtfSource::open(&InputPath::new(&path), source_options(&inputs, chunk, true))?;
+    open(&path, &inputs, chunk, true)?;
     let (mut scan, mut cached) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
-        CtfSource::open(
-            &InputPath::new(&path),
-            source_options(&inputs, chunk, false),
-        )?;
+        open(&path, &inputs, chunk, false)?;
         scan.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let s = CtfSource::open(&InputPath::new(&path), source_options(&inputs, chunk, true))?;
+        let s = open(&path, &inputs, chunk, true)?;
         cached.push(t.elapsed().as_secs_f64());
-        anyhow::ensure!(s.index_origin() == exfeed::reader::IndexOrigin::Cache);
+        if s.index_origin() != IndexOrigin::Cache {
+            return Err("the index was not read from the cache".into());
+        }
     }
     let (scan, cached) = (median(scan), median(cached));
     println!(
@@ -305,7 +286,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
     // Peak memory of `exfeed read` (a fresh process) over one randomized sweep, indexing, then
     // with the index cache (written above).
-    let exe = std::env::current_exe()?;
+    let exe = exfeed_bin();
     for cache_index in [false, true] {
         let mut cmd = std::process::Command::new(&exe);
         cmd.arg("read")
@@ -316,14 +297,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if cache_index {
             cmd.arg("--cache-index");
         }
-        let out = cmd.output()?;
+        let out = cmd
+            .output()
+            .map_err(|e| format!("{}: {e} (build it, or set EXFEED_BIN)", exe.display()))?;
         let err = String::from_utf8_lossy(&out.stderr);
         println!("  exfeed read: {}", err.trim());
     }
     let _ = std::fs::remove_file(&cache);
-    Ok(ExitCode::SUCCESS)
-}
-
-fn memchr_last_newline(b: &[u8]) -> usize {
-    b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)
+    Ok(())
 }

@@ -1,0 +1,936 @@
+//! From the parsed tree to the typed options: every reader parameter read, checked and
+//! resolved (variables substituted lazily, in their scope), with where its value came from.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use super::options::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use super::resolve::{Resolved, Resolver, Scope};
+use super::syntax::{error_at, Block, Entry, Origin, Pos, Value};
+use super::Param;
+use crate::element::Precision;
+use crate::error::{Error, ErrorKind, Result};
+use crate::lens::materialize::Layout;
+use crate::stream::{Storage, StreamSpec};
+
+const READER_PARAMS: &[&str] = &[
+    "readerType",
+    "file",
+    "input",
+    "deserializers",
+    "precision",
+    "randomize",
+    "randomizationSeed",
+    "randomizationWindow",
+    "sampleBasedRandomizationWindow",
+    "skipSequenceIds",
+    "maxErrors",
+    "traceLevel",
+    "verbosity",
+    "chunkSizeInBytes",
+    "keepDataInMemory",
+    "frameMode",
+    "cacheIndex",
+    "lensMode",
+    "inputGroups",
+    "targetGroups",
+    "nanValue",
+    // The composite reader's own parameters that exfeed checks but does not need.
+    "truncated",
+    "truncationLength",
+    "multiThreadedDeserialization",
+    "useNumericSequenceKeys",
+    "hashSequenceKeys",
+];
+/// Parameters CNTK's reader layer accepts in a reader block that exfeed has no use for:
+/// a warning names them, they are not errors.
+const READER_ACCEPTED_UNUSED: &[&str] =
+    &["numMBsToShowResult", "prefetch", "miniBatchMode", "module"];
+const DESERIALIZER_PARAMS: &[&str] = &[
+    "type",
+    "module",
+    "file",
+    "input",
+    "skipSequenceIds",
+    "maxErrors",
+    "traceLevel",
+    "chunkSizeInBytes",
+    "keepDataInMemory",
+    "frameMode",
+    "cacheIndex",
+    "inputGroups",
+    "targetGroups",
+    "nanValue",
+];
+const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
+/// Deserializer types and reader types of CNTK that exfeed does not read: named in a clear
+/// error, not taken for typos.
+const CNTK_OTHER_DESERIALIZERS: &[&str] = &[
+    "ImageDeserializer",
+    "Base64ImageDeserializer",
+    "HTKFeatureDeserializer",
+    "HTKMLFDeserializer",
+    "LatticeDeserializer",
+];
+const CNTK_OTHER_READERS: &[&str] = &[
+    "ImageReader",
+    "HTKMLFReader",
+    "HTKDeserializers",
+    "UCIFastReader",
+    "LMSequenceReader",
+    "LUSequenceReader",
+    "BinaryReader",
+    "DSSMReader",
+    "LibSVMBinaryReader",
+    "SparsePCReader",
+    "Kaldi2Reader",
+    "ImageDeserializers",
+];
+/// The composite reader's own name: accepted as a `readerType` beside `deserializers`.
+const COMPOSITE_READER: &str = "CompositeDataReader";
+
+/// The conversion context: the file name errors carry, what was read, and the warnings.
+pub(crate) struct Cx<'f> {
+    file: &'f Arc<str>,
+    resolver: Resolver<'f>,
+    overrides: &'f [(String, String)],
+    /// `--set NAME=VALUE` for each override, naming it in errors.
+    override_labels: Vec<Arc<str>>,
+    /// "section 'Train'" or "the top-level reader", for messages.
+    pub(crate) section: String,
+    pub(crate) params: RefCell<Vec<Param>>,
+    pub(crate) warnings: RefCell<Vec<String>>,
+}
+
+/// Known parameters of one block, checked as they are met.
+struct Seen {
+    known: &'static [&'static str],
+    what: &'static str,
+    context: Option<String>,
+    seen: Vec<&'static str>,
+}
+
+impl Seen {
+    fn new(known: &'static [&'static str], what: &'static str, context: Option<String>) -> Self {
+        Seen {
+            known,
+            what,
+            context,
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl<'f> Cx<'f> {
+    pub(crate) fn new(
+        file: &'f Arc<str>,
+        overrides: &'f [(String, String)],
+        section: String,
+    ) -> Self {
+        Cx {
+            file,
+            resolver: Resolver { file },
+            overrides,
+            override_labels: overrides
+                .iter()
+                .map(|(n, v)| format!("--set {n}={v}").into())
+                .collect(),
+            section,
+            params: RefCell::new(Vec::new()),
+            warnings: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn err(&self, pos: Pos, context: Option<&str>, msg: impl Into<String>) -> Error {
+        let e = error_at(ErrorKind::Config, self.label(pos), pos, msg);
+        match context {
+            Some(c) => e.in_context(c.to_string()),
+            None => e,
+        }
+    }
+
+    /// The name of the text `pos` is in: the file, or the override.
+    fn label(&self, pos: Pos) -> &Arc<str> {
+        match pos.origin {
+            Origin::Override(i) => &self.override_labels[i as usize],
+            _ => self.file,
+        }
+    }
+
+    /// Where a value came from, for `exfeed config`.
+    pub(crate) fn origin(&self, pos: Pos) -> String {
+        match pos.origin {
+            Origin::File => format!("{}:{}:{}", self.file, pos.line, pos.column),
+            Origin::Override(i) => {
+                let (n, v) = &self.overrides[i as usize];
+                format!("--set {n}={v}")
+            }
+            Origin::Predefined => "predefined".into(),
+        }
+    }
+
+    fn warn(&self, msg: String) {
+        self.warnings.borrow_mut().push(msg);
+    }
+
+    /// The canonical name of `entry`'s key among `seen.known`; `None` for a parameter CNTK
+    /// accepts that exfeed does not need (warned about); an error for an unknown one.
+    fn param(
+        &self,
+        seen: &mut Seen,
+        entry: &Entry,
+        unused: &[&str],
+    ) -> Result<Option<&'static str>> {
+        let ctx = seen.context.as_deref();
+        let Some(name) = seen
+            .known
+            .iter()
+            .copied()
+            .find(|k| k.eq_ignore_ascii_case(&entry.key))
+        else {
+            if let Some(u) = unused.iter().find(|k| k.eq_ignore_ascii_case(&entry.key)) {
+                self.warn(format!(
+                    "{}: {}'{u}' (line {}) is a CNTK reader parameter exfeed does not need; ignored",
+                    self.section,
+                    ctx.map_or(String::new(), |c| format!("{c}: ")),
+                    entry.key_pos.line
+                ));
+                return Ok(None);
+            }
+            let mut msg = format!("unknown {} parameter '{}'", seen.what, entry.key);
+            let reader_param = READER_PARAMS
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(&entry.key));
+            if seen.what == "deserializer" && reader_param {
+                msg = format!(
+                    "'{}' is a reader parameter: set it in the reader block, not in a deserializer",
+                    entry.key
+                );
+            } else if let Some(near) = nearest(&entry.key, seen.known) {
+                msg.push_str(&format!(" (did you mean '{near}'?)"));
+            }
+            return Err(self.err(entry.key_pos, ctx, msg));
+        };
+        if let Some(first) = entry.replaced {
+            self.warn(format!(
+                "{}: {}'{}' is set twice (lines {} and {}); the later value is used, as in CNTK",
+                self.section,
+                ctx.map_or(String::new(), |c| format!("{c}: ")),
+                entry.key,
+                first.line,
+                entry.key_pos.line
+            ));
+        }
+        seen.seen.push(name);
+        Ok(Some(name))
+    }
+
+    fn resolve<'a>(&self, e: &'a Entry, scope: &Scope<'a>) -> Result<Resolved<'a>> {
+        self.resolver.resolve(&e.node, &e.key, scope)
+    }
+
+    /// The text value of `e` (variables substituted), recorded as read.
+    fn text<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<String> {
+        let pos = e.node.pos;
+        match self.resolve(e, scope)? {
+            Resolved::Text(t) => {
+                let name = match ctx {
+                    Some(c) => format!("{c}: {name}"),
+                    None => name.to_string(),
+                };
+                let mut params = self.params.borrow_mut();
+                params.retain(|p| p.name != name);
+                params.push(Param {
+                    name,
+                    value: t.clone(),
+                    from: self.origin(pos),
+                });
+                Ok(t)
+            }
+            Resolved::Block(_) => {
+                Err(self.err(pos, ctx, format!("{name} must be a value, found a block")))
+            }
+            Resolved::Array(..) => {
+                Err(self.err(pos, ctx, format!("{name} must be a value, found an array")))
+            }
+            Resolved::Expr(x) => Err(self.err(
+                pos,
+                ctx,
+                format!(
+                    "{name} must be a value, found the expression '{}'",
+                    short(x)
+                ),
+            )),
+        }
+    }
+
+    fn block<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<Scope<'a>> {
+        let pos = e.node.pos;
+        match self.resolve(e, scope)? {
+            Resolved::Block(s) => Ok(s),
+            Resolved::Text(t) => Err(self.err(
+                pos,
+                ctx,
+                format!("{name} must be a block [ ... ], found '{t}'"),
+            )),
+            Resolved::Array(..) => Err(self.err(
+                pos,
+                ctx,
+                format!("{name} must be a block [ ... ], found an array"),
+            )),
+            Resolved::Expr(x) => Err(self.err(
+                pos,
+                ctx,
+                format!(
+                    "{name} must be a block [ ... ], found the expression '{}'",
+                    short(x)
+                ),
+            )),
+        }
+    }
+
+    fn bool<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<bool> {
+        let t = self.text(e, scope, name, ctx)?;
+        // CNTK's ConfigValue also takes t/f and 1/0.
+        if ["true", "t", "1"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
+            Ok(true)
+        } else if ["false", "f", "0"]
+            .iter()
+            .any(|w| t.eq_ignore_ascii_case(w))
+        {
+            Ok(false)
+        } else {
+            Err(self.err(
+                e.node.pos,
+                ctx,
+                format!("{name} must be true or false, found '{t}'"),
+            ))
+        }
+    }
+
+    fn uint<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+        positive: bool,
+    ) -> Result<u64> {
+        let t = self.text(e, scope, name, ctx)?;
+        match t.parse::<u64>() {
+            Ok(v) if v > 0 || !positive => Ok(v),
+            _ => {
+                let what = if positive {
+                    "a positive integer"
+                } else {
+                    "a non-negative integer"
+                };
+                Err(self.err(
+                    e.node.pos,
+                    ctx,
+                    format!("{name} must be {what}, found '{t}'"),
+                ))
+            }
+        }
+    }
+
+    fn layout<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<Layout> {
+        let t = self.text(e, scope, name, ctx)?;
+        Layout::parse(&t)
+            .map_err(|err| self.err(e.node.pos, ctx, format!("{name}: {}", err.message())))
+    }
+
+    fn real<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<f32> {
+        let t = self.text(e, scope, name, ctx)?;
+        match t.parse::<f32>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(self.err(
+                e.node.pos,
+                ctx,
+                format!("{name} must be a finite number, found '{t}'"),
+            )),
+        }
+    }
+
+    /// Sets a Lens parameter of `d` (`inputGroups`, `targetGroups`, `nanValue`).
+    fn lens_param<'a>(
+        &self,
+        d: &mut DeserializerConfig,
+        name: &str,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        ctx: Option<&str>,
+    ) -> Result<()> {
+        match name {
+            "inputGroups" => d.input_groups = Some(self.layout(e, scope, name, ctx)?),
+            "targetGroups" => d.target_groups = Some(self.layout(e, scope, name, ctx)?),
+            _ => d.nan = Some(self.real(e, scope, name, ctx)?),
+        }
+        Ok(())
+    }
+
+    fn trace_level<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<u8> {
+        // 0 errors, 1 warnings, 2 everything; CNTK treats higher levels as 2, and so do we.
+        let v = self.uint(e, scope, name, ctx, false)?;
+        Ok(u8::try_from(v).unwrap_or(u8::MAX))
+    }
+
+    fn precision<'a>(&self, e: &'a Entry, scope: &Scope<'a>) -> Result<Precision> {
+        let t = self.text(e, scope, "precision", None)?;
+        t.to_ascii_lowercase()
+            .parse()
+            .map_err(|m: String| self.err(e.node.pos, None, m))
+    }
+
+    /// The deserializer kind a `readerType` (reader block) or `type` (deserializer block)
+    /// names; a CNTK reader exfeed does not read is an unsupported error naming it.
+    fn kind<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+        of: fn(DeserializerKind) -> &'static str,
+    ) -> Result<DeserializerKind> {
+        let t = self.text(e, scope, name, ctx)?;
+        if let Some(k) = DeserializerKind::ALL
+            .into_iter()
+            .find(|k| of(*k).eq_ignore_ascii_case(&t))
+        {
+            return Ok(k);
+        }
+        let names: Vec<_> = DeserializerKind::ALL.into_iter().map(of).collect();
+        let others = if name == "type" {
+            CNTK_OTHER_DESERIALIZERS
+        } else {
+            CNTK_OTHER_READERS
+        };
+        if others.iter().any(|o| o.eq_ignore_ascii_case(&t)) {
+            let whose = match ctx {
+                Some(c) => format!("{} of {}", c, self.section),
+                None => self.section.clone(),
+            };
+            let msg = format!(
+                "{whose} uses {name} '{t}', which exfeed cannot read (it reads {})",
+                names.join(", ")
+            );
+            return Err(error_at(
+                ErrorKind::Unsupported,
+                self.label(e.node.pos),
+                e.node.pos,
+                msg,
+            ));
+        }
+        Err(self.err(
+            e.node.pos,
+            ctx,
+            format!("unknown {name} '{t}' (known: {})", names.join(", ")),
+        ))
+    }
+
+    /// The reader block `reader_entry` in `scope` (its section).
+    pub(crate) fn reader<'a>(
+        &self,
+        scope: &Scope<'a>,
+        reader_entry: &'a Entry,
+    ) -> Result<ReaderConfig> {
+        let rs = self.block(reader_entry, scope, "reader", None)?;
+        let reader = rs.block();
+        let mut cfg = ReaderConfig::default();
+        // precision: the reader's own, else the innermost enclosing block's (CNTK's lookup
+        // walks out to the top level).
+        if let Some((e, s)) = rs.inherited("precision") {
+            cfg.precision = self.precision(e, &s)?;
+        }
+        let mut seen = Seen::new(READER_PARAMS, "reader", None);
+        let mut kind: Option<&Entry> = None;
+        let mut file = None;
+        let mut input = None;
+        let mut deserializers = None;
+        let mut verbosity = None;
+        let mut trace_level = None;
+        let mut sample_based = None;
+        // Lens parameters of the plain form, applied to its one deserializer.
+        let mut lens_params: Vec<(&'static str, &Entry)> = Vec::new();
+        let mut lens_mode_at = None;
+        for e in &reader.entries {
+            let Some(param) = self.param(&mut seen, e, READER_ACCEPTED_UNUSED)? else {
+                continue;
+            };
+            match param {
+                "readerType" => kind = Some(e),
+                "file" => file = Some((self.text(e, &rs, "file", None)?, e)),
+                "input" => input = Some(e),
+                "deserializers" => deserializers = Some(e),
+                "precision" => {} // read above
+                "randomize" => cfg.randomize = self.bool(e, &rs, "randomize", None)?,
+                "randomizationSeed" => {
+                    cfg.randomization_seed = self.uint(e, &rs, "randomizationSeed", None, false)?
+                }
+                "randomizationWindow" => {
+                    cfg.randomization_window =
+                        Some(self.uint(e, &rs, "randomizationWindow", None, true)?)
+                }
+                "sampleBasedRandomizationWindow" => {
+                    sample_based =
+                        Some(self.bool(e, &rs, "sampleBasedRandomizationWindow", None)?)
+                }
+                "skipSequenceIds" => {
+                    cfg.skip_sequence_ids = self.bool(e, &rs, "skipSequenceIds", None)?
+                }
+                "maxErrors" => cfg.max_errors = self.uint(e, &rs, "maxErrors", None, false)?,
+                "traceLevel" => trace_level = Some(self.trace_level(e, &rs, "traceLevel", None)?),
+                "verbosity" => verbosity = Some(self.trace_level(e, &rs, "verbosity", None)?),
+                "chunkSizeInBytes" => {
+                    cfg.chunk_size_bytes = self.uint(e, &rs, "chunkSizeInBytes", None, true)?
+                }
+                "keepDataInMemory" => {
+                    cfg.keep_data_in_memory = self.bool(e, &rs, "keepDataInMemory", None)?
+                }
+                "frameMode" => cfg.frame_mode = self.bool(e, &rs, "frameMode", None)?,
+                "cacheIndex" => cfg.cache_index = self.bool(e, &rs, "cacheIndex", None)?,
+                "lensMode" => {
+                    let t = self.text(e, &rs, "lensMode", None)?;
+                    cfg.lens_mode = Some(t.parse().map_err(|err: Error| {
+                        self.err(e.node.pos, None, format!("lensMode: {}", err.message()))
+                    })?);
+                    lens_mode_at = Some(e.key_pos);
+                }
+                name @ ("inputGroups" | "targetGroups" | "nanValue") => lens_params.push((name, e)),
+                "truncated" => {
+                    if self.bool(e, &rs, "truncated", None)? {
+                        let msg = "truncated back-propagation through time (truncated = true) is not supported";
+                        return Err(error_at(
+                            ErrorKind::Unsupported,
+                            self.label(e.node.pos),
+                            e.node.pos,
+                            msg,
+                        ));
+                    }
+                }
+                "truncationLength" => {
+                    self.uint(e, &rs, "truncationLength", None, false)?;
+                }
+                // Performance and key-storage hints of CNTK's composite reader: no effect here.
+                "multiThreadedDeserialization" | "useNumericSequenceKeys" | "hashSequenceKeys" => {
+                    self.bool(e, &rs, "a composite reader flag", None)?;
+                }
+                other => unreachable!("{other} is in READER_PARAMS"),
+            }
+        }
+        cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
+        if let Some(list) = deserializers {
+            self.composite(&rs, list, file.map(|f| f.1), input, &lens_params, &mut cfg)?;
+            if let Some(e) = kind {
+                // Beside `deserializers`, a readerType is ignored; it must still name a reader.
+                let t = self.text(e, &rs, "readerType", None)?;
+                if !t.eq_ignore_ascii_case(COMPOSITE_READER) {
+                    self.kind(e, &rs, "readerType", None, DeserializerKind::reader_type)?;
+                }
+            }
+        } else {
+            let Some(kind_entry) = kind else {
+                return Err(self.err(
+                    reader_entry.key_pos,
+                    None,
+                    "reader block has no 'readerType' (or 'deserializers')",
+                ));
+            };
+            let kind = self.kind(
+                kind_entry,
+                &rs,
+                "readerType",
+                None,
+                DeserializerKind::reader_type,
+            )?;
+            let Some((path, _)) = file else {
+                return Err(self.err(reader_entry.key_pos, None, "reader block has no 'file'"));
+            };
+            let inputs = match input {
+                Some(e) => self.inputs(e, &rs, kind, None)?,
+                None => Vec::new(),
+            };
+            if inputs.is_empty() && !kind.inputs_described_by_file() {
+                return Err(self.err(reader_entry.key_pos, None, "reader block has no 'input'"));
+            }
+            let mut d = DeserializerConfig {
+                kind,
+                file: path.into(),
+                inputs,
+                ..Default::default()
+            };
+            for (name, e) in lens_params {
+                if kind != DeserializerKind::Lens {
+                    return Err(self.err(
+                        e.key_pos,
+                        None,
+                        format!(
+                            "'{}' applies to Lens example files (readerType LensReader)",
+                            e.key
+                        ),
+                    ));
+                }
+                self.lens_param(&mut d, name, e, &rs, None)?;
+            }
+            cfg.deserializers.push(d);
+        }
+        if let Some(pos) = lens_mode_at {
+            // The mode decides the order; the block randomizer's parameters would contradict it.
+            for p in [
+                "randomize",
+                "randomizationWindow",
+                "sampleBasedRandomizationWindow",
+            ] {
+                if seen.seen.contains(&p) {
+                    return Err(self.err(
+                        pos,
+                        None,
+                        format!("lensMode decides the example order; do not set '{p}' with it"),
+                    ));
+                }
+            }
+        }
+        // CNTK's composite reader counts the window in samples unless a CTF deserializer is
+        // present (the CTF reader counts chunks); the binary reader's window is in samples.
+        let has_ctf = cfg
+            .deserializers
+            .iter()
+            .any(|d| d.kind == DeserializerKind::Ctf);
+        cfg.sample_based_randomization_window = sample_based.unwrap_or(!has_ctf);
+        Ok(cfg)
+    }
+
+    /// The composite form: `deserializers = ( [ ... ] : ... )`.
+    fn composite<'a>(
+        &self,
+        rs: &Scope<'a>,
+        list: &'a Entry,
+        file: Option<&'a Entry>,
+        input: Option<&'a Entry>,
+        lens_params: &[(&'static str, &'a Entry)],
+        cfg: &mut ReaderConfig,
+    ) -> Result<()> {
+        // file and input belong in the deserializer blocks.
+        let lens_first = lens_params.first().map(|p| p.1);
+        let lens_what = lens_first.map_or("", |e| e.key.as_str());
+        for (what, e) in [("file", file), ("input", input), (lens_what, lens_first)] {
+            if let Some(e) = e {
+                return Err(self.err(
+                    e.key_pos,
+                    None,
+                    format!(
+                        "'{what}' belongs in a deserializer block when 'deserializers' is given"
+                    ),
+                ));
+            }
+        }
+        let blocks: Vec<(Scope<'a>, Pos)> = match self.resolve(list, rs)? {
+            Resolved::Block(s) => vec![(s, list.node.pos)],
+            Resolved::Array(items, s) => {
+                let mut blocks = Vec::with_capacity(items.len());
+                for (i, node) in items.iter().enumerate() {
+                    // An element is a block, or a variable naming one.
+                    match self.resolver.resolve(node, "deserializers", &s)? {
+                        Resolved::Block(b) => blocks.push((b, node.pos)),
+                        _ => {
+                            let ctx = format!("deserializer {}", i + 1);
+                            return Err(self.err(
+                                node.pos,
+                                Some(&ctx),
+                                "a deserializer must be a block [ ... ]",
+                            ));
+                        }
+                    }
+                }
+                blocks
+            }
+            Resolved::Text(t) => {
+                return Err(self.err(
+                    list.node.pos,
+                    None,
+                    format!("deserializers must be ([ ... ] : ...), found '{t}'"),
+                ))
+            }
+            Resolved::Expr(x) => {
+                return Err(self.err(
+                    list.node.pos,
+                    None,
+                    format!(
+                        "deserializers must be ([ ... ] : ...), found the expression '{}'",
+                        short(x)
+                    ),
+                ))
+            }
+        };
+        if blocks.is_empty() {
+            return Err(self.err(list.node.pos, None, "deserializers is empty"));
+        }
+        for (i, (scope, pos)) in blocks.into_iter().enumerate() {
+            let ctx = format!("deserializer {}", i + 1);
+            cfg.deserializers
+                .push(self.deserializer(&scope, pos, &ctx)?);
+        }
+        Ok(())
+    }
+
+    fn deserializer<'a>(&self, ds: &Scope<'a>, pos: Pos, ctx: &str) -> Result<DeserializerConfig> {
+        let c = Some(ctx);
+        let block = ds.block();
+        // The type first: a deserializer exfeed cannot read is named before its parameters,
+        // which belong to that other reader, are looked at.
+        let kind = match block.get("type") {
+            Some(e) => self.kind(e, ds, "type", c, DeserializerKind::deserializer_type)?,
+            None => return Err(self.err(pos, c, "no 'type'")),
+        };
+        let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
+        let mut d = DeserializerConfig::default();
+        let (mut module, mut file, mut input) = (None, None, None);
+        let mut lens = Vec::new();
+        for e in &block.entries {
+            let Some(param) = self.param(&mut seen, e, &[])? else {
+                continue;
+            };
+            match param {
+                "type" => {}
+                "module" => {
+                    module = Some((
+                        self.kind(e, ds, "module", c, DeserializerKind::reader_type)?,
+                        e.node.pos,
+                    ))
+                }
+                "file" => file = Some(self.text(e, ds, "file", c)?),
+                "input" => input = Some(e),
+                "skipSequenceIds" => {
+                    d.skip_sequence_ids = Some(self.bool(e, ds, "skipSequenceIds", c)?)
+                }
+                "maxErrors" => d.max_errors = Some(self.uint(e, ds, "maxErrors", c, false)?),
+                "traceLevel" => d.trace_level = Some(self.trace_level(e, ds, "traceLevel", c)?),
+                "chunkSizeInBytes" => {
+                    d.chunk_size_bytes = Some(self.uint(e, ds, "chunkSizeInBytes", c, true)?)
+                }
+                "keepDataInMemory" => {
+                    d.keep_data_in_memory = Some(self.bool(e, ds, "keepDataInMemory", c)?)
+                }
+                "frameMode" => d.frame_mode = Some(self.bool(e, ds, "frameMode", c)?),
+                "cacheIndex" => d.cache_index = Some(self.bool(e, ds, "cacheIndex", c)?),
+                name @ ("inputGroups" | "targetGroups" | "nanValue") => {
+                    lens.push((name, e));
+                    self.lens_param(&mut d, name, e, ds, c)?;
+                }
+                other => unreachable!("{other} is in DESERIALIZER_PARAMS"),
+            }
+        }
+        if let Some((m, mpos)) = module {
+            if m != kind {
+                return Err(self.err(
+                    mpos,
+                    c,
+                    format!(
+                        "module '{}' does not provide type '{}'",
+                        m.reader_type(),
+                        kind.deserializer_type()
+                    ),
+                ));
+            }
+        }
+        if let Some((name, e)) = lens.first() {
+            if kind != DeserializerKind::Lens {
+                return Err(self.err(
+                    e.key_pos,
+                    c,
+                    format!("'{name}' applies to Lens example files (type LensDeserializer)"),
+                ));
+            }
+        }
+        d.kind = kind;
+        d.file = file.ok_or_else(|| self.err(pos, c, "no 'file'"))?.into();
+        if let Some(e) = input {
+            d.inputs = self.inputs(e, ds, kind, Some(ctx))?;
+        }
+        if d.inputs.is_empty() && !kind.inputs_described_by_file() {
+            return Err(self.err(pos, c, "no 'input'"));
+        }
+        Ok(d)
+    }
+
+    fn inputs<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        kind: DeserializerKind,
+        ctx: Option<&str>,
+    ) -> Result<Vec<StreamSpec>> {
+        let is = self.block(e, scope, "input", ctx)?;
+        let block = is.block();
+        let mut out: Vec<StreamSpec> = Vec::with_capacity(block.entries.len());
+        for ie in &block.entries {
+            // Inside a deserializer, its number leads (two deserializers may name one input).
+            let ictx = match ctx {
+                Some(c) => format!("{c}: input '{}'", ie.key),
+                None => format!("input '{}'", ie.key),
+            };
+            let c = Some(ictx.as_str());
+            let bs = self.block(ie, &is, "an input", c)?;
+            let mut seen = Seen::new(INPUT_PARAMS, "input", Some(ictx.clone()));
+            let mut spec = StreamSpec::new(ie.key.clone(), Storage::Dense, 0);
+            let (mut dim, mut format) = (None, None);
+            for p in &bs.block().entries {
+                let Some(param) = self.param(&mut seen, p, &[])? else {
+                    continue;
+                };
+                match param {
+                    "alias" => {
+                        let a = self.text(p, &bs, "alias", c)?;
+                        if a.is_empty() {
+                            return Err(self.err(p.node.pos, c, "alias is empty"));
+                        }
+                        spec.alias = Some(a);
+                    }
+                    "dim" => dim = Some(self.uint(p, &bs, "dim", c, true)?),
+                    "format" => {
+                        let t = self.text(p, &bs, "format", c)?;
+                        format = Some(
+                            t.to_ascii_lowercase()
+                                .parse::<Storage>()
+                                .map_err(|m| self.err(p.node.pos, c, m))?,
+                        );
+                    }
+                    "definesMBSize" => {
+                        spec.defines_mb_size = self.bool(p, &bs, "definesMBSize", c)?
+                    }
+                    other => unreachable!("{other} is in INPUT_PARAMS"),
+                }
+            }
+            match (dim, format) {
+                (Some(d), Some(f)) => {
+                    // Sparse indices are 32-bit signed in CNTK (and in CBF files).
+                    let limit = match f {
+                        Storage::Sparse => i32::MAX as u64,
+                        Storage::Dense => u32::MAX as u64,
+                    };
+                    if d > limit {
+                        return Err(self.err(
+                            ie.key_pos,
+                            c,
+                            format!("dim {d} of a {f} input is larger than {limit}"),
+                        ));
+                    }
+                    spec.dim = d as usize;
+                    spec.storage = f;
+                }
+                (None, None) if kind.inputs_described_by_file() => {}
+                (None, Some(_)) if !kind.inputs_described_by_file() => {
+                    return Err(self.err(ie.key_pos, c, "no 'dim'"))
+                }
+                (Some(_), None) if !kind.inputs_described_by_file() => {
+                    return Err(self.err(ie.key_pos, c, "no 'format' (dense or sparse)"))
+                }
+                (None, None) => return Err(self.err(ie.key_pos, c, "no 'dim' and no 'format'")),
+                _ => {
+                    return Err(self.err(
+                        ie.key_pos,
+                        c,
+                        "give both 'dim' and 'format' or neither (then the file's header says)",
+                    ))
+                }
+            }
+            // Names in the data file must tell inputs apart (CNTK: "Alias ... is already mapped").
+            if let Some(other) = out.iter().find(|s| s.name_in_file() == spec.name_in_file()) {
+                return Err(self.err(
+                    ie.key_pos,
+                    c,
+                    format!(
+                        "'{}' in the file already stands for input '{}'",
+                        spec.name_in_file(),
+                        other.name
+                    ),
+                ));
+            }
+            out.push(spec);
+        }
+        Ok(out)
+    }
+}
+
+/// An expression shortened for a message.
+fn short(x: &str) -> String {
+    let one_line = x.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(60) {
+        Some((i, _)) => format!("{}...", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// The known name closest to `name` when it is a plausible typo (edit distance at most 2).
+fn nearest(name: &str, known: &[&'static str]) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&lower, &k.to_ascii_lowercase()), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > 2 || a.len() > 64 {
+        return 3;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Names of the blocks of `top` that contain a `reader` block, in file order.
+pub(crate) fn section_names(top: &Block) -> Vec<String> {
+    top.entries
+        .iter()
+        .filter(|e| matches!(&e.node.value, Value::Block(b) if b.get("reader").is_some()))
+        .map(|e| e.key.clone())
+        .collect()
+}

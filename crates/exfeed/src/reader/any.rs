@@ -1,0 +1,442 @@
+//! [`AnyReader`]: the minibatch reader of a [`ReaderConfig`], whatever its precision.
+//!
+//! [`Reader`] is generic over the element type; a caller that learns the precision only from
+//! the configuration (the command line, a Python binding) uses [`AnyReader`], which picks `f32`
+//! or `f64` once, from `cfg.precision`, and delivers [`AnyMinibatch`]es.
+//!
+//! # Buffers and ownership
+//!
+//! A minibatch owns its buffers. [`AnyReader::next_minibatch`] clears the minibatch it is given
+//! and refills it, reusing whatever buffers it still has. A caller that wants to keep the data
+//! (to hand it to NumPy without copying, say) moves the buffers out with
+//! [`SequenceBatch::take_stream`] and [`StreamData::into_parts`] (and
+//! [`SequenceBatch::take_keys`]); the stream left behind is empty, with the same storage and
+//! dimension, and the next call simply allocates fresh buffers for it. Nothing the caller took
+//! is touched again by the reader.
+//!
+//! [`SequenceBatch::take_stream`]: crate::SequenceBatch::take_stream
+//! [`SequenceBatch::take_keys`]: crate::SequenceBatch::take_keys
+//! [`StreamData::into_parts`]: crate::StreamData::into_parts
+//!
+//! ```
+//! use exfeed::config::ReaderConfig;
+//! use exfeed::reader::{AnyMinibatch, AnyReader, EpochLimit, RunOptions};
+//!
+//! // A CTF file of three sequences and its reader configuration.
+//! let dir = std::env::temp_dir().join(format!("exfeed-anyreader-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let data = dir.join("tiny.ctf");
+//! std::fs::write(&data, "0 |x 1 2 |y 0:1\n0 |x 3 4\n1 |x 5 6 |y 1:1\n2 |x 7 8 |y 2:1\n")?;
+//! let text = format!(
+//!     "reader = [ readerType = CNTKTextFormatReader; file = \"{}\"; randomize = false; precision = double;
+//!        input = [ x = [ dim = 2; format = dense ]; y = [ dim = 3; format = sparse ] ] ]",
+//!     data.display()
+//! );
+//! let cfg = ReaderConfig::from_cntk_str(&text, "tiny.cntk", None)?;
+//!
+//! let options = RunOptions { limit: EpochLimit::Sweeps(1), threads: Some(0), ..RunOptions::default() };
+//! let mut reader = AnyReader::open(&cfg, &options)?;
+//! assert_eq!(reader.precision(), exfeed::Precision::Double);
+//! let mut mb = reader.new_minibatch();
+//! assert!(reader.next_minibatch(3, &mut mb)?); // sequences 0 (2 samples) and 1 (1 sample)
+//! assert_eq!((mb.len(), mb.samples()), (2, 3));
+//!
+//! // Take the dense stream `x` out: its values are ours now, without a copy.
+//! let AnyMinibatch::F64(m) = &mut mb else { unreachable!() };
+//! assert_eq!(m.data.take_keys(), vec![0, 1]);
+//! let x = m.data.take_stream(0).into_parts();
+//! assert_eq!(x.values, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]); // [3 samples x 2]
+//! assert_eq!(x.seq_offsets, vec![0, 2, 3]);
+//! let y = m.data.take_stream(1).into_parts();
+//! // `y` has one sample in each sequence (the streams of a sequence may differ in length).
+//! assert_eq!((y.indices, y.sample_offsets), (vec![0, 1], vec![0, 1, 2]));
+//!
+//! // The reader refills the same minibatch with fresh buffers.
+//! assert!(reader.next_minibatch(3, &mut mb)?);
+//! assert_eq!(mb.len(), 1);
+//! assert!(!reader.next_minibatch(3, &mut mb)?);
+//! assert!(reader.is_done());
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use super::build::{open_configured_source, reader_options, ConfiguredSource};
+use super::{EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo};
+use crate::config::ReaderConfig;
+use crate::element::{Element, Precision};
+use crate::error::{Diagnostic, Result};
+use crate::stream::StreamSpec;
+
+/// How a reader runs, beyond what its configuration says: the epoch's end, the decoding
+/// threads and the distributed worker. `None` takes the default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// When the epoch ends (default: after one sweep).
+    pub limit: EpochLimit,
+    /// Decoding threads (see [`ReaderOptions::threads`]); default: the available parallelism.
+    pub threads: Option<usize>,
+    /// Chunks decoded ahead (see [`ReaderOptions::prefetch_chunks`]); default:
+    /// [`ReaderOptions::prefetch_for`] the threads.
+    pub prefetch_chunks: Option<usize>,
+    /// Number of distributed workers (at least 1).
+    pub num_workers: usize,
+    /// This worker's rank, `0..num_workers`.
+    pub worker_rank: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            limit: EpochLimit::default(),
+            threads: None,
+            prefetch_chunks: None,
+            num_workers: 1,
+            worker_rank: 0,
+        }
+    }
+}
+
+impl RunOptions {
+    /// The engine options: those `cfg` says ([`reader_options`]) with these on top.
+    pub fn reader_options(&self, cfg: &ReaderConfig) -> ReaderOptions {
+        let mut o = reader_options(cfg, self.limit);
+        o.num_workers = self.num_workers;
+        o.worker_rank = self.worker_rank;
+        if let Some(t) = self.threads {
+            o.threads = t;
+            o.prefetch_chunks = ReaderOptions::prefetch_for(t);
+        }
+        if let Some(p) = self.prefetch_chunks {
+            o.prefetch_chunks = p;
+        }
+        o
+    }
+}
+
+/// A minibatch of either precision, as [`AnyReader`] delivers it.
+#[derive(Debug, Clone)]
+pub enum AnyMinibatch {
+    /// Values are `f32` (precision `float`).
+    F32(Minibatch<f32>),
+    /// Values are `f64` (precision `double`).
+    F64(Minibatch<f64>),
+}
+
+macro_rules! either {
+    ($value:expr, $x:ident => $body:expr) => {
+        match $value {
+            AnyMinibatch::F32($x) => $body,
+            AnyMinibatch::F64($x) => $body,
+        }
+    };
+}
+
+impl AnyMinibatch {
+    /// An empty minibatch of `precision` with the streams `specs`.
+    pub fn new(precision: Precision, specs: &[StreamSpec]) -> Self {
+        match precision {
+            Precision::Float => AnyMinibatch::F32(Minibatch::new(specs)),
+            Precision::Double => AnyMinibatch::F64(Minibatch::new(specs)),
+        }
+    }
+
+    /// The precision of its values.
+    pub fn precision(&self) -> Precision {
+        match self {
+            AnyMinibatch::F32(_) => Precision::Float,
+            AnyMinibatch::F64(_) => Precision::Double,
+        }
+    }
+
+    /// Number of sequences.
+    pub fn len(&self) -> usize {
+        either!(self, m => m.len())
+    }
+
+    /// No sequences?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Total samples.
+    pub fn samples(&self) -> usize {
+        either!(self, m => m.samples)
+    }
+
+    /// Where each sequence came from, in order.
+    pub fn sequences(&self) -> &[SequenceInfo] {
+        either!(self, m => &m.sequences)
+    }
+
+    /// The last sequence of a sweep is in this minibatch.
+    pub fn end_of_sweep(&self) -> bool {
+        either!(self, m => m.end_of_sweep)
+    }
+
+    /// The keys of its sequences, in order (empty once taken out).
+    pub fn keys(&self) -> &[u64] {
+        either!(self, m => m.data.keys())
+    }
+
+    /// The minibatch's `--dump` JSON line (see [`super::write_minibatch_json`]).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        either!(self, m => super::write_minibatch_json(out, m))
+    }
+}
+
+/// One reader per element type, with the source it reads (for its diagnostics).
+enum Typed {
+    F32(Reader<f32>, ConfiguredSource<f32>),
+    F64(Reader<f64>, ConfiguredSource<f64>),
+}
+
+macro_rules! typed {
+    ($value:expr, $r:ident, $s:ident => $body:expr) => {
+        match $value {
+            Typed::F32($r, $s) => $body,
+            Typed::F64($r, $s) => $body,
+        }
+    };
+}
+
+/// The minibatch reader of a [`ReaderConfig`], of the precision it says. See the
+/// [module documentation](self) for who owns the buffers.
+pub struct AnyReader {
+    typed: Typed,
+}
+
+impl AnyReader {
+    /// Opens and indexes every deserializer of `cfg` (see [`open_configured_source`]) and
+    /// starts at the beginning of sweep 0.
+    pub fn open(cfg: &ReaderConfig, options: &RunOptions) -> Result<AnyReader> {
+        Self::build(cfg, options, None)
+    }
+
+    /// Like [`AnyReader::open`], continuing from a state saved by [`AnyReader::state`] (see
+    /// [`Reader::restore`] for what must agree).
+    pub fn restore(
+        cfg: &ReaderConfig,
+        options: &RunOptions,
+        state: &ReaderState,
+    ) -> Result<AnyReader> {
+        Self::build(cfg, options, Some(state))
+    }
+
+    fn build(
+        cfg: &ReaderConfig,
+        options: &RunOptions,
+        state: Option<&ReaderState>,
+    ) -> Result<AnyReader> {
+        fn typed<T: Element>(
+            cfg: &ReaderConfig,
+            options: ReaderOptions,
+            state: Option<&ReaderState>,
+        ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
+            let source = open_configured_source::<T>(cfg)?;
+            let reader = match state {
+                Some(s) => Reader::restore(source.source.clone(), options, s)?,
+                None => Reader::new(source.source.clone(), options)?,
+            };
+            Ok((reader, source))
+        }
+        let o = options.reader_options(cfg);
+        let typed = match cfg.precision {
+            Precision::Float => typed(cfg, o, state).map(|(r, s)| Typed::F32(r, s)),
+            Precision::Double => typed(cfg, o, state).map(|(r, s)| Typed::F64(r, s)),
+        }?;
+        Ok(AnyReader { typed })
+    }
+
+    /// The precision of the values delivered.
+    pub fn precision(&self) -> Precision {
+        match self.typed {
+            Typed::F32(..) => Precision::Float,
+            Typed::F64(..) => Precision::Double,
+        }
+    }
+
+    /// The streams of every minibatch, in order.
+    pub fn streams(&self) -> &[StreamSpec] {
+        typed!(&self.typed, r, _s => r.streams())
+    }
+
+    /// The engine options in effect.
+    pub fn options(&self) -> &ReaderOptions {
+        typed!(&self.typed, r, _s => r.options())
+    }
+
+    /// An empty minibatch of this reader's precision and streams.
+    pub fn new_minibatch(&self) -> AnyMinibatch {
+        AnyMinibatch::new(self.precision(), self.streams())
+    }
+
+    /// Fills `mb` with the next minibatch of about `size` samples (see
+    /// [`Reader::next_minibatch`]); `false` (and an empty `mb`) once the epoch is over. A
+    /// minibatch of the other precision, or with its streams taken out, is fine: it is
+    /// replaced or refilled.
+    pub fn next_minibatch(&mut self, size: usize, mb: &mut AnyMinibatch) -> Result<bool> {
+        match (&mut self.typed, &mut *mb) {
+            (Typed::F32(r, _), AnyMinibatch::F32(m)) => r.next_minibatch(size, m),
+            (Typed::F64(r, _), AnyMinibatch::F64(m)) => r.next_minibatch(size, m),
+            _ => {
+                *mb = self.new_minibatch();
+                self.next_minibatch(size, mb)
+            }
+        }
+    }
+
+    /// The current position, to save and pass to [`AnyReader::restore`].
+    pub fn state(&self) -> ReaderState {
+        typed!(&self.typed, r, _s => r.state())
+    }
+
+    /// Changes when the epoch ends (see [`Reader::set_limit`]).
+    pub fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
+        typed!(&mut self.typed, r, _s => r.set_limit(limit))
+    }
+
+    /// Has the epoch ended?
+    pub fn is_done(&self) -> bool {
+        typed!(&self.typed, r, _s => r.is_done())
+    }
+
+    /// Samples delivered so far.
+    pub fn samples_delivered(&self) -> u64 {
+        typed!(&self.typed, r, _s => r.samples_delivered())
+    }
+
+    /// Minibatches delivered so far.
+    pub fn minibatches(&self) -> u64 {
+        typed!(&self.typed, r, _s => r.minibatches())
+    }
+
+    /// The chunks of the data set (from the index), in file order.
+    pub fn chunks(&self) -> &[super::ChunkInfo] {
+        typed!(&self.typed, _r, s => s.source.chunks())
+    }
+
+    /// Warnings so far (see [`ConfiguredSource::diagnostics`]).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        typed!(&self.typed, _r, s => s.diagnostics())
+    }
+
+    /// Where each CTF deserializer's index came from, in configuration order.
+    pub fn index_origins(&self) -> Vec<super::IndexOrigin> {
+        typed!(&self.typed, _r, s => s.ctf_sources().iter().map(|c| c.index_origin()).collect())
+    }
+}
+
+// The reader moves to other threads (a Python binding releases the GIL around it).
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<AnyReader>();
+    send::<AnyMinibatch>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn sample_config(precision: Precision) -> ReaderConfig {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+        let mut cfg = ReaderConfig::from_file(dir.join("sequences.cntk"), None).unwrap();
+        cfg.resolve_files(&dir);
+        cfg.precision = precision;
+        cfg
+    }
+
+    /// Every minibatch's keys and first stream's values, as f64.
+    fn drain(
+        reader: &mut AnyReader,
+        mb: &mut AnyMinibatch,
+        take: bool,
+    ) -> Vec<(Vec<u64>, Vec<f64>)> {
+        let mut out = Vec::new();
+        while reader.next_minibatch(7, mb).unwrap() {
+            let (keys, values): (Vec<u64>, Vec<f64>) = match mb {
+                AnyMinibatch::F32(m) if take => (
+                    m.data.take_keys(),
+                    m.data
+                        .take_stream(0)
+                        .into_parts()
+                        .values
+                        .into_iter()
+                        .map(f64::from)
+                        .collect(),
+                ),
+                AnyMinibatch::F64(m) if take => (
+                    m.data.take_keys(),
+                    m.data.take_stream(0).into_parts().values,
+                ),
+                AnyMinibatch::F32(m) => (
+                    m.data.keys().to_vec(),
+                    m.data.streams()[0]
+                        .values()
+                        .iter()
+                        .map(|&v| f64::from(v))
+                        .collect(),
+                ),
+                AnyMinibatch::F64(m) => (
+                    m.data.keys().to_vec(),
+                    m.data.streams()[0].values().to_vec(),
+                ),
+            };
+            out.push((keys, values));
+        }
+        out
+    }
+
+    #[test]
+    fn taking_buffers_out_leaves_the_minibatches_unchanged_in_both_precisions() {
+        let options = RunOptions {
+            limit: EpochLimit::Sweeps(2),
+            ..RunOptions::default()
+        };
+        let mut runs = Vec::new();
+        for (precision, take) in [
+            (Precision::Float, false),
+            (Precision::Float, true),
+            (Precision::Double, true),
+        ] {
+            let mut reader = AnyReader::open(&sample_config(precision), &options).unwrap();
+            assert_eq!(reader.precision(), precision);
+            // A minibatch of the other precision is replaced, not refused.
+            let other = if precision == Precision::Float {
+                Precision::Double
+            } else {
+                Precision::Float
+            };
+            let mut mb = AnyMinibatch::new(other, reader.streams());
+            runs.push(drain(&mut reader, &mut mb, take));
+            assert!(reader.is_done());
+            assert_eq!(mb.precision(), precision);
+        }
+        assert!(runs[0].len() > 2);
+        assert_eq!(runs[0], runs[1]);
+        // The sample's values are short decimals: f32 and f64 agree to f32 precision.
+        for (a, b) in runs[1].iter().zip(&runs[2]) {
+            assert_eq!(a.0, b.0);
+            let b32: Vec<f64> = b.1.iter().map(|&v| f64::from(v as f32)).collect();
+            assert_eq!(a.1, b32);
+        }
+    }
+
+    #[test]
+    fn restore_goes_on_where_the_state_was_taken() {
+        let cfg = sample_config(Precision::Double);
+        let options = RunOptions {
+            threads: Some(1),
+            ..RunOptions::default()
+        };
+        let mut whole = AnyReader::open(&cfg, &options).unwrap();
+        let mut mb = whole.new_minibatch();
+        let all = drain(&mut whole, &mut mb, false);
+        let mut first = AnyReader::open(&cfg, &options).unwrap();
+        assert!(first.next_minibatch(7, &mut mb).unwrap());
+        assert!(first.next_minibatch(7, &mut mb).unwrap());
+        let mut rest = AnyReader::restore(&cfg, &options, &first.state()).unwrap();
+        assert_eq!(rest.minibatches(), 2);
+        assert_eq!(drain(&mut rest, &mut mb, true), all[2..]);
+    }
+}
