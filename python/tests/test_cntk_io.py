@@ -451,9 +451,16 @@ def test_a_checkpoint_taken_before_reading_leaves_the_partitioning_open(tmp_path
 
 
 def test_a_checkpoint_from_elsewhere_is_refused(tmp_path):
-    source = values_source(one_per_line(tmp_path, 4))
+    path = one_per_line(tmp_path, 40)
+    source = values_source(path, randomization_seed=3)
     with pytest.raises(ValueError, match="exfeed checkpoint"):
         source.restore_from_checkpoint({"minibatchSourcePosition": 3})
+    other = values_source(path)
+    read_values(other, 5, 1)
+    with pytest.raises(ValueError, match="randomizationSeed"):
+        source.restore_from_checkpoint(other.get_checkpoint_state())
+    # The refused restores changed nothing.
+    assert read_values(source, 40, 1) == read_values(values_source(path, randomization_seed=3), 40, 1)
 
 
 # --- deserializers and their configuration ------------------------------------------------------
