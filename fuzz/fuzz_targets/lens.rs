@@ -1,5 +1,5 @@
 //! Lens example files: the text parser and the binary reader never panic, and whatever loads
-//! writes back (binary and text) to the same set.
+//! writes back (binary and text) to the same set (through text, NaN payloads aside).
 #![no_main]
 
 use exfeed::lens::{binary, text};
@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(binary::write(&again).unwrap() == bex, "binary round trip");
         if let Ok(ex) = text::write(&set) {
             let back = text::parse_text(&ex).expect("our .ex reads back");
-            assert!(binary::write(&back).unwrap() == bex, "text round trip");
+            // Text cannot carry a NaN's payload (`-` reads back as the quiet NaN), so the set
+            // read back is compared through its text, where NaN equals NaN.
+            assert!(text::write(&back).unwrap() == ex, "text round trip");
+            assert_eq!(binary::write(&back).unwrap().len(), bex.len(), "text round trip");
         }
     }
 });

@@ -17,6 +17,7 @@ from typing import Optional
 
 from ._exfeed import (
     ConfigError,
+    ConfigWarning,
     DataError,
     InternalError,
     Minibatch,
@@ -28,6 +29,7 @@ from ._exfeed import (
 
 __all__ = [
     "ConfigError",
+    "ConfigWarning",
     "DataError",
     "Input",
     "InternalError",

@@ -36,6 +36,7 @@ class ConfigError(ValueError):
     message: str
 
 class InternalError(RuntimeError): ...
+class ConfigWarning(UserWarning): ...
 
 class StreamInfo:
     name: str
@@ -118,7 +119,7 @@ class Reader(Iterator[Minibatch]):
         inputs: Optional[InputsArg] = None,
         config: Optional[PathLike] = None,
         section: Optional[str] = None,
-        set: Optional[Any] = None,
+        set: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
         max_sweeps: Optional[int] = 1,
         max_samples: Optional[int] = None,
         randomize: Optional[bool] = None,
@@ -146,6 +147,10 @@ class Reader(Iterator[Minibatch]):
     def minibatch_size(self) -> int: ...
     @property
     def dtype(self) -> np.dtype: ...
+    @property
+    def total_samples(self) -> int: ...
+    @property
+    def diagnostics(self) -> list[str]: ...
     @property
     def done(self) -> bool: ...
     @property

@@ -22,6 +22,12 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     exfeed,
+    ConfigWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A configuration parameter accepted without effect, or set twice."
+);
+pyo3::create_exception!(
+    exfeed,
     InternalError,
     PyRuntimeError,
     "A bug in exfeed (a Rust panic caught at the boundary). The object that raised it is closed."

@@ -2,11 +2,11 @@
 //! the library's [`ReaderConfig`] and run options.
 
 use crate::errors::{bad_arg, to_py};
-use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use exfeed::config::{ConfigOptions, DeserializerConfig, DeserializerKind, ReaderConfig};
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
 use exfeed::lens::select::SelectionMode;
-use exfeed::reader::{EpochLimit, ReaderOptions};
+use exfeed::reader::{EpochLimit, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -21,6 +21,8 @@ pub struct SourceArgs {
     pub inputs: Vec<StreamSpec>,
     pub config: Option<PathBuf>,
     pub section: Option<String>,
+    /// `set=`: NAME=VALUE overrides applied to the configuration file.
+    pub overrides: Vec<(String, String)>,
     pub randomize: Option<bool>,
     pub seed: Option<u64>,
     pub window_chunks: Option<u64>,
@@ -37,64 +39,42 @@ pub struct SourceArgs {
     pub nan: Option<f32>,
 }
 
-/// The engine's run options: the epoch, the worker and the decoding threads.
-#[derive(Debug, Clone)]
-pub struct RunArgs {
-    pub limit: EpochLimit,
-    pub num_workers: usize,
-    pub worker_rank: usize,
-    pub threads: Option<usize>,
-    pub prefetch_chunks: Option<usize>,
+/// The epoch limit from `max_sweeps` (None: unlimited) and `max_samples`.
+pub fn epoch_limit(max_sweeps: Option<u64>, max_samples: Option<u64>) -> PyResult<EpochLimit> {
+    Ok(match (max_sweeps, max_samples) {
+        (_, Some(0)) => return Err(bad_arg("max_samples", "must be at least 1")),
+        (Some(0), _) => return Err(bad_arg("max_sweeps", "must be at least 1 (or None)")),
+        // max_sweeps=1 is the default: max_samples replaces it.
+        (Some(1) | None, Some(n)) => EpochLimit::Samples(n),
+        (Some(_), Some(_)) => {
+            return Err(bad_arg(
+                "max_samples",
+                "give max_sweeps or max_samples, not both",
+            ))
+        }
+        (Some(k), None) => EpochLimit::Sweeps(k),
+        (None, None) => EpochLimit::Unlimited,
+    })
 }
 
-impl RunArgs {
-    /// The epoch limit from `max_sweeps` (None: unlimited) and `max_samples`.
-    pub fn limit(max_sweeps: Option<u64>, max_samples: Option<u64>) -> PyResult<EpochLimit> {
-        Ok(match (max_sweeps, max_samples) {
-            (_, Some(0)) => return Err(bad_arg("max_samples", "must be at least 1")),
-            (Some(0), _) => return Err(bad_arg("max_sweeps", "must be at least 1 (or None)")),
-            // max_sweeps=1 is the default: max_samples replaces it.
-            (Some(1) | None, Some(n)) => EpochLimit::Samples(n),
-            (Some(_), Some(_)) => {
-                return Err(bad_arg(
-                    "max_samples",
-                    "give max_sweeps or max_samples, not both",
-                ))
-            }
-            (Some(k), None) => EpochLimit::Sweeps(k),
-            (None, None) => EpochLimit::Unlimited,
-        })
+/// Checks the run options' arguments (the library would refuse them without naming them).
+pub fn check_run_options(o: &RunOptions) -> PyResult<()> {
+    if o.num_workers == 0 {
+        return Err(bad_arg("num_workers", "must be at least 1"));
     }
-
-    /// The engine options `cfg` says, with these on top.
-    pub fn reader_options(&self, cfg: &ReaderConfig) -> PyResult<ReaderOptions> {
-        if self.num_workers == 0 {
-            return Err(bad_arg("num_workers", "must be at least 1"));
-        }
-        if self.worker_rank >= self.num_workers {
-            return Err(bad_arg(
-                "worker_rank",
-                format!(
-                    "must be below num_workers ({}), found {}",
-                    self.num_workers, self.worker_rank
-                ),
-            ));
-        }
-        let mut o = exfeed::reader::reader_options(cfg, self.limit);
-        o.num_workers = self.num_workers;
-        o.worker_rank = self.worker_rank;
-        if let Some(t) = self.threads {
-            o.threads = t;
-            o.prefetch_chunks = ReaderOptions::prefetch_for(t);
-        }
-        if let Some(p) = self.prefetch_chunks {
-            if p == 0 {
-                return Err(bad_arg("prefetch_chunks", "must be at least 1"));
-            }
-            o.prefetch_chunks = p;
-        }
-        Ok(o)
+    if o.worker_rank >= o.num_workers {
+        return Err(bad_arg(
+            "worker_rank",
+            format!(
+                "must be below num_workers ({}), found {}",
+                o.num_workers, o.worker_rank
+            ),
+        ));
     }
+    if o.prefetch_chunks == Some(0) {
+        return Err(bad_arg("prefetch_chunks", "must be at least 1"));
+    }
+    Ok(())
 }
 
 /// `files`: one path or a list of paths (str or os.PathLike).
@@ -212,6 +192,38 @@ pub fn extract_layout(name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Opti
     Ok(Some(Layout { groups }))
 }
 
+/// `set`: `{"name": value}` (bool values as true/false, others as str()) or a list of
+/// `"NAME=VALUE"` strings, as `exfeed read --set`.
+pub fn extract_overrides(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let value_text = |x: &Bound<'_, PyAny>| -> PyResult<String> {
+        match x.extract::<bool>() {
+            Ok(b) if x.is_instance_of::<pyo3::types::PyBool>() => Ok(b.to_string()),
+            _ => Ok(x.str()?.to_string()),
+        }
+    };
+    if let Ok(d) = v.cast::<PyDict>() {
+        return d
+            .iter()
+            .map(|(k, x)| Ok((k.extract::<String>()?, value_text(&x)?)))
+            .collect();
+    }
+    if v.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "set: expected a dict or a list of \"NAME=VALUE\" strings, found a str",
+        ));
+    }
+    let items: Vec<String> = v.extract().map_err(|_| {
+        PyTypeError::new_err("set: expected a dict or a list of \"NAME=VALUE\" strings")
+    })?;
+    items
+        .iter()
+        .map(|t| ConfigOptions::parse_override(t).map_err(|e| bad_arg("set", e.message())))
+        .collect()
+}
+
 /// `precision`: "float"/"double" or a NumPy float dtype.
 pub fn extract_precision(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Precision>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
@@ -248,19 +260,32 @@ fn kind_of(file: &Path) -> DeserializerKind {
 impl SourceArgs {
     /// The reader configuration: `config` (its files replaced by `files`, matched by name or
     /// in order) or one deserializer per file; the options on top.
-    pub fn reader_config(&self) -> PyResult<ReaderConfig> {
-        let mut cfg = match &self.config {
+    /// Also returns the configuration's warnings.
+    pub fn reader_config(&self) -> PyResult<(ReaderConfig, Vec<String>)> {
+        let (mut cfg, warnings) = match &self.config {
             Some(path) => {
-                let mut cfg =
-                    ReaderConfig::from_file(path, self.section.as_deref()).map_err(to_py)?;
+                let options = ConfigOptions {
+                    section: self.section.clone(),
+                    overrides: self.overrides.clone(),
+                };
+                let read = ReaderConfig::load(path, &options).map_err(to_py)?;
+                let mut cfg = read.config;
                 self.place_files(&mut cfg)?;
-                cfg
+                (cfg, read.warnings)
             }
             None => {
-                if self.section.is_some() {
-                    return Err(bad_arg("section", "needs config="));
+                for (name, given) in [
+                    ("section", self.section.is_some()),
+                    ("set", !self.overrides.is_empty()),
+                ] {
+                    if given {
+                        return Err(bad_arg(
+                            name,
+                            "applies to a configuration file: give config=",
+                        ));
+                    }
                 }
-                self.config_from_files()?
+                (self.config_from_files()?, Vec::new())
             }
         };
         if let Some(p) = self.precision {
@@ -314,7 +339,7 @@ impl SourceArgs {
         }
         cfg.frame_mode |= self.frame_mode;
         self.apply_lens(&mut cfg)?;
-        Ok(cfg)
+        Ok((cfg, warnings))
     }
 
     fn place_files(&self, cfg: &mut ReaderConfig) -> PyResult<()> {

@@ -7,10 +7,9 @@
 //! otherwise it fills fresh buffers. An array you keep is therefore never overwritten, and
 //! arrays you drop give their memory back to the next minibatch.
 
-use crate::errors::{bad_arg, detached, to_py, InternalError};
-use crate::typed::{either, AnyMinibatch, AnyReader};
+use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::ReaderConfig;
-use exfeed::reader::{ReaderOptions, ReaderState};
+use exfeed::reader::{AnyMinibatch, AnyReader, ReaderState, RunOptions};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
@@ -128,7 +127,7 @@ fn stream_infos(
 pub struct Reader {
     inner: Option<AnyReader>,
     cfg: ReaderConfig,
-    options: ReaderOptions,
+    run: RunOptions,
     specs: Arc<Vec<StreamSpec>>,
     precision: Precision,
     minibatch_size: usize,
@@ -179,16 +178,12 @@ impl Reader {
         if minibatch_size == 0 {
             return Err(bad_arg("minibatch_size", "must be at least 1"));
         }
-        if set.is_some_and(|s| !s.is_none()) {
-            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-                "set: configuration overrides are not available in this build yet",
-            ));
-        }
         let source = SourceArgs {
             files: extract_files(files)?,
             inputs: extract_inputs(inputs)?,
             config,
             section,
+            overrides: extract_overrides(set)?,
             randomize,
             seed,
             window_chunks,
@@ -212,25 +207,33 @@ impl Reader {
         if source.config.is_some() && !source.inputs.is_empty() {
             return Err(bad_arg("inputs", "give inputs= or config=, not both"));
         }
-        let cfg = source.reader_config()?;
-        let run = RunArgs {
-            limit: RunArgs::limit(max_sweeps, max_samples)?,
+        let (cfg, warnings) = source.reader_config()?;
+        for w in warnings {
+            PyErr::warn(
+                py,
+                &py.get_type::<ConfigWarning>(),
+                &std::ffi::CString::new(w)?,
+                1,
+            )?;
+        }
+        let run = RunOptions {
+            limit: epoch_limit(max_sweeps, max_samples)?,
             num_workers,
             worker_rank,
             threads,
             prefetch_chunks,
         };
-        let options = run.reader_options(&cfg)?;
+        check_run_options(&run)?;
         let inner = {
-            let (cfg, options) = (&cfg, options.clone());
-            detached(py, move || AnyReader::open(cfg, options, None))?
+            let (cfg, run) = (&cfg, &run);
+            detached(py, move || AnyReader::open(cfg, run))?
         };
         Ok(Reader {
             specs: Arc::new(inner.streams().to_vec()),
             precision: inner.precision(),
             inner: Some(inner),
             cfg,
-            options,
+            run,
             minibatch_size,
             last: None,
         })
@@ -252,6 +255,27 @@ impl Reader {
     #[getter]
     fn dtype<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDescr> {
         dtype_of(py, self.precision)
+    }
+
+    /// Samples of one sweep over the whole data set (all workers), by the index.
+    #[getter]
+    fn total_samples(&self) -> PyResult<u64> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        Ok(reader.chunks().iter().map(|c| c.samples).sum())
+    }
+
+    /// Warnings so far: parameters that do not apply, index cache problems, samples skipped
+    /// under max_errors, keys missing from one of several joined files.
+    #[getter]
+    fn diagnostics(&self) -> PyResult<Vec<String>> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        Ok(reader.diagnostics().iter().map(|d| d.to_string()).collect())
     }
 
     /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.
@@ -301,7 +325,7 @@ impl Reader {
             return Ok(None);
         }
         let (num_samples, num_sequences, end_of_sweep) =
-            either!(&mb, m => (m.samples, m.len(), m.end_of_sweep));
+            (mb.samples(), mb.len(), mb.end_of_sweep());
         let buffers = Py::new(py, Buffers { mb: Some(mb) })?;
         self.last = Some(buffers.clone_ref(py));
         Ok(Some(Minibatch {
@@ -372,9 +396,9 @@ impl Reader {
         // Stop this reader's threads before opening the restored one.
         self.inner = None;
         self.last = None;
-        let (cfg, options) = (&self.cfg, self.options.clone());
+        let (cfg, run) = (&self.cfg, &self.run);
         self.inner = Some(detached(py, move || {
-            AnyReader::open(cfg, options, Some(&position))
+            AnyReader::restore(cfg, run, &position)
         })?);
         Ok(())
     }
@@ -472,7 +496,7 @@ impl Minibatch {
         let mb =
             b.mb.as_ref()
                 .ok_or_else(|| InternalError::new_err("minibatch buffers gone"))?;
-        let v: Vec<i64> = either!(mb, m => m.sequences.iter().map(|s| f(s) as i64).collect());
+        let v: Vec<i64> = mb.sequences().iter().map(|s| f(s) as i64).collect();
         Ok(PyArray1::from_vec(py, v).into_any().unbind())
     }
 }

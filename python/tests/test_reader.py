@@ -238,3 +238,25 @@ def test_lens_example_file_with_groups():
     assert sorted(k for s, k in got if s == 2) == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="input_groups: reading the Lens example file"):
         exfeed.Reader(SAMPLES / "patterns.ex", minibatch_size=4)
+
+
+def test_set_overrides_the_configuration():
+    args = dict(config=SAMPLES / "sequences.cntk", minibatch_size=1000, max_sweeps=1)
+    base = exfeed.Reader(SAMPLES / "sequences.ctf", **args).next_minibatch().keys.tolist()
+    ordered = exfeed.Reader(SAMPLES / "sequences.ctf", set={"sample.reader.randomize": False}, **args)
+    assert ordered.next_minibatch().keys.tolist() == sorted(base) != base
+    listed = exfeed.Reader(SAMPLES / "sequences.ctf", set=["sample.reader.randomize=false"], **args)
+    assert listed.next_minibatch().keys.tolist() == sorted(base)
+    with pytest.raises(ValueError, match="set: 'randomize' is not NAME=VALUE"):
+        exfeed.Reader(SAMPLES / "sequences.ctf", set=["randomize"], **args)
+    with pytest.raises(ValueError, match="set: applies to a configuration file"):
+        exfeed.Reader(SAMPLES / "sequences.ctf", inputs=INPUTS, set={"a": 1}, minibatch_size=8)
+
+
+def test_data_warnings_are_reported(tmp_path):
+    path = tmp_path / "short.ctf"
+    path.write_text("0 |x 1 2 |y 0:1\n1 |x 1 2 3 |y 1:1\n")
+    r = exfeed.Reader(path, inputs=INPUTS, minibatch_size=8, randomize=False)
+    mb = r.next_minibatch()
+    assert mb.num_sequences == 2
+    assert any("has 2 dense values, dim is 3; padded with zeros" in d for d in r.diagnostics)

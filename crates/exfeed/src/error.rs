@@ -177,8 +177,14 @@ impl Error {
         Error::new(ErrorKind::Config, Location::default(), message)
     }
 
-    /// An I/O error, with the file it concerns.
+    /// An I/O error, with the file it concerns. An error that already names its file (one a
+    /// writer of an output passed up through [`std::io::Write`], see [`Error::into_io`]) keeps
+    /// it: a full disk names the output, not the input being read.
     pub fn io(file: &Path, err: std::io::Error) -> Self {
+        let err = match Error::carried(err) {
+            Ok(e) => return e,
+            Err(err) => err,
+        };
         let message = err.to_string();
         let mut e = Error::new(
             ErrorKind::Io,
@@ -187,6 +193,28 @@ impl Error {
         );
         e.0.source = Some(err);
         e
+    }
+
+    /// This error as an [`std::io::Error`] (of the kind of its I/O source, if any), to pass
+    /// through an [`std::io::Write`]: converting it back ([`Error::io`], `From`) gives this
+    /// error again, file and all.
+    pub fn into_io(self) -> std::io::Error {
+        let kind = self
+            .0
+            .source
+            .as_ref()
+            .map_or(std::io::ErrorKind::Other, |s| s.kind());
+        std::io::Error::new(kind, self)
+    }
+
+    /// The error an [`std::io::Error`] carries (from [`Error::into_io`]), or the io error.
+    fn carried(err: std::io::Error) -> std::result::Result<Error, std::io::Error> {
+        if err.get_ref().is_some_and(|e| e.is::<Error>()) {
+            let inner = err.into_inner().expect("checked above");
+            Ok(*inner.downcast::<Error>().expect("checked above"))
+        } else {
+            Err(err)
+        }
     }
 
     /// The kind of error.
@@ -260,6 +288,10 @@ impl std::error::Error for Error {
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {
+        let err = match Error::carried(err) {
+            Ok(e) => return e,
+            Err(err) => err,
+        };
         let mut e = Error::new(ErrorKind::Io, Location::default(), err.to_string());
         e.0.source = Some(err);
         e

@@ -20,6 +20,7 @@ pub mod format;
 pub mod io;
 pub mod json;
 pub mod lens;
+pub mod limits;
 pub mod reader;
 pub mod stream;
 

@@ -20,6 +20,15 @@ impl Storage {
             Storage::Sparse => "sparse",
         }
     }
+
+    /// The largest dim the formats can hold: CBF stores a dense dim as a 32-bit unsigned
+    /// number; sparse indices are 32-bit signed in CNTK and in CBF files.
+    pub fn max_dim(self) -> u64 {
+        match self {
+            Storage::Dense => u32::MAX as u64,
+            Storage::Sparse => i32::MAX as u64,
+        }
+    }
 }
 
 impl fmt::Display for Storage {
@@ -88,11 +97,18 @@ impl FromStr for StreamSpec {
             return Err(format!("input name is empty in '{s}'"));
         }
         let storage: Storage = parts[1].parse()?;
-        let dim: usize = parts[2]
+        let dim: u64 = parts[2]
             .parse()
             .ok()
             .filter(|&d| d > 0)
             .ok_or_else(|| format!("dim must be a positive integer, found '{}'", parts[2]))?;
+        if dim > storage.max_dim() {
+            return Err(format!(
+                "dim {dim} of a {storage} input is larger than {}",
+                storage.max_dim()
+            ));
+        }
+        let dim = dim as usize;
         let mut spec = StreamSpec::new(parts[0], storage, dim);
         if let Some(alias) = parts.get(3) {
             if alias.is_empty() {
@@ -130,6 +146,18 @@ mod tests {
             ),
             ("a:dense:0", "dim must be a positive integer, found '0'"),
             ("a:dense:x", "dim must be a positive integer, found 'x'"),
+            (
+                "d:dense:18446744073709551615",
+                "dim 18446744073709551615 of a dense input is larger than 4294967295",
+            ),
+            (
+                "d:dense:99999999999999999999",
+                "dim must be a positive integer, found '99999999999999999999'",
+            ),
+            (
+                "s:sparse:2147483648",
+                "dim 2147483648 of a sparse input is larger than 2147483647",
+            ),
             (":dense:3", "input name is empty"),
             ("a:dense:3:", "alias is empty"),
         ] {

@@ -62,7 +62,8 @@ pub struct Args {
     /// cacheIndex: keep the CTF index beside the data file (FILE.exfeed-index).
     #[arg(long)]
     pub cache_index: bool,
-    /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread).
+    /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread;
+    /// at most 4 per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Write the reader's position to FILE at the end (see --stop-after).
@@ -270,8 +271,11 @@ fn apply_lens_args(args: &Args, cfg: &mut ReaderConfig) -> anyhow::Result<()> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.num_workers == 0 || args.worker_rank >= args.num_workers {
-        anyhow::bail!("--worker-rank must be below --num-workers (at least 1)");
+    if args.num_workers == 0 {
+        anyhow::bail!("--num-workers must be at least 1");
+    }
+    if args.worker_rank >= args.num_workers {
+        anyhow::bail!("--worker-rank must be below --num-workers");
     }
     let cfg = build_config(&args)?;
     match read(&cfg, &args) {

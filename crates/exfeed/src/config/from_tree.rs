@@ -839,11 +839,7 @@ impl<'f> Cx<'f> {
             }
             match (dim, format) {
                 (Some(d), Some(f)) => {
-                    // Sparse indices are 32-bit signed in CNTK (and in CBF files).
-                    let limit = match f {
-                        Storage::Sparse => i32::MAX as u64,
-                        Storage::Dense => u32::MAX as u64,
-                    };
+                    let limit = f.max_dim();
                     if d > limit {
                         return Err(self.err(
                             ie.key_pos,

@@ -1,6 +1,6 @@
 //! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
 
-use super::number::{parse_number, six_decimals};
+use super::number::{parse_number, six_decimals, BadNumber};
 use super::scan::{
     detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM,
 };
@@ -10,6 +10,7 @@ use crate::element::Element;
 use crate::error::{
     Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity,
 };
+use crate::limits::Limits;
 use crate::stream::Storage;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub struct CtfParser {
     seen_ids: HashSet<u64>,
     on_line: Vec<bool>,
     file: Option<Arc<str>>,
+    limits: Limits,
 }
 
 /// A sequence being read.
@@ -52,7 +54,17 @@ fn shown(bytes: &[u8]) -> String {
         .position(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'|'))
         .unwrap_or(bytes.len())
         .min(40);
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    // Control bytes (a NUL, an escape) are shown escaped: printed raw they are invisible.
+    String::from_utf8_lossy(&bytes[..end])
+        .chars()
+        .flat_map(|c| {
+            let escaped = c.is_control().then(|| c.escape_default());
+            escaped
+                .into_iter()
+                .flatten()
+                .chain((!c.is_control()).then_some(c))
+        })
+        .collect()
 }
 
 fn shown_char(line: &[u8], i: usize) -> String {
@@ -72,14 +84,21 @@ fn next_bar(line: &[u8], from: usize) -> usize {
 }
 
 impl CtfParser {
-    /// A parser for the configured inputs. Fails if there are none, or if two inputs have the
-    /// same name in the file. As CNTK's text parser, the data names an input by its alias only
-    /// (by its name when it has no alias): `|labels` does not reach an input `labels` aliased
-    /// `L`, so an alias may be another input's name (`-i y:dense:1:x -i x:dense:1:y`).
+    /// A parser for the configured inputs. Fails if there are none, if two inputs have the
+    /// same name in the file, or if a dense dim is more than a record can hold ([`Limits`]). As
+    /// CNTK's text parser, the data names an input by its alias only (by its name when it has
+    /// no alias): `|labels` does not reach an input `labels` aliased `L`, so an alias may be
+    /// another input's name (`-i y:dense:1:x -i x:dense:1:y`).
     pub fn new(opts: CtfOptions) -> Result<Self> {
+        Self::with_limits(opts, Limits::default())
+    }
+
+    /// [`CtfParser::new`] with other limits than the default ones.
+    pub fn with_limits(opts: CtfOptions, limits: Limits) -> Result<Self> {
         if opts.inputs.is_empty() {
             return Err(Error::config("no inputs are configured"));
         }
+        limits.check_text_inputs(&opts.inputs)?;
         let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
         for (i, s) in opts.inputs.iter().enumerate() {
             let n = s.name_in_file();
@@ -99,6 +118,7 @@ impl CtfParser {
             seen_ids: HashSet::new(),
             on_line,
             file: None,
+            limits,
         })
     }
 
@@ -499,14 +519,29 @@ impl CtfParser {
         Ok(any)
     }
 
-    fn bad_number(
+    fn bad_number<T: Element>(
         &self,
         line: &[u8],
         start: usize,
-        at_char: usize,
+        bad: BadNumber,
         at: LineAt,
         idx: usize,
     ) -> (Error, usize) {
+        let at_char = bad.at;
+        if bad.out_of_range {
+            let e = self.error(
+                ErrorKind::Invalid,
+                at,
+                start,
+                Some(idx),
+                format!(
+                    "number '{}' is out of range for precision {}",
+                    shown(&line[start..]),
+                    T::PRECISION
+                ),
+            );
+            return (e, at_char);
+        }
         let e = self.error(
             ErrorKind::Syntax,
             at,
@@ -604,7 +639,7 @@ impl CtfParser {
                     count += 1;
                     i = end;
                 }
-                Err(bad) => return Err(self.bad_number(line, i, bad.at, at, idx)),
+                Err(bad) => return Err(self.bad_number::<T>(line, i, bad, at, idx)),
             }
         }
         if count > dim {
@@ -686,7 +721,7 @@ impl CtfParser {
             }
             i += 1;
             let (v, end) = parse_number::<T>(line, i)
-                .map_err(|bad| self.bad_number(line, i, bad.at, at, idx))?;
+                .map_err(|bad| self.bad_number::<T>(line, i, bad, at, idx))?;
             if index >= dim || index > u32::MAX as u64 {
                 let e = self.error(
                     ErrorKind::Invalid,
@@ -741,10 +776,45 @@ impl CtfStream {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
+        // A NUL cannot be part of CTF text: fail at it rather than buffer what follows (a
+        // zero-filled device or decompression bomb would otherwise be held as one line).
+        let nul = memchr::memchr(0, bytes).map(|k| self.base + (self.pending.len() + k) as u64);
         self.pending.extend_from_slice(bytes);
-        if memchr::memchr(b'\n', bytes).is_none() {
-            return Ok(());
+        if memchr::memchr(b'\n', bytes).is_some() {
+            self.parse_complete(batch, sink)?;
         }
+        if let Some(at) = nul.filter(|&at| at >= self.base) {
+            return Err(self.fatal(Error::syntax(at, "found a NUL byte: CTF is text")));
+        }
+        let max = self.parser.limits.max_record_bytes;
+        if self.pending.len() as u64 > max {
+            return Err(self.fatal(Error::invalid(
+                self.base + max,
+                format!(
+                    "a sequence longer than the maximum record size ({max} bytes) starts at \
+                     byte {}",
+                    self.base
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// `e`, at a byte of the pending bytes, with its line, column and file.
+    fn fatal(&self, e: Error) -> Error {
+        let mut e = e.resolve_in(&self.pending, self.base, self.base_line);
+        if let Some(f) = &self.parser.file {
+            e = e.in_file(f.clone());
+        }
+        e
+    }
+
+    /// Parses the complete sequences at the start of the pending bytes.
+    fn parse_complete<T: Element>(
+        &mut self,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
         let mode = match self.mode {
             Some(m) => m,
             None => {

@@ -230,13 +230,22 @@ impl AtomicOutput {
     }
 }
 
+impl AtomicOutput {
+    /// A write error as an I/O error naming the output (a full disk is the output's problem,
+    /// whatever the caller was reading).
+    fn failed(&self, e: io::Error) -> io::Error {
+        Error::io(&self.target, e).into_io()
+    }
+}
+
 impl Write for AtomicOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = match &mut self.sink {
-            Sink::Plain(w) => w.write(buf)?,
-            Sink::Gzip(w) => w.write(buf)?,
-            Sink::Bzip2(w) => w.write(buf)?,
-        };
+            Sink::Plain(w) => w.write(buf),
+            Sink::Gzip(w) => w.write(buf),
+            Sink::Bzip2(w) => w.write(buf),
+        }
+        .map_err(|e| self.failed(e))?;
         self.written += n as u64;
         if self.written - self.writeback_at >= WRITEBACK_STEP {
             self.writeback_at = self.written;
@@ -251,6 +260,7 @@ impl Write for AtomicOutput {
             Sink::Gzip(w) => w.flush(),
             Sink::Bzip2(w) => w.flush(),
         }
+        .map_err(|e| self.failed(e))
     }
 }
 

@@ -256,13 +256,20 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
         e.active_target = c.real("an event activeTarget")?;
     }
     let mut lists: Vec<RangeList> = Vec::new();
+    // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
+    // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
+    let mut push = |ranges: RangeList| {
+        (!ranges.is_empty()).then(|| {
+            lists.push(ranges);
+            lists.len() - 1
+        })
+    };
     let n_in = c.count("the number of input sets", 9)?;
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
-        let id = lists.len();
-        lists.push(read_ranges(c)?);
-        for &k in &evs {
-            if events[k].input.replace(id).is_some() {
+        let id = push(read_ranges(c)?);
+        for &k in evs.iter().filter(|_| id.is_some()) {
+            if std::mem::replace(&mut events[k].input, id).is_some() {
                 return Err(Error::corrupt(
                     c.pos as u64,
                     format!("event {k} has inputs twice"),
@@ -270,8 +277,11 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
             }
         }
         if c.flag("the shared-targets flag")? {
-            for k in read_event_list(c, num_events)? {
-                if events[k].target.replace(id).is_some() {
+            for k in read_event_list(c, num_events)?
+                .into_iter()
+                .filter(|_| id.is_some())
+            {
+                if std::mem::replace(&mut events[k].target, id).is_some() {
                     return Err(Error::corrupt(
                         c.pos as u64,
                         format!("event {k} has targets twice"),
@@ -283,10 +293,9 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     let n_t = c.count("the number of target sets", 8)?;
     for _ in 0..n_t {
         let evs = read_event_list(c, num_events)?;
-        let id = lists.len();
-        lists.push(read_ranges(c)?);
-        for k in evs {
-            if events[k].target.replace(id).is_some() {
+        let id = push(read_ranges(c)?);
+        for k in evs.into_iter().filter(|_| id.is_some()) {
+            if std::mem::replace(&mut events[k].target, id).is_some() {
                 return Err(Error::corrupt(
                     c.pos as u64,
                     format!("event {k} has targets twice"),

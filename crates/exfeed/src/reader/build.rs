@@ -62,6 +62,13 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
             "the reader configuration has no deserializer",
         ));
     }
+    if cfg
+        .deserializers
+        .iter()
+        .any(|d| d.effective_chunk_size_bytes(cfg) == 0)
+    {
+        return Err(Error::config("chunkSizeInBytes must be positive"));
+    }
     let lens_count = cfg
         .deserializers
         .iter()

@@ -49,7 +49,8 @@ pub struct ReaderOptions {
     /// This worker's rank, `0..num_workers`.
     pub worker_rank: usize,
     /// Threads decoding chunks ahead of the consumer; 0 decodes on the caller's thread when a
-    /// chunk is needed. Default: the available parallelism.
+    /// chunk is needed. Default: the available parallelism. At most
+    /// [`ReaderOptions::max_threads`]: more are refused (they only add contention).
     pub threads: usize,
     /// How many chunks may be scheduled or decoded ahead of the current window (at least 1;
     /// default [`ReaderOptions::prefetch_for`] the threads). At most `window chunks +
@@ -65,6 +66,10 @@ pub struct ReaderOptions {
     /// them, instead of shuffling them (Lens's RANDOMIZED and PROBABILISTIC modes).
     pub with_replacement: bool,
 }
+
+/// Decoding threads per core beyond which a reader refuses ([`ReaderOptions::max_threads`]):
+/// decoding is CPU-bound, so more threads than cores only wait on each other.
+pub const MAX_THREADS_PER_CORE: usize = 4;
 
 impl Default for ReaderOptions {
     fn default() -> Self {
@@ -89,6 +94,12 @@ impl ReaderOptions {
     /// so every thread has a chunk to go on with while the consumer takes the one it finished.
     pub fn prefetch_for(threads: usize) -> usize {
         threads.saturating_mul(2).max(2)
+    }
+
+    /// The most decoding threads a reader takes: [`MAX_THREADS_PER_CORE`] per available core.
+    pub fn max_threads() -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cores.saturating_mul(MAX_THREADS_PER_CORE)
     }
 }
 
@@ -260,6 +271,13 @@ impl<T: Element> Reader<T> {
             return Err(Error::config(
                 "the epoch limit (max sweeps or max samples) must be positive",
             ));
+        }
+        if options.threads > ReaderOptions::max_threads() {
+            return Err(Error::config(format!(
+                "threads {} is more than {} ({MAX_THREADS_PER_CORE} per available core)",
+                options.threads,
+                ReaderOptions::max_threads()
+            )));
         }
         let pool = if options.threads > 0 {
             let pool = rayon::ThreadPoolBuilder::new()
