@@ -557,15 +557,14 @@ def test_cbf_and_ctf_deliver_the_same_minibatches():
 
 def test_a_double_cbf_file_is_delivered_as_float32():
     root = conformance()
-    defs = StreamDefs(features=StreamDef(field="F0", shape=3))
-    ctf = MinibatchSource(
-        CTFDeserializer(str(root / "ctf" / "50x20_jagged_sequences_dense.txt"), defs), max_sweeps=1
-    )
-    cbf = MinibatchSource(CBFDeserializer(str(root / "cbf" / "50x20_jagged_sequences_dense.bin")), max_sweeps=1)
-    a, b = ctf.next_minibatch(10000), cbf.next_minibatch(10000)
-    x, y = a[ctf.streams.features].asarray(), b[cbf.streams.features].asarray()
-    assert x.dtype == y.dtype == np.float32 and x.shape == y.shape and x.shape[0] == 50
-    np.testing.assert_allclose(x, y, rtol=1e-6)
+    defs = StreamDefs(features=StreamDef(field="F0", shape=100, is_sparse=True))
+    ctf = MinibatchSource(CTFDeserializer(str(root / "ctf" / "10x10_sparse.txt"), defs), max_sweeps=1)
+    cbf = MinibatchSource(CBFDeserializer(str(root / "cbf" / "10x10_sparse.bin")), max_sweeps=1)
+    a, b = ctf.next_minibatch(1000)[ctf.streams.features], cbf.next_minibatch(1000)[cbf.streams.features]
+    assert (a.num_sequences, a.num_samples) == (b.num_sequences, b.num_samples) == (10, 100)
+    for x, y in zip(a.as_sequences(), b.as_sequences()):
+        assert x.dtype == y.dtype == np.float32
+        np.testing.assert_allclose(x.toarray(), y.toarray(), rtol=1e-6)
 
 
 def test_cbf_streams_only_rename():
