@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 import pytest
-import scipy.sparse
+from conftest import IN_CI, REPO, require
 
 from exfeed.cntk.cntk_py import DictionaryValue, to_dictionary
 from exfeed.cntk.io import (
@@ -25,8 +25,6 @@ from exfeed.cntk.io import (
     sequence_to_cntk_text_format,
 )
 from exfeed.cntk.logging import TraceLevel
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # Two sequences (ids 0 and 1) of 4 and 3 samples; S1 is on 3 and 2 of their lines.
 JAGGED = """0 |S0 0 |S1 0
@@ -96,7 +94,7 @@ def read_values(source, size, count=None, **partition):
 def conformance():
     root = pathlib.Path(os.environ.get("EXFEED_CONFORMANCE", REPO.parent / "shared" / "conformance"))
     if not root.is_dir():
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail("conformance corpus not found at %s (required in CI)" % root)
         pytest.skip("conformance corpus not found at %s" % root)
     return root / "cntk"
@@ -135,6 +133,7 @@ def test_sparse_and_dense_streams_of_a_text_file(tmp_path):
 
 
 def test_sparse_data_as_csr_per_sequence(tmp_path):
+    scipy_sparse = require("scipy.sparse")
     path = write(tmp_path, SPARSE_WITH_LABELS)
     source = MinibatchSource(
         CTFDeserializer(path, StreamDefs(x=StreamDef(field="x", shape=1000, is_sparse=True))),
@@ -143,7 +142,7 @@ def test_sparse_data_as_csr_per_sequence(tmp_path):
     data = source.next_minibatch(7)[source.streams.x]
     for converted in (data.asarray(), data.as_sequences()):
         assert [m.shape for m in converted] == [(3, 1000), (4, 1000)]
-        assert all(isinstance(m, scipy.sparse.csr_matrix) for m in converted)
+        assert all(isinstance(m, scipy_sparse.csr_matrix) for m in converted)
         assert converted[0].dtype == np.float32
         assert [m.indices.tolist() for m in converted] == [[560, 0, 0], [560, 0, 0, 424]]
         np.testing.assert_array_equal(converted[1].toarray()[3, 424], 1.0)
