@@ -389,6 +389,7 @@ class Value:
         self._stream = stream
         self._offsets = np.asarray(stream.offsets, dtype=np.int64)
         self._lengths = np.diff(self._offsets)
+        self.num_samples = int(self._offsets[-1])
         self.is_sparse = is_sparse
         self._dim = dim
         self.dtype = np.float32
@@ -410,7 +411,7 @@ class Value:
     def masked_count(self):
         """The number of padding positions in ``[sequences, longest]``."""
         sequences, longest, _ = self.shape
-        return sequences * longest - int(self._offsets[-1])
+        return sequences * longest - self.num_samples
 
     def asarray(self):
         """Dense: the padded array ``[sequences, longest, dim]`` (zeros where ``mask`` is 0).
@@ -421,7 +422,7 @@ class Value:
         sequences, longest, dim = self.shape
         out = np.zeros((sequences, longest, dim), dtype=np.float32)
         rows = np.repeat(np.arange(sequences), self._lengths)
-        positions = np.arange(int(self._offsets[-1])) - np.repeat(self._offsets[:-1], self._lengths)
+        positions = np.arange(self.num_samples) - np.repeat(self._offsets[:-1], self._lengths)
         out[rows, positions] = np.asarray(self._stream.values).reshape(-1, dim)
         return out
 
@@ -672,10 +673,7 @@ class MinibatchSource:
             stream = minibatch[info.name]
             value = Value(stream, info.is_sparse, info.sample_shape[0])
             result[info] = MinibatchData(
-                value,
-                minibatch.num_sequences,
-                int(value._offsets[-1]),
-                minibatch.end_of_sweep,
+                value, minibatch.num_sequences, value.num_samples, minibatch.end_of_sweep
             )
         if not input_map:
             return result

@@ -94,6 +94,7 @@ class StreamInformation:
 class Value:
     is_sparse: bool
     dtype: type
+    num_samples: int
     @property
     def shape(self) -> Tuple[int, int, int]: ...
     @property
