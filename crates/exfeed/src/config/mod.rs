@@ -3,7 +3,7 @@
 //!
 //! A CNTK config holds much more than the reader: network definitions in BrainScript, SGD blocks,
 //! commands and variables. [`ConfigFile`] reads the whole file without evaluating what the reader
-//! does not use ([`syntax`]), applies command-line overrides, picks the section a command reads
+//! does not use, applies command-line overrides, picks the section a command reads
 //! (`command = Train:Test`), and converts its reader block into a [`ReaderConfig`], resolving
 //! `$variables$` lazily as CNTK does. Both forms share one tree, so they accept the same
 //! parameter names (case-insensitively, as CNTK) and report the same errors, each with the file,
@@ -43,7 +43,7 @@
 mod from_tree;
 mod options;
 mod resolve;
-pub mod syntax;
+pub(crate) mod syntax;
 mod toml_form;
 
 use std::path::{Path, PathBuf};
