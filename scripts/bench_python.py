@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -38,7 +37,12 @@ def write_data(ctf: str, csv: str, mb: int, slice_mb: int) -> None:
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """VmHWM: this process image's peak (ru_maxrss would carry the parent's across exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def plain_python_ctf(path: str) -> int:
