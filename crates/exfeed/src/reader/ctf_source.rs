@@ -14,19 +14,17 @@
 //! [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
 
 use super::chunker::{Chunker, SequenceExtent};
+use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
 use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes, AtomicOutput, InputBytes, InputPath, OutputOptions};
+use crate::io::{open_bytes, InputBytes, InputPath};
 use crate::stream::StreamSpec;
 use std::fs::File;
-use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,26 +55,48 @@ impl Default for CtfSourceOptions {
 
 /// A chunk of the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Chunk {
-    offset: u64,
-    bytes: u64,
-    line: u64,
-    first_sequence: u64,
-    sequences: u64,
-    samples: u64,
+pub(super) struct Chunk {
+    pub offset: u64,
+    pub bytes: u64,
+    pub line: u64,
+    pub first_sequence: u64,
+    pub sequences: u64,
+    pub samples: u64,
 }
 
 /// The index of a CTF file: its chunks and every sequence's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Index {
-    mode: KeyMode,
-    chunks: Vec<Chunk>,
-    keys: Vec<u64>,
+pub(super) struct Index {
+    pub mode: KeyMode,
+    pub chunks: Vec<Chunk>,
+    pub keys: Vec<u64>,
 }
 
 enum Data {
     File(File),
     Memory(InputBytes),
+}
+
+impl Data {
+    /// Whether every chunk of `ix` starts at a line start of this data (see
+    /// [`index_cache::check_line_starts`]).
+    fn check_line_starts(&self, ix: &Index) -> std::result::Result<(), String> {
+        match self {
+            Data::File(f) => {
+                let mut start = [0u8; 3];
+                let n = f.read_at(&mut start, 0).unwrap_or(0);
+                index_cache::check_line_starts(ix, &start[..n], |offset| {
+                    let mut b = [0u8; 1];
+                    f.read_exact_at(&mut b, offset - 1).map(|()| b[0])
+                })
+            }
+            Data::Memory(bytes) => index_cache::check_line_starts(ix, bytes, |offset| {
+                bytes.get(offset as usize - 1).copied().ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
+                })
+            }),
+        }
+    }
 }
 
 /// Where the index came from when a [`CtfSource`] was opened.
@@ -110,11 +130,13 @@ const MAX_KEPT_DIAGNOSTICS: usize = 1000;
 /// Bytes read per block while indexing (small enough to stay in the cache while scanned).
 const SCAN_BLOCK: usize = 4 << 20;
 
-/// The index cache file of `data`: `DATA.exfeed-index` beside it.
-pub fn index_cache_path(data: &Path) -> PathBuf {
-    let mut name = data.as_os_str().to_owned();
-    name.push(".exfeed-index");
-    PathBuf::from(name)
+/// What an index depends on besides the data.
+fn params_of(o: &CtfSourceOptions) -> CacheParams {
+    CacheParams {
+        chunk_size: o.chunk_size.max(1),
+        skip_ids: o.ctf.skip_sequence_ids,
+        frame_mode: o.frame_mode,
+    }
 }
 
 impl CtfSource {
@@ -137,7 +159,7 @@ impl CtfSource {
                 message,
             })
         };
-        let params = CacheParams::of(&options);
+        let params = params_of(&options);
         let plain_file = match input {
             InputPath::File(path) => {
                 let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -156,7 +178,7 @@ impl CtfSource {
                 let cache = index_cache_path(&path);
                 let mut from_cache = None;
                 if options.cache_index {
-                    match read_cache(&cache, &meta, stamp, params) {
+                    match index_cache::read(&cache, &meta, stamp, params) {
                         Ok(Some(ix)) => from_cache = Some(ix),
                         Ok(None) => {}
                         Err(why) => warn(
@@ -175,6 +197,18 @@ impl CtfSource {
                 } else {
                     Data::File(file)
                 };
+                if let Some(ix) = &from_cache {
+                    if let Err(why) = data.check_line_starts(ix) {
+                        warn(
+                            &mut warnings,
+                            format!(
+                                "index cache {} not used ({why}); re-indexing",
+                                cache.display()
+                            ),
+                        );
+                        from_cache = None;
+                    }
+                }
                 match from_cache {
                     Some(ix) => (data, ix, IndexOrigin::Cache),
                     None => {
@@ -185,7 +219,7 @@ impl CtfSource {
                         .map_err(|e| e.in_file(name.clone()))?;
                         let mut origin = IndexOrigin::Scanned;
                         if options.cache_index {
-                            match write_cache(&cache, &ix, stamp, params) {
+                            match index_cache::write(&cache, &ix, stamp, params) {
                                 Ok(()) => origin = IndexOrigin::ScannedAndCached,
                                 Err(e) => warn(
                                     &mut warnings,
@@ -504,223 +538,11 @@ fn read_at_most(file: &File, buf: &mut [u8], pos: u64) -> Result<usize> {
     Ok(done)
 }
 
-// ---------------------------------------------------------------------------------------------
-// The index cache.
-//
-// Layout (little-endian): magic "EXFIDX\0\0", u32 format version, u64 chunk size, u8
-// skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length, i64 data
-// mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six u64
-// (offset, bytes, line, first sequence, sequences, samples), then the keys.
-
-const CACHE_MAGIC: &[u8; 8] = b"EXFIDX\0\0";
-const CACHE_VERSION: u32 = 1;
-const CACHE_HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 8;
-const CHUNK_RECORD: u64 = 6 * 8;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct CacheParams {
-    chunk_size: u64,
-    skip_ids: bool,
-    frame_mode: bool,
-}
-
-impl CacheParams {
-    fn of(o: &CtfSourceOptions) -> Self {
-        CacheParams {
-            chunk_size: o.chunk_size.max(1),
-            skip_ids: o.ctf.skip_sequence_ids,
-            frame_mode: o.frame_mode,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct DataStamp {
-    len: u64,
-    secs: i64,
-    nanos: u32,
-}
-
-impl DataStamp {
-    fn of(meta: &std::fs::Metadata) -> Self {
-        let (secs, nanos) = match meta.modified().map(|t| t.duration_since(UNIX_EPOCH)) {
-            Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
-            _ => (0, 0),
-        };
-        DataStamp {
-            len: meta.len(),
-            secs,
-            nanos,
-        }
-    }
-}
-
-fn write_cache(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
-    let mut out = AtomicOutput::create(
-        path,
-        &OutputOptions {
-            force: true,
-            inputs: Vec::new(),
-        },
-    )?;
-    let mut head = Vec::with_capacity(CACHE_HEADER as usize);
-    head.extend_from_slice(CACHE_MAGIC);
-    head.extend_from_slice(&CACHE_VERSION.to_le_bytes());
-    head.extend_from_slice(&p.chunk_size.to_le_bytes());
-    head.extend_from_slice(&[
-        p.skip_ids as u8,
-        p.frame_mode as u8,
-        (ix.mode == KeyMode::Lines) as u8,
-        0,
-    ]);
-    head.extend_from_slice(&stamp.len.to_le_bytes());
-    head.extend_from_slice(&stamp.secs.to_le_bytes());
-    head.extend_from_slice(&stamp.nanos.to_le_bytes());
-    head.extend_from_slice(&(ix.chunks.len() as u64).to_le_bytes());
-    head.extend_from_slice(&(ix.keys.len() as u64).to_le_bytes());
-    out.write_all(&head)?;
-    let mut rec = Vec::with_capacity(1 << 16);
-    for c in &ix.chunks {
-        for v in [
-            c.offset,
-            c.bytes,
-            c.line,
-            c.first_sequence,
-            c.sequences,
-            c.samples,
-        ] {
-            rec.extend_from_slice(&v.to_le_bytes());
-        }
-        if rec.len() >= 1 << 16 {
-            out.write_all(&rec)?;
-            rec.clear();
-        }
-    }
-    for k in &ix.keys {
-        rec.extend_from_slice(&k.to_le_bytes());
-        if rec.len() >= 1 << 16 {
-            out.write_all(&rec)?;
-            rec.clear();
-        }
-    }
-    out.write_all(&rec)?;
-    out.commit()
-}
-
-/// Reads the cache: `Ok(None)` when there is none, `Err(why)` when it cannot be used.
-fn read_cache(
-    path: &Path,
-    data_meta: &std::fs::Metadata,
-    stamp: DataStamp,
-    p: CacheParams,
-) -> std::result::Result<Option<Index>, String> {
-    let mut f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let meta = f.metadata().map_err(|e| e.to_string())?;
-    let cache_time = meta.modified().unwrap_or(UNIX_EPOCH);
-    let data_time = data_meta.modified().unwrap_or(SystemTime::now());
-    if cache_time < data_time {
-        return Err("it is older than the data".into());
-    }
-    let len = meta.len();
-    if len < CACHE_HEADER {
-        return Err("it is truncated".into());
-    }
-    let mut head = vec![0u8; CACHE_HEADER as usize];
-    f.read_exact(&mut head).map_err(|e| e.to_string())?;
-    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
-    if &head[..8] != CACHE_MAGIC {
-        return Err("it is not an exfeed index".into());
-    }
-    let version = u32::from_le_bytes(head[8..12].try_into().expect("4"));
-    if version != CACHE_VERSION {
-        return Err(format!(
-            "format version {version}, expected {CACHE_VERSION}"
-        ));
-    }
-    let got = CacheParams {
-        chunk_size: u64_at(&head, 12),
-        skip_ids: head[20] == 1,
-        frame_mode: head[21] == 1,
-    };
-    if head[20] > 1 || head[21] > 1 || head[22] > 1 || head[23] != 0 {
-        return Err("its header is corrupt".into());
-    }
-    if got != p {
-        return Err("it was built with other parameters".into());
-    }
-    let mode = if head[22] == 1 {
-        KeyMode::Lines
-    } else {
-        KeyMode::Ids
-    };
-    let got_stamp = DataStamp {
-        len: u64_at(&head, 24),
-        secs: i64::from_le_bytes(head[32..40].try_into().expect("8")),
-        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4")),
-    };
-    if got_stamp != stamp {
-        return Err("the data file has changed since it was built".into());
-    }
-    let n_chunks = u64_at(&head, 44);
-    let n_keys = u64_at(&head, 52);
-    let expected = n_chunks
-        .checked_mul(CHUNK_RECORD)
-        .and_then(|c| n_keys.checked_mul(8).and_then(|k| c.checked_add(k)))
-        .and_then(|b| b.checked_add(CACHE_HEADER));
-    if expected != Some(len) {
-        return Err("its size does not match its counts".into());
-    }
-    // The size check bounds both counts by the cache file's length.
-    let mut body = vec![0u8; (len - CACHE_HEADER) as usize];
-    f.read_exact(&mut body).map_err(|e| e.to_string())?;
-    let mut chunks = Vec::with_capacity(n_chunks as usize);
-    let mut next_seq = 0u64;
-    let mut end = 0u64;
-    for i in 0..n_chunks as usize {
-        let r = &body[i * CHUNK_RECORD as usize..];
-        let c = Chunk {
-            offset: u64_at(r, 0),
-            bytes: u64_at(r, 8),
-            line: u64_at(r, 16),
-            first_sequence: u64_at(r, 24),
-            sequences: u64_at(r, 32),
-            samples: u64_at(r, 40),
-        };
-        let ok = c.offset >= end
-            && c.bytes > 0
-            && c.offset
-                .checked_add(c.bytes)
-                .is_some_and(|e| e <= stamp.len)
-            && c.line >= 1
-            && c.first_sequence == next_seq
-            && c.sequences >= 1
-            && c.samples >= c.sequences;
-        if !ok {
-            return Err(format!("chunk {i} is inconsistent"));
-        }
-        end = c.offset + c.bytes;
-        next_seq += c.sequences;
-        chunks.push(c);
-    }
-    if next_seq != n_keys {
-        return Err("its key count does not match its chunks".into());
-    }
-    let keys_at = n_chunks as usize * CHUNK_RECORD as usize;
-    let keys = body[keys_at..]
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
-        .collect();
-    Ok(Some(Index { mode, chunks, keys }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::Storage;
+    use std::path::PathBuf;
 
     const DATA: &str =
         "\n1 |a 1 2 |b 0:1\n1 |a 3 4\n|a 5 6\n2 |a 7 8 |b 1:2\n7 |a 9 9 |b 2:3\n7 |a 1 1\n3 |b 2:1 |a 0 0\n";
@@ -855,17 +677,32 @@ mod tests {
             assert_eq!(s.index, first.index);
             assert_eq!(s.diagnostics().len(), 1, "{cut}");
         }
-        for at in [0, 12, 24, 44, 60, 68, good.len() - 8] {
+        // Any damaged byte (a key, a record, the checksum itself) is caught, and the rebuilt
+        // cache replaces the damaged one.
+        for at in 0..good.len() {
             let mut bad = good.clone();
             bad[at] ^= 0x55;
             std::fs::write(&cache, &bad).unwrap();
             let s = CtfSource::open(&input, o.clone()).unwrap();
-            // A changed key is not detectable by structure; anything else must be.
-            if at != good.len() - 8 {
-                assert_eq!(s.index, first.index, "{at}");
-                assert_eq!(s.diagnostics().len(), 1, "{at}");
-            }
+            assert_eq!(s.index, first.index, "{at}");
+            assert_eq!(s.diagnostics().len(), 1, "{at}");
+            assert!(s.diagnostics()[0].message.contains("re-indexing"), "{at}");
+            assert_eq!(std::fs::read(&cache).unwrap(), good, "{at}");
         }
+        // A record moved off a line start, with a checksum made to match, is caught too.
+        let shifted = {
+            let mut ix = first.index.clone();
+            ix.chunks[1].offset += 1;
+            ix.chunks[1].bytes -= 1;
+            let meta = std::fs::metadata(&p).unwrap();
+            index_cache::encode(&ix, DataStamp::of(&meta), params_of(&o))
+        };
+        std::fs::write(&cache, &shifted).unwrap();
+        let s = CtfSource::open(&input, o.clone()).unwrap();
+        assert_eq!(s.index, first.index);
+        assert!(s.diagnostics()[0]
+            .message
+            .contains("chunk 1 does not start at a line start"));
         // The data changes: the cache is stale.
         CtfSource::open(&input, o.clone()).unwrap();
         std::fs::write(&p, "5 |a 1 1\n").unwrap();
