@@ -124,7 +124,7 @@ impl<T: Element> StreamData<T> {
     }
 
     /// The values buffer's allocation as (address, bytes), for memory advice to the OS.
-    pub fn values_allocation(&self) -> (*const u8, usize) {
+    pub(crate) fn values_allocation(&self) -> (*const u8, usize) {
         (
             self.values.as_ptr().cast(),
             self.values.capacity() * std::mem::size_of::<T>(),
@@ -171,18 +171,18 @@ impl<T: Element> StreamData<T> {
 
     /// Appends one value to the open dense sample (for parsers that write values as they go).
     #[inline]
-    pub fn push_dense_value(&mut self, value: T) {
+    pub(crate) fn push_dense_value(&mut self, value: T) {
         self.values.push(value);
     }
 
     /// Values pushed into the open dense sample so far.
     #[inline]
-    pub fn open_dense_len(&self) -> usize {
+    pub(crate) fn open_dense_len(&self) -> usize {
         self.values.len() - self.dense_samples * self.dim
     }
 
     /// Ends the open dense sample, zero-padding it to `dim`. Returns how many values it had.
-    pub fn end_dense_sample(&mut self) -> usize {
+    pub(crate) fn end_dense_sample(&mut self) -> usize {
         let had = self.open_dense_len();
         debug_assert!(had <= self.dim);
         self.values
@@ -193,13 +193,13 @@ impl<T: Element> StreamData<T> {
 
     /// Appends one `(index, value)` pair to the open sparse sample.
     #[inline]
-    pub fn push_sparse_value(&mut self, index: u32, value: T) {
+    pub(crate) fn push_sparse_value(&mut self, index: u32, value: T) {
         self.indices.push(index);
         self.values.push(value);
     }
 
     /// Ends the open sparse sample (possibly with no pairs).
-    pub fn end_sparse_sample(&mut self) {
+    pub(crate) fn end_sparse_sample(&mut self) {
         self.sample_offsets.push(self.values.len());
     }
 
@@ -212,7 +212,7 @@ impl<T: Element> StreamData<T> {
     }
 
     /// Drops the values pushed into the open (not yet ended) sample.
-    pub fn discard_open_sample(&mut self) {
+    pub(crate) fn discard_open_sample(&mut self) {
         match self.storage {
             Storage::Dense => self.values.truncate(self.dense_samples * self.dim),
             Storage::Sparse => {
@@ -224,7 +224,7 @@ impl<T: Element> StreamData<T> {
     }
 
     /// Samples pushed since the last finished sequence.
-    pub fn open_sequence_samples(&self) -> usize {
+    pub(crate) fn open_sequence_samples(&self) -> usize {
         self.num_samples() - self.seq_offsets.last().expect("never empty")
     }
 

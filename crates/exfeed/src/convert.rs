@@ -3,7 +3,7 @@
 //! CTF to CBF first finds the sequence boundaries ([`crate::ctf::scan_sequences`]) and cuts
 //! the text into pieces of whole sequences, so memory stays bounded by the pieces in flight and
 //! the open chunk. Without an error budget, worker threads (one per core of rayon's pool) parse
-//! and encode pieces ([`crate::cbf::CbfEncoder`]) while this thread writes them out in order;
+//! and encode pieces while this thread writes them out in order;
 //! the bytes, chunks and first error are those of the serial path, which is taken with an error
 //! budget (errors must be counted in file order) or a repeated sequence id. Values are parsed
 //! to double and rounded once to the output precision, as CNTK's `ctf2bin.py` does (Python

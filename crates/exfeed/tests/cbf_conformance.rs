@@ -58,17 +58,17 @@ fn mini_ctf(path: &Path, specs: &[StreamSpec]) -> SequenceBatch<f64> {
             let s = batch.stream_mut(t);
             match s.storage() {
                 Storage::Dense => {
-                    for v in toks {
-                        s.push_dense_value(v.parse().unwrap());
-                    }
-                    s.end_dense_sample();
+                    let values: Vec<f64> = toks.map(|v| v.parse().unwrap()).collect();
+                    s.push_dense_sample(&values);
                 }
                 Storage::Sparse => {
-                    for p in toks {
-                        let (i, v) = p.split_once(':').unwrap();
-                        s.push_sparse_value(i.parse().unwrap(), v.parse().unwrap());
-                    }
-                    s.end_sparse_sample();
+                    let (indices, values): (Vec<u32>, Vec<f64>) = toks
+                        .map(|p| {
+                            let (i, v) = p.split_once(':').unwrap();
+                            (i.parse::<u32>().unwrap(), v.parse::<f64>().unwrap())
+                        })
+                        .unzip();
+                    s.push_sparse_sample(&indices, &values);
                 }
             }
         }

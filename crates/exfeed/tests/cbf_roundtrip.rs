@@ -65,10 +65,8 @@ fn build(
                 match s {
                     Sample::Dense(v) => b.stream_mut(t).push_dense_sample(v),
                     Sample::Sparse(p) => {
-                        for &(i, v) in p {
-                            b.stream_mut(t).push_sparse_value(i, v);
-                        }
-                        b.stream_mut(t).end_sparse_sample();
+                        let (indices, values): (Vec<u32>, Vec<f64>) = p.iter().copied().unzip();
+                        b.stream_mut(t).push_sparse_sample(&indices, &values);
                     }
                 }
             }
@@ -90,10 +88,8 @@ fn sort_pairs(b: &SequenceBatch<f64>) -> SequenceBatch<f64> {
                     let (ix, vs) = s.sparse_sample(sample);
                     let mut p: Vec<_> = ix.iter().copied().zip(vs.iter().copied()).collect();
                     p.sort_by_key(|x| x.0);
-                    for (i, v) in p {
-                        out.stream_mut(t).push_sparse_value(i, v);
-                    }
-                    out.stream_mut(t).end_sparse_sample();
+                    let (indices, values): (Vec<u32>, Vec<_>) = p.into_iter().unzip();
+                    out.stream_mut(t).push_sparse_sample(&indices, &values);
                 }
             }
         }

@@ -605,6 +605,42 @@ dump = [
     }
 
     #[test]
+    fn the_data_file_comes_from_the_config_and_a_given_one_is_noted() {
+        let r = load("slot_tagging.cntk", None, &[]).unwrap();
+        assert_eq!(
+            r.notes(),
+            [
+                "note: using section 'Train' (the first section of command = Train:Dump:Test that has a reader)",
+                "warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored",
+            ]
+        );
+        let train = config("data/train.ctf");
+        assert_eq!(r.data_files(&[]), (vec![train.clone()], vec![]));
+        // The same file written another way is no override.
+        let other_spelling = config("data/../data/train.ctf");
+        assert_eq!(
+            r.data_files(std::slice::from_ref(&other_spelling)).1,
+            Vec::<String>::new()
+        );
+        let test = config("data/test.ctf");
+        let (files, notes) = r.data_files(std::slice::from_ref(&test));
+        assert_eq!(files, std::slice::from_ref(&test));
+        assert_eq!(
+            notes,
+            [format!(
+                "note: reading {} given on the command line instead of the config's file = {}",
+                test.display(),
+                train.display()
+            )]
+        );
+        // A named section says nothing about how it was chosen.
+        assert!(load("slot_tagging.cntk", Some("Test"), &[])
+            .unwrap()
+            .notes()
+            .is_empty());
+    }
+
+    #[test]
     fn every_reader_of_a_file_for_exfeed_config() {
         let cfg = ConfigFile::open(config("slot_tagging.cntk"), &[]).unwrap();
         let all = cfg.all_readers();

@@ -3,7 +3,8 @@
 use super::source::SourceArgs;
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
-use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions, DEFAULT_CHUNK_SIZE};
+use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
+use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
 use exfeed::format::FileFormat;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
@@ -23,7 +24,7 @@ pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE_BYTES)]
     pub chunk_size: u64,
     /// Format of the input (ctf, cbf); by default from its magic bytes and extension.
     #[arg(long, value_parser = parse_format)]

@@ -88,7 +88,7 @@ impl JsonLines {
     pub fn write_batch<T: Element>(&mut self, batch: &SequenceBatch<T>) -> std::io::Result<()> {
         for seq in 0..batch.len() {
             self.line.clear();
-            exfeed::json::write_sequence(&mut self.line, batch, seq, &self.names);
+            exfeed::dump::write_sequence(&mut self.line, batch, seq, &self.names);
             self.out.write_all(&self.line)?;
         }
         Ok(())

@@ -97,11 +97,11 @@ pub fn dump(file: &Path, opts: &DumpOptions<'_>) -> anyhow::Result<ExitCode> {
     let mut line = Vec::new();
     let (mut loaded, mut pipe) = if streaming {
         let r = PipeReader::open(input, opts.looping)?;
-        exfeed::lens::dump::write_set_header(&mut line, r.header(), None);
+        exfeed::dump::write_set_header(&mut line, r.header(), None);
         (None, Some(r))
     } else {
         let set = exfeed::lens::load(&input)?;
-        exfeed::lens::dump::write_header(&mut line, &set);
+        exfeed::dump::write_header(&mut line, &set);
         (Some(set.examples.into_iter()), None)
     };
     let stdout = std::io::stdout();
@@ -123,8 +123,8 @@ pub fn dump(file: &Path, opts: &DumpOptions<'_>) -> anyhow::Result<ExitCode> {
             let Some(ex) = ex else { break };
             line.clear();
             match &mut materializer {
-                None => exfeed::lens::dump::write_example(&mut line, i as usize, &ex),
-                Some(m) => exfeed::lens::dump::write_materialized(&mut line, &ex, m, &mut sink)
+                None => exfeed::dump::write_example(&mut line, i as usize, &ex),
+                Some(m) => exfeed::dump::write_materialized(&mut line, &ex, m, &mut sink)
                     .map_err(|e| e.in_context(format!("example {i}")).in_file(name.clone()))?,
             }
             w.write_all(&line)?;

@@ -54,11 +54,11 @@
 mod read;
 mod write;
 
-pub use read::{CbfFile, CbfStream, ChunkInfo};
-pub use write::{CbfEncoder, CbfWriter, CbfWriterOptions, EncodedBatch, DEFAULT_CHUNK_SIZE};
+pub use read::{CbfFile, CbfStream, ChunkEntry};
+pub(crate) use write::EncodedBatch;
+pub use write::{CbfWriter, CbfWriterOptions};
 
-/// The magic number at the start of a CBF file and the sentinel of its header.
-pub const MAGIC: u64 = 0x636e_746b_5f62_696e;
+use crate::format::CBF_MAGIC;
 /// The only CBF version there is.
 pub const VERSION: u32 = 1;
 /// Size of the prefix (magic and version) in bytes.

@@ -1,6 +1,6 @@
 //! Reading CBF: the header at open, each chunk on demand.
 
-use super::{MAGIC, PREFIX_LEN, VERSION};
+use super::{CBF_MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::SequenceBatch;
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
@@ -29,7 +29,7 @@ impl CbfStream {
 
 /// An entry of the chunk offset table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkInfo {
+pub struct ChunkEntry {
     /// Byte offset of the chunk in the file.
     pub offset: u64,
     /// Byte length of the chunk (up to the next chunk or the header).
@@ -50,7 +50,7 @@ pub struct CbfFile<B> {
     source: Source<B>,
     file_streams: Vec<CbfStream>,
     exposed: Vec<CbfStream>,
-    chunks: Vec<ChunkInfo>,
+    chunks: Vec<ChunkEntry>,
     header_offset: u64,
     len: u64,
 }
@@ -358,12 +358,12 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     }
 
     /// The offset table entry of chunk `i` (panics if `i >= num_chunks()`).
-    pub fn chunk_info(&self, i: usize) -> ChunkInfo {
+    pub fn chunk_info(&self, i: usize) -> ChunkEntry {
         self.chunks[i]
     }
 
     /// All chunk table entries.
-    pub fn chunks(&self) -> &[ChunkInfo] {
+    pub fn chunks(&self) -> &[ChunkEntry] {
         &self.chunks
     }
 
@@ -504,7 +504,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     }
 }
 
-type Header = (Vec<CbfStream>, Vec<ChunkInfo>, u64);
+type Header = (Vec<CbfStream>, Vec<ChunkEntry>, u64);
 
 fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result<Header> {
     // Prefix + header sentinel, counts and the trailing offset.
@@ -518,10 +518,10 @@ fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result
     let prefix = source.read(0, len.min(PREFIX_LEN) as usize)?;
     let mut c = Cursor::new(&prefix, 0, prefix.len());
     let magic = c.u64("magic")?;
-    if magic != MAGIC {
+    if magic != CBF_MAGIC {
         return Err(corrupt(
             0,
-            format!("not a CBF file: magic is {magic:#018x}, expected {MAGIC:#018x}"),
+            format!("not a CBF file: magic is {magic:#018x}, expected {CBF_MAGIC:#018x}"),
         ));
     }
     let version = c.u32("version")?;
@@ -559,11 +559,11 @@ fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result
             .try_into()
             .expect("8 bytes"),
     );
-    if sentinel != MAGIC {
+    if sentinel != CBF_MAGIC {
         return Err(corrupt(
             header_offset,
             format!(
-                "header sentinel is {sentinel:#018x}, expected {MAGIC:#018x} (bad header offset?)"
+                "header sentinel is {sentinel:#018x}, expected {CBF_MAGIC:#018x} (bad header offset?)"
             ),
         ));
     }
@@ -683,7 +683,7 @@ fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result
                 format!("{sequences} sequences cannot fit in the chunk's {len} bytes"),
             )));
         }
-        chunks.push(ChunkInfo {
+        chunks.push(ChunkEntry {
             offset,
             len,
             sequences,
@@ -710,7 +710,7 @@ fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result
 fn decode_chunk<T: Element>(
     buf: &[u8],
     chunk: usize,
-    info: ChunkInfo,
+    info: ChunkEntry,
     file_streams: &[CbfStream],
     exposed: &[CbfStream],
     batch: &mut SequenceBatch<T>,

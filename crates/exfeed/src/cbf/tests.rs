@@ -62,7 +62,7 @@ fn sorted(b: &SequenceBatch<f32>) -> SequenceBatch<f32> {
 #[test]
 fn layout_is_as_the_spec_says() {
     let bytes = write(&sample_batch(), CbfWriterOptions::default());
-    assert_eq!(&bytes[..8], &MAGIC.to_le_bytes());
+    assert_eq!(&bytes[..8], &CBF_MAGIC.to_le_bytes());
     assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
     // meta counts: max over streams = 2, 3
     assert_eq!(&bytes[12..20], &[2, 0, 0, 0, 3, 0, 0, 0]);

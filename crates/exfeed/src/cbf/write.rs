@@ -1,14 +1,11 @@
 //! Writing CBF.
 
-use super::{ChunkInfo, MAGIC, PREFIX_LEN, VERSION};
+use super::{ChunkEntry, CBF_MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::{SequenceBatch, StreamData};
 use crate::element::{Element, Precision};
 use crate::error::{Error, Result};
 use crate::stream::{Storage, StreamSpec};
 use std::io::Write;
-
-/// The default chunk size: 32 MiB.
-pub const DEFAULT_CHUNK_SIZE: u64 = 32 << 20;
 
 /// Options of [`CbfWriter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +19,7 @@ pub struct CbfWriterOptions {
 impl Default for CbfWriterOptions {
     fn default() -> Self {
         CbfWriterOptions {
-            chunk_size: DEFAULT_CHUNK_SIZE,
+            chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
             precision: Precision::Float,
         }
     }
@@ -35,7 +32,7 @@ impl Default for CbfWriterOptions {
 /// stream marked `defines_mb_size`, or else the largest over the sequence's streams. Sparse
 /// pairs are written sorted by index within each sample.
 ///
-/// Sequences are encoded a batch at a time ([`CbfEncoder`], which may run on other threads);
+/// Sequences are encoded a batch at a time (by worker threads, in a conversion);
 /// the open chunk keeps the encoded batches and is written straight from them when it is full,
 /// one write per stream and batch, without copying the bytes again.
 pub struct CbfWriter<W: Write> {
@@ -48,7 +45,7 @@ pub struct CbfWriter<W: Write> {
     chunk_bytes: u64,
     chunk_sequences: u32,
     chunk_samples: u32,
-    chunks: Vec<ChunkInfo>,
+    chunks: Vec<ChunkEntry>,
     position: u64,
     sequences: u64,
     /// Written batches, kept for their buffers ([`take_spare`](Self::take_spare)).
@@ -102,7 +99,7 @@ impl<W: Write> CbfWriter<W> {
             }
         }
         let mut prefix = Vec::with_capacity(PREFIX_LEN as usize);
-        prefix.extend_from_slice(&MAGIC.to_le_bytes());
+        prefix.extend_from_slice(&CBF_MAGIC.to_le_bytes());
         prefix.extend_from_slice(&VERSION.to_le_bytes());
         out.write_all(&prefix)?;
         Ok(CbfWriter {
@@ -126,7 +123,7 @@ impl<W: Write> CbfWriter<W> {
     }
 
     /// The chunks written so far.
-    pub fn chunks(&self) -> &[ChunkInfo] {
+    pub fn chunks(&self) -> &[ChunkEntry] {
         &self.chunks
     }
 
@@ -156,19 +153,19 @@ impl<W: Write> CbfWriter<W> {
     }
 
     /// An encoder of batches for this writer, usable on other threads (see [`CbfEncoder`]).
-    pub fn encoder(&self) -> CbfEncoder {
+    pub(crate) fn encoder(&self) -> CbfEncoder {
         self.encoder.clone()
     }
 
     /// A batch already written, for its buffers: pass it to [`CbfEncoder::encode_into`] to
     /// save allocating (and faulting in) new ones.
-    pub fn take_spare(&mut self) -> Option<EncodedBatch> {
+    pub(crate) fn take_spare(&mut self) -> Option<EncodedBatch> {
         self.spare.pop()
     }
 
     /// Appends a batch encoded by [`CbfEncoder::encode`]: the same bytes, chunks and errors as
     /// [`write_batch`](Self::write_batch) on the batch it was encoded from.
-    pub fn write_encoded(&mut self, enc: EncodedBatch) -> Result<()> {
+    pub(crate) fn write_encoded(&mut self, enc: EncodedBatch) -> Result<()> {
         if enc.streams.len() != self.encoder.specs.len() {
             return Err(Error::config(
                 "the encoded batch's streams do not match the CBF writer's",
@@ -244,7 +241,7 @@ impl<W: Write> CbfWriter<W> {
                     .write_all(seg.batch.stream_bytes(s, seg.start..seg.end))?;
             }
         }
-        self.chunks.push(ChunkInfo {
+        self.chunks.push(ChunkEntry {
             offset: self.position,
             len: self.chunk_bytes,
             sequences: self.chunk_sequences,
@@ -282,11 +279,11 @@ impl<W: Write> CbfWriter<W> {
     }
 
     /// As [`finish`](Self::finish), also returning the chunk table written.
-    pub fn finish_with_chunks(mut self) -> Result<(W, Vec<ChunkInfo>)> {
+    pub fn finish_with_chunks(mut self) -> Result<(W, Vec<ChunkEntry>)> {
         self.flush_chunk()?;
         let header_offset = self.position;
         let mut h = Vec::new();
-        h.extend_from_slice(&MAGIC.to_le_bytes());
+        h.extend_from_slice(&CBF_MAGIC.to_le_bytes());
         h.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
         h.extend_from_slice(&(self.encoder.specs.len() as u32).to_le_bytes());
         for s in &self.encoder.specs {
@@ -360,7 +357,7 @@ fn encode_streams<T: Element>(
 /// worker threads); the writer then only writes the bytes out in order
 /// ([`CbfWriter::write_encoded`]).
 #[derive(Debug, Clone)]
-pub struct CbfEncoder {
+pub(crate) struct CbfEncoder {
     specs: Vec<StreamSpec>,
     defining: Option<usize>,
     precision: Precision,
@@ -378,7 +375,7 @@ enum Failure {
 /// A batch's sequences encoded as CBF bytes, per stream (see [`CbfEncoder`]). `Default` gives
 /// an empty one to encode into; a written one comes back from [`CbfWriter::take_spare`].
 #[derive(Debug, Default)]
-pub struct EncodedBatch {
+pub(crate) struct EncodedBatch {
     /// Per stream: the encoded sequences, one after another.
     streams: Vec<Vec<u8>>,
     /// Per stream: where each sequence's bytes end.
@@ -391,13 +388,8 @@ pub struct EncodedBatch {
 
 impl EncodedBatch {
     /// Number of sequences encoded (those before a failure).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.sizes.len()
-    }
-
-    /// Whether no sequence was encoded.
-    pub fn is_empty(&self) -> bool {
-        self.sizes.is_empty()
     }
 
     /// The bytes of stream `s` for sequences `seqs`.
@@ -412,14 +404,15 @@ impl CbfEncoder {
     /// Encodes every sequence of `batch` (its streams must match the writer's, in order).
     /// An error in a sequence is kept in the result and returned by
     /// [`CbfWriter::write_encoded`] after the sequences before it are written.
-    pub fn encode<T: Element>(&self, batch: &SequenceBatch<T>) -> Result<EncodedBatch> {
+    #[cfg(test)]
+    pub(crate) fn encode<T: Element>(&self, batch: &SequenceBatch<T>) -> Result<EncodedBatch> {
         let mut enc = EncodedBatch::default();
         self.encode_into(batch, &mut enc)?;
         Ok(enc)
     }
 
     /// As [`encode`](Self::encode), into `enc` (replacing what it held, reusing its buffers).
-    pub fn encode_into<T: Element>(
+    pub(crate) fn encode_into<T: Element>(
         &self,
         batch: &SequenceBatch<T>,
         enc: &mut EncodedBatch,

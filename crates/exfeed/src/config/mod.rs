@@ -3,7 +3,7 @@
 //!
 //! A CNTK config holds much more than the reader: network definitions in BrainScript, SGD blocks,
 //! commands and variables. [`ConfigFile`] reads the whole file without evaluating what the reader
-//! does not use ([`syntax`]), applies command-line overrides, picks the section a command reads
+//! does not use, applies command-line overrides, picks the section a command reads
 //! (`command = Train:Test`), and converts its reader block into a [`ReaderConfig`], resolving
 //! `$variables$` lazily as CNTK does. Both forms share one tree, so they accept the same
 //! parameter names (case-insensitively, as CNTK) and report the same errors, each with the file,
@@ -43,10 +43,10 @@
 mod from_tree;
 mod options;
 mod resolve;
-pub mod syntax;
+pub(crate) mod syntax;
 mod toml_form;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use options::{DeserializerConfig, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
@@ -106,6 +106,53 @@ pub struct SectionReader {
     pub params: Vec<Param>,
     /// Parameters accepted without effect, and values set twice.
     pub warnings: Vec<String>,
+}
+
+impl SectionReader {
+    /// What a command that reads data says before it starts: which section it uses and why
+    /// (when the user did not name it), then the warnings.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let (Some(s), Some(why)) = (&self.section, &self.chosen_because) {
+            notes.push(format!("note: using section '{s}' ({why})"));
+        }
+        notes.extend(self.warnings.iter().map(|w| format!("warning: {w}")));
+        notes
+    }
+
+    /// The data files to read: `given` (from the command line) when there are any, else the
+    /// `file =` of every deserializer, as CNTK opens them (relative to the working directory).
+    /// A given file that is none of the config's is named in a note: it overrides the config.
+    pub fn data_files(&self, given: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+        let configured: Vec<PathBuf> = self
+            .config
+            .deserializers
+            .iter()
+            .map(|d| d.file.clone())
+            .collect();
+        if given.is_empty() {
+            return (configured, Vec::new());
+        }
+        let notes = given
+            .iter()
+            .filter(|g| !configured.iter().any(|c| same_file(c, g)))
+            .map(|g| {
+                let list: Vec<String> =
+                    configured.iter().map(|c| c.display().to_string()).collect();
+                format!(
+                    "note: reading {} given on the command line instead of the config's file = {}",
+                    g.display(),
+                    list.join(", ")
+                )
+            })
+            .collect();
+        (given.to_vec(), notes)
+    }
+}
+
+/// Whether two paths name one file (compared as written, else by canonical path).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// A whole configuration file, parsed, with its overrides applied.

@@ -8,12 +8,11 @@
 use super::model::*;
 use crate::error::{Error, Result};
 
-/// The magic cookie every `.bex` file starts with.
-pub const COOKIE: u32 = 0xaaaa_aaaa;
+use crate::format::LENS_BINARY_COOKIE;
 
 /// Whether `bytes` start with the `.bex` cookie.
 pub fn is_binary(bytes: &[u8]) -> bool {
-    bytes.len() >= 4 && bytes[..4] == COOKIE.to_be_bytes()
+    bytes.len() >= 4 && bytes[..4] == LENS_BINARY_COOKIE.to_be_bytes()
 }
 
 struct Cursor<'a> {
@@ -142,7 +141,7 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
 
 fn read_header(c: &mut Cursor<'_>) -> Result<SetHeader> {
     let cookie = c.u32("the magic cookie")?;
-    if cookie != COOKIE {
+    if cookie != LENS_BINARY_COOKIE {
         return Err(Error::corrupt(
             0,
             format!("not a .bex file (cookie {cookie:#010x})"),
@@ -516,7 +515,7 @@ impl Out {
 pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
     let h = &set.header;
     let mut o = Out { buf: Vec::new() };
-    o.u32(COOKIE);
+    o.u32(LENS_BINARY_COOKIE);
     o.u32(4);
     o.string(&h.proc, "the set proc")?;
     for v in h.parameters() {

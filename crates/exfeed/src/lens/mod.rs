@@ -4,7 +4,7 @@
 //! writes `.bex` byte for byte as Lens does.
 
 pub mod binary;
-pub mod dump;
+pub(crate) mod dump;
 pub mod info;
 pub mod materialize;
 pub mod model;

@@ -199,8 +199,10 @@ macro_rules! typed {
     };
 }
 
-/// The minibatch reader of a [`ReaderConfig`], of the precision it says. See the
-/// [module documentation](self) for who owns the buffers.
+/// The minibatch reader of a [`ReaderConfig`], of the precision it says. A minibatch owns its
+/// buffers: a caller keeps the data by moving them out ([`SequenceBatch::take_stream`](crate::SequenceBatch::take_stream),
+/// [`StreamData::into_parts`](crate::StreamData::into_parts)), and the reader allocates fresh
+/// ones for the next minibatch.
 pub struct AnyReader {
     typed: Typed,
 }

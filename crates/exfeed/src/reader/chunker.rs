@@ -8,7 +8,7 @@ use super::ChunkInfo;
 
 /// Where one sequence lies in its file and how many samples it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SequenceExtent {
+pub struct SequenceSpan {
     /// Byte offset of the sequence's first byte.
     pub offset: u64,
     /// Its length in bytes.
@@ -41,11 +41,6 @@ impl ChunkExtent {
             bytes: self.bytes,
         }
     }
-
-    /// The byte range of the chunk in its file.
-    pub fn byte_range(&self) -> std::ops::Range<u64> {
-        self.offset..self.offset + self.bytes
-    }
 }
 
 /// Builds chunks incrementally while an indexer scans a file.
@@ -69,7 +64,7 @@ impl Chunker {
     }
 
     /// Adds the next sequence in file order.
-    pub fn push(&mut self, seq: SequenceExtent) {
+    pub fn push(&mut self, seq: SequenceSpan) {
         let index = self.next_sequence;
         self.next_sequence += 1;
         if let Some(cur) = &mut self.current {
@@ -92,11 +87,6 @@ impl Chunker {
         });
     }
 
-    /// Number of sequences pushed so far.
-    pub fn sequences(&self) -> usize {
-        self.next_sequence
-    }
-
     /// The chunks, the last one closed.
     pub fn finish(mut self) -> Vec<ChunkExtent> {
         if let Some(cur) = self.current.take() {
@@ -106,27 +96,27 @@ impl Chunker {
     }
 }
 
-/// Groups sequences (in file order) into chunks of about `chunk_size` bytes.
-pub fn group_into_chunks(
-    sequences: impl IntoIterator<Item = SequenceExtent>,
-    chunk_size: u64,
-) -> Vec<ChunkExtent> {
-    let mut c = Chunker::new(chunk_size);
-    for s in sequences {
-        c.push(s);
-    }
-    c.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn seqs(lens: &[u64]) -> Vec<SequenceExtent> {
+    /// Groups sequences (in file order) into chunks of about `chunk_size` bytes.
+    fn group_into_chunks(
+        sequences: impl IntoIterator<Item = SequenceSpan>,
+        chunk_size: u64,
+    ) -> Vec<ChunkExtent> {
+        let mut c = Chunker::new(chunk_size);
+        for s in sequences {
+            c.push(s);
+        }
+        c.finish()
+    }
+
+    fn seqs(lens: &[u64]) -> Vec<SequenceSpan> {
         let mut off = 0;
         lens.iter()
             .map(|&l| {
-                let s = SequenceExtent {
+                let s = SequenceSpan {
                     offset: off,
                     bytes: l,
                     samples: l / 10,

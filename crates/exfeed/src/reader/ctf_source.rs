@@ -1,19 +1,6 @@
 //! [`CtfSource`]: a CTF file as a [`ChunkSource`].
-//!
-//! Opening it makes one indexing pass ([`scan_sequences`], memchr speed) over the file, read in
-//! blocks so only a block (or one sequence, if larger) is in memory; whole sequences are grouped
-//! into chunks of about `chunkSizeInBytes` ([`Chunker`]). Decoding a chunk reads just its byte
-//! range (`pread`) and parses it with a fresh [`CtfParser`] at the chunk's true byte offset and
-//! line, so every error names its real place in the file. Compressed files and standard input
-//! cannot be read by offset and are held in memory; so is the file with `keepDataInMemory`.
-//!
-//! Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
-//! sequence id repeated in two different chunks is not detected (both are kept).
-//!
-//! With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
-//! [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
 
-use super::chunker::{Chunker, SequenceExtent};
+use super::chunker::{Chunker, SequenceSpan};
 use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
 use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
@@ -56,20 +43,29 @@ impl Default for CtfSourceOptions {
 /// A chunk of the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Chunk {
-    pub offset: u64,
-    pub bytes: u64,
-    pub line: u64,
-    pub first_sequence: u64,
-    pub sequences: u64,
-    pub samples: u64,
+    /// Byte offset of its first sequence.
+    pub(super) offset: u64,
+    /// Its length in bytes.
+    pub(super) bytes: u64,
+    /// 1-based line of its first sequence.
+    pub(super) line: u64,
+    /// Index of its first sequence in the file.
+    pub(super) first_sequence: u64,
+    /// Number of sequences.
+    pub(super) sequences: u64,
+    /// Samples by the index (lines, or one a sequence in frame mode).
+    pub(super) samples: u64,
 }
 
 /// The index of a CTF file: its chunks and every sequence's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Index {
-    pub mode: KeyMode,
-    pub chunks: Vec<Chunk>,
-    pub keys: Vec<u64>,
+    /// How sequences are keyed (by id, or one a line).
+    pub(super) mode: KeyMode,
+    /// The chunks, in file order.
+    pub(super) chunks: Vec<Chunk>,
+    /// Every sequence's key, in file order.
+    pub(super) keys: Vec<u64>,
 }
 
 enum Data {
@@ -110,7 +106,20 @@ pub enum IndexOrigin {
     Cache,
 }
 
-/// A CTF file as a [`ChunkSource`]. See the [module documentation](self).
+/// A CTF file as a [`ChunkSource`].
+///
+/// Opening it makes one indexing pass ([`scan_sequences`], memchr speed) over the file, read in
+/// blocks so only a block (or one sequence, if larger) is in memory; whole sequences are grouped
+/// into chunks of about `chunkSizeInBytes`. Decoding a chunk reads just its byte
+/// range (`pread`) and parses it with a fresh [`CtfParser`] at the chunk's true byte offset and
+/// line, so every error names its real place in the file. Compressed files and standard input
+/// cannot be read by offset and are held in memory; so is the file with `keepDataInMemory`.
+///
+/// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
+/// sequence id repeated in two different chunks is not detected (both are kept).
+///
+/// With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
+/// [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
 pub struct CtfSource {
     name: Arc<str>,
     specs: Vec<StreamSpec>,
@@ -129,15 +138,6 @@ pub struct CtfSource {
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
 /// Bytes read per block while indexing (small enough to stay in the cache while scanned).
 const SCAN_BLOCK: usize = 4 << 20;
-
-/// What an index depends on besides the data.
-fn params_of(o: &CtfSourceOptions) -> CacheParams {
-    CacheParams {
-        chunk_size: o.chunk_size.max(1),
-        skip_ids: o.ctf.skip_sequence_ids,
-        frame_mode: o.frame_mode,
-    }
-}
 
 impl CtfSource {
     /// Opens and indexes `input`. With `cache_index` and a file path, a valid cache beside the
@@ -159,7 +159,7 @@ impl CtfSource {
                 message,
             })
         };
-        let params = params_of(&options);
+        let params = CacheParams::of(&options);
         let plain_file = match input {
             InputPath::File(path) => {
                 let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -404,7 +404,7 @@ impl IndexBuilder {
         // Samples by the index: a sequence has as many samples as lines (the exact count per
         // input is known only after parsing).
         let samples = if self.frame_mode { 1 } else { e.lines };
-        self.chunker.push(SequenceExtent {
+        self.chunker.push(SequenceSpan {
             offset: e.offset,
             bytes: e.len as u64,
             samples,
@@ -695,7 +695,7 @@ mod tests {
             ix.chunks[1].offset += 1;
             ix.chunks[1].bytes -= 1;
             let meta = std::fs::metadata(&p).unwrap();
-            index_cache::encode(&ix, DataStamp::of(&meta), params_of(&o))
+            index_cache::encode(&ix, DataStamp::of(&meta), CacheParams::of(&o))
         };
         std::fs::write(&cache, &shifted).unwrap();
         let s = CtfSource::open(&input, o.clone()).unwrap();

@@ -1,6 +1,8 @@
 //! [`Reader`]: the minibatch engine over a [`ChunkSource`].
 
-use super::minibatch::{Minibatch, SequenceInfo};
+use super::madvise::prepare_batch;
+use super::minibatch::Minibatch;
+use super::packing::{copy_sequences, Entry, Loaded};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::ChunkSource;
@@ -69,7 +71,7 @@ pub struct ReaderOptions {
 
 /// Decoding threads per core beyond which a reader refuses ([`ReaderOptions::max_threads`]):
 /// decoding is CPU-bound, so more threads than cores only wait on each other.
-pub const MAX_THREADS_PER_CORE: usize = 4;
+const MAX_THREADS_PER_CORE: usize = 4;
 
 impl Default for ReaderOptions {
     fn default() -> Self {
@@ -96,7 +98,7 @@ impl ReaderOptions {
         threads.saturating_mul(2).max(2)
     }
 
-    /// The most decoding threads a reader takes: [`MAX_THREADS_PER_CORE`] per available core.
+    /// The most decoding threads a reader takes: four per available core.
     pub fn max_threads() -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         cores.saturating_mul(MAX_THREADS_PER_CORE)
@@ -181,27 +183,6 @@ enum Pending<T> {
     /// Decoded on the caller's thread when taken (threads = 0).
     Deferred(SequenceBatch<T>),
 }
-
-struct Loaded<T> {
-    batches: Vec<SequenceBatch<T>>,
-    /// The window's sequences in delivery order.
-    order: Vec<Entry>,
-}
-
-/// A sequence of a loaded window.
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    /// Chunk in the window.
-    chunk: u32,
-    /// Sequence in that chunk.
-    seq: u32,
-    /// Its length as minibatches count it (computed once, in file order, when the window is
-    /// loaded: cheaper than looking it up in shuffled order).
-    samples: usize,
-}
-
-/// How many sequences ahead of the one being copied are prefetched into the cache.
-const PREFETCH_AHEAD: usize = 8;
 
 /// Position of the scheduler (what to decode next) in the chunk stream.
 #[derive(Debug, Clone, Copy)]
@@ -841,150 +822,3 @@ impl<T: Element> Reader<T> {
         }
     }
 }
-
-/// Appends the sequences `range` of a loaded window's order to `mb`: runs of consecutive
-/// sequences of one chunk (file order) with one bulk copy each; in shuffled order, one sequence
-/// at a time with the data of those a few places ahead prefetched, as they are scattered over
-/// the window's chunks.
-fn copy_sequences<T: Element>(
-    loaded: &Loaded<T>,
-    range: std::ops::Range<usize>,
-    sweep: u64,
-    mb: &mut Minibatch<T>,
-) {
-    let order = &loaded.order;
-    let mut i = range.start;
-    while i < range.end {
-        let first = order[i];
-        let mut j = i + 1;
-        while j < range.end
-            && order[j].chunk == first.chunk
-            && order[j].seq == order[j - 1].seq.wrapping_add(1)
-        {
-            j += 1;
-        }
-        if j == i + 1 {
-            // Two stages: the sequence boundaries of one far ahead, the data of one nearer
-            // (finding the data needs the boundaries).
-            if let Some(far) = order.get(i + 2 * PREFETCH_AHEAD) {
-                prefetch_boundaries(&loaded.batches[far.chunk as usize], far.seq as usize);
-            }
-            if let Some(ahead) = order.get(i + PREFETCH_AHEAD) {
-                prefetch_sequence(&loaded.batches[ahead.chunk as usize], ahead.seq as usize);
-            }
-        }
-        let batch = &loaded.batches[first.chunk as usize];
-        let seqs = first.seq as usize..order[j - 1].seq as usize + 1;
-        mb.data.push_sequences_from(batch, seqs.clone());
-        mb.sequences.extend(
-            batch.keys()[seqs]
-                .iter()
-                .zip(&order[i..j])
-                .map(|(&key, e)| SequenceInfo {
-                    sweep,
-                    key,
-                    samples: e.samples,
-                }),
-        );
-        i = j;
-    }
-}
-
-/// Asks the CPU to start loading the key and sequence boundaries of sequence `seq` into the
-/// cache.
-#[inline]
-fn prefetch_boundaries<T: Element>(batch: &SequenceBatch<T>, seq: usize) {
-    if let Some(k) = batch.keys().get(seq) {
-        prefetch_line(std::ptr::from_ref(k).cast());
-    }
-    for stream in batch.streams() {
-        if let Some(o) = stream.seq_offsets().get(seq) {
-            prefetch_line(std::ptr::from_ref(o).cast());
-        }
-    }
-}
-
-/// Asks the CPU to start loading the cache line of `p` (never faults).
-#[inline]
-fn prefetch_line(p: *const i8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint, it never faults, whatever the address.
-    #[allow(unused_unsafe)]
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(p);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Asks the CPU to start loading sequence `seq`'s data (up to 1 KiB a stream) into the cache.
-#[inline]
-fn prefetch_sequence<T: Element>(batch: &SequenceBatch<T>, seq: usize) {
-    for stream in batch.streams() {
-        let r = stream.sequence_samples(seq);
-        let values = match stream.storage() {
-            crate::stream::Storage::Dense => {
-                let d = stream.dim();
-                stream.values().get(r.start * d..r.end * d)
-            }
-            crate::stream::Storage::Sparse => {
-                let o = stream.sample_offsets();
-                stream.values().get(o[r.start]..o[r.end])
-            }
-        };
-        let Some(values) = values else { continue };
-        // The first KiB; the hardware prefetcher follows a longer sequential copy by itself.
-        let bytes = std::mem::size_of_val(values).min(1024);
-        let p = values.as_ptr().cast::<i8>();
-        for off in (0..bytes).step_by(64) {
-            prefetch_line(p.wrapping_add(off));
-        }
-    }
-}
-
-/// Dense buffers at least this large are put in huge pages.
-const HUGE_PAGES_MIN: usize = 4 << 20;
-
-/// Prepares an empty batch to decode a chunk into: room for its dense values by the index's
-/// sample count (bounded by the chunk's bytes, so a corrupt index cannot make it large), in
-/// transparent huge pages where the OS gives them on request (Linux's `madvise` mode): far
-/// fewer page faults when it is first filled and TLB misses when its sequences are gathered in
-/// shuffled order (a sweep of the 1 GB benchmark file: 6.5k page faults instead of 25k).
-fn prepare_batch<T: Element>(batch: &mut SequenceBatch<T>, info: &super::ChunkInfo) {
-    for i in 0..batch.streams().len() {
-        let s = batch.stream_mut(i);
-        if s.storage() != crate::stream::Storage::Dense {
-            continue;
-        }
-        // A dense text value takes at least two bytes; a binary one more.
-        let bound = usize::try_from(info.bytes / 2).unwrap_or(usize::MAX);
-        let want = usize::try_from(info.samples)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(s.dim())
-            .min(bound);
-        if want.saturating_mul(std::mem::size_of::<T>()) < HUGE_PAGES_MIN {
-            continue;
-        }
-        s.reserve(0, want.saturating_sub(s.values().len()));
-        let (p, n) = s.values_allocation();
-        advise_huge_pages(p, n);
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(p: *const u8, n: usize) {
-    const HUGE: usize = 2 << 20;
-    let start = (p as usize).next_multiple_of(HUGE);
-    let end = (p as usize).saturating_add(n) / HUGE * HUGE;
-    if end > start {
-        // SAFETY: advice about a range inside an allocation this process owns; it changes no
-        // contents (a failure is harmless: ordinary pages).
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_: *const u8, _: usize) {}

@@ -1,18 +1,20 @@
-//! The CTF index cache file (`FILE.exfeed-index`): a [`CtfSource`](super::CtfSource)'s index
-//! stored beside the data file, so that a later open need not scan it.
+//! The index cache file of a CTF file (`cacheIndex`): `DATA.exfeed-index` beside the data,
+//! written atomically after a scan and used instead of scanning when it is valid for the data
+//! (length and modification time) and for the indexing parameters.
 //!
-//! Layout (little-endian), format version 2: magic `EXFIDX\0\0`, u32 format version, u64 chunk
+//! Layout (little-endian), format version 2: magic "EXFIDX\0\0", u32 format version, u64 chunk
 //! size, u8 skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length,
 //! i64 data mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six
 //! u64 (offset, bytes, line, first sequence, sequences, samples), then the keys, then a 64-bit
 //! FNV-1a checksum of every byte before it.
 //!
 //! Nothing in a cache is trusted: the checksum catches any damage (a flipped bit in a record, a
-//! shifted offset), the records are checked against each other and against the data file's
-//! length, and [`check_line_starts`] checks that every chunk starts at a line start of the data.
-//! A cache that fails any check is not used: the file is indexed again and the cache rewritten.
+//! shifted offset), every count is checked against the file's size before anything is
+//! allocated, the records are checked against each other and against the data's length, and
+//! [`check_line_starts`] checks that every chunk starts at a line start of the data. A cache
+//! that fails any check is not used: the file is indexed again and the cache replaced.
 
-use super::ctf_source::{Chunk, Index};
+use super::ctf_source::{Chunk, CtfSourceOptions, Index};
 use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
 use crate::io::{AtomicOutput, OutputOptions};
@@ -32,24 +34,34 @@ pub fn index_cache_path(data: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The parameters an index depends on; a cache built with others is not used.
+/// The indexing parameters an index depends on; a cache built with others is not used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct CacheParams {
-    pub chunk_size: u64,
-    pub skip_ids: bool,
-    pub frame_mode: bool,
+    chunk_size: u64,
+    skip_ids: bool,
+    frame_mode: bool,
+}
+
+impl CacheParams {
+    pub(super) fn of(o: &CtfSourceOptions) -> Self {
+        CacheParams {
+            chunk_size: o.chunk_size.max(1),
+            skip_ids: o.ctf.skip_sequence_ids,
+            frame_mode: o.frame_mode,
+        }
+    }
 }
 
 /// The data file as it was when the index was built: a cache for another state is stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct DataStamp {
-    pub len: u64,
-    pub secs: i64,
-    pub nanos: u32,
+    len: u64,
+    secs: i64,
+    nanos: u32,
 }
 
 impl DataStamp {
-    pub fn of(meta: &std::fs::Metadata) -> Self {
+    pub(super) fn of(meta: &std::fs::Metadata) -> Self {
         let (secs, nanos) = match meta.modified().map(|t| t.duration_since(UNIX_EPOCH)) {
             Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
             _ => (0, 0),
@@ -112,13 +124,12 @@ pub(super) fn encode(ix: &Index, stamp: DataStamp, p: CacheParams) -> Vec<u8> {
 
 /// Writes the cache through a temporary file and a rename (a damaged cache is replaced whole).
 pub(super) fn write(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
-    let mut out = AtomicOutput::create(
-        path,
-        &OutputOptions {
-            force: true,
-            inputs: Vec::new(),
-        },
-    )?;
+    // A stale or damaged cache is replaced.
+    let replace = OutputOptions {
+        force: true,
+        ..OutputOptions::default()
+    };
+    let mut out = AtomicOutput::create(path, &replace)?;
     std::io::Write::write_all(&mut out, &encode(ix, stamp, p))?;
     out.commit()
 }

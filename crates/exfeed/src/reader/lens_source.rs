@@ -1,16 +1,6 @@
 //! [`LensSource`]: a Lens example file (`.ex` text or `.bex` binary, compressed or not) as a
-//! [`ChunkSource`]: one sequence per example, one sample per event, and two dense streams,
-//! `input` and `target`, materialized for the network's group layout (see
-//! [`Materializer`]). Sequence keys are 0-based example indices; the examples' `freq:` values
-//! are the source's [`ChunkSource::chunk_weights`] when asked for (Lens's PROBABILISTIC mode).
-//!
-//! Opening indexes the file once: every example is parsed to find where it ends, how many
-//! events it has and its frequency, and examples are grouped into chunks of about
-//! `chunk_size` bytes ([`Chunker`]). Decoding a chunk parses its examples again from their
-//! bytes and materializes them. A plain file is memory-mapped; a compressed file (`.gz`,
-//! `.bz2`, by content) or standard input is decompressed into memory once, whole.
 
-use super::chunker::{ChunkExtent, Chunker, SequenceExtent};
+use super::chunker::{ChunkExtent, Chunker, SequenceSpan};
 use super::{ChunkInfo, ChunkSource, ReaderOptions, Window};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
@@ -55,7 +45,18 @@ impl Default for LensSourceOptions {
     }
 }
 
-/// A Lens example file as a [`ChunkSource`]. See the [module documentation](self).
+/// A Lens example file as a [`ChunkSource`].
+///
+/// [`ChunkSource`]: one sequence per example, one sample per event, and two dense streams,
+/// `input` and `target`, materialized for the network's group layout (see
+/// [`Materializer`]). Sequence keys are 0-based example indices; the examples' `freq:` values
+/// are the source's [`ChunkSource::chunk_weights`] when asked for (Lens's PROBABILISTIC mode).
+///
+/// Opening indexes the file once: every example is parsed to find where it ends, how many
+/// events it has and its frequency, and examples are grouped into chunks of about
+/// `chunk_size` bytes. Decoding a chunk parses its examples again from their
+/// bytes and materializes them. A plain file is memory-mapped; a compressed file (`.gz`,
+/// `.bz2`, by content) or standard input is decompressed into memory once, whole.
 pub struct LensSource {
     bytes: InputBytes,
     name: String,
@@ -139,7 +140,7 @@ impl LensSource {
         let mut chunker = Chunker::new(self.options.chunk_size);
         let mut unknown = BTreeSet::new();
         let mut push = |chunker: &mut Chunker, ex: &Example, start: usize, end: usize| {
-            chunker.push(SequenceExtent {
+            chunker.push(SequenceSpan {
                 offset: start as u64,
                 bytes: (end - start) as u64,
                 samples: ex.events.len() as u64,
@@ -389,19 +390,5 @@ impl SelectionMode {
                 options.with_replacement = true;
             }
         }
-    }
-
-    /// Whether the mode draws by the examples' frequencies (PROBABILISTIC).
-    pub fn uses_frequencies(self) -> bool {
-        self == SelectionMode::Probabilistic
-    }
-
-    /// Checks that `frequencies` allow this mode: for PROBABILISTIC, finite, non-negative and
-    /// not all zero (the message names the first bad example).
-    pub fn check_frequencies(self, frequencies: &[f32]) -> Result<()> {
-        if self.uses_frequencies() {
-            crate::lens::select::Selector::new(self, frequencies, 0)?;
-        }
-        Ok(())
     }
 }

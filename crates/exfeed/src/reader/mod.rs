@@ -1,13 +1,15 @@
 //! The minibatch reader: chunked, randomized, parallel, distributed and resumable.
 //!
 //! The engine here does not know any file format. It reads from a [`ChunkSource`]: something
-//! that has a list of streams, a list of chunks (runs of whole sequences, see [`chunker`]) and
+//! that has a list of streams, a list of chunks (runs of whole sequences of about
+//! `chunkSizeInBytes`) and
 //! can decode any chunk into a [`SequenceBatch`]. The CTF, CBF and Lens readers provide one each;
 //! [`MemorySource`] holds sequences in memory.
 //!
-//! How a sweep (one pass over the data) is planned, see [`plan`]:
+//! How a sweep (one pass over the data) is planned:
 //! 1. with `randomize`, the chunks are permuted with a generator seeded by
-//!    `randomizationSeed + sweep` (see [`rng`]); otherwise they stay in file order;
+//!    `randomizationSeed + sweep` (SplitMix64, specified in exfeed's source, so a seed gives
+//!    the same order on every machine and version); otherwise they stay in file order;
 //! 2. the chunk at randomized position `i` belongs to worker `i % num_workers`;
 //! 3. each worker groups its own chunks, in that order, into windows of `randomizationWindow`
 //!    chunks (or of at least that many samples), and shuffles the sequences of each window
@@ -90,16 +92,19 @@ use crate::stream::StreamSpec;
 mod any;
 mod build;
 mod cbf_source;
-pub mod chunker;
+mod chunker;
 mod ctf_source;
 mod engine;
 mod index_cache;
 mod join;
 mod lens_source;
+mod madvise;
 mod memory;
 mod minibatch;
-pub mod plan;
-pub mod rng;
+mod packing;
+mod plan;
+mod prefetch;
+mod rng;
 
 #[cfg(test)]
 mod tests;
@@ -107,7 +112,6 @@ mod tests;
 pub use any::{AnyMinibatch, AnyReader, RunOptions};
 pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
 pub use cbf_source::CbfSource;
-pub use chunker::{group_into_chunks, ChunkExtent, Chunker, SequenceExtent};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 #[cfg(fuzzing)]

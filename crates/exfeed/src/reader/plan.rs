@@ -25,13 +25,6 @@ impl Default for Window {
     }
 }
 
-impl Window {
-    /// CNTK's default chunk-based window for a chunk size: 4 GB worth of chunks (at least one).
-    pub fn default_for_chunk_size(chunk_size_in_bytes: u64) -> Self {
-        Window::Chunks(((4u64 << 30) / chunk_size_in_bytes.max(1)).max(1) as usize)
-    }
-}
-
 /// The generator seed of a sweep: `randomizationSeed + sweep` (wrapping).
 pub fn sweep_seed(seed: u64, sweep: u64) -> u64 {
     seed.wrapping_add(sweep)

@@ -21,7 +21,8 @@ fn mix(mut z: u64) -> u64 {
 }
 
 impl SplitMix64 {
-    /// A generator starting from `seed`.
+    /// A generator starting from `seed` (the reader starts from [`SplitMix64::for_stream`]).
+    #[cfg(test)]
     pub fn new(seed: u64) -> Self {
         SplitMix64 { state: seed }
     }
