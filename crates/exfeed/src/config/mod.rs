@@ -228,11 +228,6 @@ impl ConfigFile {
         &self.file
     }
 
-    /// The parsed tree, overrides applied (variables not substituted).
-    pub fn tree(&self) -> &Block {
-        &self.top
-    }
-
     /// The sections `command` names (`command = Train:Output:Test`), in order; empty without one.
     pub fn commands(&self) -> Result<Vec<String>> {
         let Some(e) = self.top.get("command") else {

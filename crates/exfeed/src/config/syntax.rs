@@ -104,27 +104,42 @@ impl Block {
             .find(|e| e.key.eq_ignore_ascii_case(key))
     }
 
-    fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
-        self.entries
-            .iter_mut()
-            .rev()
-            .find(|e| e.key.eq_ignore_ascii_case(key))
-    }
-
     /// Adds `entry` as CNTK's `ConfigParameters::Insert` does: a name already present is
     /// replaced, except that a block written with `[` is merged into an existing block
     /// (CNTK appends it, so `Train = [ SGD = [ maxEpochs = 2 ] ]` given after a `Train`
     /// section changes one parameter of it).
     pub fn insert(&mut self, entry: Entry, merge_block: bool) {
-        let Some(old) = self.get_mut(&entry.key) else {
-            self.entries.push(entry);
+        Names::of(self).insert(self, entry, merge_block);
+    }
+}
+
+/// The entries of a block by lower-case name, so that a block of n entries is built in O(n).
+struct Names(std::collections::HashMap<String, usize>);
+
+impl Names {
+    fn of(block: &Block) -> Self {
+        let mut names = Names(Default::default());
+        for (i, e) in block.entries.iter().enumerate() {
+            names.0.insert(e.key.to_ascii_lowercase(), i);
+        }
+        names
+    }
+
+    /// [`Block::insert`] into `block`, whose names these are.
+    fn insert(&mut self, block: &mut Block, entry: Entry, merge_block: bool) {
+        let lower = entry.key.to_ascii_lowercase();
+        let Some(&at) = self.0.get(&lower) else {
+            self.0.insert(lower, block.entries.len());
+            block.entries.push(entry);
             return;
         };
+        let old = &mut block.entries[at];
         match (&mut old.node.value, entry.node.value) {
             (Value::Block(into), Value::Block(from)) if merge_block => {
+                let mut names = Names::of(into);
                 for e in from.entries {
                     let merge = matches!(e.node.value, Value::Block(_));
-                    into.insert(e, merge);
+                    names.insert(into, e, merge);
                 }
             }
             (_, value) => {
@@ -357,6 +372,7 @@ impl<'a> Parser<'a> {
         let close = open_at.map(|at| closer(self.src[at]));
         let ends = Ends::Record(close);
         let mut block = Block::default();
+        let mut names = Names::of(&block);
         loop {
             self.skip_space(true, b";,");
             match (self.peek(), close) {
@@ -413,15 +429,13 @@ impl<'a> Parser<'a> {
                         value: Value::Text("true".into()),
                         pos,
                     };
-                    block.insert(
-                        Entry {
-                            key,
-                            key_pos: pos,
-                            node,
-                            replaced: None,
-                        },
-                        false,
-                    );
+                    let entry = Entry {
+                        key,
+                        key_pos: pos,
+                        node,
+                        replaced: None,
+                    };
+                    names.insert(&mut block, entry, false);
                 } else {
                     // A definition this reader never reads (`f(x) = ...`, `a[i:0..2] = ...`,
                     // `else [ ... ]`): skipped as balanced text.
@@ -432,15 +446,13 @@ impl<'a> Parser<'a> {
             let merge = self.peek() == Some(b'[');
             let node = self.value(ends, open_at, depth)?;
             let key_pos = self.pos_of(key_at);
-            block.insert(
-                Entry {
-                    key,
-                    key_pos,
-                    node,
-                    replaced: None,
-                },
-                merge,
-            );
+            let entry = Entry {
+                key,
+                key_pos,
+                node,
+                replaced: None,
+            };
+            names.insert(&mut block, entry, merge);
         }
     }
 
@@ -754,6 +766,24 @@ after = 1
         fn never_panics(src in "[a-c=;:#/$\\[\\]{}()'\" \n]{0,64}") {
             let _ = parse(&src, "t");
         }
+    }
+
+    /// Repeated names are found through an index: a block of many entries, given twice, is
+    /// read in linear time (a quadratic search would take minutes here).
+    #[test]
+    fn large_blocks_with_repeated_names() {
+        let body: String = (0..20_000).map(|i| format!("p{i} = {i}\n")).collect();
+        let b = parse(
+            &format!("s = [\n{body}]\ns = [\n{body}]\n{body}{body}"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(b.entries.len(), 20_001);
+        assert_eq!(block(&b, "s").entries.len(), 20_000);
+        assert_eq!(
+            b.get("p19999").unwrap().replaced.map(|p| p.line),
+            Some(60_004)
+        );
     }
 
     #[test]
