@@ -786,10 +786,14 @@ impl CtfStream {
             let nul = old + k;
             let err = Error::syntax(self.base + nul as u64, "found a NUL byte: CTF is text");
             let err = self.fatal(err);
+            // The key mode from everything before the NUL, as a split feed would have seen it.
+            if self.mode.is_none() {
+                let skip_ids = self.parser.opts.skip_sequence_ids;
+                self.mode = detect_key_mode(&self.pending[..nul], skip_ids);
+            }
             let line_start = memchr::memrchr(b'\n', &self.pending[..nul]).map_or(0, |i| i + 1);
             self.pending.truncate(line_start);
-            let skip_ids = self.parser.opts.skip_sequence_ids;
-            if self.mode.is_some() || detect_key_mode(&self.pending, skip_ids).is_some() {
+            if self.mode.is_some() {
                 self.finish(batch, sink)?;
             }
             return Err(err);

@@ -242,6 +242,7 @@ pub(super) fn decode(
             && c.line - 1 <= c.offset
             && c.first_sequence == next_seq
             && c.sequences >= 1
+            && c.sequences <= n_keys - next_seq
             && c.samples >= c.sequences;
         if !ok {
             return Err(format!("chunk {i} is inconsistent"));
