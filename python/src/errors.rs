@@ -55,10 +55,16 @@ fn os_error(err: &Error) -> PyErr {
             K::AlreadyExists => libc_errno::EEXIST,
             _ => libc_errno::EIO,
         }),
-        (_, None) => libc_errno::EIO,
+        // An I/O error that kept only its message ("... (os error 21)").
+        (_, None) => err
+            .message()
+            .rsplit_once("(os error ")
+            .and_then(|(_, n)| n.trim_end_matches(')').parse().ok())
+            .unwrap_or(libc_errno::EIO),
     };
     let path = err.location().file.as_deref().map(str::to_string);
-    PyOSError::new_err((errno, err.to_string(), path))
+    // str() reads "[Errno 2] No such file or directory (os error 2): 'path'".
+    PyOSError::new_err((errno, err.message().to_string(), path))
 }
 
 /// The errno values used when the OS gave none (the same on every Unix and on Windows' CRT).

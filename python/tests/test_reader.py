@@ -260,3 +260,30 @@ def test_data_warnings_are_reported(tmp_path):
     mb = r.next_minibatch()
     assert mb.num_sequences == 2
     assert any("has 2 dense values, dim is 3; padded with zeros" in d for d in r.diagnostics)
+
+
+def test_every_read_option_reaches_the_reader(ctf, tmp_path):
+    path, truth = ctf
+    base = dict(inputs=INPUTS, minibatch_size=16, randomize=False)
+    whole = read_all(exfeed.Reader(path, **base))
+    # Options that change how, not what, is read.
+    for extra in (dict(keep_in_memory=True), dict(threads=0), dict(threads=2, prefetch_chunks=1),
+                  dict(chunk_size=256), dict(cache_index=True)):
+        assert read_all(exfeed.Reader(path, **base, **extra)) == whole, extra
+    assert (tmp_path / "data.ctf.exfeed-index").exists()  # cache_index wrote the index beside the data
+    # Windows: in samples or chunks, each sweep still a permutation.
+    for extra in (dict(window_samples=50), dict(window_chunks=1)):
+        keys = [k for _, k in read_all(exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size=256, **extra))]
+        assert sorted(keys) == sorted(truth)
+    # frame_mode needs one sample per sequence.
+    with pytest.raises(exfeed.DataError):
+        read_all(exfeed.Reader(path, **base, frame_mode=True))
+    # max_errors: a bad sequence is skipped, reported, and the rest is read.
+    bad = tmp_path / "bad.ctf"
+    bad.write_text("0 |x 1 2 3 |y 0:1\n1 |x 1 2 3 4 |y 1:1\n2 |x 1 2 3 |y 2:1\n")
+    with pytest.raises(exfeed.DataError):
+        read_all(exfeed.Reader(bad, **base))
+    # (two errors: the bad sample, then sequence 1 without a sample of x)
+    r = exfeed.Reader(bad, **base, max_errors=2)
+    assert [k for _, k in read_all(r)] == [0, 2]
+    assert any("has 4 dense values" in d for d in r.diagnostics)
