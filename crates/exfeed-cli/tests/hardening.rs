@@ -328,8 +328,8 @@ fn input_without_line_ends_is_bounded_by_the_record_size() {
         err.contains("-:3:1 (byte 14): found a NUL byte: CTF is text"),
         "{err}"
     );
-    // Sequence 7 is complete; 8 could still have gone on when the NUL came.
-    assert_eq!(out.lines().count(), 1, "complete sequences are kept: {out}");
+    // The input reads as if it ended before the NUL's line: both sequences are kept.
+    assert_eq!(out.lines().count(), 2, "{out}");
     let mut digits = b"|a 1\n".to_vec();
     digits.resize(digits.len() + (65 << 20), b'1');
     let (code, _, err) = feed(digits);
@@ -341,11 +341,64 @@ fn input_without_line_ends_is_bounded_by_the_record_size() {
         ),
         "{err}"
     );
-    // NULs, wherever they are, are shown escaped, not as invisible bytes.
+    // Control bytes in what was found are shown escaped, not printed raw (invisible, or
+    // read by the terminal).
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("nul.ctf");
-    std::fs::write(&f, b"\0\0\0\n").unwrap();
+    let f = dir.path().join("escape.ctf");
+    std::fs::write(&f, b"\x1b[31m\n").unwrap();
     let (code, _, err) = run(&["dump", "-i", "a:dense:1", &f.to_string_lossy()]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains(r"found '\u{0}\u{0}\u{0}'"), "{err}");
+    assert!(err.contains(r"found '\u{1b}[31m'"), "{err}");
+}
+
+#[test]
+fn a_damaged_index_cache_is_not_used_and_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("big.ctf");
+    std::fs::write(&data, ctf_lines(3000)).unwrap();
+    let cache = dir.path().join("big.ctf.exfeed-index");
+    let read = || {
+        let data = data.to_string_lossy();
+        let args = [
+            &["read", "-m", "100", "--no-randomize", "--cache-index"][..],
+            &["--chunk-size", "4096"],
+            &CTF_INPUTS,
+            &[&data],
+        ]
+        .concat();
+        run(&args)
+    };
+    let (code, _, err) = read();
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("index scanned and cached"), "{err}");
+    let good = std::fs::read(&cache).unwrap();
+    // One flipped bit in a chunk record once gave a false data error and the damaged cache
+    // was kept; a shifted offset silently dropped a sequence. Any damaged byte now means "not
+    // used, re-indexing", every sequence is read, and the rebuilt cache replaces the damaged
+    // one. The header is 60 bytes, each chunk record 48, the keys follow.
+    let chunks = u64::from_le_bytes(good[44..52].try_into().unwrap()) as usize;
+    for at in [
+        60 + 48,
+        60 + 48 + 16,
+        60 + 48 * chunks + 8 * 1500,
+        good.len() - 1,
+    ] {
+        let mut bad = good.clone();
+        bad[at] ^= 1;
+        std::fs::write(&cache, &bad).unwrap();
+        let (code, _, err) = read();
+        assert_eq!(code, 0, "{at}: {err}");
+        assert!(
+            err.contains("not used (its checksum does not match: it is damaged); re-indexing"),
+            "{at}: {err}"
+        );
+        assert!(err.contains("3000 sequences"), "{at}: {err}");
+        assert_eq!(std::fs::read(&cache).unwrap(), good, "{at}: replaced");
+        let (code, _, err) = read();
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("index from cache") && !err.contains("warning"),
+            "{err}"
+        );
+    }
 }

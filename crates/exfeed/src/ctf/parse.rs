@@ -781,15 +781,30 @@ impl CtfStream {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
-        // A NUL cannot be part of CTF text: fail at it rather than buffer what follows (a
-        // zero-filled device or decompression bomb would otherwise be held as one line).
-        let nul = memchr::memchr(0, bytes).map(|k| self.base + (self.pending.len() + k) as u64);
+        let old = self.pending.len();
         self.pending.extend_from_slice(bytes);
+        if let Some(k) = memchr::memchr(0, bytes) {
+            // A NUL cannot be part of CTF text: fail at it rather than buffer what follows (a
+            // zero-filled device or a decompression bomb would otherwise be held as one line).
+            // The input reads as if it ended at the start of the NUL's line, then fails at the
+            // NUL: the same result however the bytes were split into feeds.
+            let nul = old + k;
+            let err = Error::syntax(self.base + nul as u64, "found a NUL byte: CTF is text");
+            let err = self.fatal(err);
+            // The key mode from everything before the NUL, as a split feed would have seen it.
+            if self.mode.is_none() {
+                let skip_ids = self.parser.opts.skip_sequence_ids;
+                self.mode = detect_key_mode(&self.pending[..nul], skip_ids);
+            }
+            let line_start = memchr::memrchr(b'\n', &self.pending[..nul]).map_or(0, |i| i + 1);
+            self.pending.truncate(line_start);
+            if self.mode.is_some() {
+                self.finish(batch, sink)?;
+            }
+            return Err(err);
+        }
         if memchr::memchr(b'\n', bytes).is_some() {
             self.parse_complete(batch, sink)?;
-        }
-        if let Some(at) = nul.filter(|&at| at >= self.base) {
-            return Err(self.fatal(Error::syntax(at, "found a NUL byte: CTF is text")));
         }
         let max = self.parser.limits.max_record_bytes;
         if self.pending.len() as u64 > max {

@@ -72,6 +72,28 @@ enum Data {
     Memory(InputBytes),
 }
 
+impl Data {
+    /// Whether every chunk of `ix` starts at a line start of this data (see
+    /// [`index_cache::check_line_starts`]).
+    fn check_line_starts(&self, ix: &Index) -> std::result::Result<(), String> {
+        match self {
+            Data::File(f) => {
+                let mut start = [0u8; 3];
+                let n = f.read_at(&mut start, 0).unwrap_or(0);
+                index_cache::check_line_starts(ix, &start[..n], |offset| {
+                    let mut b = [0u8; 1];
+                    f.read_exact_at(&mut b, offset - 1).map(|()| b[0])
+                })
+            }
+            Data::Memory(bytes) => index_cache::check_line_starts(ix, bytes, |offset| {
+                bytes.get(offset as usize - 1).copied().ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
+                })
+            }),
+        }
+    }
+}
+
 /// Where the index came from when a [`CtfSource`] was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexOrigin {
@@ -203,6 +225,18 @@ impl CtfSource {
                 } else {
                     Data::File(file)
                 };
+                if let Some(ix) = &from_cache {
+                    if let Err(why) = data.check_line_starts(ix) {
+                        warn(
+                            &mut warnings,
+                            format!(
+                                "index cache {} not used ({why}); re-indexing",
+                                cache.display()
+                            ),
+                        );
+                        from_cache = None;
+                    }
+                }
                 match from_cache {
                     Some(ix) => (data, ix, IndexOrigin::Cache),
                     None => {
@@ -658,17 +692,32 @@ mod tests {
             assert_eq!(s.index, first.index);
             assert_eq!(s.diagnostics().len(), 1, "{cut}");
         }
-        for at in [0, 12, 24, 44, 60, 68, good.len() - 8] {
+        // Any damaged byte (a key, a record, the checksum itself) is caught, and the rebuilt
+        // cache replaces the damaged one.
+        for at in 0..good.len() {
             let mut bad = good.clone();
             bad[at] ^= 0x55;
             std::fs::write(&cache, &bad).unwrap();
             let s = CtfSource::open(&input, o.clone()).unwrap();
-            // A changed key is not detectable by structure; anything else must be.
-            if at != good.len() - 8 {
-                assert_eq!(s.index, first.index, "{at}");
-                assert_eq!(s.diagnostics().len(), 1, "{at}");
-            }
+            assert_eq!(s.index, first.index, "{at}");
+            assert_eq!(s.diagnostics().len(), 1, "{at}");
+            assert!(s.diagnostics()[0].message.contains("re-indexing"), "{at}");
+            assert_eq!(std::fs::read(&cache).unwrap(), good, "{at}");
         }
+        // A record moved off a line start, with a checksum made to match, is caught too.
+        let shifted = {
+            let mut ix = first.index.clone();
+            ix.chunks[1].offset += 1;
+            ix.chunks[1].bytes -= 1;
+            let meta = std::fs::metadata(&p).unwrap();
+            index_cache::encode(&ix, DataStamp::of(&meta), CacheParams::of(&o))
+        };
+        std::fs::write(&cache, &shifted).unwrap();
+        let s = CtfSource::open(&input, o.clone()).unwrap();
+        assert_eq!(s.index, first.index);
+        assert!(s.diagnostics()[0]
+            .message
+            .contains("chunk 1 does not start at a line start"));
         // The data changes: the cache is stale.
         CtfSource::open(&input, o.clone()).unwrap();
         std::fs::write(&p, "5 |a 1 1\n").unwrap();

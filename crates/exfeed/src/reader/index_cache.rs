@@ -2,20 +2,30 @@
 //! written atomically after a scan and used instead of scanning when it is valid for the data
 //! (length and modification time) and for the indexing parameters.
 //!
-//! Layout (little-endian): magic "EXFIDX\0\0", u32 format version, u64 chunk size, u8
-//! skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length, i64 data
-//! mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six u64
-//! (offset, bytes, line, first sequence, sequences, samples), then the keys. Every count is
-//! checked against the file's size before anything is allocated.
+//! Layout (little-endian), format version 2: magic "EXFIDX\0\0", u32 format version, u64 chunk
+//! size, u8 skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length,
+//! i64 data mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six
+//! u64 (offset, bytes, line, first sequence, sequences, samples), then the keys, then a 64-bit
+//! FNV-1a checksum of every byte before it.
+//!
+//! Nothing in a cache is trusted: the checksum catches any damage (a flipped bit in a record, a
+//! shifted offset), every count is checked against the file's size before anything is
+//! allocated, the records are checked against each other and against the data's length, and
+//! [`check_line_starts`] checks that every chunk starts at a line start of the data. A cache
+//! that fails any check is not used: the file is indexed again and the cache replaced.
 
 use super::ctf_source::{Chunk, CtfSourceOptions, Index};
-use crate::ctf::KeyMode;
+use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
 use crate::io::{AtomicOutput, OutputOptions};
-use std::fs::File;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+const MAGIC: &[u8; 8] = b"EXFIDX\0\0";
+const VERSION: u32 = 2;
+const HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 8;
+const CHUNK_RECORD: u64 = 6 * 8;
+const CHECKSUM: u64 = 8;
 
 /// The index cache file of `data`: `DATA.exfeed-index` beside it.
 pub fn index_cache_path(data: &Path) -> PathBuf {
@@ -24,12 +34,7 @@ pub fn index_cache_path(data: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-const CACHE_MAGIC: &[u8; 8] = b"EXFIDX\0\0";
-const CACHE_VERSION: u32 = 1;
-const CACHE_HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 8;
-const CHUNK_RECORD: u64 = 6 * 8;
-
-/// The indexing parameters an index depends on.
+/// The indexing parameters an index depends on; a cache built with others is not used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct CacheParams {
     chunk_size: u64,
@@ -47,7 +52,7 @@ impl CacheParams {
     }
 }
 
-/// What identifies a version of the data file: its length and modification time.
+/// The data file as it was when the index was built: a cache for another state is stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct DataStamp {
     len: u64,
@@ -69,32 +74,34 @@ impl DataStamp {
     }
 }
 
-/// Writes the index of a data file (as `stamp` describes it) built with `p` to `path`,
-/// atomically (a reader never sees a partial cache).
-pub(super) fn write(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
-    // A stale cache is replaced.
-    let replace = OutputOptions {
-        force: true,
-        ..OutputOptions::default()
-    };
-    let mut out = AtomicOutput::create(path, &replace)?;
-    let mut head = Vec::with_capacity(CACHE_HEADER as usize);
-    head.extend_from_slice(CACHE_MAGIC);
-    head.extend_from_slice(&CACHE_VERSION.to_le_bytes());
-    head.extend_from_slice(&p.chunk_size.to_le_bytes());
-    head.extend_from_slice(&[
+/// 64-bit FNV-1a: every step is a bijection of the state for a given byte, so any single
+/// changed byte changes the sum.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The cache file's bytes for `ix`.
+pub(super) fn encode(ix: &Index, stamp: DataStamp, p: CacheParams) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        (HEADER + CHUNK_RECORD * ix.chunks.len() as u64 + 8 * ix.keys.len() as u64 + CHECKSUM)
+            as usize,
+    );
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&p.chunk_size.to_le_bytes());
+    out.extend_from_slice(&[
         p.skip_ids as u8,
         p.frame_mode as u8,
         (ix.mode == KeyMode::Lines) as u8,
         0,
     ]);
-    head.extend_from_slice(&stamp.len.to_le_bytes());
-    head.extend_from_slice(&stamp.secs.to_le_bytes());
-    head.extend_from_slice(&stamp.nanos.to_le_bytes());
-    head.extend_from_slice(&(ix.chunks.len() as u64).to_le_bytes());
-    head.extend_from_slice(&(ix.keys.len() as u64).to_le_bytes());
-    out.write_all(&head)?;
-    let mut rec = Vec::with_capacity(1 << 16);
+    out.extend_from_slice(&stamp.len.to_le_bytes());
+    out.extend_from_slice(&stamp.secs.to_le_bytes());
+    out.extend_from_slice(&stamp.nanos.to_le_bytes());
+    out.extend_from_slice(&(ix.chunks.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(ix.keys.len() as u64).to_le_bytes());
     for c in &ix.chunks {
         for v in [
             c.offset,
@@ -104,68 +111,89 @@ pub(super) fn write(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -
             c.sequences,
             c.samples,
         ] {
-            rec.extend_from_slice(&v.to_le_bytes());
-        }
-        if rec.len() >= 1 << 16 {
-            out.write_all(&rec)?;
-            rec.clear();
+            out.extend_from_slice(&v.to_le_bytes());
         }
     }
     for k in &ix.keys {
-        rec.extend_from_slice(&k.to_le_bytes());
-        if rec.len() >= 1 << 16 {
-            out.write_all(&rec)?;
-            rec.clear();
-        }
+        out.extend_from_slice(&k.to_le_bytes());
     }
-    out.write_all(&rec)?;
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Writes the cache through a temporary file and a rename (a damaged cache is replaced whole).
+pub(super) fn write(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
+    // A stale or damaged cache is replaced.
+    let replace = OutputOptions {
+        force: true,
+        ..OutputOptions::default()
+    };
+    let mut out = AtomicOutput::create(path, &replace)?;
+    std::io::Write::write_all(&mut out, &encode(ix, stamp, p))?;
     out.commit()
 }
 
-/// Reads the cache: `Ok(None)` when there is none, `Err(why)` when it cannot be used (older
-/// than the data, built with other parameters, for another version of the data, or corrupt:
-/// every chunk is checked against the data's length and its neighbours).
+/// Reads the cache: `Ok(None)` when there is none, `Err(why)` when it cannot be used.
 pub(super) fn read(
     path: &Path,
     data_meta: &std::fs::Metadata,
     stamp: DataStamp,
     p: CacheParams,
 ) -> std::result::Result<Option<Index>, String> {
-    let mut f = match File::open(path) {
-        Ok(f) => f,
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let meta = f.metadata().map_err(|e| e.to_string())?;
     let cache_time = meta.modified().unwrap_or(UNIX_EPOCH);
     let data_time = data_meta.modified().unwrap_or(SystemTime::now());
     if cache_time < data_time {
         return Err("it is older than the data".into());
     }
-    let len = meta.len();
-    if len < CACHE_HEADER {
+    // A cache holds at most a header, a record and a key per line of the data, and a sum.
+    let bound = HEADER + CHECKSUM + stamp.len.saturating_mul(CHUNK_RECORD + 8);
+    if meta.len() > bound {
+        return Err("it is larger than an index of the data can be".into());
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    decode(&bytes, stamp, p).map(Some)
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// Decodes and checks a cache's bytes for data in state `stamp`, indexed with `p`.
+pub(super) fn decode(
+    bytes: &[u8],
+    stamp: DataStamp,
+    p: CacheParams,
+) -> std::result::Result<Index, String> {
+    let len = bytes.len() as u64;
+    if len < HEADER + CHECKSUM {
         return Err("it is truncated".into());
     }
-    let mut head = vec![0u8; CACHE_HEADER as usize];
-    f.read_exact(&mut head).map_err(|e| e.to_string())?;
-    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
-    if &head[..8] != CACHE_MAGIC {
+    if &bytes[..8] != MAGIC {
         return Err("it is not an exfeed index".into());
     }
-    let version = u32::from_le_bytes(head[8..12].try_into().expect("4"));
-    if version != CACHE_VERSION {
-        return Err(format!(
-            "format version {version}, expected {CACHE_VERSION}"
-        ));
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(format!("format version {version}, expected {VERSION}"));
     }
-    let got = CacheParams {
-        chunk_size: u64_at(&head, 12),
-        skip_ids: head[20] == 1,
-        frame_mode: head[21] == 1,
-    };
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM as usize);
+    if checksum(body) != u64_at(sum, 0) {
+        return Err("its checksum does not match: it is damaged".into());
+    }
+    let head = &body[..HEADER as usize];
     if head[20] > 1 || head[21] > 1 || head[22] > 1 || head[23] != 0 {
         return Err("its header is corrupt".into());
     }
+    let got = CacheParams {
+        chunk_size: u64_at(head, 12),
+        skip_ids: head[20] == 1,
+        frame_mode: head[21] == 1,
+    };
     if got != p {
         return Err("it was built with other parameters".into());
     }
@@ -175,30 +203,28 @@ pub(super) fn read(
         KeyMode::Ids
     };
     let got_stamp = DataStamp {
-        len: u64_at(&head, 24),
-        secs: i64::from_le_bytes(head[32..40].try_into().expect("8")),
-        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4")),
+        len: u64_at(head, 24),
+        secs: i64::from_le_bytes(head[32..40].try_into().expect("8 bytes")),
+        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4 bytes")),
     };
     if got_stamp != stamp {
         return Err("the data file has changed since it was built".into());
     }
-    let n_chunks = u64_at(&head, 44);
-    let n_keys = u64_at(&head, 52);
+    let n_chunks = u64_at(head, 44);
+    let n_keys = u64_at(head, 52);
     let expected = n_chunks
         .checked_mul(CHUNK_RECORD)
         .and_then(|c| n_keys.checked_mul(8).and_then(|k| c.checked_add(k)))
-        .and_then(|b| b.checked_add(CACHE_HEADER));
+        .and_then(|b| b.checked_add(HEADER + CHECKSUM));
     if expected != Some(len) {
         return Err("its size does not match its counts".into());
     }
-    // The size check bounds both counts by the cache file's length.
-    let mut body = vec![0u8; (len - CACHE_HEADER) as usize];
-    f.read_exact(&mut body).map_err(|e| e.to_string())?;
+    // The size check bounds both counts by the cache's length: no allocation beyond it.
+    let records = &body[HEADER as usize..];
     let mut chunks = Vec::with_capacity(n_chunks as usize);
-    let mut next_seq = 0u64;
-    let mut end = 0u64;
+    let (mut next_seq, mut end, mut line) = (0u64, 0u64, 0u64);
     for i in 0..n_chunks as usize {
-        let r = &body[i * CHUNK_RECORD as usize..];
+        let r = &records[i * CHUNK_RECORD as usize..];
         let c = Chunk {
             offset: u64_at(r, 0),
             bytes: u64_at(r, 8),
@@ -212,24 +238,72 @@ pub(super) fn read(
             && c.offset
                 .checked_add(c.bytes)
                 .is_some_and(|e| e <= stamp.len)
-            && c.line >= 1
+            && c.line > line
+            && c.line - 1 <= c.offset
             && c.first_sequence == next_seq
             && c.sequences >= 1
+            && c.sequences <= n_keys - next_seq
             && c.samples >= c.sequences;
         if !ok {
             return Err(format!("chunk {i} is inconsistent"));
         }
         end = c.offset + c.bytes;
+        line = c.line;
         next_seq += c.sequences;
         chunks.push(c);
     }
     if next_seq != n_keys {
         return Err("its key count does not match its chunks".into());
     }
-    let keys_at = n_chunks as usize * CHUNK_RECORD as usize;
-    let keys = body[keys_at..]
+    let keys = records[n_chunks as usize * CHUNK_RECORD as usize..]
         .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         .collect();
-    Ok(Some(Index { mode, chunks, keys }))
+    Ok(Index { mode, chunks, keys })
+}
+
+/// Checks that every chunk starts at a line start of the data: `before(offset)` gives the
+/// byte before `offset` (offset >= 1), `start` the data's first bytes (for a BOM).
+pub(super) fn check_line_starts(
+    ix: &Index,
+    start: &[u8],
+    mut before: impl FnMut(u64) -> std::io::Result<u8>,
+) -> std::result::Result<(), String> {
+    for (i, c) in ix.chunks.iter().enumerate() {
+        let at_bom_end = c.offset == BOM.len() as u64 && start.starts_with(BOM);
+        if c.offset > 0 && !at_bom_end && before(c.offset).map_err(|e| e.to_string())? != b'\n' {
+            return Err(format!("chunk {i} does not start at a line start"));
+        }
+    }
+    Ok(())
+}
+
+/// For the fuzz target: decodes `bytes` as a cache for the data state and parameters its own
+/// header names; what decodes must encode back to the same bytes.
+#[cfg(fuzzing)]
+pub fn fuzz_decode(bytes: &[u8]) {
+    if bytes.len() < HEADER as usize {
+        return;
+    }
+    let stamp = DataStamp {
+        len: u64_at(bytes, 24),
+        secs: i64::from_le_bytes(bytes[32..40].try_into().expect("8 bytes")),
+        nanos: u32::from_le_bytes(bytes[40..44].try_into().expect("4 bytes")),
+    };
+    let p = CacheParams {
+        chunk_size: u64_at(bytes, 12),
+        skip_ids: bytes[20] == 1,
+        frame_mode: bytes[21] == 1,
+    };
+    let _ = decode(bytes, stamp, p);
+    // With its checksum made right, so the fuzzer reaches the structural checks.
+    let mut fixed = bytes.to_vec();
+    if let Some(n) = fixed.len().checked_sub(CHECKSUM as usize) {
+        let sum = checksum(&fixed[..n]);
+        fixed[n..].copy_from_slice(&sum.to_le_bytes());
+    }
+    if let Ok(ix) = decode(&fixed, stamp, p) {
+        assert_eq!(encode(&ix, stamp, p), fixed, "a decoded cache encodes back");
+        let _ = check_line_starts(&ix, &fixed, |o| Ok(fixed[(o as usize - 1) % fixed.len()]));
+    }
 }

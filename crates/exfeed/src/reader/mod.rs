@@ -117,6 +117,8 @@ pub use build::{
 pub use cbf_source::CbfSource;
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
+#[cfg(fuzzing)]
+pub use index_cache::fuzz_decode as fuzz_index_cache;
 pub use index_cache::index_cache_path;
 pub use join::JoinedSource;
 pub use lens_source::{LensSource, LensSourceOptions};
