@@ -79,10 +79,10 @@ impl Data {
         match self {
             Data::File(f) => {
                 let mut start = [0u8; 3];
-                let n = f.read_at(&mut start, 0).unwrap_or(0);
+                let n = crate::io::read_at_most(f, &mut start, 0).unwrap_or(0);
                 index_cache::check_line_starts(ix, &start[..n], |offset| {
                     let mut b = [0u8; 1];
-                    f.read_exact_at(&mut b, offset - 1).map(|()| b[0])
+                    crate::io::read_exact_at(f, &mut b, offset - 1).map(|()| b[0])
                 })
             }
             Data::Memory(bytes) => index_cache::check_line_starts(ix, bytes, |offset| {
