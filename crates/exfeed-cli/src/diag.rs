@@ -39,9 +39,7 @@ pub fn print_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
     let _ = write!(stderr, "exfeed: error: {err}");
     for cause in err.chain().skip(1) {
-        if !err.to_string().contains(&cause.to_string()) {
-            let _ = write!(stderr, ": {cause}");
-        }
+        let _ = write!(stderr, ": {cause}");
     }
     let _ = writeln!(stderr);
 }

@@ -21,12 +21,14 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
-    /// Convert between CTF, CBF and Lens .ex/.bex (plain or compressed), and Lens to CTF/CBF, atomically.
+    /// Convert between CTF, CBF and Lens .ex/.bex (plain or compressed), and Lens to CTF/CBF,
+    /// atomically.
     Convert(commands::convert::Args),
     /// Feed minibatches through the reader (chunked, randomized, parallel, distributed,
     /// resumable) and print a summary.
     Read(commands::read::Args),
-    /// Describe a file: CBF header (streams, chunks, sequences and samples, size), or a Lens set (examples, events, groups, values).
+    /// Describe a file: a CBF header (streams, chunks, sizes), a Lens set (examples, events,
+    /// groups, values) or a CTF file's summary; text, or JSON with --json.
     Info(commands::info::Args),
     /// Show what exfeed understood of a configuration file: the resolved reader of each section,
     /// every parameter with its value and where it came from. Opens no data file.
@@ -52,9 +54,17 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            diag::print_error(&err);
-            ExitCode::from(2)
-        }
+        // A library error: the same exit status from every command (1 invalid data, 2 usage
+        // or I/O), see commands::source::exit_code_for.
+        Err(err) => match err.downcast_ref::<exfeed::Error>() {
+            Some(e) => {
+                diag::print_library_error(e);
+                ExitCode::from(commands::source::exit_code_for(e))
+            }
+            None => {
+                diag::print_error(&err);
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -121,7 +121,20 @@ fn usage_and_io_errors_exit_2() {
     assert!(text(&out.stdout).contains("/nonexistent/x.ctf"));
     let out = exfeed(&["dump", "/nonexistent/x.ctf"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--input"));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/x.ctf: No such file"),
+        "{}",
+        text(&out.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ctf = temp_file(&dir, "a.ctf", b"|a 1\n");
+    let out = exfeed(&["dump", &ctf]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--input"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = exfeed(&["dump", "x.ctf", "--input", "a:dense:0"]);
     assert_eq!(out.status.code(), Some(2));
     let dir = tempfile::tempdir().unwrap();

@@ -128,7 +128,11 @@ fn zero_workers_and_zero_chunk_size_are_refused_with_their_own_names() {
     assert!(!err.contains("--worker-rank"), "{err}");
     let (code, _, err) = run(&[&base[..], &["--chunk-size", "0", &f]].concat());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("chunkSizeInBytes must be positive"), "{err}");
+    // One size parser for every --chunk-size (K/M/G): it names the flag.
+    assert!(
+        err.contains("'--chunk-size <BYTES>': expected a positive size in bytes"),
+        "{err}"
+    );
 }
 
 /// Converts `from` to `to` (in `dir`) and returns the path of `to`.

@@ -64,17 +64,26 @@ fn info_describes_a_cbf_file_and_reports_corruption() {
     let bad = dir.path().join("bad.cbf");
     std::fs::write(&bad, &bytes[..bytes.len() - 1]).unwrap();
     let (code, _, err) = exfeed(&["info".as_ref(), bad.as_os_str()]);
-    assert_eq!(code, 2);
+    // Invalid data: 1, as from every command.
+    assert_eq!(code, 1);
     assert!(err.contains("bad.cbf (byte"), "{err}");
 }
 
 #[test]
-fn info_on_a_ctf_file_points_to_check() {
+fn info_on_a_ctf_file_summarizes_it_given_its_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("d.ctf");
     std::fs::write(&p, "|a 1 2\n").unwrap();
     let (code, out, err) = exfeed(&["info".as_ref(), p.as_os_str()]);
     assert_eq!(code, 2);
     assert_eq!(out, "");
-    assert!(err.contains("this looks like CTF (`exfeed check`"), "{err}");
+    assert!(err.contains("reading CTF needs its inputs"), "{err}");
+    let (code, out, err) = exfeed(&[
+        "info".as_ref(),
+        p.as_os_str(),
+        "--input".as_ref(),
+        "a:dense:2".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "format: CTF\n  sequences: 1\n  longest sequence: 1 samples (key 0)\n  input 'a' (dense 2): 1 samples\n");
 }

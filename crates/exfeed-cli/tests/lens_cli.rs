@@ -93,8 +93,12 @@ fn check_info_and_errors() {
     std::fs::write(&ex, EX).unwrap();
     let ok = exfeed(&["check", ex.to_str().unwrap()]);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
-    assert!(text(&ok.stdout).contains("2 examples"));
-    let info = exfeed(&["info", ex.to_str().unwrap()]);
+    assert!(
+        text(&ok.stdout).contains("examples: 2, events: 3"),
+        "{}",
+        text(&ok.stdout)
+    );
+    let info = exfeed(&["info", ex.to_str().unwrap(), "--json"]);
     assert!(info.status.success(), "{}", text(&info.stderr));
     let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(v["examples"], 2);
@@ -104,9 +108,9 @@ fn check_info_and_errors() {
     let out = exfeed(&["check", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("bad.ex:3:1 (byte 7)"),
+        text(&out.stdout).contains("error: ") && text(&out.stdout).contains("bad.ex:3:1 (byte 7)"),
         "{}",
-        text(&out.stderr)
+        text(&out.stdout)
     );
 }
 

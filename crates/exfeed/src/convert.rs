@@ -91,9 +91,7 @@ fn ctf_to_cbf_in_pieces<W: Write>(
     let (file, opts) = (options.file.as_str(), &options.ctf);
     let mut parser = CtfParser::new(opts.clone())?;
     parser.set_file_name(file);
-    let mode = detect_key_mode(ctf, opts.skip_sequence_ids).ok_or_else(|| {
-        Error::invalid(0, "the file is empty: no data lines").in_file(file.to_string())
-    })?;
+    let mode = detect_key_mode(ctf, opts.skip_sequence_ids).ok_or_else(|| parser.empty_file())?;
     let mut writer = CbfWriter::new(out, &opts.inputs, options.cbf.clone())?;
     // Piece boundaries: (byte offset, 1-based line) of the first sequence of each piece.
     let mut starts: Vec<(u64, u64)> = Vec::new();

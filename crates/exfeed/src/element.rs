@@ -41,14 +41,14 @@ impl fmt::Display for Precision {
 }
 
 impl FromStr for Precision {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
         match s {
             "float" => Ok(Precision::Float),
             "double" => Ok(Precision::Double),
-            other => Err(format!(
+            other => Err(crate::Error::config(format!(
                 "precision must be 'float' or 'double', found '{other}'"
-            )),
+            ))),
         }
     }
 }

@@ -22,8 +22,11 @@ pub enum ErrorKind {
     Syntax,
     /// Well-formed input whose content is invalid (index out of range, too many values, ...).
     Invalid,
-    /// A binary structure that is corrupt or truncated (bad magic, offsets out of range, ...).
+    /// A binary structure that is corrupt (bad magic, offsets out of range, ...).
     Corrupt,
+    /// The input ends before what it started is complete (a truncated file, or a stream whose
+    /// next bytes have not arrived yet). See [`Error::is_eof`].
+    UnexpectedEof,
     /// A configuration problem: an unknown or mistyped parameter, a missing input definition.
     Config,
     /// The error budget (`maxErrors`) is used up.
@@ -172,27 +175,26 @@ impl Error {
         Error::new(ErrorKind::Corrupt, Location::at_byte(byte), message)
     }
 
+    /// An input that ends too soon, at byte `byte` (see [`ErrorKind::UnexpectedEof`]).
+    pub fn eof(byte: u64, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::UnexpectedEof, Location::at_byte(byte), message)
+    }
+
     /// A configuration error.
     pub fn config(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Config, Location::default(), message)
     }
 
-    /// An I/O error, with the file it concerns. An error that already names its file (one a
-    /// writer of an output passed up through [`std::io::Write`], see [`Error::into_io`]) keeps
-    /// it: a full disk names the output, not the input being read.
+    /// An I/O error, with the file it concerns. Its message is the operating system's (so it
+    /// is displayed), and [`std::error::Error::source`] is `None`: a chain printer does not
+    /// repeat it. [`Error::io_error`] gives the original error.
     pub fn io(file: &Path, err: std::io::Error) -> Self {
-        let err = match Error::carried(err) {
-            Ok(e) => return e,
-            Err(err) => err,
-        };
-        let message = err.to_string();
-        let mut e = Error::new(
-            ErrorKind::Io,
-            Location::default().with_file(file.display().to_string()),
-            message,
-        );
-        e.0.source = Some(err);
-        e
+        Error::from(err).in_file(file.display().to_string())
+    }
+
+    /// The operating system's error behind an [`ErrorKind::Io`] error, if any.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        self.0.source.as_ref()
     }
 
     /// This error as an [`std::io::Error`] (of the kind of its I/O source, if any), to pass
@@ -220,6 +222,18 @@ impl Error {
     /// The kind of error.
     pub fn kind(&self) -> ErrorKind {
         self.0.kind
+    }
+
+    /// Whether the input ended before what it started was complete: a truncated file, or, when
+    /// reading a stream a piece at a time, a sign to wait for more bytes.
+    pub fn is_eof(&self) -> bool {
+        self.0.kind == ErrorKind::UnexpectedEof
+    }
+
+    /// The same error as another kind (e.g. a core's "ends too soon" that is really corrupt).
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.0.kind = kind;
+        self
     }
 
     /// Where it happened.
@@ -253,6 +267,17 @@ impl Error {
         self
     }
 
+    /// Puts the error inside `outer` structure: the context becomes `outer, CONTEXT` (e.g.
+    /// `example 3` around `event 1`), or `outer` when there was none.
+    pub fn within(mut self, outer: impl fmt::Display) -> Self {
+        let c = &mut self.0.location.context;
+        *c = Some(match c.take() {
+            Some(inner) => format!("{outer}, {inner}"),
+            None => outer.to_string(),
+        });
+        self
+    }
+
     /// Fills in line and column; see [`Location::resolve_in`].
     pub fn resolve_in(mut self, buf: &[u8], base: u64, base_line: u64) -> Self {
         self.0.location.resolve_in(buf, base, base_line);
@@ -280,11 +305,8 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_ref().map(|e| e as _)
-    }
-}
+/// The message already says what the source (an I/O error) says, so `source()` is `None`.
+impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {

@@ -21,7 +21,7 @@ pub const CBF_MAGIC: u64 = 0x636e_746b_5f62_696e;
 pub const LENS_BINARY_COOKIE: u32 = 0xaaaa_aaaa;
 
 impl FileFormat {
-    /// The names accepted by `--from`/`--to`.
+    /// The names accepted by `--from`/`--to` (see also its [`FromStr`](std::str::FromStr)).
     pub fn parse_name(name: &str) -> Option<Self> {
         Some(match name {
             "ctf" => FileFormat::Ctf,
@@ -30,6 +30,26 @@ impl FileFormat {
             "bex" => FileFormat::LensBinary,
             _ => return None,
         })
+    }
+
+    /// The format's name in messages: "CTF", "CBF", "a Lens .ex file", ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            FileFormat::Ctf => "CTF",
+            FileFormat::Cbf => "CBF",
+            FileFormat::LensText => "Lens text (.ex)",
+            FileFormat::LensBinary => "Lens binary (.bex)",
+        }
+    }
+
+    /// The short name `--from`/`--to` take: ctf, cbf, ex, bex.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            FileFormat::Ctf => "ctf",
+            FileFormat::Cbf => "cbf",
+            FileFormat::LensText => "ex",
+            FileFormat::LensBinary => "bex",
+        }
     }
 
     /// From the content's first bytes (already decompressed), where they are decisive.
@@ -64,6 +84,16 @@ impl FileFormat {
     /// Magic bytes win; otherwise the name decides.
     pub fn detect(path: &Path, head: &[u8]) -> Self {
         Self::from_magic(head).unwrap_or_else(|| Self::from_name(path))
+    }
+}
+
+impl std::str::FromStr for FileFormat {
+    type Err = crate::Error;
+    /// `ctf`, `cbf`, `ex` (or `lens`), `bex`.
+    fn from_str(s: &str) -> crate::Result<Self> {
+        Self::parse_name(s).ok_or_else(|| {
+            crate::Error::config(format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
+        })
     }
 }
 

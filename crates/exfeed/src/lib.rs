@@ -14,6 +14,7 @@ pub mod cbf;
 pub mod config;
 pub mod convert;
 pub mod ctf;
+pub mod dataset;
 pub mod dump;
 pub mod element;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod reader;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
+pub use dataset::{open, DataSet, LensLayout, OpenOptions, Sequences, Summary};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};

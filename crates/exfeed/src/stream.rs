@@ -1,5 +1,6 @@
 //! Streams (CNTK's "inputs"): what a file's data columns are called and look like.
 
+use crate::error::Error;
 use std::fmt;
 use std::str::FromStr;
 
@@ -38,14 +39,14 @@ impl fmt::Display for Storage {
 }
 
 impl FromStr for Storage {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         match s {
             "dense" => Ok(Storage::Dense),
             "sparse" => Ok(Storage::Sparse),
-            other => Err(format!(
+            other => Err(Error::config(format!(
                 "format must be 'dense' or 'sparse', found '{other}'"
-            )),
+            ))),
         }
     }
 }
@@ -85,10 +86,16 @@ impl StreamSpec {
 }
 
 impl FromStr for StreamSpec {
-    type Err = String;
+    type Err = Error;
 
     /// The CLI form `NAME:FORMAT:DIM[:ALIAS]`, e.g. `features:dense:784:F`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::parse_cli(s).map_err(Error::config)
+    }
+}
+
+impl StreamSpec {
+    fn parse_cli(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split(':').collect();
         if !(3..=4).contains(&parts.len()) {
             return Err(format!("expected NAME:FORMAT:DIM[:ALIAS], found '{s}'"));
@@ -96,7 +103,9 @@ impl FromStr for StreamSpec {
         if parts[0].is_empty() {
             return Err(format!("input name is empty in '{s}'"));
         }
-        let storage: Storage = parts[1].parse()?;
+        let storage: Storage = parts[1]
+            .parse()
+            .map_err(|e: Error| e.message().to_string())?;
         let dim: u64 = parts[2]
             .parse()
             .ok()
@@ -162,7 +171,8 @@ mod tests {
             ("a:dense:3:", "alias is empty"),
         ] {
             let err = text.parse::<StreamSpec>().unwrap_err();
-            assert!(err.contains(want), "{text}: {err}");
+            assert_eq!(err.kind(), crate::ErrorKind::Config);
+            assert!(err.message().contains(want), "{text}: {err}");
         }
     }
 }

@@ -1,15 +1,17 @@
-//! `exfeed check`.
+//! `exfeed check`: validate whole files, list every problem, print each file's summary.
 
-use super::source::{exit_code_for, read_batches, SourceArgs};
+use super::source::{exit_code_for, parse_format, LayoutArgs, SourceArgs};
+use exfeed::dataset::Summary;
+use exfeed::format::FileFormat;
 use exfeed::{Diagnostic, DiagnosticSink, Severity, Storage};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `exfeed check`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The files to validate.
+    /// The files to validate (`-` for standard input).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
@@ -18,8 +20,11 @@ pub struct Args {
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub max_problems: u64,
     /// Format of the inputs (ctf, cbf, ex, bex); by default from magic bytes and names.
-    #[arg(long, value_parser = super::convert::parse_format)]
-    pub from: Option<exfeed::format::FileFormat>,
+    #[arg(long, value_parser = parse_format)]
+    pub from: Option<FileFormat>,
+    /// Lens files: the network's layout checks every example against it too.
+    #[command(flatten)]
+    pub lens: LayoutArgs,
 }
 
 /// Prints problems up to a cap and counts them all.
@@ -51,110 +56,115 @@ impl DiagnosticSink for Problems {
     }
 }
 
-struct Summary {
-    sequences: u64,
-    samples: Vec<u64>,
-    nnz: Vec<u64>,
-    longest: Option<(usize, u64)>,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut worst = 0u8;
     for file in &args.files {
-        if super::lens::is_lens(file, args.from) {
-            let code = super::lens::check(file)?;
-            worst = worst.max(if code == ExitCode::SUCCESS { 0 } else { 1 });
-            continue;
-        }
-        // CBF files need no --input (their header has the streams).
-        if super::cbf_source::is_cbf(file) {
-            worst = worst.max(super::cbf_source::check(file, &args.source)?);
-            continue;
-        }
-        let source = args.source.resolve(file)?;
-        let mut opts = source.ctf;
-        // check lists every problem; --max-errors only says how many make the file fatal to others.
-        let tolerated = opts.max_errors;
-        opts.max_errors = u64::MAX;
-        let mut sink = Problems {
-            trace_level: source.trace_level,
-            cap: args.max_problems,
-            printed: 0,
-            hidden: 0,
-            errors: 0,
-            warnings: 0,
-        };
-        let n = opts.inputs.len();
-        let mut sum = Summary {
-            sequences: 0,
-            samples: vec![0; n],
-            nnz: vec![0; n],
-            longest: None,
-        };
-        let result = crate::with_precision!(source.precision, T => {
-            read_batches::<T>(file, &opts, &mut sink, |batch| {
-                sum.sequences += batch.len() as u64;
-                for (i, s) in batch.streams().iter().enumerate() {
-                    sum.samples[i] += s.num_samples() as u64;
-                    if s.storage() == Storage::Sparse {
-                        sum.nnz[i] += s.values().len() as u64;
-                    }
-                }
-                for q in 0..batch.len() {
-                    let len = batch.sequence_length(q, None);
-                    if sum.longest.map_or(true, |(l, _)| len > l) {
-                        sum.longest = Some((len, batch.keys()[q]));
-                    }
-                }
-                Ok(())
-            })
-        });
-        let mut out = std::io::stdout().lock();
-        if sink.hidden > 0 {
-            writeln!(out, "... and {} more problems not shown", sink.hidden)?;
-        }
-        let name = file.display();
-        let code = match &result {
-            Err(e) => {
-                writeln!(out, "error: {e}")?;
-                exit_code_for(e)
-            }
-            Ok(()) if sink.errors > 0 => 1,
-            Ok(()) => 0,
-        };
-        let verdict = match (code, &result) {
-            (0, _) => "ok",
-            (_, Ok(())) => "invalid",
-            (_, Err(_)) => "invalid (stopped at the error above)",
-        };
-        writeln!(out, "{name}: {verdict}")?;
-        writeln!(out, "  sequences: {}", sum.sequences)?;
-        if let Some((len, key)) = sum.longest {
-            writeln!(out, "  longest sequence: {len} samples (key {key})")?;
-        }
-        for (i, spec) in opts.inputs.iter().enumerate() {
-            write!(
-                out,
-                "  input '{}' ({} {}): {} samples",
-                spec.name, spec.storage, spec.dim, sum.samples[i]
-            )?;
-            if spec.storage == Storage::Sparse {
-                write!(out, ", {} non-zeros", sum.nnz[i])?;
-            }
-            writeln!(out)?;
-        }
-        writeln!(
-            out,
-            "  errors: {}, warnings: {}",
-            sink.errors, sink.warnings
-        )?;
-        if code == 1 && result.is_ok() && sink.errors <= tolerated {
-            writeln!(
-                out,
-                "  (within --max-errors {tolerated}: reading with it would skip these)"
-            )?;
-        }
-        worst = worst.max(code);
+        worst = worst.max(check(file, &args)?);
     }
     Ok(ExitCode::from(worst))
+}
+
+/// Checks one file; returns its exit status (0 ok, 1 invalid, 2 unreadable).
+fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
+    let mut out = std::io::stdout().lock();
+    let opened = match args.source.open(file, args.from, &args.lens) {
+        Ok(o) => o,
+        Err(e) => match e.downcast::<exfeed::Error>() {
+            Ok(e) => {
+                writeln!(out, "error: {e}")?;
+                writeln!(
+                    out,
+                    "{}: invalid (stopped at the error above)",
+                    file.display()
+                )?;
+                writeln!(out, "  errors: 1, warnings: 0")?;
+                return Ok(exit_code_for(&e));
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    // check lists every problem; --max-errors only says how many make the file fatal to others.
+    let tolerated = opened.options.max_errors;
+    let mut data = opened.data;
+    if data.format() == FileFormat::Ctf {
+        let mut options = opened.options.clone();
+        options.max_errors = u64::MAX;
+        data = exfeed::open(data.into_input()?, &options)?;
+    }
+    let mut sink = Problems {
+        trace_level: opened.trace_level,
+        cap: args.max_problems,
+        printed: 0,
+        hidden: 0,
+        errors: 0,
+        warnings: 0,
+    };
+    let outcome = crate::with_precision!(opened.precision, T => data.summary::<T>(&mut sink));
+    if sink.hidden > 0 {
+        writeln!(out, "... and {} more problems not shown", sink.hidden)?;
+    }
+    let code = match &outcome.result {
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            // The error that stopped the check is one more.
+            sink.errors += 1;
+            exit_code_for(e)
+        }
+        Ok(_) if sink.errors > 0 => 1,
+        Ok(_) => 0,
+    };
+    let verdict = match (code, &outcome.result) {
+        (0, _) => "ok",
+        (_, Ok(_)) => "invalid",
+        (_, Err(_)) => "invalid (stopped at the error above)",
+    };
+    writeln!(out, "{}: {verdict}", outcome.summary.name)?;
+    write_summary(&mut out, &outcome.summary)?;
+    writeln!(
+        out,
+        "  errors: {}, warnings: {}",
+        sink.errors, sink.warnings
+    )?;
+    if code == 1 && outcome.result.is_ok() && sink.errors <= tolerated {
+        writeln!(
+            out,
+            "  (within --max-errors {tolerated}: reading with it would skip these)"
+        )?;
+    }
+    Ok(code)
+}
+
+/// The summary lines of `check` (and `info` of a CTF file).
+pub fn write_summary(out: &mut impl Write, s: &Summary) -> std::io::Result<()> {
+    if let Some(lens) = &s.lens {
+        writeln!(
+            out,
+            "  examples: {}, events: {}",
+            lens.examples, lens.events
+        )?;
+        if let Some((len, key)) = s.longest {
+            writeln!(out, "  longest example: {len} events (example {key})")?;
+        }
+        return Ok(());
+    }
+    writeln!(out, "  sequences: {}", s.sequences)?;
+    if let Some((len, key)) = s.longest {
+        writeln!(out, "  longest sequence: {len} samples (key {key})")?;
+    }
+    for st in &s.streams {
+        write!(
+            out,
+            "  input '{}' ({} {}",
+            st.spec.name, st.spec.storage, st.spec.dim
+        )?;
+        if let Some(p) = st.stored {
+            write!(out, ", {p}")?;
+        }
+        write!(out, "): {} samples", st.samples)?;
+        if st.spec.storage == Storage::Sparse {
+            write!(out, ", {} non-zeros", st.non_zeros)?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }

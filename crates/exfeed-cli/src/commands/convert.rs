@@ -1,14 +1,17 @@
-//! `exfeed convert`: CTF <-> CBF, written atomically.
+//! `exfeed convert`: between CTF, CBF and Lens `.ex`/`.bex` (Lens to CTF/CBF with a layout),
+//! written atomically.
 
-use super::source::SourceArgs;
+use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
+use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
-use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
+use exfeed::io::{AtomicOutput, OutputOptions};
 use exfeed::SequenceBatch;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,16 +29,17 @@ pub struct Args {
     /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE_BYTES)]
     pub chunk_size: u64,
-    /// Format of the input (ctf, cbf); by default from its magic bytes and extension.
+    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
-    /// Format of the output (ctf, cbf); by default from its extension (.cbf/.bin: CBF).
+    /// Format of the output (ctf, cbf, ex, bex); by default from its name (.cbf/.bin: CBF,
+    /// .ex: Lens text, .bex: Lens binary, through .gz/.bz2; anything else CTF).
     #[arg(long, value_parser = parse_format)]
     pub to: Option<FileFormat>,
     /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
     /// there is one).
     #[command(flatten)]
-    pub lens: super::lens::LayoutArgs,
+    pub lens: LayoutArgs,
     /// Replace the output if it exists.
     #[arg(long)]
     pub force: bool,
@@ -46,7 +50,7 @@ pub struct Args {
 }
 
 /// Renames the finished output into place, synced to disk unless `--no-sync`.
-pub(crate) fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
+fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
     if no_sync {
         out.commit_unsynced()
     } else {
@@ -54,101 +58,118 @@ pub(crate) fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
     }
 }
 
-pub(crate) fn parse_format(s: &str) -> Result<FileFormat, String> {
-    FileFormat::parse_name(s).ok_or_else(|| format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    let (digits, shift) = match s.as_bytes().last() {
-        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
-        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
-        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
-        _ => (s, 0),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if super::lens::is_lens(&args.input, args.from) {
-        return super::lens::convert(&args);
-    }
-    let input = InputPath::new(&args.input);
-    let name = input.display_name();
-    let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;
-    let from = args
-        .from
-        .unwrap_or_else(|| FileFormat::detect(&args.input, &bytes[..bytes.len().min(16)]));
+    let opened = args.source.open(&args.input, args.from, &args.lens)?;
+    let from = opened.data.format();
     let to = args
         .to
         .unwrap_or_else(|| FileFormat::from_name(&args.output));
-    let inputs = match &input {
-        InputPath::File(p) => vec![p.clone()],
-        InputPath::Stdin => Vec::new(),
+    let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
+    let inputs = opened
+        .data
+        .input()
+        .path()
+        .map(|p| vec![p.to_path_buf()])
+        .unwrap_or_default();
+    let options = OutputOptions {
+        force: args.force,
+        inputs,
     };
-    let out = AtomicOutput::create(
-        &args.output,
-        &OutputOptions {
-            force: args.force,
-            inputs,
-        },
-    )?;
-    let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
-    let trace_level = args.source.trace_level.unwrap_or(1);
-    let mut sink = Stderr::new(trace_level);
+    if is_lens(from) && is_lens(to) {
+        let set = opened.data.lens_set()?;
+        exfeed::io::save_lens(&set, &args.output, to == FileFormat::LensBinary, &options)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if is_lens(from) && opened.options.lens.is_none() {
+        anyhow::bail!(
+            "converting a Lens example file to {} needs the network's layout: \
+             --input-groups NAME:SIZE,... --target-groups NAME:SIZE,... (or a --config with \
+             inputGroups and targetGroups)",
+            to.describe()
+        );
+    }
+    let name = opened.data.name().to_string();
+    let mut sink = Stderr::new(opened.trace_level);
+    let precision = opened.precision;
     let sequences = match (from, to) {
         (FileFormat::Ctf, FileFormat::Cbf) => {
-            let source = args.source.resolve(&args.input)?;
-            sink = Stderr::new(source.trace_level);
-            let options = CtfToCbfOptions {
+            let bytes = opened.data.into_bytes()?;
+            let out = AtomicOutput::create(&args.output, &options)?;
+            let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
+            let convert = CtfToCbfOptions {
                 file: name.clone(),
-                ctf: source.ctf,
+                ctf: CtfOptions {
+                    inputs: opened.options.inputs.clone(),
+                    skip_sequence_ids: opened.options.skip_sequence_ids,
+                    max_errors: opened.options.max_errors,
+                },
                 cbf: CbfWriterOptions {
                     chunk_size: args.chunk_size,
-                    precision: source.precision,
+                    precision,
                 },
             };
-            let (out, stats) = ctf_to_cbf(&bytes, &options, out, &mut sink, |done| bar.set(done))?;
+            let (out, stats) =
+                ctf_to_cbf(&bytes, &convert, out, &mut sink, |done| bar.set(done))?;
             commit(out, args.no_sync)?;
+            bar.finish();
             stats.sequences
         }
         (FileFormat::Cbf, FileFormat::Ctf) => {
+            let bytes = opened.data.into_bytes()?;
+            let out = AtomicOutput::create(&args.output, &options)?;
+            let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
             let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
             let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set(done))
                 .map_err(|e| e.in_file(name.clone()))?;
             commit(out, args.no_sync)?;
+            bar.finish();
             stats.sequences
         }
-        (FileFormat::Cbf, FileFormat::Cbf) => {
-            // Re-chunk and/or change the element type.
-            let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
-            let precision = args.source.precision.unwrap_or(file.streams()[0].element);
+        (FileFormat::Cbf | FileFormat::LensText | FileFormat::LensBinary, FileFormat::Cbf) => {
+            // Re-chunk and/or change the element type; or a materialized Lens file.
+            let precision = args.source.precision.unwrap_or(precision);
+            let mut seqs = opened.data.sequences::<f64>()?;
+            let specs = seqs.streams().to_vec();
+            let out = AtomicOutput::create(&args.output, &options)?;
             let cbf = CbfWriterOptions {
                 chunk_size: args.chunk_size,
                 precision,
             };
-            let mut writer = CbfWriter::new(out, &file.stream_specs(), cbf)?;
-            let mut batch = SequenceBatch::<f64>::new(&file.stream_specs());
-            for i in 0..file.num_chunks() {
-                file.read_chunk(i, &mut batch)
-                    .map_err(|e| e.in_file(name.clone()))?;
+            let mut writer = CbfWriter::new(out, &specs, cbf)?;
+            let mut batch = SequenceBatch::<f64>::new(&specs);
+            while seqs.next_batch(&mut batch, &mut sink)? {
                 writer.write_batch(&batch)?;
-                let c = file.chunk_info(i);
-                bar.set(c.offset + c.len);
             }
             let sequences = writer.sequences();
             commit(writer.finish()?, args.no_sync)?;
             sequences
         }
+        (FileFormat::LensText | FileFormat::LensBinary, FileFormat::Ctf) => {
+            let mut seqs = opened.data.sequences::<f32>()?;
+            let specs = seqs.streams().to_vec();
+            let out = AtomicOutput::create(&args.output, &options)?;
+            let mut out = std::io::BufWriter::new(out);
+            let mut batch = SequenceBatch::<f32>::new(&specs);
+            let mut text = Vec::new();
+            let mut sequences = 0;
+            while seqs.next_batch(&mut batch, &mut sink)? {
+                for q in 0..batch.len() {
+                    text.clear();
+                    exfeed::ctf::write_sequence(&mut text, &batch, q, &specs)
+                        .map_err(|e| e.in_file(name.clone()))?;
+                    out.write_all(&text)?;
+                }
+                sequences += batch.len() as u64;
+            }
+            commit(out.into_inner().map_err(|e| e.into_error())?, args.no_sync)?;
+            sequences
+        }
         (from, to) => anyhow::bail!(
-            "converting {from:?} to {to:?} is not supported (CTF <-> CBF, CBF -> CBF)"
+            "converting {} to {} is not supported (CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF)",
+            from.describe(),
+            to.describe()
         ),
     };
-    bar.finish();
     if sink.errors > 0 {
         eprintln!(
             "exfeed: {}: wrote {sequences} sequences; {} errors were skipped (see above)",

@@ -1,8 +1,9 @@
-//! `exfeed dump`.
+//! `exfeed dump`: every sequence (or Lens example) as one JSON object per line.
 
-use super::source::{exit_code_for, read_batches, SourceArgs};
-use crate::diag::{print_library_error, Stderr};
+use super::source::{parse_format, LayoutArgs, Opened, SourceArgs};
+use crate::diag::Stderr;
 use exfeed::format::FileFormat;
+use exfeed::lens::materialize::Materializer;
 use exfeed::{Element, Error, SequenceBatch};
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,24 +12,22 @@ use std::process::ExitCode;
 /// Arguments of `exfeed dump`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to print (`-` for standard input).
+    /// The file to print (`-` for standard input; pipes and FIFOs are read once, as they come).
     pub file: PathBuf,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
-    /// Needed for a Lens stream on standard input (`--from ex`).
-    #[arg(long, value_parser = super::convert::parse_format)]
+    /// Needed for a Lens text stream on standard input (`--from ex`).
+    #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
-    /// Lens: the network's input groups, `NAME:SIZE,...` in network order; prints each example
-    /// materialized (dense input and target vectors per event).
-    #[arg(long, value_name = "NAME:SIZE,...")]
-    pub input_groups: Option<String>,
-    /// Lens: the network's target groups, `NAME:SIZE,...` in network order.
-    #[arg(long, value_name = "NAME:SIZE,...")]
-    pub target_groups: Option<String>,
+    /// Lens: the network's layout (flags, or a --config's inputGroups/targetGroups) prints each
+    /// example materialized (dense input and target vectors per event).
+    #[command(flatten)]
+    pub lens: LayoutArgs,
     /// Lens: pipe mode for a file or FIFO: examples are read and printed one at a time as
     /// they arrive, and the source is reopened and read again at its end (as Lens's PIPE
-    /// mode loops) unless `--no-loop`. Standard input (`-`) is always read this way, once.
+    /// mode loops) unless `--no-loop`. Standard input and other inputs that cannot be read
+    /// twice are always read this way, once.
     #[arg(long)]
     pub pipe: bool,
     /// Lens pipe mode: read the source once, do not reopen it at its end.
@@ -40,76 +39,118 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if super::lens::is_lens(&args.file, args.from) {
-        let opts = super::lens::DumpOptions {
-            input_groups: args.input_groups.as_deref(),
-            target_groups: args.target_groups.as_deref(),
-            pipe: args.pipe,
-            looping: !args.no_loop,
-            max_examples: args.max_examples,
-        };
-        return super::lens::dump(&args.file, &opts);
+    let opened = args.source.open(&args.file, args.from, &args.lens)?;
+    if opened.is_lens() {
+        return dump_lens(opened, &args);
     }
     if args.pipe || args.no_loop || args.max_examples.is_some() {
         anyhow::bail!("--pipe, --no-loop and --max-examples apply to Lens example files only");
     }
-    if super::cbf_source::is_cbf(&args.file) {
-        return super::cbf_source::dump(&args.file, &args.source);
-    }
-    let source = args.source.resolve(&args.file)?;
-    let opts = source.ctf;
-    let names: Vec<String> = opts.inputs.iter().map(|s| s.name.clone()).collect();
-    let mut sink = Stderr::new(source.trace_level);
-    let mut out = JsonLines::new(names);
-    let result = crate::with_precision!(source.precision, T => {
-        read_batches::<T>(&args.file, &opts, &mut sink, |batch| out.write_batch(batch))
-    });
-    out.finish(result)
+    let result = crate::with_precision!(opened.precision, T => dump_sequences::<T>(opened));
+    stdout_closed_is_fine(result)
 }
 
-/// The output of `dump`: one JSON line per sequence on stdout, buffered.
-pub struct JsonLines {
-    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
-    line: Vec<u8>,
-    names: Vec<String>,
+/// A closed standard output (a pipe into `head`) ends the dump quietly.
+fn stdout_closed_is_fine(result: anyhow::Result<()>) -> anyhow::Result<ExitCode> {
+    match result {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(ExitCode::SUCCESS),
+    }
 }
 
-impl JsonLines {
-    /// Prints the streams under these names (the batches' streams, in order).
-    pub fn new(names: Vec<String>) -> Self {
-        JsonLines {
-            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
-            line: Vec::new(),
-            names,
-        }
-    }
-
-    /// Prints every sequence of `batch`.
-    pub fn write_batch<T: Element>(&mut self, batch: &SequenceBatch<T>) -> std::io::Result<()> {
-        for seq in 0..batch.len() {
-            self.line.clear();
-            exfeed::dump::write_sequence(&mut self.line, batch, seq, &self.names);
-            self.out.write_all(&self.line)?;
-        }
-        Ok(())
-    }
-
-    /// Flushes, and turns the outcome of the dump into the exit code.
-    pub fn finish(mut self, result: Result<(), Error>) -> anyhow::Result<ExitCode> {
-        let flushed = self.out.flush();
-        match result {
-            Ok(()) => {
-                flushed?;
-                Ok(ExitCode::SUCCESS)
-            }
-            // stdout closed (a pipe into `head`): not an error worth a message.
-            Err(e) if e.kind() == exfeed::ErrorKind::Io && flushed.is_err() => {
-                Ok(ExitCode::SUCCESS)
-            }
+fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
+    let mut sink = Stderr::new(opened.trace_level);
+    let mut sequences = opened.data.sequences::<T>()?;
+    let names: Vec<String> = sequences.streams().iter().map(|s| s.name.clone()).collect();
+    let mut batch = SequenceBatch::<T>::new(sequences.streams());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut line = Vec::new();
+    loop {
+        let more = sequences.next_batch(&mut batch, &mut sink);
+        let more = match more {
+            Ok(more) => more,
             Err(e) => {
-                print_library_error(&e);
-                Ok(ExitCode::from(exit_code_for(&e)))
+                out.flush()?;
+                return Err(e.into());
             }
+        };
+        if !more {
+            break;
+        }
+        for seq in 0..batch.len() {
+            line.clear();
+            exfeed::dump::write_sequence(&mut line, &batch, seq, &names);
+            out.write_all(&line)?;
         }
     }
+    out.flush()?;
+    Ok(())
+}
+
+/// Prints the set header, then one structural JSON object per example; or, given the
+/// network's layout, one materialized object per example:
+/// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
+///
+/// Inputs that cannot be read twice and `--pipe` files are read one example at a time
+/// (memory bounded by one example), each printed and flushed as soon as it is parsed; the
+/// header's example and event counts are then `null` as they are not known yet.
+fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
+    let streaming = args.pipe || !opened.data.is_seekable();
+    let mut materializer = opened
+        .options
+        .lens
+        .as_ref()
+        .map(|l| Materializer::new(l.input_groups.clone(), l.target_groups.clone()));
+    let name = opened.data.name().to_string();
+    let mut line = Vec::new();
+    // Either the whole set, loaded at once, or a reader of one example at a time.
+    let (mut loaded, mut pipe) = if streaming {
+        // Only --pipe loops (reopens the source at its end), as Lens's PIPE mode.
+        let r = opened.data.lens_examples(args.pipe && !args.no_loop)?;
+        exfeed::dump::write_set_header(&mut line, r.header(), None);
+        (None, Some(r))
+    } else {
+        let set = opened.data.lens_set()?;
+        exfeed::dump::write_header(&mut line, &set);
+        (Some(set.examples.into_iter()), None)
+    };
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut sink = Stderr::new(opened.trace_level);
+    let max = args.max_examples.unwrap_or(u64::MAX);
+    let result = (|| {
+        if materializer.is_none() {
+            w.write_all(&line)?;
+            w.flush()?;
+        }
+        let mut i = 0u64;
+        while i < max {
+            let ex = match (&mut loaded, &mut pipe) {
+                (Some(all), _) => all.next(),
+                (None, Some(r)) => r.next_example()?,
+                (None, None) => None,
+            };
+            let Some(ex) = ex else { break };
+            line.clear();
+            match &mut materializer {
+                None => exfeed::dump::write_example(&mut line, i as usize, &ex),
+                Some(m) => exfeed::dump::write_materialized(&mut line, &ex, m, &mut sink)
+                    .map_err(|e: Error| e.within(format!("example {i}")).in_file(name.clone()))?,
+            }
+            w.write_all(&line)?;
+            if streaming {
+                // A reader at the other end sees each example as soon as it is parsed.
+                w.flush()?;
+            }
+            i += 1;
+        }
+        w.flush()?;
+        anyhow::Ok(())
+    })();
+    stdout_closed_is_fine(result)
 }

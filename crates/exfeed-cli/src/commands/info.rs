@@ -1,8 +1,15 @@
-//! `exfeed info`: what a file's header says.
+//! `exfeed info`: what a file holds. CBF: the header (streams, chunks, sizes) without decoding
+//! the chunks. Lens: examples, events, groups and value ranges. CTF: the summary `check`
+//! prints (it has no header: the file is read). Text by default, one JSON object with `--json`.
 
+use super::source::{parse_format, LayoutArgs, SourceArgs};
+use crate::diag::Stderr;
 use exfeed::cbf::CbfFile;
+use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
-use exfeed::io::{open_bytes, InputPath};
+use exfeed::io::InputBytes;
+use exfeed::lens::info::Info;
+use serde_json::json;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,38 +17,63 @@ use std::process::ExitCode;
 /// Arguments of `exfeed info`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to describe (CBF, or a Lens example file).
+    /// The file to describe (`-` for standard input).
     pub file: PathBuf,
-    /// List every chunk, however many there are.
+    /// List every chunk of a CBF file, however many there are.
     #[arg(long)]
     pub all_chunks: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
     /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
-    #[arg(long, value_parser = super::convert::parse_format)]
+    #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
+    /// CTF files: how to read them (--input or --config).
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Lens files: with the network's layout, the summary of the materialized sequences.
+    #[command(flatten)]
+    pub lens: LayoutArgs,
 }
 
 /// Chunks listed one per line up to this many; beyond, a summary.
 const LIST_CHUNKS: usize = 20;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if super::lens::is_lens(&args.file, args.from) {
-        return super::lens::info(&args.file);
-    }
-    let input = InputPath::new(&args.file);
-    let name = input.display_name();
-    let bytes = open_bytes(&input).map_err(|e| e.in_file(name.clone()))?;
-    let format = FileFormat::detect(&args.file, &bytes[..bytes.len().min(16)]);
-    if format != FileFormat::Cbf {
-        let hint = match format {
-            FileFormat::Ctf => "CTF (`exfeed check` prints its summary)",
-            _ => "a Lens file (give --from ex or --from bex)",
-        };
-        anyhow::bail!("{name}: info describes CBF and Lens files; this looks like {hint}");
-    }
-    let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
-    let text = describe(&file, args.all_chunks);
+    let opened = args.source.open(&args.file, args.from, &args.lens)?;
+    let data = opened.data;
+    let text = if let Some(file) = data.cbf() {
+        if args.json {
+            cbf_json(data.name(), file).to_string()
+        } else {
+            describe(file, args.all_chunks)
+        }
+    } else {
+        let mut sink = Stderr::new(opened.trace_level);
+        let summary =
+            crate::with_precision!(opened.precision, T => data.summary::<T>(&mut sink)).result?;
+        match (&summary.lens, args.json) {
+            (Some(info), true) => lens_json(&summary.name, info).to_string(),
+            (Some(info), false) => describe_lens(info),
+            (None, true) => summary_json(&summary).to_string(),
+            (None, false) => {
+                let mut out = Vec::new();
+                writeln_summary(&mut out, &summary)?;
+                String::from_utf8(out)?
+            }
+        }
+    };
     print!("{text}");
+    if args.json {
+        println!();
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn writeln_summary(out: &mut Vec<u8>, s: &Summary) -> std::io::Result<()> {
+    use std::io::Write;
+    writeln!(out, "format: {}", s.format.describe())?;
+    super::check::write_summary(out, s)
 }
 
 fn stats(values: impl Iterator<Item = u64> + Clone) -> String {
@@ -53,7 +85,7 @@ fn stats(values: impl Iterator<Item = u64> + Clone) -> String {
 }
 
 /// The text `exfeed info` prints for a CBF file.
-pub fn describe(file: &CbfFile<&[u8]>, all_chunks: bool) -> String {
+fn describe(file: &CbfFile<InputBytes>, all_chunks: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "format: CBF version 1");
     let _ = writeln!(out, "file size: {} bytes", file.file_len());
@@ -101,4 +133,106 @@ pub fn describe(file: &CbfFile<&[u8]>, all_chunks: bool) -> String {
     }
     let _ = writeln!(out, "header: at byte {}", file.header_offset());
     out
+}
+
+fn cbf_json(name: &str, file: &CbfFile<InputBytes>) -> serde_json::Value {
+    json!({
+        "file": name,
+        "format": "cbf",
+        "fileSize": file.file_len(),
+        "streams": file.file_streams().iter().map(|s| json!({
+            "name": s.spec.name,
+            "storage": s.spec.storage.to_string(),
+            "element": s.element.as_str(),
+            "dim": s.spec.dim,
+        })).collect::<Vec<_>>(),
+        "sequences": file.num_sequences(),
+        "samples": file.num_samples(),
+        "chunks": file.chunks().iter().map(|c| json!({
+            "offset": c.offset,
+            "bytes": c.len,
+            "sequences": c.sequences,
+            "samples": c.samples,
+        })).collect::<Vec<_>>(),
+        "headerOffset": file.header_offset(),
+    })
+}
+
+fn range(r: Option<(f32, f32)>) -> Option<[f64; 2]> {
+    r.map(|(a, b)| [a as f64, b as f64])
+}
+
+fn lens_json(name: &str, i: &Info) -> serde_json::Value {
+    json!({
+        "file": name,
+        "format": "lens",
+        "examples": i.examples,
+        "events": i.events,
+        "maxEventsPerExample": i.max_events,
+        "inputGroups": i.input_groups,
+        "targetGroups": i.target_groups,
+        "ungroupedInputs": i.ungrouped_inputs,
+        "ungroupedTargets": i.ungrouped_targets,
+        "ungroupedInputUnits": i.ungrouped_input_units,
+        "ungroupedTargetUnits": i.ungrouped_target_units,
+        "inputValues": range(i.input_values),
+        "targetValues": range(i.target_values),
+        "hasNaN": i.has_nan,
+    })
+}
+
+fn describe_lens(i: &Info) -> String {
+    let list = |s: &std::collections::BTreeSet<String>| {
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    let values =
+        |r: Option<(f32, f32)>| r.map_or("none".to_string(), |(a, b)| format!("{a} to {b}"));
+    let mut out = String::new();
+    let _ = writeln!(out, "format: Lens example file");
+    let _ = writeln!(out, "examples: {}", i.examples);
+    let _ = writeln!(
+        out,
+        "events: {} (at most {} in an example)",
+        i.events, i.max_events
+    );
+    let _ = writeln!(out, "input groups: {}", list(&i.input_groups));
+    let _ = writeln!(out, "target groups: {}", list(&i.target_groups));
+    if i.ungrouped_inputs {
+        let _ = writeln!(
+            out,
+            "ungrouped inputs: up to unit {}",
+            i.ungrouped_input_units
+        );
+    }
+    if i.ungrouped_targets {
+        let _ = writeln!(
+            out,
+            "ungrouped targets: up to unit {}",
+            i.ungrouped_target_units
+        );
+    }
+    let _ = writeln!(out, "input values: {}", values(i.input_values));
+    let _ = writeln!(out, "target values: {}", values(i.target_values));
+    let _ = writeln!(out, "NaN: {}", if i.has_nan { "yes" } else { "no" });
+    out
+}
+
+fn summary_json(s: &Summary) -> serde_json::Value {
+    json!({
+        "file": s.name,
+        "format": s.format.short_name(),
+        "sequences": s.sequences,
+        "longestSequence": s.longest.map(|(len, key)| json!({"samples": len, "key": key})),
+        "streams": s.streams.iter().map(|st| json!({
+            "name": st.spec.name,
+            "storage": st.spec.storage.to_string(),
+            "dim": st.spec.dim,
+            "samples": st.samples,
+            "nonZeros": st.non_zeros,
+        })).collect::<Vec<_>>(),
+    })
 }

@@ -1,13 +1,13 @@
 //! `exfeed read`: feed minibatches through the reader engine, as a trainer would, and report.
 
-use super::cbf_source::is_cbf;
-use super::source::{exit_code_for, SourceArgs};
+use super::source::{exit_code_for, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
 use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
-use exfeed::io::{AtomicOutput, OutputOptions};
+use exfeed::format::FileFormat;
+use exfeed::io::{AtomicOutput, InputPath, OutputOptions};
 use exfeed::reader::{AnyReader, EpochLimit, IndexOrigin, ReadSummary, ReaderState, RunOptions};
-use exfeed::{DiagnosticSink, Error};
+use exfeed::{DiagnosticSink, Error, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,8 +44,8 @@ pub struct Args {
     /// Randomization window in samples (sampleBasedRandomizationWindow).
     #[arg(long, value_name = "W")]
     pub window_samples: Option<u64>,
-    /// chunkSizeInBytes for CTF files.
-    #[arg(long, value_name = "BYTES")]
+    /// chunkSizeInBytes for CTF and Lens files (suffixes K, M, G for KiB, MiB, GiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
     /// Number of distributed workers.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "worker_rank")]
@@ -80,7 +80,7 @@ pub struct Args {
     pub dump: bool,
     /// Lens files: the network's layout (required) and the value NaN becomes.
     #[command(flatten)]
-    pub lens: super::lens::LayoutArgs,
+    pub lens: LayoutArgs,
     /// Lens files: Lens's example selection instead of the block randomizer: ordered (file
     /// order), permuted (every example once a sweep, a new order each sweep), randomized
     /// (uniform draws with replacement), probabilistic (draws weighted by freq:). Default: the
@@ -94,22 +94,33 @@ fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, Strin
     s.parse().map_err(|e: Error| e.message().to_string())
 }
 
-/// What reads a data file given on the command line (without --config).
-fn kind_of(file: &Path) -> DeserializerKind {
-    if super::lens::is_lens(file, None) {
-        DeserializerKind::Lens
-    } else if is_cbf(file) {
-        DeserializerKind::Cbf
-    } else {
-        DeserializerKind::Ctf
+/// The deserializer that reads `format`.
+fn kind_of(format: FileFormat) -> DeserializerKind {
+    match format {
+        FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
+        FileFormat::Cbf => DeserializerKind::Cbf,
+        FileFormat::Ctf => DeserializerKind::Ctf,
     }
 }
 
+/// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
+/// reads: the file itself, or its content in memory when it cannot be read twice (standard
+/// input, a pipe, a FIFO).
+fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, InputPath), Error> {
+    let options = OpenOptions {
+        format,
+        ..OpenOptions::default()
+    };
+    let data = exfeed::open(file, &options)?;
+    Ok((data.format(), data.into_input()?))
+}
+
 /// The reader configuration: --config (files replaced by the FILE arguments) or one
-/// deserializer per file, then the flags on top.
-fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
+/// deserializer per file, then the flags on top; and the inputs, one per deserializer, each
+/// file opened once.
+fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let s = &args.source;
-    let mut cfg = match s.reader_config()? {
+    let (mut cfg, inputs) = match s.reader_config()? {
         Some(mut cfg) => {
             let n = cfg.deserializers.len();
             if args.files.len() != n {
@@ -139,11 +150,27 @@ fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
             for (f, &d) in args.files.iter().zip(&order) {
                 cfg.deserializers[d].file = f.clone();
             }
-            cfg
+            let mut inputs = Vec::new();
+            for d in &cfg.deserializers {
+                let format = match d.kind {
+                    DeserializerKind::Ctf => Some(FileFormat::Ctf),
+                    DeserializerKind::Cbf => Some(FileFormat::Cbf),
+                    // Text or binary: the Lens source tells them apart by content.
+                    DeserializerKind::Lens => None,
+                };
+                inputs.push(open_once(&d.file, format)?.1);
+            }
+            (cfg, inputs)
         }
         None => {
             let mut cfg = ReaderConfig::default();
-            let kinds: Vec<DeserializerKind> = args.files.iter().map(|f| kind_of(f)).collect();
+            let mut kinds = Vec::new();
+            let mut inputs = Vec::new();
+            for f in &args.files {
+                let (format, input) = open_once(f, None)?;
+                kinds.push(kind_of(format));
+                inputs.push(input);
+            }
             let ctf_files = kinds
                 .iter()
                 .filter(|k| **k == DeserializerKind::Ctf)
@@ -171,7 +198,7 @@ fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
             }
             // CNTK's default: a sample-counted window for binary-only readers.
             cfg.sample_based_randomization_window = ctf_files == 0;
-            cfg
+            (cfg, inputs)
         }
     };
     if let Some(p) = s.precision {
@@ -221,7 +248,7 @@ fn build_config(args: &Args) -> anyhow::Result<ReaderConfig> {
         cfg.frame_mode = true;
     }
     apply_lens_args(args, &mut cfg)?;
-    Ok(cfg)
+    Ok((cfg, inputs))
 }
 
 /// The Lens flags on top of the configuration: the layout and NaN value for every Lens
@@ -277,8 +304,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.worker_rank >= args.num_workers {
         anyhow::bail!("--worker-rank must be below --num-workers");
     }
-    let cfg = build_config(&args)?;
-    match read(&cfg, &args) {
+    let (cfg, inputs) = build_config(&args)?;
+    match read(&cfg, inputs, &args) {
         Ok(code) => Ok(code),
         Err(e) => {
             print_library_error(&e);
@@ -287,7 +314,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn read(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
+fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitCode, Error> {
     let start = Instant::now();
     let options = RunOptions {
         limit: match (args.max_sweeps, args.max_samples) {
@@ -299,6 +326,7 @@ fn read(cfg: &ReaderConfig, args: &Args) -> Result<ExitCode, Error> {
         prefetch_chunks: None,
         num_workers: args.num_workers,
         worker_rank: args.worker_rank,
+        inputs,
     };
     let mut reader = match &args.restore_state {
         Some(path) => {

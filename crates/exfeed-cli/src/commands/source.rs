@@ -1,11 +1,9 @@
 //! The input flags shared by the commands that read data files, and opening those files.
 
-use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
-use exfeed::ctf::{CtfOptions, CtfParser, CtfStream};
+use exfeed::config::{DeserializerConfig, ReaderConfig};
 use exfeed::format::FileFormat;
-use exfeed::io::{open_reader, InputPath};
-use exfeed::{DiagnosticSink, Element, Error, ErrorKind, Precision, SequenceBatch, StreamSpec};
-use std::io::BufRead;
+use exfeed::lens::materialize::Layout;
+use exfeed::{DataSet, Error, ErrorKind, LensLayout, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 
 /// How to read a data file: its inputs and CNTK's reader parameters, from flags, from a
@@ -37,19 +35,6 @@ pub struct SourceArgs {
     pub trace_level: Option<u8>,
 }
 
-/// What [`SourceArgs`] resolve to for one data file.
-#[derive(Clone, Debug)]
-pub struct Source {
-    /// How to parse CTF.
-    pub ctf: CtfOptions,
-    /// Precision of values.
-    pub precision: Precision,
-    /// Diagnostics shown: 0 errors, 1 warnings, 2 information.
-    pub trace_level: u8,
-    /// The configuration, when one was given.
-    pub config: Option<ReaderConfig>,
-}
-
 impl SourceArgs {
     /// The configuration named by --config/--section, if any.
     pub fn reader_config(&self) -> Result<Option<ReaderConfig>, Error> {
@@ -59,135 +44,155 @@ impl SourceArgs {
         }
     }
 
-    /// The streams to select (and rename) in CBF `file`: the --input flags, else the inputs of
-    /// the configuration's CBF deserializer (the one whose file has `file`'s name when there are
-    /// several); empty for every stream of the file.
-    pub fn cbf_inputs(&self, file: &Path) -> Result<Vec<StreamSpec>, Error> {
-        if !self.inputs.is_empty() {
-            return Ok(self.inputs.clone());
-        }
-        let Some(cfg) = self.reader_config()? else {
-            return Ok(Vec::new());
+    /// Opens `file` (`-`: standard input) as these flags and the configuration say: the
+    /// format (`from`, else detected), the inputs, the Lens layout (flags, else the
+    /// configuration's `inputGroups`/`targetGroups`), the precision (flag, else the
+    /// configuration's, else what a CBF file stores, else float) and the trace level.
+    pub fn open(
+        &self,
+        file: &Path,
+        from: Option<FileFormat>,
+        lens: &LayoutArgs,
+    ) -> anyhow::Result<Opened> {
+        let cfg = self.reader_config()?;
+        let d = cfg.as_ref().and_then(|c| pick_deserializer(c, file));
+        let mut options = OpenOptions {
+            format: from,
+            inputs: self.inputs.clone(),
+            skip_sequence_ids: self.skip_sequence_ids,
+            max_errors: self.max_errors.unwrap_or(0),
+            lens: None,
         };
-        Ok(pick_deserializer(&cfg, DeserializerKind::Cbf, file)
-            .map(|d| d.inputs.clone())
-            .unwrap_or_default())
-    }
-
-    /// Resolves flags and configuration for reading `file`. With a configuration, the inputs
-    /// are those of its CTF deserializer (the one whose file has `file`'s name when there are
-    /// several).
-    pub fn resolve(&self, file: &Path) -> anyhow::Result<Source> {
-        let config = self.reader_config()?;
-        let mut source = Source {
-            ctf: CtfOptions {
-                inputs: self.inputs.clone(),
-                skip_sequence_ids: self.skip_sequence_ids,
-                max_errors: self.max_errors.unwrap_or(0),
-            },
-            precision: self.precision.unwrap_or_default(),
-            trace_level: self.trace_level.unwrap_or(1),
-            config: None,
-        };
-        if let Some(cfg) = config {
-            if let Some(d) = pick_deserializer(&cfg, DeserializerKind::Ctf, file) {
-                source.ctf.inputs = d.inputs.clone();
-                source.ctf.skip_sequence_ids |= d.effective_skip_sequence_ids(&cfg);
-                source.ctf.max_errors = self
-                    .max_errors
-                    .unwrap_or_else(|| d.effective_max_errors(&cfg));
-                source.trace_level = self
-                    .trace_level
-                    .unwrap_or_else(|| d.effective_trace_level(&cfg));
+        let mut trace_level = self.trace_level.unwrap_or(1);
+        let mut layout = lens.layouts()?;
+        if let (Some(cfg), Some(d)) = (&cfg, d) {
+            if options.inputs.is_empty() {
+                options.inputs = d.inputs.clone();
             }
-            source.precision = self.precision.unwrap_or(cfg.precision);
-            source.config = Some(cfg);
+            options.skip_sequence_ids |= d.effective_skip_sequence_ids(cfg);
+            options.max_errors = self
+                .max_errors
+                .unwrap_or_else(|| d.effective_max_errors(cfg));
+            trace_level = self
+                .trace_level
+                .unwrap_or_else(|| d.effective_trace_level(cfg));
+            if layout.is_none() {
+                if let (Some(i), Some(t)) = (&d.input_groups, &d.target_groups) {
+                    layout = Some((i.clone(), t.clone()));
+                }
+            }
         }
-        if source.ctf.inputs.is_empty() {
-            anyhow::bail!(
-                "no inputs: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config with a CTF reader"
-            );
+        if let Some((input_groups, target_groups)) = layout {
+            options.lens = Some(LensLayout {
+                input_groups,
+                target_groups,
+                nan: lens.nan.or_else(|| d.and_then(|d| d.nan)),
+            });
         }
-        Ok(source)
+        let data = exfeed::open(file, &options)?;
+        let precision = self
+            .precision
+            .or(cfg.as_ref().map(|c| c.precision))
+            .or(data.stored_precision())
+            .unwrap_or_default();
+        Ok(Opened {
+            data,
+            options,
+            precision,
+            trace_level,
+        })
     }
 }
 
-/// The configuration's deserializer of `kind` for `file`: the one whose file has `file`'s name,
-/// else the first of that kind.
-fn pick_deserializer<'a>(
-    cfg: &'a ReaderConfig,
-    kind: DeserializerKind,
-    file: &Path,
-) -> Option<&'a DeserializerConfig> {
-    let mut of_kind = cfg.deserializers.iter().filter(|d| d.kind == kind);
-    let first = of_kind.clone().next();
-    of_kind
-        .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
-        .or(first)
+/// An input opened as [`SourceArgs::open`] says.
+pub struct Opened {
+    /// The input, format recognised.
+    pub data: DataSet,
+    /// What it was opened with.
+    pub options: OpenOptions,
+    /// The element type to read values as.
+    pub precision: Precision,
+    /// Diagnostics shown: 0 errors, 1 warnings, 2 information.
+    pub trace_level: u8,
 }
 
-/// Exit status for a library error: 2 for I/O and usage problems, 1 for invalid data.
+impl Opened {
+    /// Whether this is a Lens example file.
+    pub fn is_lens(&self) -> bool {
+        matches!(
+            self.data.format(),
+            FileFormat::LensText | FileFormat::LensBinary
+        )
+    }
+}
+
+/// The configuration's deserializer for `file`: the one whose file has `file`'s name, else the
+/// first.
+fn pick_deserializer<'a>(cfg: &'a ReaderConfig, file: &Path) -> Option<&'a DeserializerConfig> {
+    cfg.deserializers
+        .iter()
+        .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
+        .or(cfg.deserializers.first())
+}
+
+/// The network layout a Lens example file is materialized for (`exfeed convert` to CTF/CBF,
+/// `exfeed read`, `exfeed dump`): one sequence per example, one sample per event, an `input`
+/// and a `target` stream. Without the flags, a --config's `inputGroups`/`targetGroups` apply.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LayoutArgs {
+    /// Lens files: the network's input groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub input_groups: Option<String>,
+    /// Lens files: the network's target groups, `NAME:SIZE,...` in network order.
+    #[arg(long, value_name = "NAME:SIZE,...")]
+    pub target_groups: Option<String>,
+    /// Lens files: the value NaN (`-`) becomes (convert: required when there is one; read:
+    /// NaN stays NaN without it).
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    pub nan: Option<f32>,
+}
+
+impl LayoutArgs {
+    /// The input and target layouts when both were given; an error when only one was.
+    pub fn layouts(&self) -> anyhow::Result<Option<(Layout, Layout)>> {
+        match (&self.input_groups, &self.target_groups) {
+            (None, None) => Ok(None),
+            (Some(i), Some(t)) => Ok(Some((Layout::parse(i)?, Layout::parse(t)?))),
+            _ => {
+                anyhow::bail!("give both --input-groups and --target-groups (the network's layout)")
+            }
+        }
+    }
+}
+
+/// `--from`/`--to`: ctf, cbf, ex (or lens), bex.
+pub fn parse_format(s: &str) -> Result<FileFormat, Error> {
+    s.parse()
+}
+
+/// A size in bytes, with an optional suffix K, M or G (KiB, MiB, GiB): every `--chunk-size`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
+}
+
+/// Exit status for a library error, the same for every command (as the README says): 2 for
+/// I/O and usage problems, 1 for invalid data.
 pub fn exit_code_for(err: &Error) -> u8 {
     match err.kind() {
-        ErrorKind::Io | ErrorKind::Config | ErrorKind::Refused => 2,
+        ErrorKind::Io | ErrorKind::Config | ErrorKind::Refused | ErrorKind::Unsupported => 2,
         _ => 1,
     }
-}
-
-/// Reads `file` sequence by sequence in batches, calling `each` with every batch filled
-/// (and then cleared). The format is detected from the content and name.
-pub fn read_batches<T: Element>(
-    file: &Path,
-    opts: &CtfOptions,
-    sink: &mut dyn DiagnosticSink,
-    mut each: impl FnMut(&SequenceBatch<T>) -> std::io::Result<()>,
-) -> Result<(), Error> {
-    let input = InputPath::new(file);
-    let name = input.display_name();
-    let mut reader = open_reader(&input)?;
-    let head = reader
-        .fill_buf()
-        .map_err(|e| Error::from(e).in_file(name.clone()))?;
-    match FileFormat::detect(file, head) {
-        FileFormat::Ctf => {}
-        other => {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                exfeed::Location::default().with_file(name),
-                format!("{other:?} files are not supported by this command yet (only CTF)"),
-            ))
-        }
-    }
-    let mut parser = CtfParser::new(opts.clone())?;
-    parser.set_file_name(name.clone());
-    let mut stream = CtfStream::new(parser);
-    let mut batch = SequenceBatch::<T>::new(&opts.inputs);
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = match std::io::Read::read(&mut reader, &mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::from(e).in_file(name)),
-        };
-        if n == 0 {
-            break;
-        }
-        let fed = stream.feed(&buf[..n], &mut batch, sink);
-        if let Err(e) = fed {
-            // Hand over the sequences finished before the error, then stop.
-            each(&batch).map_err(Error::from)?;
-            return Err(e);
-        }
-        if !batch.is_empty() {
-            each(&batch).map_err(Error::from)?;
-            batch.clear();
-        }
-    }
-    let finished = stream.finish(&mut batch, sink);
-    if !batch.is_empty() {
-        each(&batch).map_err(Error::from)?;
-    }
-    finished
 }
 
 /// Runs `$body` with `$T` bound to the element type of `$precision`.

@@ -5,7 +5,6 @@
 
 use super::timing::{children_cpu_secs, load_average, median, process_cpu_secs, thread_cpu_secs};
 use super::{common, Args, Result};
-use exfeed::cbf::CbfFile;
 use exfeed::convert::{ctf_to_cbf, CtfToCbfOptions};
 use exfeed::ctf::CtfOptions;
 use exfeed::io::{open_bytes, AtomicOutput, InputPath, OutputOptions};
@@ -79,9 +78,9 @@ fn read_cbf(path: &Path, buffered: bool) -> Result<(f64, f64, u64)> {
     let cpu = thread_cpu_secs();
     let start = Instant::now();
     let file = if buffered {
-        CbfFile::open_buffered(path)?
+        exfeed::io::open_cbf_buffered(path)?
     } else {
-        CbfFile::open_input(&InputPath::new(path))?
+        exfeed::io::open_cbf(&InputPath::new(path))?
     };
     if file.is_buffered() != buffered {
         return Err("not the reader asked for".into());

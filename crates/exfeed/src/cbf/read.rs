@@ -4,6 +4,7 @@ use super::{CBF_MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::SequenceBatch;
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::read_exact_at;
 use crate::stream::{Storage, StreamSpec};
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -60,8 +61,6 @@ pub struct CbfFile<B> {
 enum Source<B> {
     /// All in memory.
     Memory(B),
-    /// A memory map of the file ([`CbfFile::open_input`]).
-    Mapped(memmap2::Mmap),
     /// The buffered fallback: the header is read at open and each chunk when it is decoded,
     /// with positioned reads (`pread`) into a reused buffer.
     File {
@@ -75,7 +74,6 @@ impl<B: Deref<Target = [u8]>> Source<B> {
     fn bytes(&self) -> Option<&[u8]> {
         match self {
             Source::Memory(b) => Some(b),
-            Source::Mapped(m) => Some(m),
             Source::File { .. } => None,
         }
     }
@@ -101,35 +99,6 @@ impl<B: Deref<Target = [u8]>> Source<B> {
             Error::from(e).in_context(format!("reading {} bytes at byte {offset}", buf.len()))
         })
     }
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, buf, offset) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(any(unix, windows)))]
-fn read_exact_at(_: &std::fs::File, _: &mut [u8], _: u64) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "positioned reads are not supported on this platform",
-    ))
 }
 
 fn corrupt(byte: u64, message: impl Into<String>) -> Error {
@@ -255,49 +224,8 @@ fn read_i32_le(b: &[u8]) -> i32 {
 }
 
 impl CbfFile<crate::io::InputBytes> {
-    /// Opens a CBF file from a path or standard input; errors name the file. A plain file is
-    /// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered
-    /// fallback, as [`open_buffered`](Self::open_buffered)); standard input, other non-regular
-    /// files and compressed files are read into memory.
-    pub fn open_input(input: &crate::io::InputPath) -> Result<Self> {
-        use crate::io::{Compression, InputPath};
-        let name = input.display_name();
-        let in_file = |e: Error| e.in_file(name.clone());
-        if let InputPath::File(path) = input {
-            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-            if meta.is_file() && meta.len() > 0 {
-                // SAFETY: the map is read-only; a file truncated by another process while
-                // mapped is outside what any reader can defend against (as for every mmap user).
-                match unsafe { memmap2::Mmap::map(&file) } {
-                    Ok(map) if Compression::sniff(&map) == Compression::None => {
-                        return Self::from_source(Source::Mapped(map), meta.len()).map_err(in_file);
-                    }
-                    Ok(_) => {} // compressed: decompressed into memory below
-                    Err(_) => {
-                        let mut head = [0u8; 4];
-                        let n = head.len().min(meta.len() as usize);
-                        read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
-                        if Compression::sniff(&head[..n]) == Compression::None {
-                            return Self::open_file(file).map_err(in_file);
-                        }
-                    }
-                }
-            }
-        }
-        let bytes = crate::io::open_bytes(input).map_err(in_file)?;
-        CbfFile::open(bytes).map_err(in_file)
-    }
-
-    /// Opens a CBF file at `path` without mapping it (the buffered fallback): the header is read
-    /// now, each chunk with one positioned read when it is decoded. Errors name the file.
-    pub fn open_buffered(path: &std::path::Path) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        Self::open_file(file).map_err(|e| e.in_file(path.display().to_string()))
-    }
-
-    /// Opens a CBF file from an open file, read a range at a time (as
-    /// [`open_buffered`](Self::open_buffered); errors do not name the file).
+    /// Opens a CBF file from an open file, read a range at a time with positioned reads (the
+    /// buffered fallback, see [`crate::io::open_cbf`]; errors do not name the file).
     pub fn open_file(file: std::fs::File) -> Result<Self> {
         let len = file.metadata()?.len();
         Self::from_source(
@@ -472,7 +400,6 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
             Source::Memory(b) => decode(&b[offset..offset + len], batch),
             // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
             // the kernel's fault-around on a page-cached file.)
-            Source::Mapped(m) => decode(&m[offset..offset + len], batch),
             Source::File { buffer, .. } => {
                 // One buffer reused from chunk to chunk; a concurrent reader gets its own.
                 let mut own = Vec::new();

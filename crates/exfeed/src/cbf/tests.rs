@@ -346,8 +346,8 @@ fn buffered_fallback_reads_and_rejects_what_memory_does() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.cbf");
     std::fs::write(&path, &good).unwrap();
-    let mapped = CbfFile::open_input(&InputPath::new(&path)).unwrap();
-    let buffered = CbfFile::open_buffered(&path).unwrap();
+    let mapped = crate::io::open_cbf(&InputPath::new(&path)).unwrap();
+    let buffered = crate::io::open_cbf_buffered(&path).unwrap();
     assert!(!mapped.is_buffered() && mapped.bytes() == Some(&good[..]));
     assert!(buffered.is_buffered() && buffered.bytes().is_none());
     assert!(buffered.num_chunks() > 3);
@@ -392,7 +392,7 @@ fn buffered_fallback_reads_and_rejects_what_memory_does() {
 
     // A file cut short after it was opened: a clean I/O error for the chunks it lost.
     std::fs::write(&path, &good).unwrap();
-    let f = CbfFile::open_buffered(&path).unwrap();
+    let f = crate::io::open_cbf_buffered(&path).unwrap();
     std::fs::write(&path, &good[..good.len() / 2]).unwrap();
     let last = f.num_chunks() - 1;
     let err = f.read_chunk(last, &mut y).unwrap_err();

@@ -415,7 +415,7 @@ impl<'f> Cx<'f> {
         let t = self.text(e, scope, "precision", None)?;
         t.to_ascii_lowercase()
             .parse()
-            .map_err(|m: String| self.err(e.node.pos, None, m))
+            .map_err(|m: Error| self.err(e.node.pos, None, m.message()))
     }
 
     /// The deserializer kind a `readerType` (reader block) or `type` (deserializer block)
@@ -828,7 +828,7 @@ impl<'f> Cx<'f> {
                         format = Some(
                             t.to_ascii_lowercase()
                                 .parse::<Storage>()
-                                .map_err(|m| self.err(p.node.pos, c, m))?,
+                                .map_err(|e| self.err(p.node.pos, c, e.message()))?,
                         );
                     }
                     "definesMBSize" => {

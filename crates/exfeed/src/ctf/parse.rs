@@ -209,8 +209,13 @@ impl CtfParser {
         self.parse_chunk(buf, 0, 1, mode, batch, sink)
     }
 
-    fn empty_file(&self) -> Error {
-        let mut e = Error::invalid(0, "the file is empty: no data lines");
+    pub(crate) fn empty_file(&self) -> Error {
+        // The whole file is the place: no byte offset.
+        let mut e = Error::new(
+            crate::ErrorKind::Invalid,
+            crate::Location::default(),
+            "the file is empty: no data lines",
+        );
         if let Some(f) = &self.file {
             e = e.in_file(f.clone());
         }

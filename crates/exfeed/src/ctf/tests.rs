@@ -358,7 +358,22 @@ fn crate_conformance(sub: &str) -> Option<std::path::PathBuf> {
         std::env::var("CI").as_deref() != Ok("true"),
         "conformance corpus missing (required in CI)"
     );
-    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
+    // Counted and listed at the end of scripts/test (see tests/common/mod.rs).
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!(
+        "SKIPPED: {test}: conformance corpus not found at {}",
+        dir.display()
+    );
+    if let Some(log) = std::env::var_os("EXFEED_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "exfeed::{test}");
+        }
+    }
     None
 }
 

@@ -6,14 +6,23 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// A named input: a file path, or `-` for standard input.
+/// A named input: a file path, `-` for standard input, or bytes already read (from a pipe, a
+/// FIFO or standard input, which can be read only once; see [`crate::DataSet::into_input`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputPath {
     /// A file.
     File(PathBuf),
     /// Standard input.
     Stdin,
+    /// The whole (decompressed) content of an input, in memory, under the name it came from.
+    Memory {
+        /// The name used in messages.
+        name: Arc<str>,
+        /// The content.
+        bytes: Arc<[u8]>,
+    },
 }
 
 impl InputPath {
@@ -32,7 +41,71 @@ impl InputPath {
         match self {
             InputPath::File(p) => p.display().to_string(),
             InputPath::Stdin => "-".to_string(),
+            InputPath::Memory { name, .. } => name.to_string(),
         }
+    }
+
+    /// The file, when this is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            InputPath::File(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Lens's file lookup: a file name that does not exist is retried with `.gz`, then `.bz2`
+    /// appended (the first that exists); anything else is returned as is.
+    pub fn with_compressed_lookup(self) -> Self {
+        let InputPath::File(path) = &self else {
+            return self;
+        };
+        if path.exists() {
+            return self;
+        }
+        for ext in ["gz", "bz2"] {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(".");
+            name.push(ext);
+            let candidate = PathBuf::from(name);
+            if candidate.exists() {
+                return InputPath::File(candidate);
+            }
+        }
+        self
+    }
+
+    /// Whether the input can be read more than once, at any position: a regular file (a pipe,
+    /// a FIFO or standard input can be read only once, from its start).
+    pub fn is_seekable(&self) -> bool {
+        match self {
+            InputPath::File(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+            InputPath::Stdin => false,
+            InputPath::Memory { .. } => true,
+        }
+    }
+}
+
+impl From<&Path> for InputPath {
+    fn from(p: &Path) -> Self {
+        InputPath::new(p)
+    }
+}
+
+impl From<&PathBuf> for InputPath {
+    fn from(p: &PathBuf) -> Self {
+        InputPath::new(p)
+    }
+}
+
+impl From<PathBuf> for InputPath {
+    fn from(p: PathBuf) -> Self {
+        InputPath::new(p)
+    }
+}
+
+impl From<&str> for InputPath {
+    fn from(p: &str) -> Self {
+        InputPath::new(p)
     }
 }
 
@@ -76,6 +149,8 @@ pub enum InputBytes {
     Mapped(Mmap),
     /// Bytes in memory.
     Owned(Vec<u8>),
+    /// Bytes in memory, shared ([`InputPath::Memory`]).
+    Shared(Arc<[u8]>),
 }
 
 impl Deref for InputBytes {
@@ -84,6 +159,7 @@ impl Deref for InputBytes {
         match self {
             InputBytes::Mapped(m) => m,
             InputBytes::Owned(v) => v,
+            InputBytes::Shared(b) => b,
         }
     }
 }
@@ -111,6 +187,7 @@ pub fn open_bytes(input: &InputPath) -> Result<InputBytes> {
             read_all(open_reader(input)?, &name)
         }
         InputPath::Stdin => read_all(open_reader(input)?, &name),
+        InputPath::Memory { bytes, .. } => Ok(InputBytes::Shared(bytes.clone())),
     }
 }
 
@@ -123,7 +200,8 @@ pub fn read_into_memory(input: &InputPath) -> Result<InputBytes> {
     })
 }
 
-fn read_all(mut reader: Box<dyn BufRead + Send>, name: &str) -> Result<InputBytes> {
+/// Reads the rest of `reader` into memory, errors naming `name`.
+pub(crate) fn read_all(mut reader: Box<dyn BufRead + Send>, name: &str) -> Result<InputBytes> {
     let mut buf = Vec::new();
     reader
         .read_to_end(&mut buf)
@@ -132,15 +210,27 @@ fn read_all(mut reader: Box<dyn BufRead + Send>, name: &str) -> Result<InputByte
 }
 
 /// Opens an input as a buffered stream, decompressing gzip or bzip2 when its first bytes say so
-/// (whatever the name). Nothing is read ahead beyond the buffer.
+/// (whatever the name). The stream starts at the input's first byte: the bytes looked at to
+/// recognise the compression are replayed, so a pipe loses nothing.
 pub fn open_reader(input: &InputPath) -> Result<Box<dyn BufRead + Send>> {
+    Ok(open_peeked(input, 0)?.0)
+}
+
+/// [`open_reader`], and the first `n` bytes of the decompressed content (fewer when it is
+/// shorter), which the stream replays: what format detection looks at, read once.
+pub(crate) fn open_peeked(
+    input: &InputPath,
+    n: usize,
+) -> Result<(Box<dyn BufRead + Send>, Vec<u8>, Compression)> {
     let raw: Box<dyn Read + Send> = match input {
         InputPath::File(path) => Box::new(open_file(path)?),
         InputPath::Stdin => Box::new(std::io::stdin()),
+        InputPath::Memory { bytes, .. } => Box::new(std::io::Cursor::new(bytes.clone())),
     };
-    let mut buffered = BufReader::with_capacity(1 << 16, raw);
-    let head = buffered.fill_buf().map_err(|e| io_error(input, e))?;
-    Ok(match Compression::sniff(head) {
+    let buffered = BufReader::with_capacity(1 << 16, raw);
+    let (buffered, magic) = Replay::peek(buffered, 4).map_err(|e| io_error(input, e))?;
+    let compression = Compression::sniff(&magic);
+    let decoded: Box<dyn BufRead + Send> = match compression {
         Compression::None => Box::new(buffered),
         Compression::Gzip => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -150,7 +240,80 @@ pub fn open_reader(input: &InputPath) -> Result<Box<dyn BufRead + Send>> {
             1 << 16,
             bzip2::bufread::MultiBzDecoder::new(buffered),
         )),
-    })
+    };
+    if n == 0 {
+        return Ok((decoded, Vec::new(), compression));
+    }
+    let (replay, head) = Replay::peek(decoded, n).map_err(|e| io_error(input, e))?;
+    Ok((Box::new(replay), head, compression))
+}
+
+/// A stream that first gives back the bytes already taken from it, then the rest.
+struct Replay<R> {
+    head: Vec<u8>,
+    pos: usize,
+    inner: R,
+}
+
+impl<R: BufRead> Replay<R> {
+    /// Takes up to `n` bytes from `inner` (fewer only at its end: a pipe may deliver them a
+    /// few at a time), returning the stream that replays them and a copy of them.
+    fn peek(mut inner: R, n: usize) -> std::io::Result<(Self, Vec<u8>)> {
+        let mut head = Vec::with_capacity(n);
+        while head.len() < n {
+            let got = match inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if got.is_empty() {
+                break;
+            }
+            let take = got.len().min(n - head.len());
+            head.extend_from_slice(&got[..take]);
+            inner.consume(take);
+        }
+        let copy = head.clone();
+        Ok((
+            Replay {
+                head,
+                pos: 0,
+                inner,
+            },
+            copy,
+        ))
+    }
+}
+
+impl<R: BufRead> Read for Replay<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let buf = self.fill_buf()?;
+            let n = buf.len().min(out.len());
+            out[..n].copy_from_slice(&buf[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Replay<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos < self.head.len() {
+            Ok(&self.head[self.pos..])
+        } else {
+            self.inner.fill_buf()
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        if self.pos < self.head.len() {
+            self.pos = (self.pos + n).min(self.head.len());
+        } else {
+            self.inner.consume(n);
+        }
+    }
 }
 
 fn io_error(input: &InputPath, e: std::io::Error) -> Error {
@@ -207,6 +370,30 @@ mod tests {
             .unwrap();
         assert_eq!(err.kind(), ErrorKind::Io);
         assert!(err.to_string().starts_with("/nonexistent/x.ctf: "), "{err}");
+    }
+
+    #[test]
+    fn a_peek_is_replayed_even_when_bytes_arrive_one_at_a_time() {
+        let text = b"0 |a 1 2\n1 |a 3 4\n".to_vec();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        for data in [text.clone(), gz.finish().unwrap()] {
+            // A pipe that delivers one byte per read.
+            let slow = BufReader::with_capacity(1, std::io::Cursor::new(data));
+            let (replay, magic) = Replay::peek(slow, 4).unwrap();
+            assert_eq!(magic.len(), 4);
+            let decoded: Box<dyn BufRead + Send> = match Compression::sniff(&magic) {
+                Compression::Gzip => {
+                    Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(replay)))
+                }
+                _ => Box::new(replay),
+            };
+            let (mut replay, head) = Replay::peek(decoded, 8).unwrap();
+            assert_eq!(head, &text[..8]);
+            let mut all = Vec::new();
+            replay.read_to_end(&mut all).unwrap();
+            assert_eq!(all, text);
+        }
     }
 
     #[test]

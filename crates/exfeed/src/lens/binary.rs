@@ -21,7 +21,7 @@ struct Cursor<'a> {
     /// Reading a prefix of a stream: a count larger than the bytes at hand means "read more",
     /// not "corrupt".
     streaming: bool,
-    /// Events allocated so far, bounded by [`super::text::event_budget`] of the input size.
+    /// Events allocated so far, bounded by [`event_budget`] of the input size.
     events_total: usize,
 }
 
@@ -31,7 +31,7 @@ impl<'a> Cursor<'a> {
     }
     fn need(&self, n: usize, what: &str) -> Result<()> {
         if self.left() < n {
-            return Err(Error::corrupt(
+            return Err(Error::eof(
                 self.pos as u64,
                 format!(
                     "file ends inside {what} ({} bytes needed, {} left)",
@@ -78,7 +78,7 @@ impl<'a> Cursor<'a> {
                 self.pos += n + 1;
                 Ok(s)
             }
-            None => Err(Error::corrupt(
+            None => Err(Error::eof(
                 self.pos as u64,
                 format!("file ends inside {what} (no terminating NUL)"),
             )),
@@ -96,7 +96,7 @@ impl<'a> Cursor<'a> {
         }
         let n = n as usize;
         if self.streaming && n.saturating_mul(min_size) > self.left() {
-            return Err(Error::corrupt(
+            return Err(Error::eof(
                 at as u64,
                 format!("file ends inside {what} items"),
             ));
@@ -169,7 +169,7 @@ fn read_header(c: &mut Cursor<'_>) -> Result<SetHeader> {
 
 /// Whether an error from the streaming readers means "the bytes at hand end too soon".
 pub(crate) fn is_incomplete(e: &Error) -> bool {
-    e.message().starts_with("file ends inside")
+    e.is_eof()
 }
 
 /// Streaming: the set header and example count at the start of `buf`, and the bytes they take.
@@ -213,7 +213,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     // sane limit keeps a corrupt count from allocating gigabytes.
     if num_events as usize > c.left().saturating_mul(8).max(1 << 16) {
         if c.streaming {
-            return Err(Error::corrupt(
+            return Err(Error::eof(
                 at as u64,
                 "file ends inside an example's event lists",
             ));
@@ -225,7 +225,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     }
     let num_events = num_events as usize;
     c.events_total += num_events;
-    if !c.streaming && c.events_total > super::text::event_budget(c.buf.len()) {
+    if !c.streaming && c.events_total > event_budget(c.buf.len()) {
         return Err(Error::corrupt(
             at as u64,
             format!(
@@ -406,24 +406,6 @@ impl SparseUnits {
     fn into_range(self, value: f32) -> RangeKind {
         RangeKind::Sparse { value, units: self }
     }
-}
-
-/// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
-/// Returns the index of the first bad entry.
-pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
-    let mut last: i64 = -1;
-    for (i, &v) in list.iter().enumerate() {
-        if v >= 0 {
-            last = v as i64;
-        } else {
-            let end = -(v as i64);
-            if i == 0 || end <= last {
-                return Err(i);
-            }
-            last = end;
-        }
-    }
-    Ok(())
 }
 
 /// Encodes sorted event numbers as Lens's runs (`0 1 2 4` as `0 -2 4`).

@@ -10,6 +10,12 @@ use super::model::*;
 use crate::error::{Diagnostic, DiagnosticSink, Error, Location, Result, Severity};
 use std::collections::HashSet;
 
+/// An example that does not fit the layout: the place is the example and event (the caller's
+/// context), not a byte.
+fn layout_error(message: impl Into<String>) -> Error {
+    Error::new(crate::ErrorKind::Invalid, Location::default(), message)
+}
+
 /// Named groups with their sizes, in network order: `NAME:SIZE,NAME:SIZE,...`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Layout {
@@ -84,7 +90,8 @@ impl Materializer {
         &self.targets
     }
 
-    /// Fills `input` and `target` (resized to the layouts' sizes) for event `k` of `ex`.
+    /// Fills `input` and `target` (resized to the layouts' sizes) for event `k` of `ex`; errors
+    /// name the event (`event k`).
     pub fn event(
         &mut self,
         ex: &Example,
@@ -93,11 +100,23 @@ impl Materializer {
         target: &mut Vec<f32>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
+        self.fill_event(ex, k, input, target, sink)
+            .map_err(|e| e.within(format!("event {k}")))
+    }
+
+    fn fill_event(
+        &mut self,
+        ex: &Example,
+        k: usize,
+        input: &mut Vec<f32>,
+        target: &mut Vec<f32>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
         let e = ex.events.get(k).ok_or_else(|| {
-            Error::invalid(
-                0,
-                format!("no event {k} (the example has {})", ex.events.len()),
-            )
+            layout_error(format!(
+                "no event {k} (the example has {})",
+                ex.events.len()
+            ))
         })?;
         let lists = (
             e.input.map(|l| ex.lists.get(l)),
@@ -107,8 +126,7 @@ impl Materializer {
             lists.0.map_or(Some(None), |l| l.map(Some)),
             lists.1.map_or(Some(None), |l| l.map(Some)),
         ) else {
-            return Err(Error::invalid(
-                0,
+            return Err(layout_error(
                 "event refers to a list the example does not have",
             ));
         };
@@ -162,7 +180,7 @@ impl Materializer {
             let r = self.event(ex, k, &mut input, &mut target, sink);
             if let Err(e) = r {
                 batch.discard_sequence();
-                return Err(e);
+                return Err(e.within(format!("example {key}")));
             }
             for (v, what) in [(&mut input, "input"), (&mut target, "target")] {
                 if let Some(i) = v.iter().position(|x| x.is_nan()) {
@@ -172,15 +190,10 @@ impl Materializer {
                         None => {
                             batch.discard_sequence();
                             // Examples do not keep their offset in the file; the message names it.
-                            return Err(Error::new(
-                                crate::error::ErrorKind::Invalid,
-                                crate::error::Location::default(),
-                                format!(
-                                    "example {key} ('{}'), event {k}: {what} unit {i} is NaN, \
-                                     which CTF/CBF cannot hold (give --nan VALUE)",
-                                    ex.name
-                                ),
-                            ));
+                            return Err(layout_error(format!(
+                                "{what} unit {i} is NaN, which CTF/CBF cannot hold (give --nan VALUE)"
+                            ))
+                            .in_context(format!("example {key} ('{}'), event {k}", ex.name)));
                         }
                     }
                 }
@@ -229,10 +242,9 @@ fn fill(
             .as_deref()
             .map_or(format!("all {what}s"), |g| format!("{what} group '{g}'"));
         let too_far = |unit: u64| {
-            Error::invalid(
-                0,
-                format!("a range reaches unit {unit} of {name}, which has {size} units"),
-            )
+            layout_error(format!(
+                "a range reaches unit {unit} of {name}, which has {size} units"
+            ))
         };
         match &r.kind {
             RangeKind::Dense { first, values } => {

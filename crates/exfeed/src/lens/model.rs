@@ -346,3 +346,27 @@ macro_rules! parameters {
 }
 
 parameters!(SetHeader, Event);
+
+/// At most this many events in all for an input of `len` bytes: generous for real files (a few
+/// events per hundred bytes), yet bounded, so a tiny file cannot declare billions of events.
+pub(crate) fn event_budget(len: usize) -> usize {
+    16 * len + (1 << 20)
+}
+
+/// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
+/// Returns the index of the first bad entry.
+pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
+    let mut last: i64 = -1;
+    for (i, &v) in list.iter().enumerate() {
+        if v >= 0 {
+            last = v as i64;
+        } else {
+            let end = -(v as i64);
+            if i == 0 || end <= last {
+                return Err(i);
+            }
+            last = end;
+        }
+    }
+    Ok(())
+}

@@ -5,10 +5,10 @@
 use super::model::*;
 use super::{binary, text};
 use crate::error::{Error, Result};
-use crate::io::{open_reader, InputPath};
 use std::io::BufRead;
 
-type Source = Box<dyn BufRead + Send>;
+/// A stream of example-file bytes.
+pub type Source = Box<dyn BufRead + Send>;
 
 /// How [`PipeReader`] waits for more input.
 enum Fill {
@@ -17,7 +17,8 @@ enum Fill {
     /// Whatever the source has ready.
     Available,
 }
-type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
+/// Opens the source again, for looping.
+pub type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
 
 /// Reads examples one at a time.
 pub struct PipeReader {
@@ -40,21 +41,10 @@ pub struct PipeReader {
 }
 
 impl PipeReader {
-    /// Opens `input` (`-` for standard input; a missing name is retried with `.gz`/`.bz2`) and
-    /// reads its set header. With `looping`, the
-    /// input is reopened when it ends (standard input cannot be, so it never loops).
-    pub fn open(input: InputPath, looping: bool) -> Result<Self> {
-        let input = match input {
-            InputPath::File(p) => InputPath::File(super::resolve(&p)),
-            InputPath::Stdin => InputPath::Stdin,
-        };
-        let name = input.display_name();
-        let src = open_reader(&input)?;
-        let opener: Option<Opener> = match (&input, looping) {
-            (InputPath::File(_), true) => Some(Box::new(move || open_reader(&input))),
-            _ => None,
-        };
-        Self::start(src, opener, name)
+    /// Reads from `src` (at its first byte), then, when `reopen` is given, from each new source
+    /// it opens when the previous one ends (looping).
+    pub fn new(src: Source, reopen: Option<Opener>, name: impl Into<String>) -> Result<Self> {
+        Self::start(src, reopen, name.into())
     }
 
     /// Reads from `src` once (no looping).
@@ -152,10 +142,7 @@ impl PipeReader {
         self.this_pass = 0;
         while self.buf.len() < 4 && self.fill_in(Fill::Available)? {}
         if self.buf.len() < 4 {
-            return Err(self.positioned(Error::syntax(
-                0,
-                "example file empty (shorter than 4 bytes)",
-            )));
+            return Err(self.positioned(super::too_short()));
         }
         self.binary = binary::is_binary(&self.buf);
         if !self.binary && !self.buf.ends_with(b"\n") {

@@ -60,11 +60,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::build::{open_configured_source, reader_options, ConfiguredSource};
+use super::build::{open_configured_source_with, reader_options, ConfiguredSource};
 use super::{EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo};
 use crate::config::ReaderConfig;
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, Result};
+use crate::io::InputPath;
 use crate::stream::StreamSpec;
 
 /// How a reader runs, beyond what its configuration says: the epoch's end, the decoding
@@ -82,6 +83,9 @@ pub struct RunOptions {
     pub num_workers: usize,
     /// This worker's rank, `0..num_workers`.
     pub worker_rank: usize,
+    /// Inputs read in place of the deserializers' files, in order (e.g. data already read from
+    /// a pipe, see [`crate::DataSet::into_input`]); empty: the files the configuration names.
+    pub inputs: Vec<InputPath>,
 }
 
 impl Default for RunOptions {
@@ -92,6 +96,7 @@ impl Default for RunOptions {
             prefetch_chunks: None,
             num_workers: 1,
             worker_rank: 0,
+            inputs: Vec::new(),
         }
     }
 }
@@ -208,7 +213,8 @@ pub struct AnyReader {
 }
 
 impl AnyReader {
-    /// Opens and indexes every deserializer of `cfg` (see [`open_configured_source`]) and
+    /// Opens and indexes every deserializer of `cfg` (see
+    /// [`open_configured_source`](super::open_configured_source)) and
     /// starts at the beginning of sweep 0.
     pub fn open(cfg: &ReaderConfig, options: &RunOptions) -> Result<AnyReader> {
         Self::build(cfg, options, None)
@@ -231,10 +237,11 @@ impl AnyReader {
     ) -> Result<AnyReader> {
         fn typed<T: Element>(
             cfg: &ReaderConfig,
+            inputs: &[InputPath],
             options: ReaderOptions,
             state: Option<&ReaderState>,
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
-            let source = open_configured_source::<T>(cfg)?;
+            let source = open_configured_source_with::<T>(cfg, inputs)?;
             let reader = match state {
                 Some(s) => Reader::restore(source.source.clone(), options, s)?,
                 None => Reader::new(source.source.clone(), options)?,
@@ -243,8 +250,12 @@ impl AnyReader {
         }
         let o = options.reader_options(cfg);
         let typed = match cfg.precision {
-            Precision::Float => typed(cfg, o, state).map(|(r, s)| Typed::F32(r, s)),
-            Precision::Double => typed(cfg, o, state).map(|(r, s)| Typed::F64(r, s)),
+            Precision::Float => {
+                typed(cfg, &options.inputs, o, state).map(|(r, s)| Typed::F32(r, s))
+            }
+            Precision::Double => {
+                typed(cfg, &options.inputs, o, state).map(|(r, s)| Typed::F64(r, s))
+            }
         }?;
         Ok(AnyReader { typed })
     }

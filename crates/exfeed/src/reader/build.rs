@@ -6,10 +6,11 @@ use super::{
     CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, LensSource,
     LensSourceOptions, Reader, ReaderOptions, Window,
 };
-use crate::config::{DeserializerKind, ReaderConfig};
+use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
+use crate::format::FileFormat;
 use crate::io::InputPath;
 use std::sync::Arc;
 
@@ -57,6 +58,17 @@ impl<T: Element> ConfiguredSource<T> {
 /// sequence key when there are several. A Lens deserializer needs `inputGroups` and
 /// `targetGroups`; with `lensMode` PROBABILISTIC its examples' frequencies weight the draws.
 pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<ConfiguredSource<T>> {
+    open_configured_source_with(cfg, &[])
+}
+
+/// [`open_configured_source`] reading `inputs[i]` in place of deserializer `i`'s file (e.g. data
+/// already read from a pipe, see [`crate::DataSet::into_input`]); deserializers beyond `inputs`
+/// read their files. A file that cannot be read twice (standard input, a pipe, a FIFO) is read
+/// once, into memory.
+pub fn open_configured_source_with<T: Element>(
+    cfg: &ReaderConfig,
+    inputs: &[InputPath],
+) -> Result<ConfiguredSource<T>> {
     if cfg.deserializers.is_empty() {
         return Err(Error::config(
             "the reader configuration has no deserializer",
@@ -91,8 +103,11 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
     let mut ctf = Vec::new();
     let mut unused = Vec::new();
-    for d in &cfg.deserializers {
-        let input = InputPath::new(&d.file);
+    for (i, d) in cfg.deserializers.iter().enumerate() {
+        let input = match inputs.get(i) {
+            Some(input) => input.clone(),
+            None => readable_input(d)?,
+        };
         match d.kind {
             DeserializerKind::Ctf => {
                 let s = Arc::new(CtfSource::open(
@@ -177,6 +192,25 @@ pub fn open_configured_source<T: Element>(cfg: &ReaderConfig) -> Result<Configur
         joined: Some(joined),
         unused,
     })
+}
+
+/// Deserializer `d`'s file, read into memory when it cannot be read twice.
+fn readable_input(d: &DeserializerConfig) -> Result<InputPath> {
+    let input = InputPath::new(&d.file);
+    if input.is_seekable() {
+        return Ok(input);
+    }
+    let format = match d.kind {
+        DeserializerKind::Ctf => FileFormat::Ctf,
+        DeserializerKind::Cbf => FileFormat::Cbf,
+        // Text or binary: the Lens source tells them apart by content.
+        DeserializerKind::Lens => FileFormat::LensText,
+    };
+    let options = crate::OpenOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    crate::open(input, &options)?.into_input()
 }
 
 /// The engine options `cfg` says: `randomize`, `randomizationSeed`, the window

@@ -27,7 +27,7 @@ impl CbfSource {
             let bytes = crate::io::read_into_memory(input)?;
             CbfFile::open(bytes).map_err(|e| e.in_file(name.clone()))?
         } else {
-            CbfFile::open_input(input)?
+            crate::io::open_cbf(input)?
         };
         if !select.is_empty() {
             file.select(select).map_err(|e| e.in_file(name.clone()))?;

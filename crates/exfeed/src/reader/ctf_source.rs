@@ -10,7 +10,6 @@ use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes, InputBytes, InputPath};
 use crate::stream::StreamSpec;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
 /// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
@@ -142,12 +141,12 @@ impl CtfSource {
             InputPath::File(path) => {
                 let file = File::open(path).map_err(|e| Error::io(path, e))?;
                 let mut head = [0u8; 4];
-                let n = file.read_at(&mut head, 0).unwrap_or(0);
+                let n = crate::io::read_at_most(&file, &mut head, 0).unwrap_or(0);
                 let compressed =
                     crate::io::Compression::sniff(&head[..n]) != crate::io::Compression::None;
                 (!compressed).then(|| (path.clone(), file))
             }
-            InputPath::Stdin => None,
+            InputPath::Stdin | InputPath::Memory { .. } => None,
         };
         let (data, index, origin) = match plain_file {
             Some((path, file)) => {
@@ -313,7 +312,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                             .unwrap_or_default();
                         owned.clear();
                         owned.resize(len, 0);
-                        f.read_exact_at(&mut owned, c.offset).map_err(io_error)?;
+                        crate::io::read_exact_at(f, &mut owned, c.offset).map_err(io_error)?;
                         &owned
                     }
                 }
@@ -438,7 +437,7 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         let n = usize::try_from(end - pos).map_err(|_| Error::corrupt(pos, "block too large"))?;
         // Grown (zeroed) only when a block is larger than any before.
         buf.resize(n, 0);
-        let got = read_at_most(file, &mut buf, pos)?;
+        let got = crate::io::read_at_most(file, &mut buf, pos)?;
         let bytes = &buf[..got];
         let eof = end == len || bytes.len() < n;
         if mode.is_none() {
@@ -489,19 +488,6 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         pos = next;
     }
     Ok(b.finish(mode.unwrap_or(KeyMode::Lines)))
-}
-
-fn read_at_most(file: &File, buf: &mut [u8], pos: u64) -> Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], pos + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(done)
 }
 
 #[cfg(test)]

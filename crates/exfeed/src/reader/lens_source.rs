@@ -89,10 +89,7 @@ impl LensSource {
         select: &[StreamSpec],
         options: LensSourceOptions,
     ) -> Result<Self> {
-        let input = match input {
-            InputPath::File(p) => InputPath::File(crate::lens::resolve(p)),
-            InputPath::Stdin => InputPath::Stdin,
-        };
+        let input = input.clone().with_compressed_lookup();
         let name = input.display_name();
         let bytes = if options.keep_in_memory {
             read_into_memory(&input)?
@@ -132,10 +129,7 @@ impl LensSource {
         };
         if bytes.len() < 4 {
             // As Lens (and `lens::parse`): anything shorter than the binary cookie is refused.
-            return Err(fail(
-                Error::syntax(0, "example file empty (shorter than 4 bytes)"),
-                Some(0),
-            ));
+            return Err(fail(crate::lens::too_short(), None));
         }
         let mut chunker = Chunker::new(self.options.chunk_size);
         let mut unknown = BTreeSet::new();
@@ -335,14 +329,10 @@ impl<T: Element> ChunkSource<T> for LensSource {
         // Unknown groups were reported once when indexing; the per-chunk warnings are dropped.
         let mut m = self.materializer.clone();
         let mut ignored: Vec<Diagnostic> = Vec::new();
-        self.parse_chunk(chunk, |i, start, ex| {
+        self.parse_chunk(chunk, |i, _start, ex| {
             ignored.clear();
+            // An example that does not fit the layout: the error names the example and event.
             m.push_example_as(&ex, i as u64, self.options.nan, true, out, &mut ignored)
-                .map_err(|mut e| {
-                    // The layout does not fit the example: point at the example.
-                    e.location_mut().byte = Some(start as u64);
-                    e.in_context(format!("example {i}"))
-                })
         })
         .map_err(|e| resolved(e, &self.bytes, self.binary).in_file(self.name.clone()))
     }

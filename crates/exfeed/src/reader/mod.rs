@@ -110,7 +110,10 @@ mod rng;
 mod tests;
 
 pub use any::{AnyMinibatch, AnyReader, RunOptions};
-pub use build::{build_reader, open_configured_source, reader_options, ConfiguredSource};
+pub use build::{
+    build_reader, open_configured_source, open_configured_source_with, reader_options,
+    ConfiguredSource,
+};
 pub use cbf_source::CbfSource;
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};

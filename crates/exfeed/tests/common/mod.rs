@@ -21,8 +21,29 @@ pub fn conformance_dir() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
+    record_skip(&dir);
     None
+}
+
+/// Says that the running test is skipped: on stderr, and as a line in `$EXFEED_SKIP_LOG`
+/// (`scripts/test` counts and lists them at its end, where the user sees them).
+pub fn record_skip(dir: &Path) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!(
+        "SKIPPED: {test}: conformance corpus not found at {}",
+        dir.display()
+    );
+    if let Some(log) = std::env::var_os("EXFEED_SKIP_LOG") {
+        use std::io::Write;
+        let crate_name = env!("CARGO_CRATE_NAME");
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{crate_name}::{test}");
+        }
+    }
 }
 
 /// A subfolder of the conformance corpus, or `None` (skipped) as for [`conformance_dir`].

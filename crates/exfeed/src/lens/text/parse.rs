@@ -1,39 +1,18 @@
-//! The text `.ex` format: a parser over a byte slice that loads what Lens 2.63 loads and rejects
-//! what it rejects (with line, column, byte, example index, and what was expected versus found),
-//! and a writer whose output reads back to the same set.
+//! The `.ex` parser: a byte slice in, the set (or the first error, positioned) out.
 
-use super::binary::check_unit_list;
-use super::model::*;
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::lens::model::*;
 
-/// Parses a whole `.ex` text (or `.bex` binary, recognised by its cookie) into a set.
+/// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
-    if bytes.len() < 4 {
-        // Lens refuses anything shorter than its binary cookie.
-        return Err(
-            Error::syntax(0, "example file empty (shorter than 4 bytes)")
-                .in_context("example 0")
-                .resolve_in(bytes, 0, 1),
-        );
-    }
-    if super::binary::is_binary(bytes) {
-        return super::binary::read(bytes);
-    }
-    let mut p = Parser::new(bytes);
-    let set = p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))?;
-    Ok(set)
-}
-
-/// Parses the text form only (no cookie check, no minimum length), for fuzzing and tests.
-pub fn parse_text(bytes: &[u8]) -> Result<ExampleSet> {
     let mut p = Parser::new(bytes);
     p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
 }
 
 /// Whether an error from the prefix parsers means "the text at hand ends too soon".
 pub(crate) fn is_incomplete(e: &Error) -> bool {
-    e.message().contains("end of file")
+    e.is_eof()
 }
 
 /// Streaming: the set header at the start of `buf`, the bytes it takes, and whether it ran
@@ -85,12 +64,6 @@ struct Parser<'a> {
     work: usize,
     /// Events allocated so far (see [`event_budget`]).
     events_total: usize,
-}
-
-/// At most this many events in all for an input of `len` bytes: generous for real files (a few
-/// events per hundred bytes), yet bounded, so a tiny file cannot declare billions of events.
-pub(crate) fn event_budget(len: usize) -> usize {
-    16 * len + (1 << 20)
 }
 
 impl<'a> Parser<'a> {
@@ -184,10 +157,12 @@ impl<'a> Parser<'a> {
     }
 
     fn unexpected(&self, expected: &str) -> Error {
-        Error::syntax(
-            self.pos as u64,
-            format!("expected {expected}, found {}", self.found()),
-        )
+        let message = format!("expected {expected}, found {}", self.found());
+        if self.pos >= self.buf.len() {
+            Error::eof(self.pos as u64, message)
+        } else {
+            Error::syntax(self.pos as u64, message)
+        }
     }
 
     /// The token at the current position (after whitespace).
@@ -359,7 +334,7 @@ impl<'a> Parser<'a> {
         }
         loop {
             let Some(c) = self.peek() else {
-                return Err(Error::syntax(
+                return Err(Error::eof(
                     open_at as u64,
                     format!(
                         "'{}' is never closed (expected '{}', found end of file)",
@@ -594,7 +569,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 Tok::Eof => {
-                    return Err(Error::syntax(
+                    return Err(Error::eof(
                         at as u64,
                         "expected ';' at the end of the example, found end of file",
                     ));
@@ -927,443 +902,5 @@ impl<'a> Parser<'a> {
                 format!("unit number {text} out of range"),
             )),
         }
-    }
-}
-
-/// Writes a set as `.ex` text that reads back (here and in Lens) to the same set. Unlike Lens's
-/// own writer, NaN is written as `-` everywhere, every range keeps its `()`/`{}` header, and
-/// values are written in the shortest form that reads back to the same `f32`.
-///
-/// Fails on what text cannot carry: infinite values, and strings that cannot be quoted so as
-/// to read back unchanged (unbalanced brackets, a `#` starting a line, a leading line break).
-pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
-    let mut w = Writer { out: Vec::new() };
-    let h = &set.header;
-    let d = SetHeader::default();
-    if !h.proc.is_empty() {
-        w.out.extend_from_slice(b"proc:");
-        w.string(&h.proc, "the set proc")?;
-        w.out.push(b'\n');
-    }
-    let fields = [
-        ("max", h.max_time, d.max_time),
-        ("min", h.min_time, d.min_time),
-        ("grace", h.grace_time, d.grace_time),
-        ("defI", h.default_input, d.default_input),
-        ("actI", h.active_input, d.active_input),
-        ("defT", h.default_target, d.default_target),
-        ("actT", h.active_target, d.active_target),
-    ];
-    for (k, v, dv) in fields {
-        if v.to_bits() != dv.to_bits() {
-            w.field(k, v)?;
-            w.out.push(b'\n');
-        }
-    }
-    w.out.extend_from_slice(b";\n");
-    for (i, ex) in set.examples.iter().enumerate() {
-        w.example(ex, h)
-            .map_err(|e| e.in_context(format!("example {i}")))?;
-    }
-    Ok(w.out)
-}
-
-struct Writer {
-    out: Vec<u8>,
-}
-
-impl Writer {
-    fn value(&mut self, v: f32) -> Result<()> {
-        if v.is_nan() {
-            self.out.push(b'-');
-        } else if v.is_infinite() {
-            return Err(Error::invalid(0, "an infinite value has no .ex text form"));
-        } else {
-            v.write_shortest(&mut self.out);
-        }
-        Ok(())
-    }
-
-    fn field(&mut self, k: &str, v: f32) -> Result<()> {
-        self.out.extend_from_slice(k.as_bytes());
-        self.out.push(b':');
-        self.value(v)
-    }
-
-    /// A string in braces, checked to read back unchanged.
-    fn string(&mut self, s: &str, what: &str) -> Result<()> {
-        let b = s.as_bytes();
-        let mut depth: Vec<u8> = Vec::new();
-        let mut ok = !b.starts_with(b"\n") && !b.starts_with(b"\r\n") && !b.contains(&0);
-        let mut i = 0;
-        while ok && i < b.len() {
-            let c = b[i];
-            if c == b'\\' {
-                i += 2;
-                continue;
-            }
-            if c == b'\r' || (c == b'#' && i > 0 && b[i - 1] == b'\n') {
-                ok = false;
-            } else if depth.last() == Some(&c) {
-                depth.pop();
-            } else if matches!(c, b'{' | b'(' | b'[' | b'"') {
-                depth.push(match c {
-                    b'{' => b'}',
-                    b'(' => b')',
-                    b'[' => b']',
-                    _ => b'"',
-                });
-            } else if matches!(c, b'}' | b')' | b']') {
-                ok = false;
-            }
-            i += 1;
-        }
-        if !ok || !depth.is_empty() || i > b.len() {
-            return Err(Error::invalid(
-                0,
-                format!("{what} {s:?} cannot be written as .ex text"),
-            ));
-        }
-        self.out.push(b'{');
-        self.out.extend_from_slice(b);
-        self.out.push(b'}');
-        Ok(())
-    }
-
-    fn events(&mut self, evs: &[usize]) {
-        self.out.push(b'[');
-        let mut i = 0;
-        let mut sep = false;
-        while i < evs.len() {
-            let mut j = i;
-            while j + 1 < evs.len() && evs[j + 1] == evs[j] + 1 {
-                j += 1;
-            }
-            if sep {
-                self.out.push(b' ');
-            }
-            sep = true;
-            self.out.extend_from_slice(evs[i].to_string().as_bytes());
-            if j > i {
-                self.out.push(b'-');
-                self.out.extend_from_slice(evs[j].to_string().as_bytes());
-            }
-            i = j + 1;
-        }
-        self.out.push(b']');
-    }
-
-    fn example(&mut self, ex: &Example, h: &SetHeader) -> Result<()> {
-        if !ex.name.is_empty() {
-            self.out.extend_from_slice(b"name:");
-            self.string(&ex.name, "the example name")?;
-            self.out.push(b'\n');
-        }
-        if !ex.proc.is_empty() {
-            self.out.extend_from_slice(b"proc:");
-            self.string(&ex.proc, "the example proc")?;
-            self.out.push(b'\n');
-        }
-        if ex.frequency.to_bits() != 1.0f32.to_bits() {
-            self.field("freq", ex.frequency)?;
-            self.out.push(b'\n');
-        }
-        let n = ex.events.len();
-        if n != 1 {
-            self.out.extend_from_slice(format!("{n}\n").as_bytes());
-        }
-        for (k, e) in ex.events.iter().enumerate() {
-            if !e.is_special(h) {
-                continue;
-            }
-            self.out.extend_from_slice(format!("[{k}").as_bytes());
-            if !e.proc.is_empty() {
-                self.out.extend_from_slice(b" proc:");
-                self.string(&e.proc, "an event proc")?;
-            }
-            let fields = [
-                ("max", e.max_time, f32::NAN),
-                ("min", e.min_time, f32::NAN),
-                ("grace", e.grace_time, f32::NAN),
-                ("defI", e.default_input, h.default_input),
-                ("actI", e.active_input, h.active_input),
-                ("defT", e.default_target, h.default_target),
-                ("actT", e.active_target, h.active_target),
-            ];
-            for (name, v, dv) in fields {
-                if !same(v, dv) {
-                    self.out.push(b' ');
-                    self.field(name, v)?;
-                }
-            }
-            self.out.extend_from_slice(b"]\n");
-        }
-        let (users_in, users_t) = ex.list_users();
-        let users = |l: usize, target: bool| -> &Vec<usize> {
-            if target {
-                &users_t[l]
-            } else {
-                &users_in[l]
-            }
-        };
-        let mut done_in = vec![false; ex.lists.len()];
-        let mut done_t = vec![false; ex.lists.len()];
-        for target in [false, true] {
-            for e in &ex.events {
-                let Some(l) = (if target { e.target } else { e.input }) else {
-                    continue;
-                };
-                let Some(list) = ex.lists.get(l) else {
-                    return Err(Error::invalid(
-                        0,
-                        format!(
-                            "event refers to list {l}, the example has {}",
-                            ex.lists.len()
-                        ),
-                    ));
-                };
-                let done = if target { done_t[l] } else { done_in[l] };
-                if done {
-                    continue;
-                }
-                let evs = users(l, target);
-                let both = !target && users(l, true) == evs;
-                self.events(evs);
-                self.out.extend_from_slice(match (target, both) {
-                    (false, true) => b" B:",
-                    (false, false) => b" I:",
-                    _ => b" T:",
-                });
-                if both {
-                    done_t[l] = true;
-                }
-                if target {
-                    done_t[l] = true;
-                } else {
-                    done_in[l] = true;
-                }
-                self.ranges(list)?;
-                self.out.push(b'\n');
-            }
-        }
-        self.out.extend_from_slice(b";\n");
-        Ok(())
-    }
-
-    fn ranges(&mut self, list: &RangeList) -> Result<()> {
-        for r in list {
-            self.out.push(b' ');
-            match &r.kind {
-                RangeKind::Dense { first, values } => {
-                    self.out.push(b'(');
-                    if let Some(g) = &r.group {
-                        self.string(g, "a group name")?;
-                        self.out.push(b' ');
-                    }
-                    self.out.extend_from_slice(format!("{first})").as_bytes());
-                    for &v in values {
-                        self.out.push(b' ');
-                        self.value(v)?;
-                    }
-                }
-                RangeKind::Sparse { value, units } => {
-                    self.out.push(b'{');
-                    if let Some(g) = &r.group {
-                        self.string(g, "a group name")?;
-                        self.out.push(b' ');
-                    }
-                    self.value(*value)?;
-                    self.out.push(b'}');
-                    match units {
-                        SparseUnits::All => self.out.extend_from_slice(b" *"),
-                        SparseUnits::List(l) => {
-                            if check_unit_list(l).is_err() {
-                                return Err(Error::invalid(0, "invalid sparse unit list"));
-                            }
-                            for (i, &u) in l.iter().enumerate() {
-                                // A span end follows its start without a space (`0-3`); one
-                                // that follows another span end stands alone (`-5`).
-                                if u < 0 && i > 0 && l[i - 1] >= 0 {
-                                    self.out.extend_from_slice(format!("{u}").as_bytes());
-                                } else {
-                                    self.out.extend_from_slice(format!(" {u}").as_bytes());
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lens::binary;
-
-    fn ex(s: &str) -> ExampleSet {
-        parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e}"))
-    }
-
-    fn err(s: &str) -> Error {
-        parse(s.as_bytes()).expect_err(s)
-    }
-
-    fn same_set(a: &ExampleSet, b: &ExampleSet) -> bool {
-        binary::write(a).unwrap() == binary::write(b).unwrap()
-    }
-
-    #[test]
-    fn many_group_names_load_where_lens_segfaults() {
-        let mut s = String::from(";\n");
-        for g in 0..20 {
-            s.push_str(&format!("I: (g{g} 1) 0.5 T: {{h{g}}} 2;\n"));
-        }
-        let set = ex(&s);
-        assert_eq!(set.examples.len(), 20);
-        let r = &set.examples[19].lists[set.examples[19].events[0].input.unwrap()][0];
-        assert_eq!(r.group.as_deref(), Some("g19"));
-        assert_eq!(
-            r.kind,
-            RangeKind::Dense {
-                first: 1,
-                values: vec![0.5]
-            }
-        );
-    }
-
-    #[test]
-    fn errors_say_where_and_what() {
-        let e = err(";\nI: 1;\nI: 1 2\n[0 bogus:3] I: 1;\n");
-        let loc = e.location();
-        assert_eq!(
-            (loc.line, loc.column, loc.byte),
-            (Some(4), Some(4), Some(18))
-        );
-        assert_eq!(loc.context.as_deref(), Some("example 1"));
-        assert!(
-            e.message().contains("expected") && e.message().contains("found 'bogus:3]'"),
-            "{e}"
-        );
-        let e = err(";\nI: 1 2x;");
-        assert!(e.message().contains("found '2x;'"), "{e}");
-    }
-
-    #[test]
-    fn obsolete_counts_header_and_sharing() {
-        let set = ex("3 2 max:2 actT:0.5;\n2 [0-1 min:1] b: 4 {-} 7-9;\n");
-        assert_eq!(set.header.max_time, 2.0);
-        assert_eq!(set.header.active_target, 0.5);
-        let e = &set.examples[0];
-        assert_eq!(e.events.len(), 2);
-        assert!(e.events.iter().all(|v| v.min_time == 1.0));
-        // b: with an implicit value: inputs take actI (1), targets actT (0.5), so no sharing.
-        let (i, t) = (e.events[0].input.unwrap(), e.events[0].target.unwrap());
-        assert_ne!(i, t);
-        assert_eq!(e.events[1].input, Some(i));
-        match &e.lists[t][0].kind {
-            RangeKind::Sparse { value, units } => {
-                assert_eq!(*value, 0.5);
-                assert_eq!(units.spans(), Some(vec![(4, 4)]));
-            }
-            k => panic!("{k:?}"),
-        }
-        match &e.lists[i][1].kind {
-            RangeKind::Sparse { value, units } => {
-                assert!(value.is_nan());
-                assert_eq!(units.spans(), Some(vec![(7, 9)]));
-            }
-            k => panic!("{k:?}"),
-        }
-    }
-
-    #[test]
-    fn writer_fixes_lens_defects() {
-        // NaN inside a dense range, and an ungrouped dense range at unit 0 after a grouped one.
-        let set = ex(";\nI: (grp 2) 1 - 3 (0) - 4 T: {x -} 1-2 -5;\n");
-        let text = write(&set).unwrap();
-        let back = parse(&text).unwrap();
-        assert!(same_set(&set, &back), "{}", String::from_utf8_lossy(&text));
-        let t = String::from_utf8_lossy(&text);
-        assert!(t.contains("(0) - 4") && !t.contains("nan"), "{t}");
-    }
-
-    #[test]
-    fn writer_keeps_procs_names_and_event_fields() {
-        let src = "proc:{set x {1 2}}\ndefI:-;\nname:{a b} proc:(puts \"hi\") freq:2.5 3\n\
-                   [1 proc:{p} max:3 actI:0.25] [0 2] B: 1 [1] I: {g} 4;\n";
-        let set = ex(src);
-        assert_eq!(set.header.proc, "set x {1 2}");
-        assert_eq!(set.examples[0].proc, "puts \"hi\"");
-        let back = parse(&write(&set).unwrap()).unwrap();
-        assert!(same_set(&set, &back));
-        assert_eq!(back.examples[0].events[1].proc, "p");
-    }
-
-    #[test]
-    fn values_round_trip_exactly() {
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut values = Vec::new();
-        for _ in 0..5000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let v = f32::from_bits(state as u32);
-            if v.is_finite() {
-                values.push(v);
-            }
-        }
-        values.extend([0.1, -0.0, f32::MIN_POSITIVE, f32::MAX, 1e-45, 16777217.0]);
-        let set = ExampleSet {
-            header: SetHeader::default(),
-            examples: vec![Example {
-                name: String::new(),
-                proc: String::new(),
-                frequency: 1.0,
-                events: vec![Event {
-                    input: Some(0),
-                    ..Event::from_header(&SetHeader::default())
-                }],
-                lists: vec![vec![Range {
-                    group: None,
-                    kind: RangeKind::Dense { first: 0, values },
-                }]],
-            }],
-        };
-        let back = parse(&write(&set).unwrap()).unwrap();
-        assert!(same_set(&set, &back));
-    }
-
-    #[test]
-    fn many_star_lists_on_a_huge_example_stop_quickly() {
-        let mut s = b";\n60000 ".to_vec();
-        s.extend(b"[]".repeat(30000));
-        s.extend(b";\n");
-        let e = err(std::str::from_utf8(&s).unwrap());
-        assert!(e.message().contains("too many events"), "{e}");
-    }
-
-    #[test]
-    fn tiny_files_cannot_declare_millions_of_events() {
-        let e = err(&format!(";\n{}", "60000;\n".repeat(100)));
-        assert!(e.message().contains("implausible number of events"), "{e}");
-        let set = text_of_events(3000);
-        assert_eq!(set.num_events(), 3000 * 7);
-    }
-
-    fn text_of_events(n: usize) -> ExampleSet {
-        ex(&format!(";\n{}", "7 I: 1;\n".repeat(n)))
-    }
-
-    #[test]
-    fn blocks_nest_span_lines_and_skip_comment_lines() {
-        let set = ex(";\nname:{a {b (c)}\n# gone\n  d} proc:\"x [y] z\" I: 1;\n");
-        assert_eq!(set.examples[0].name, "a {b (c)}\n  d");
-        assert_eq!(set.examples[0].proc, "x [y] z");
-        let set = ex(";\r\nname:x;y I: 1;\r\n;\r\n");
-        assert_eq!(set.examples[0].name, "x;y");
-        assert_eq!(set.examples.len(), 2);
     }
 }

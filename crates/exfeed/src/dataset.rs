@@ -1,0 +1,613 @@
+//! The front door: [`open`] any input (a file, `-` for standard input, a pipe or FIFO, plain or
+//! gzip/bzip2-compressed), in any of the formats, and read it as [`SequenceBatch`]es, summarize
+//! it, or hand it to the minibatch reader.
+//!
+//! The format is recognised once, when the input is opened, from a peek at its first bytes
+//! (decompressed) that the reader then replays: an input that cannot seek (a pipe, a FIFO,
+//! standard input) is read exactly once, from its first byte. Magic bytes decide (CBF, Lens
+//! `.bex`), then the name (`.ex`, `.bex`, `.cbf`/`.bin`, anything else CTF; see
+//! [`FileFormat::from_name`]); [`OpenOptions::format`] overrides both (it is the only way to say
+//! that standard input holds Lens text).
+//!
+//! ```
+//! use exfeed::{open, OpenOptions, SequenceBatch, Storage, StreamSpec};
+//! use exfeed::format::FileFormat;
+//!
+//! let path = std::env::temp_dir().join(format!("exfeed-open-doc-{}.ctf", std::process::id()));
+//! std::fs::write(&path, "0 |x 1 2\n0 |x 3 4\n1 |x 5 6\n")?;
+//! let options = OpenOptions {
+//!     inputs: vec![StreamSpec::new("x", Storage::Dense, 2)],
+//!     ..OpenOptions::default()
+//! };
+//! let data = open(&path, &options)?;
+//! assert_eq!(data.format(), FileFormat::Ctf);
+//! let mut sequences = data.sequences::<f32>()?;
+//! let mut batch = SequenceBatch::new(sequences.streams());
+//! let mut keys = Vec::new();
+//! while sequences.next_batch(&mut batch, &mut exfeed::error::Ignore)? {
+//!     keys.extend_from_slice(batch.keys());
+//! }
+//! assert_eq!(keys, [0, 1]);
+//!
+//! let summary = open(&path, &options)?.summary::<f32>(&mut exfeed::error::Ignore).result?;
+//! assert_eq!((summary.sequences, summary.longest), (2, Some((2, 0))));
+//! assert_eq!(summary.streams[0].samples, 3);
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::batch::SequenceBatch;
+use crate::cbf::CbfFile;
+use crate::ctf::{CtfOptions, CtfParser, CtfStream};
+use crate::element::{Element, Precision};
+use crate::error::{DiagnosticSink, Error, ErrorKind, Location, Result};
+use crate::format::FileFormat;
+use crate::io::{open_peeked, read_all, Compression, InputBytes, InputPath};
+use crate::lens::info::Info;
+use crate::lens::materialize::{Layout, Materializer};
+use crate::lens::pipe::PipeReader;
+use crate::lens::ExampleSet;
+use crate::reader::{
+    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions,
+};
+use crate::stream::{Storage, StreamSpec};
+use std::io::BufRead;
+use std::sync::Arc;
+
+/// How to open and read an input. Every field has a default; what a format does not use is
+/// ignored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenOptions {
+    /// The format, overriding detection (`--from`).
+    pub format: Option<FileFormat>,
+    /// CTF: the inputs (streams) to read, in the order of the batches' streams (required).
+    /// CBF: the streams to expose and their names (see [`CbfFile::select`]); empty for all.
+    pub inputs: Vec<StreamSpec>,
+    /// CTF: every line is a sequence keyed by its line number (`skipSequenceIds`).
+    pub skip_sequence_ids: bool,
+    /// CTF: bad samples or sequences reported and skipped before one stops the reading
+    /// (`maxErrors`).
+    pub max_errors: u64,
+    /// Lens: the network's layout, which makes examples sequences (one sample per event) of
+    /// an `input` and a `target` stream.
+    pub lens: Option<LensLayout>,
+}
+
+/// The network layout a Lens example file is read for (see [`Materializer`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LensLayout {
+    /// The input groups, in network order (`inputGroups`).
+    pub input_groups: Layout,
+    /// The target groups, in network order (`targetGroups`).
+    pub target_groups: Layout,
+    /// The value NaN becomes. `None`: NaN is an error in [`DataSet::sequences`] (CTF and CBF
+    /// cannot hold it) and stays NaN in [`DataSet::into_chunk_source`] (minibatches can).
+    pub nan: Option<f32>,
+}
+
+impl OpenOptions {
+    fn ctf(&self) -> CtfOptions {
+        CtfOptions {
+            inputs: self.inputs.clone(),
+            skip_sequence_ids: self.skip_sequence_ids,
+            max_errors: self.max_errors,
+        }
+    }
+}
+
+/// An opened input: its format known, nothing of it read yet but the first bytes (which are
+/// kept for reading). See the [module documentation](self).
+pub struct DataSet {
+    input: InputPath,
+    name: String,
+    format: FileFormat,
+    compression: Compression,
+    content: Content,
+    options: OpenOptions,
+}
+
+enum Content {
+    /// The stream, from its first (decompressed) byte.
+    Stream(Box<dyn BufRead + Send>),
+    /// A CBF file (its header read: CBF is read by chunk, from memory or a mapped file).
+    Cbf(Box<CbfFile<InputBytes>>),
+}
+
+/// Opens `input` (a path; `-` is standard input) and recognises its format (see the
+/// [module documentation](self)). A file name that does not exist is retried with `.gz`, then
+/// `.bz2` appended, as Lens does. A CBF file's header is read and checked here.
+pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
+    let input = input.into().with_compressed_lookup();
+    let name = input.display_name();
+    let (reader, head, compression) = open_peeked(&input, 8)?;
+    let format = options.format.unwrap_or_else(|| match input.path() {
+        Some(path) => FileFormat::detect(path, &head),
+        None => FileFormat::from_magic(&head).unwrap_or(FileFormat::Ctf),
+    });
+    let in_file = |e: Error| e.in_file(name.clone());
+    let mut content = match format {
+        FileFormat::Cbf if input.is_seekable() && compression == Compression::None => {
+            drop(reader);
+            Content::Cbf(Box::new(crate::io::open_cbf(&input)?))
+        }
+        FileFormat::Cbf => {
+            let bytes = read_all(reader, &name)?;
+            Content::Cbf(Box::new(CbfFile::open(bytes).map_err(in_file)?))
+        }
+        _ => Content::Stream(reader),
+    };
+    if let Content::Cbf(file) = &mut content {
+        if !options.inputs.is_empty() {
+            file.select(&options.inputs).map_err(in_file)?;
+        }
+    }
+    Ok(DataSet {
+        input,
+        name,
+        format,
+        compression,
+        content,
+        options: options.clone(),
+    })
+}
+
+impl DataSet {
+    /// The format, as recognised or given.
+    pub fn format(&self) -> FileFormat {
+        self.format
+    }
+
+    /// The name used in messages (the path as given, `-` for standard input).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The compression recognised by the first bytes.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The input (after the `.gz`/`.bz2` lookup).
+    pub fn input(&self) -> &InputPath {
+        &self.input
+    }
+
+    /// Whether the input can be read again (a regular file): the minibatch reader then reads it
+    /// by itself; otherwise [`DataSet::into_input`] holds it in memory.
+    pub fn is_seekable(&self) -> bool {
+        self.input.is_seekable()
+    }
+
+    /// The element type stored in the file: a CBF file's (`double` when any stream is); `None`
+    /// for text formats, which have none.
+    pub fn stored_precision(&self) -> Option<Precision> {
+        match &self.content {
+            Content::Cbf(f) if f.streams().iter().all(|s| s.element == Precision::Float) => {
+                Some(Precision::Float)
+            }
+            Content::Cbf(_) => Some(Precision::Double),
+            Content::Stream(_) => None,
+        }
+    }
+
+    /// The CBF file, when this is one (for its header and chunk table).
+    pub fn cbf(&self) -> Option<&CbfFile<InputBytes>> {
+        match &self.content {
+            Content::Cbf(f) => Some(f),
+            Content::Stream(_) => None,
+        }
+    }
+
+    /// An input the minibatch reader can open (see [`crate::reader::open_configured_source`]):
+    /// the file itself when it can be read again, else the whole (decompressed) content, read
+    /// now, in memory.
+    pub fn into_input(self) -> Result<InputPath> {
+        if self.input.is_seekable() {
+            return Ok(self.input);
+        }
+        let bytes: Arc<[u8]> = match self.content {
+            Content::Stream(reader) => match read_all(reader, &self.name)? {
+                InputBytes::Owned(v) => v.into(),
+                other => Arc::from(&other[..]),
+            },
+            Content::Cbf(file) => match file.bytes() {
+                Some(b) => Arc::from(b),
+                None => return Ok(self.input),
+            },
+        };
+        Ok(InputPath::Memory {
+            name: self.name.into(),
+            bytes,
+        })
+    }
+
+    /// The engine's source over this input: chunks of whole sequences decoded on demand, with
+    /// the default chunk size (see [`CtfSource`], [`CbfSource`], [`LensSource`]). A Lens file
+    /// needs [`OpenOptions::lens`]. Inputs that cannot seek are read into memory first.
+    pub fn into_chunk_source<T: Element>(self) -> Result<Arc<dyn ChunkSource<T>>> {
+        let (format, options) = (self.format, self.options.clone());
+        let name = self.name.clone();
+        let input = self.into_input()?;
+        Ok(match format {
+            FileFormat::Ctf => Arc::new(CtfSource::open(
+                &input,
+                CtfSourceOptions {
+                    ctf: options.ctf(),
+                    ..CtfSourceOptions::default()
+                },
+            )?),
+            FileFormat::Cbf => Arc::new(CbfSource::open(&input, &options.inputs, false)?),
+            FileFormat::LensText | FileFormat::LensBinary => {
+                let layout = needs_layout(&options, &name)?;
+                Arc::new(LensSource::open(
+                    &input,
+                    &[],
+                    LensSourceOptions {
+                        input_groups: layout.input_groups.clone(),
+                        target_groups: layout.target_groups.clone(),
+                        nan: layout.nan,
+                        ..LensSourceOptions::default()
+                    },
+                )?)
+            }
+        })
+    }
+
+    /// The whole content in memory (a plain regular file is memory-mapped).
+    pub fn into_bytes(self) -> Result<InputBytes> {
+        match self.content {
+            Content::Stream(_)
+                if self.input.is_seekable() && self.compression == Compression::None =>
+            {
+                crate::io::open_bytes(&self.input)
+            }
+            Content::Stream(reader) => read_all(reader, &self.name),
+            Content::Cbf(file) => match file.bytes() {
+                Some(b) => Ok(InputBytes::Owned(b.to_vec())),
+                None => crate::io::open_bytes(&self.input),
+            },
+        }
+    }
+
+    /// A Lens example file, whole (either form). Errors name the file.
+    pub fn lens_set(self) -> Result<ExampleSet> {
+        self.expect_lens()?;
+        let name = self.name.clone();
+        crate::lens::parse(&self.into_bytes()?).map_err(|e| e.in_file(name))
+    }
+
+    /// A Lens example file read one example at a time, as it arrives (Lens's PIPE mode):
+    /// memory bounded by one example. With `looping`, a file is reopened and read again at its
+    /// end (standard input cannot be, so it never loops).
+    pub fn lens_examples(self, looping: bool) -> Result<PipeReader> {
+        self.expect_lens()?;
+        let Content::Stream(reader) = self.content else {
+            unreachable!("Lens input is a stream")
+        };
+        let reopen = match (&self.input, looping) {
+            (InputPath::File(_), true) => {
+                let input = self.input.clone();
+                Some(Box::new(move || crate::io::open_reader(&input)) as crate::lens::pipe::Opener)
+            }
+            _ => None,
+        };
+        PipeReader::new(reader, reopen, self.name)
+    }
+
+    fn expect_lens(&self) -> Result<()> {
+        if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Unsupported,
+                Location::default().with_file(self.name.clone()),
+                format!(
+                    "this is {}, not a Lens example file",
+                    self.format.describe()
+                ),
+            ))
+        }
+    }
+
+    /// Reads the input as batches of whole sequences, in file order.
+    pub fn sequences<T: Element>(self) -> Result<Sequences<T>> {
+        let name = self.name.clone();
+        let in_file = |e: Error| e.in_file(name.clone());
+        let inner = match (self.format, self.content) {
+            (FileFormat::Cbf, Content::Cbf(file)) => Inner::Cbf { file, next: 0 },
+            (FileFormat::Ctf, Content::Stream(reader)) => {
+                if self.options.inputs.is_empty() {
+                    return Err(Error::config(
+                        "reading CTF needs its inputs: NAME:FORMAT:DIM[:ALIAS] for each \
+                         (--input), or a configuration",
+                    )
+                    .in_file(self.name));
+                }
+                let mut parser = CtfParser::new(self.options.ctf()).map_err(in_file)?;
+                parser.set_file_name(self.name.clone());
+                Inner::Ctf {
+                    stream: Box::new(CtfStream::new(parser)),
+                    reader,
+                    buf: vec![0; 1 << 20],
+                    done: false,
+                }
+            }
+            (_, Content::Stream(reader)) => {
+                let layout = needs_layout(&self.options, &self.name)?.clone();
+                let materializer = Materializer::new(layout.input_groups, layout.target_groups);
+                Inner::Lens {
+                    examples: Box::new(PipeReader::new(reader, None, self.name.clone())?),
+                    materializer,
+                    nan: layout.nan,
+                    next_key: 0,
+                }
+            }
+            (_, Content::Cbf(_)) => unreachable!("CBF content is opened as CBF"),
+        };
+        let streams = match &inner {
+            Inner::Ctf { .. } => self.options.inputs.clone(),
+            Inner::Cbf { file, .. } => file.stream_specs(),
+            Inner::Lens { materializer, .. } => materializer.stream_specs("input", "target"),
+        };
+        Ok(Sequences {
+            name: self.name,
+            streams,
+            inner,
+            pending: None,
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    /// Reads the whole input and summarizes it (what `exfeed check` prints). Diagnostics go to
+    /// `sink`. A fatal error still gives the summary of what was read before it.
+    pub fn summary<T: Element>(self, sink: &mut dyn DiagnosticSink) -> SummaryOutcome {
+        let mut summary = Summary {
+            name: self.name.clone(),
+            format: self.format,
+            sequences: 0,
+            longest: None,
+            streams: Vec::new(),
+            lens: None,
+        };
+        let result = self.summarize::<T>(&mut summary, sink);
+        SummaryOutcome {
+            result: result.map(|()| summary.clone()),
+            summary,
+        }
+    }
+
+    fn summarize<T: Element>(
+        self,
+        summary: &mut Summary,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary)
+            && self.options.lens.is_none()
+        {
+            let set = self.lens_set()?;
+            let info = Info::of(&set);
+            summary.sequences = info.examples as u64;
+            summary.longest = set
+                .examples
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.events.len(), i as u64))
+                .rev()
+                .max_by_key(|&(len, _)| len);
+            summary.lens = Some(info);
+            return Ok(());
+        }
+        let stored = self.cbf().map(|f| {
+            f.streams()
+                .iter()
+                .map(|s| s.element)
+                .collect::<Vec<Precision>>()
+        });
+        let mut sequences = self.sequences::<T>()?;
+        summary.streams = sequences
+            .streams()
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| StreamSummary {
+                spec: spec.clone(),
+                stored: stored.as_ref().map(|s| s[i]),
+                samples: 0,
+                non_zeros: 0,
+            })
+            .collect();
+        let mut batch = SequenceBatch::<T>::new(sequences.streams());
+        while sequences.next_batch(&mut batch, sink)? {
+            summary.add(&batch);
+        }
+        Ok(())
+    }
+}
+
+fn needs_layout<'a>(options: &'a OpenOptions, name: &str) -> Result<&'a LensLayout> {
+    options.lens.as_ref().ok_or_else(|| {
+        Error::config(
+            "reading a Lens example file as sequences needs the network's layout: \
+             inputGroups and targetGroups (NAME:SIZE,... in network order)",
+        )
+        .in_file(name.to_string())
+    })
+}
+
+/// What [`DataSet::summary`] found: the summary of what was read, and the outcome (the
+/// summary again when the whole input was read, or the error that stopped it).
+#[derive(Debug)]
+pub struct SummaryOutcome {
+    /// The whole summary, or the fatal error.
+    pub result: Result<Summary>,
+    /// What was read (up to the error, if any).
+    pub summary: Summary,
+}
+
+/// The counts of a file, for `exfeed check` and `exfeed info`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The file's name.
+    pub name: String,
+    /// Its format.
+    pub format: FileFormat,
+    /// Sequences read (a Lens file's examples).
+    pub sequences: u64,
+    /// The longest sequence: its length in samples (a Lens example's events) and key (the
+    /// first one of that length).
+    pub longest: Option<(usize, u64)>,
+    /// Per stream (none for a Lens file read without a layout).
+    pub streams: Vec<StreamSummary>,
+    /// A Lens file read without a layout: its examples, events, groups and value ranges.
+    pub lens: Option<Info>,
+}
+
+/// The counts of one stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamSummary {
+    /// The stream (as exposed: a CBF stream under its alias).
+    pub spec: StreamSpec,
+    /// The element type stored in the file (CBF), `None` for text.
+    pub stored: Option<Precision>,
+    /// Samples.
+    pub samples: u64,
+    /// Non-zero entries (sparse streams; 0 for dense ones).
+    pub non_zeros: u64,
+}
+
+impl Summary {
+    /// Adds the sequences of `batch` (whose streams are the summary's).
+    pub fn add<T: Element>(&mut self, batch: &SequenceBatch<T>) {
+        self.sequences += batch.len() as u64;
+        for (sum, s) in self.streams.iter_mut().zip(batch.streams()) {
+            sum.samples += s.num_samples() as u64;
+            if s.storage() == Storage::Sparse {
+                sum.non_zeros += s.values().len() as u64;
+            }
+        }
+        for q in 0..batch.len() {
+            let len = batch.sequence_length(q, None);
+            if self.longest.map_or(true, |(l, _)| len > l) {
+                self.longest = Some((len, batch.keys()[q]));
+            }
+        }
+    }
+}
+
+/// Batches of whole sequences from a [`DataSet`], in file order ([`DataSet::sequences`]).
+pub struct Sequences<T: Element> {
+    name: String,
+    streams: Vec<StreamSpec>,
+    inner: Inner,
+    /// An error met after some sequences of the batch were complete: returned next time.
+    pending: Option<Error>,
+    _t: std::marker::PhantomData<T>,
+}
+
+enum Inner {
+    Ctf {
+        stream: Box<CtfStream>,
+        reader: Box<dyn BufRead + Send>,
+        buf: Vec<u8>,
+        done: bool,
+    },
+    Cbf {
+        file: Box<CbfFile<InputBytes>>,
+        next: usize,
+    },
+    Lens {
+        examples: Box<PipeReader>,
+        materializer: Materializer,
+        nan: Option<f32>,
+        next_key: u64,
+    },
+}
+
+/// Lens examples per batch.
+const LENS_BATCH: usize = 64;
+
+impl<T: Element> Sequences<T> {
+    /// The streams of every batch, in order.
+    pub fn streams(&self) -> &[StreamSpec] {
+        &self.streams
+    }
+
+    /// Fills `batch` (cleared first; its streams are [`Sequences::streams`]) with the next
+    /// sequences: at least one, unless the input has ended (`false`). After an error the
+    /// sequences complete before it are delivered first, then the error.
+    pub fn next_batch(
+        &mut self,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<bool> {
+        batch.clear();
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        let result = self.fill(batch, sink);
+        match result {
+            Err(e) if !batch.is_empty() => {
+                self.pending = Some(e);
+                Ok(true)
+            }
+            other => other,
+        }
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<bool> {
+        let name = &self.name;
+        match &mut self.inner {
+            Inner::Cbf { file, next } => {
+                if *next >= file.num_chunks() {
+                    return Ok(false);
+                }
+                file.read_chunk(*next, batch)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                *next += 1;
+                Ok(true)
+            }
+            Inner::Ctf {
+                stream,
+                reader,
+                buf,
+                done,
+            } => {
+                while !*done && batch.is_empty() {
+                    let n = match std::io::Read::read(reader, buf) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(Error::from(e).in_file(name.clone())),
+                    };
+                    if n == 0 {
+                        *done = true;
+                        stream.finish(batch, sink)?;
+                    } else {
+                        stream.feed(&buf[..n], batch, sink)?;
+                    }
+                }
+                Ok(!batch.is_empty())
+            }
+            Inner::Lens {
+                examples,
+                materializer,
+                nan,
+                next_key,
+            } => {
+                while batch.len() < LENS_BATCH {
+                    let Some(ex) = examples.next_example()? else {
+                        break;
+                    };
+                    // NaN has no CTF/CBF form: without a value for it, it is an error.
+                    materializer
+                        .push_example_as(&ex, *next_key, *nan, false, batch, sink)
+                        .map_err(|e| e.in_file(name.clone()))?;
+                    *next_key += 1;
+                }
+                Ok(!batch.is_empty())
+            }
+        }
+    }
+}

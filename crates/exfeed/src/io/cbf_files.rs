@@ -1,0 +1,46 @@
+//! Opening CBF files: memory-mapped, read a chunk at a time, or in memory.
+
+use super::{open_bytes, read_exact_at, Compression, InputBytes, InputPath};
+use crate::cbf::CbfFile;
+use crate::error::{Error, Result};
+use memmap2::Mmap;
+use std::path::Path;
+
+/// Opens a CBF file from a path or standard input; errors name the file. A plain file is
+/// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered fallback,
+/// as [`open_cbf_buffered`]); standard input, other non-regular files and compressed files
+/// are read into memory.
+pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
+    let name = input.display_name();
+    let in_file = |e: Error| e.in_file(name.clone());
+    if let InputPath::File(path) = input {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: the map is read-only; a file truncated by another process while mapped
+            // is outside what any reader can defend against (as for every mmap user).
+            match unsafe { Mmap::map(&file) } {
+                Ok(map) if Compression::sniff(&map) == Compression::None => {
+                    return CbfFile::open(InputBytes::Mapped(map)).map_err(in_file);
+                }
+                Ok(_) => {} // compressed: decompressed into memory below
+                Err(_) => {
+                    let mut head = [0u8; 4];
+                    let n = head.len().min(meta.len() as usize);
+                    read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
+                    if Compression::sniff(&head[..n]) == Compression::None {
+                        return CbfFile::open_file(file).map_err(in_file);
+                    }
+                }
+            }
+        }
+    }
+    CbfFile::open(open_bytes(input).map_err(in_file)?).map_err(in_file)
+}
+
+/// Opens a CBF file at `path` without mapping it (the buffered fallback): the header is read
+/// now, each chunk with one positioned read when it is decoded. Errors name the file.
+pub fn open_cbf_buffered(path: &Path) -> Result<CbfFile<InputBytes>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    CbfFile::open_file(file).map_err(|e| e.in_file(path.display().to_string()))
+}

@@ -1,0 +1,15 @@
+//! The text `.ex` format: a parser over a byte slice that loads what Lens 2.63 loads and rejects
+//! what it rejects (with line, column, byte, example index, and what was expected versus found),
+//! and a writer whose output reads back to the same set.
+
+mod parse;
+mod write;
+
+pub use parse::parse;
+pub(crate) use parse::{
+    is_incomplete, parse_example_at, parse_example_prefix, parse_header_prefix,
+};
+pub use write::write;
+
+#[cfg(test)]
+mod tests;

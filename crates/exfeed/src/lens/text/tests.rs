@@ -1,0 +1,170 @@
+//! Parser and writer tests.
+
+use super::*;
+use crate::error::Error;
+use crate::lens::binary;
+use crate::lens::model::*;
+
+fn ex(s: &str) -> ExampleSet {
+    parse(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+}
+
+fn err(s: &str) -> Error {
+    parse(s.as_bytes()).expect_err(s)
+}
+
+fn same_set(a: &ExampleSet, b: &ExampleSet) -> bool {
+    binary::write(a).unwrap() == binary::write(b).unwrap()
+}
+
+#[test]
+fn many_group_names_load_where_lens_segfaults() {
+    let mut s = String::from(";\n");
+    for g in 0..20 {
+        s.push_str(&format!("I: (g{g} 1) 0.5 T: {{h{g}}} 2;\n"));
+    }
+    let set = ex(&s);
+    assert_eq!(set.examples.len(), 20);
+    let r = &set.examples[19].lists[set.examples[19].events[0].input.unwrap()][0];
+    assert_eq!(r.group.as_deref(), Some("g19"));
+    assert_eq!(
+        r.kind,
+        RangeKind::Dense {
+            first: 1,
+            values: vec![0.5]
+        }
+    );
+}
+
+#[test]
+fn errors_say_where_and_what() {
+    let e = err(";\nI: 1;\nI: 1 2\n[0 bogus:3] I: 1;\n");
+    let loc = e.location();
+    assert_eq!(
+        (loc.line, loc.column, loc.byte),
+        (Some(4), Some(4), Some(18))
+    );
+    assert_eq!(loc.context.as_deref(), Some("example 1"));
+    assert!(
+        e.message().contains("expected") && e.message().contains("found 'bogus:3]'"),
+        "{e}"
+    );
+    let e = err(";\nI: 1 2x;");
+    assert!(e.message().contains("found '2x;'"), "{e}");
+}
+
+#[test]
+fn obsolete_counts_header_and_sharing() {
+    let set = ex("3 2 max:2 actT:0.5;\n2 [0-1 min:1] b: 4 {-} 7-9;\n");
+    assert_eq!(set.header.max_time, 2.0);
+    assert_eq!(set.header.active_target, 0.5);
+    let e = &set.examples[0];
+    assert_eq!(e.events.len(), 2);
+    assert!(e.events.iter().all(|v| v.min_time == 1.0));
+    // b: with an implicit value: inputs take actI (1), targets actT (0.5), so no sharing.
+    let (i, t) = (e.events[0].input.unwrap(), e.events[0].target.unwrap());
+    assert_ne!(i, t);
+    assert_eq!(e.events[1].input, Some(i));
+    match &e.lists[t][0].kind {
+        RangeKind::Sparse { value, units } => {
+            assert_eq!(*value, 0.5);
+            assert_eq!(units.spans(), Some(vec![(4, 4)]));
+        }
+        k => panic!("{k:?}"),
+    }
+    match &e.lists[i][1].kind {
+        RangeKind::Sparse { value, units } => {
+            assert!(value.is_nan());
+            assert_eq!(units.spans(), Some(vec![(7, 9)]));
+        }
+        k => panic!("{k:?}"),
+    }
+}
+
+#[test]
+fn writer_fixes_lens_defects() {
+    // NaN inside a dense range, and an ungrouped dense range at unit 0 after a grouped one.
+    let set = ex(";\nI: (grp 2) 1 - 3 (0) - 4 T: {x -} 1-2 -5;\n");
+    let text = write(&set).unwrap();
+    let back = parse(&text).unwrap();
+    assert!(same_set(&set, &back), "{}", String::from_utf8_lossy(&text));
+    let t = String::from_utf8_lossy(&text);
+    assert!(t.contains("(0) - 4") && !t.contains("nan"), "{t}");
+}
+
+#[test]
+fn writer_keeps_procs_names_and_event_fields() {
+    let src = "proc:{set x {1 2}}\ndefI:-;\nname:{a b} proc:(puts \"hi\") freq:2.5 3\n\
+               [1 proc:{p} max:3 actI:0.25] [0 2] B: 1 [1] I: {g} 4;\n";
+    let set = ex(src);
+    assert_eq!(set.header.proc, "set x {1 2}");
+    assert_eq!(set.examples[0].proc, "puts \"hi\"");
+    let back = parse(&write(&set).unwrap()).unwrap();
+    assert!(same_set(&set, &back));
+    assert_eq!(back.examples[0].events[1].proc, "p");
+}
+
+#[test]
+fn values_round_trip_exactly() {
+    let mut state = 0x1234_5678_9abc_def0u64;
+    let mut values = Vec::new();
+    for _ in 0..5000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let v = f32::from_bits(state as u32);
+        if v.is_finite() {
+            values.push(v);
+        }
+    }
+    values.extend([0.1, -0.0, f32::MIN_POSITIVE, f32::MAX, 1e-45, 16777217.0]);
+    let set = ExampleSet {
+        header: SetHeader::default(),
+        examples: vec![Example {
+            name: String::new(),
+            proc: String::new(),
+            frequency: 1.0,
+            events: vec![Event {
+                input: Some(0),
+                ..Event::from_header(&SetHeader::default())
+            }],
+            lists: vec![vec![Range {
+                group: None,
+                kind: RangeKind::Dense { first: 0, values },
+            }]],
+        }],
+    };
+    let back = parse(&write(&set).unwrap()).unwrap();
+    assert!(same_set(&set, &back));
+}
+
+#[test]
+fn many_star_lists_on_a_huge_example_stop_quickly() {
+    let mut s = b";\n60000 ".to_vec();
+    s.extend(b"[]".repeat(30000));
+    s.extend(b";\n");
+    let e = err(std::str::from_utf8(&s).unwrap());
+    assert!(e.message().contains("too many events"), "{e}");
+}
+
+#[test]
+fn tiny_files_cannot_declare_millions_of_events() {
+    let e = err(&format!(";\n{}", "60000;\n".repeat(100)));
+    assert!(e.message().contains("implausible number of events"), "{e}");
+    let set = text_of_events(3000);
+    assert_eq!(set.num_events(), 3000 * 7);
+}
+
+fn text_of_events(n: usize) -> ExampleSet {
+    ex(&format!(";\n{}", "7 I: 1;\n".repeat(n)))
+}
+
+#[test]
+fn blocks_nest_span_lines_and_skip_comment_lines() {
+    let set = ex(";\nname:{a {b (c)}\n# gone\n  d} proc:\"x [y] z\" I: 1;\n");
+    assert_eq!(set.examples[0].name, "a {b (c)}\n  d");
+    assert_eq!(set.examples[0].proc, "x [y] z");
+    let set = ex(";\r\nname:x;y I: 1;\r\n;\r\n");
+    assert_eq!(set.examples[0].name, "x;y");
+    assert_eq!(set.examples.len(), 2);
+}
