@@ -1,0 +1,165 @@
+"""Type stubs of the extension module exfeed._exfeed (re-exported by exfeed)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+PathLike = Union[str, os.PathLike]
+Layout = Union[str, Sequence[Tuple[str, int]], Mapping[str, int]]
+
+class DataError(ValueError):
+    """Invalid data. str() is the command line's message."""
+
+    path: Optional[str]
+    line: Optional[int]
+    column: Optional[int]
+    byte: Optional[int]
+    input: Optional[str]
+    context: Optional[str]
+    kind: str
+    message: str
+
+class ConfigError(ValueError):
+    path: Optional[str]
+    line: Optional[int]
+    column: Optional[int]
+    byte: Optional[int]
+    input: Optional[str]
+    context: Optional[str]
+    kind: str
+    message: str
+
+class InternalError(RuntimeError): ...
+class ConfigWarning(UserWarning): ...
+
+class StreamInfo:
+    name: str
+    storage: str
+    dim: int
+    alias: Optional[str]
+    defines_mb_size: bool
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def is_sparse(self) -> bool: ...
+
+class Stream:
+    """One stream of a minibatch; arrays are views on the minibatch's buffers."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def storage(self) -> str: ...
+    @property
+    def is_sparse(self) -> bool: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def num_samples(self) -> int: ...
+    @property
+    def num_sequences(self) -> int: ...
+    @property
+    def values(self) -> npt.NDArray[np.floating]:
+        """Dense: [samples, dim]."""
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]:
+        """[num_sequences + 1]: sequence i is samples offsets[i]:offsets[i+1]."""
+    @property
+    def indptr(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def indices(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def data(self) -> npt.NDArray[np.floating]: ...
+    def to_scipy(self) -> Any:
+        """Sparse: scipy.sparse.csr_matrix [samples, dim]."""
+    def to_padded(self, pad: float = 0.0) -> Tuple[npt.NDArray[np.floating], npt.NDArray[np.bool_]]:
+        """(values [sequences, longest, dim], mask [sequences, longest]); a copy."""
+    def as_sequences(self) -> list: ...
+
+class Minibatch:
+    num_samples: int
+    num_sequences: int
+    end_of_sweep: bool
+    @property
+    def keys(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def sweeps(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def stream_names(self) -> list[str]: ...
+    def __getitem__(self, name: str) -> Stream: ...
+    def __contains__(self, name: str) -> bool: ...
+    def items(self) -> list[Tuple[str, Stream]]: ...
+
+InputsArg = Union[
+    Mapping[str, Union[Tuple[str, int], Tuple[str, int, str]]],
+    Sequence[Any],  # exfeed.Input objects or "NAME:FORMAT:DIM[:ALIAS]" strings
+]
+
+class Reader(Iterator[Minibatch]):
+    """The minibatch reader; every option of `exfeed read`.
+
+    Defaults of the options left None: those of the configuration (config=), else
+    randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
+    precision="float", threads=the available cores.
+    """
+
+    def __init__(
+        self,
+        files: Union[PathLike, Sequence[PathLike]],
+        *,
+        minibatch_size: int,
+        inputs: Optional[InputsArg] = None,
+        config: Optional[PathLike] = None,
+        section: Optional[str] = None,
+        set: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
+        max_sweeps: Optional[int] = 1,
+        max_samples: Optional[int] = None,
+        randomize: Optional[bool] = None,
+        seed: Optional[int] = None,
+        window_chunks: Optional[int] = None,
+        window_samples: Optional[int] = None,
+        frame_mode: bool = False,
+        chunk_size: Optional[int] = None,
+        keep_in_memory: bool = False,
+        cache_index: bool = False,
+        max_errors: Optional[int] = None,
+        precision: Optional[Union[str, np.dtype, type]] = None,
+        num_workers: int = 1,
+        worker_rank: int = 0,
+        threads: Optional[int] = None,
+        prefetch_chunks: Optional[int] = None,
+        input_groups: Optional[Layout] = None,
+        target_groups: Optional[Layout] = None,
+        lens_mode: Optional[str] = None,
+        nan: Optional[float] = None,
+    ) -> None: ...
+    @property
+    def streams(self) -> list[StreamInfo]: ...
+    @property
+    def minibatch_size(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def total_samples(self) -> int: ...
+    @property
+    def diagnostics(self) -> list[str]: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def next_minibatch(self, size: Optional[int] = None) -> Optional[Minibatch]: ...
+    def __iter__(self) -> Reader: ...
+    def __next__(self) -> Minibatch: ...
+    def state_dict(self) -> dict: ...
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Reader: ...
+    def __exit__(self, *args: object) -> bool: ...

@@ -1,0 +1,133 @@
+//! exfeed's errors as Python exceptions: one class per kind of problem, the position as
+//! attributes, and panics caught before they reach Python.
+
+use exfeed::{Error, ErrorKind};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pyo3::create_exception!(
+    exfeed,
+    DataError,
+    PyValueError,
+    "Invalid data: a syntax error, invalid content or a corrupt binary structure. Attributes: \
+     path, line, column, byte (each None when unknown), input (the input's name, when the \
+     problem is in one), context, kind and message; str() is the command line's message."
+);
+pyo3::create_exception!(
+    exfeed,
+    ConfigError,
+    PyValueError,
+    "An invalid reader configuration or option (same attributes as DataError)."
+);
+pyo3::create_exception!(
+    exfeed,
+    ConfigWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A configuration parameter accepted without effect, or set twice."
+);
+pyo3::create_exception!(
+    exfeed,
+    InternalError,
+    PyRuntimeError,
+    "A bug in exfeed (a Rust panic caught at the boundary). The object that raised it is closed."
+);
+
+/// The Python exception for a library error.
+pub fn to_py(err: Error) -> PyErr {
+    Python::attach(|py| match err.kind() {
+        ErrorKind::Io | ErrorKind::Refused => os_error(&err),
+        ErrorKind::Config => with_position(py, ConfigError::new_err(err.to_string()), &err),
+        _ => with_position(py, DataError::new_err(err.to_string()), &err),
+    })
+}
+
+/// `OSError(errno, message, path)`: Python picks the subclass from the errno
+/// (FileNotFoundError for ENOENT, ...). Refusing to overwrite a file is EEXIST.
+fn os_error(err: &Error) -> PyErr {
+    use std::io::ErrorKind as K;
+    let io = std::error::Error::source(err).and_then(|s| s.downcast_ref::<std::io::Error>());
+    let errno = match (err.kind(), io) {
+        (ErrorKind::Refused, _) => libc_errno::EEXIST,
+        (_, Some(e)) => e.raw_os_error().unwrap_or(match e.kind() {
+            K::NotFound => libc_errno::ENOENT,
+            K::PermissionDenied => libc_errno::EACCES,
+            K::AlreadyExists => libc_errno::EEXIST,
+            _ => libc_errno::EIO,
+        }),
+        (_, None) => libc_errno::EIO,
+    };
+    let path = err.location().file.as_deref().map(str::to_string);
+    PyOSError::new_err((errno, err.to_string(), path))
+}
+
+/// The errno values used when the OS gave none (the same on every Unix and on Windows' CRT).
+mod libc_errno {
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const EACCES: i32 = 13;
+    pub const EEXIST: i32 = 17;
+}
+
+fn with_position(py: Python<'_>, py_err: PyErr, err: &Error) -> PyErr {
+    let loc = err.location();
+    let value = py_err.value(py);
+    let input = loc.context.as_deref().and_then(|c| {
+        let rest = c.strip_prefix("input '")?;
+        Some(rest[..rest.find('\'')?].to_string())
+    });
+    let kind = format!("{:?}", err.kind()).to_lowercase();
+    let attrs: [(&str, Py<PyAny>); 8] = [
+        (
+            "path",
+            loc.file.as_deref().into_pyobject(py).unwrap().unbind(),
+        ),
+        ("line", loc.line.into_pyobject(py).unwrap().unbind()),
+        ("column", loc.column.into_pyobject(py).unwrap().unbind()),
+        ("byte", loc.byte.into_pyobject(py).unwrap().unbind()),
+        ("input", input.into_pyobject(py).unwrap().unbind()),
+        (
+            "context",
+            loc.context.as_deref().into_pyobject(py).unwrap().unbind(),
+        ),
+        ("kind", kind.into_pyobject(py).unwrap().into_any().unbind()),
+        (
+            "message",
+            err.message().into_pyobject(py).unwrap().into_any().unbind(),
+        ),
+    ];
+    for (name, v) in attrs {
+        // Setting an attribute on a fresh exception instance cannot fail.
+        let _ = value.setattr(name, v);
+    }
+    py_err
+}
+
+/// A `TypeError` or `ValueError` naming the argument.
+pub fn bad_arg(name: &str, what: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(format!("{name}: {what}"))
+}
+
+/// Runs `f` with the GIL released, turning a library error into its exception and a panic
+/// into [`InternalError`] (the panic never unwinds into Python).
+pub fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> exfeed::Result<T> + Send,
+) -> PyResult<T> {
+    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
+        Ok(r) => r.map_err(to_py),
+        Err(panic) => Err(panic_to_py(panic)),
+    }
+}
+
+/// The exception for a caught panic payload.
+pub fn panic_to_py(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    InternalError::new_err(format!(
+        "internal error in exfeed (please report it): {what}"
+    ))
+}

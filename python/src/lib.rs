@@ -1,0 +1,27 @@
+//! The extension module `exfeed._exfeed`: a thin binding of the exfeed library. The Python
+//! package `exfeed` (python/exfeed) re-exports it and adds the pure-Python parts.
+
+mod errors;
+mod lens;
+mod options;
+mod reader;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("DataError", py.get_type::<errors::DataError>())?;
+    m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add("ConfigWarning", py.get_type::<errors::ConfigWarning>())?;
+    m.add("InternalError", py.get_type::<errors::InternalError>())?;
+    m.add_class::<reader::Reader>()?;
+    m.add_class::<reader::Minibatch>()?;
+    m.add_class::<reader::Stream>()?;
+    m.add_class::<reader::StreamInfo>()?;
+    m.add_function(wrap_pyfunction!(reader::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::_buffer_address, m)?)?;
+    m.add_function(wrap_pyfunction!(lens::_lens_load, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,807 @@
+//! `exfeed.Reader`, `Minibatch`, `Stream`: the minibatch reader for Python.
+//!
+//! Zero-copy contract: a minibatch's buffers belong to a hidden `Buffers` object; every array
+//! a `Minibatch` or `Stream` hands out is a NumPy view on them whose `base` keeps that object
+//! alive. The reader reuses a minibatch's buffers for a later minibatch only when nothing but
+//! the reader refers to them any more (no array, `Stream` or `Minibatch` of it is alive);
+//! otherwise it fills fresh buffers. An array you keep is therefore never overwritten, and
+//! arrays you drop give their memory back to the next minibatch.
+
+use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
+use exfeed::config::ReaderConfig;
+use exfeed::reader::{AnyMinibatch, AnyReader, ReaderState, RunOptions};
+use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
+use numpy::ndarray::{ArrayView, IxDyn};
+use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::sync::Arc;
+
+const _: () = assert!(
+    std::mem::size_of::<usize>() == 8,
+    "offsets are handed out as int64"
+);
+
+/// The memory of one minibatch, owned by Python so that arrays can view it.
+#[pyclass(module = "exfeed")]
+pub struct Buffers {
+    mb: Option<AnyMinibatch>,
+}
+
+/// A NumPy view of `data` with `shape`, keeping `owner` alive.
+fn view<'py, T: numpy::Element>(
+    owner: &Bound<'py, Buffers>,
+    data: &[T],
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = ArrayView::from_shape(IxDyn(shape), data)
+        .map_err(|e| InternalError::new_err(format!("internal error: array shape: {e}")))?;
+    // SAFETY: the data lives in `owner`'s buffers, which are neither moved nor changed while
+    // `owner` is referenced by anything but the reader (see the module documentation), and
+    // the array keeps `owner` alive through its base.
+    Ok(unsafe { PyArray::borrow_from_array(&a, owner.clone().into_any()) }.into_any())
+}
+
+fn as_i64(s: &[usize]) -> &[i64] {
+    // SAFETY: usize is 8 bytes (asserted above); offsets are far below i64::MAX.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+}
+
+fn dtype_of(py: Python<'_>, p: Precision) -> Bound<'_, PyArrayDescr> {
+    match p {
+        Precision::Float => numpy::dtype::<f32>(py),
+        Precision::Double => numpy::dtype::<f64>(py),
+    }
+}
+
+/// What a stream is: name, storage, dimension and element type.
+#[pyclass(frozen, module = "exfeed", name = "StreamInfo")]
+pub struct StreamInfo {
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    storage: &'static str,
+    #[pyo3(get)]
+    dim: usize,
+    #[pyo3(get)]
+    alias: Option<String>,
+    #[pyo3(get)]
+    defines_mb_size: bool,
+    precision: Precision,
+}
+
+#[pymethods]
+impl StreamInfo {
+    /// numpy.float32 or numpy.float64.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDescr> {
+        dtype_of(py, self.precision)
+    }
+
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        self.storage == "sparse"
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "StreamInfo(name={:?}, storage={:?}, dim={}, dtype={})",
+            self.name,
+            self.storage,
+            self.dim,
+            match self.precision {
+                Precision::Float => "float32",
+                Precision::Double => "float64",
+            }
+        )
+    }
+}
+
+fn stream_infos(
+    py: Python<'_>,
+    specs: &[StreamSpec],
+    p: Precision,
+) -> PyResult<Vec<Py<StreamInfo>>> {
+    specs
+        .iter()
+        .map(|s| {
+            Py::new(
+                py,
+                StreamInfo {
+                    name: s.name.clone(),
+                    storage: s.storage.as_str(),
+                    dim: s.dim,
+                    alias: s.alias.clone(),
+                    defines_mb_size: s.defines_mb_size,
+                    precision: p,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The minibatch reader: `exfeed.Reader(files, *, minibatch_size, ...)`. See the stub file
+/// `exfeed/_exfeed.pyi` for every argument.
+#[pyclass(module = "exfeed", name = "Reader")]
+pub struct Reader {
+    inner: Option<AnyReader>,
+    cfg: ReaderConfig,
+    run: RunOptions,
+    specs: Arc<Vec<StreamSpec>>,
+    precision: Precision,
+    minibatch_size: usize,
+    /// The buffers of the last minibatch delivered (reused if nobody else holds them).
+    last: Option<Py<Buffers>>,
+}
+
+#[pymethods]
+impl Reader {
+    #[new]
+    #[pyo3(signature = (files, *, minibatch_size, inputs=None, config=None, section=None, set=None,
+        max_sweeps=Some(1), max_samples=None, randomize=None, seed=None, window_chunks=None,
+        window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
+        cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
+        threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
+        lens_mode=None, nan=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        files: &Bound<'_, PyAny>,
+        minibatch_size: usize,
+        inputs: Option<&Bound<'_, PyAny>>,
+        config: Option<std::path::PathBuf>,
+        section: Option<String>,
+        set: Option<&Bound<'_, PyAny>>,
+        max_sweeps: Option<u64>,
+        max_samples: Option<u64>,
+        randomize: Option<bool>,
+        seed: Option<u64>,
+        window_chunks: Option<u64>,
+        window_samples: Option<u64>,
+        frame_mode: bool,
+        chunk_size: Option<u64>,
+        keep_in_memory: bool,
+        cache_index: bool,
+        max_errors: Option<u64>,
+        precision: Option<&Bound<'_, PyAny>>,
+        num_workers: usize,
+        worker_rank: usize,
+        threads: Option<usize>,
+        prefetch_chunks: Option<usize>,
+        input_groups: Option<&Bound<'_, PyAny>>,
+        target_groups: Option<&Bound<'_, PyAny>>,
+        lens_mode: Option<String>,
+        nan: Option<f32>,
+    ) -> PyResult<Self> {
+        use crate::options::*;
+        if minibatch_size == 0 {
+            return Err(bad_arg("minibatch_size", "must be at least 1"));
+        }
+        let source = SourceArgs {
+            files: extract_files(files)?,
+            inputs: extract_inputs(inputs)?,
+            config,
+            section,
+            overrides: extract_overrides(set)?,
+            randomize,
+            seed,
+            window_chunks,
+            window_samples,
+            frame_mode,
+            chunk_size,
+            keep_in_memory,
+            cache_index,
+            max_errors,
+            precision: extract_precision(precision)?,
+            input_groups: extract_layout("input_groups", input_groups)?,
+            target_groups: extract_layout("target_groups", target_groups)?,
+            lens_mode: lens_mode
+                .map(|m| {
+                    m.parse()
+                        .map_err(|e: exfeed::Error| bad_arg("lens_mode", e.message()))
+                })
+                .transpose()?,
+            nan,
+        };
+        if source.config.is_some() && !source.inputs.is_empty() {
+            return Err(bad_arg("inputs", "give inputs= or config=, not both"));
+        }
+        let (cfg, warnings) = source.reader_config()?;
+        for w in warnings {
+            PyErr::warn(
+                py,
+                &py.get_type::<ConfigWarning>(),
+                &std::ffi::CString::new(w)?,
+                1,
+            )?;
+        }
+        let run = RunOptions {
+            limit: epoch_limit(max_sweeps, max_samples)?,
+            num_workers,
+            worker_rank,
+            threads,
+            prefetch_chunks,
+            inputs: Vec::new(),
+        };
+        check_run_options(&run)?;
+        let inner = {
+            let (cfg, run) = (&cfg, &run);
+            detached(py, move || AnyReader::open(cfg, run))?
+        };
+        Ok(Reader {
+            specs: Arc::new(inner.streams().to_vec()),
+            precision: inner.precision(),
+            inner: Some(inner),
+            cfg,
+            run,
+            minibatch_size,
+            last: None,
+        })
+    }
+
+    /// The streams every minibatch has, in order.
+    #[getter]
+    fn streams(&self, py: Python<'_>) -> PyResult<Vec<Py<StreamInfo>>> {
+        stream_infos(py, &self.specs, self.precision)
+    }
+
+    /// The default minibatch size in samples.
+    #[getter]
+    fn minibatch_size(&self) -> usize {
+        self.minibatch_size
+    }
+
+    /// numpy.float32 or numpy.float64.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDescr> {
+        dtype_of(py, self.precision)
+    }
+
+    /// Samples of one sweep over the whole data set (all workers), by the index.
+    #[getter]
+    fn total_samples(&self) -> PyResult<u64> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        Ok(reader.chunks().iter().map(|c| c.samples).sum())
+    }
+
+    /// Warnings so far: parameters that do not apply, index cache problems, samples skipped
+    /// under max_errors, keys missing from one of several joined files.
+    #[getter]
+    fn diagnostics(&self) -> PyResult<Vec<String>> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        Ok(reader.diagnostics().iter().map(|d| d.to_string()).collect())
+    }
+
+    /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.
+    #[getter]
+    fn done(&self) -> bool {
+        self.inner.as_ref().is_none_or(|r| r.is_done())
+    }
+
+    /// The next minibatch of about `size` samples (default: minibatch_size), or None at the
+    /// end of the epoch. The GIL is released while the minibatch is packed.
+    #[pyo3(signature = (size=None))]
+    fn next_minibatch(
+        &mut self,
+        py: Python<'_>,
+        size: Option<usize>,
+    ) -> PyResult<Option<Minibatch>> {
+        let size = size.unwrap_or(self.minibatch_size);
+        if size == 0 {
+            return Err(bad_arg("size", "must be at least 1"));
+        }
+        let Some(reader) = self.inner.as_mut() else {
+            return Err(PyValueError::new_err("the reader is closed"));
+        };
+        // Reuse the last minibatch's buffers when only the reader still refers to them.
+        let mut mb = match self.last.take() {
+            // SAFETY: reading the reference count of a live object we hold.
+            Some(b) if unsafe { pyo3::ffi::Py_REFCNT(b.as_ptr()) } == 1 => {
+                b.bind(py).borrow_mut().mb.take()
+            }
+            _ => None,
+        }
+        .unwrap_or_else(|| reader.new_minibatch());
+        let result = detached(py, move || {
+            let got = reader.next_minibatch(size, &mut mb)?;
+            Ok((got, mb))
+        });
+        let (got, mb) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if e.is_instance_of::<InternalError>(py) {
+                    self.inner = None;
+                }
+                return Err(e);
+            }
+        };
+        if !got {
+            return Ok(None);
+        }
+        let (num_samples, num_sequences, end_of_sweep) =
+            (mb.samples(), mb.len(), mb.end_of_sweep());
+        let buffers = Py::new(py, Buffers { mb: Some(mb) })?;
+        self.last = Some(buffers.clone_ref(py));
+        Ok(Some(Minibatch {
+            buffers,
+            specs: self.specs.clone(),
+            precision: self.precision,
+            num_samples,
+            num_sequences,
+            end_of_sweep,
+        }))
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Minibatch>> {
+        self.next_minibatch(py, None)
+    }
+
+    /// The reader's position and what it reads, as a JSON-serialisable dict.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let reader = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        let state = serde_json::json!({
+            "format": "exfeed.Reader",
+            "version": 1,
+            "position": reader.state(),
+            "data": self.fingerprint(),
+        });
+        json_to_py(py, &state.to_string())
+    }
+
+    /// Continues from a position saved by state_dict() of a reader of the same data and
+    /// options; a different data set or options is refused with a ValueError saying what
+    /// differs.
+    fn load_state_dict(&mut self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.inner.is_none() {
+            return Err(PyValueError::new_err("the reader is closed"));
+        }
+        let text: String = py
+            .import("json")?
+            .call_method1("dumps", (state,))?
+            .extract()?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| bad_arg("state", format!("not a reader state: {e}")))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some("exfeed.Reader") {
+            return Err(bad_arg("state", "not a state_dict() of exfeed.Reader"));
+        }
+        let saved = v.get("data").cloned().unwrap_or_default();
+        let mine = self.fingerprint();
+        for key in ["files", "streams", "precision"] {
+            if saved.get(key) != mine.get(key) {
+                return Err(bad_arg(
+                    "state",
+                    format!(
+                        "it was saved by a reader of different data: {key} {} there, {} here",
+                        saved.get(key).unwrap_or(&serde_json::Value::Null),
+                        mine.get(key).unwrap_or(&serde_json::Value::Null)
+                    ),
+                ));
+            }
+        }
+        let position = v.get("position").cloned().unwrap_or_default();
+        let position = ReaderState::from_json(&position.to_string()).map_err(to_py)?;
+        // Stop this reader's threads before opening the restored one.
+        self.inner = None;
+        self.last = None;
+        let (cfg, run) = (&self.cfg, &self.run);
+        self.inner = Some(detached(py, move || {
+            AnyReader::restore(cfg, run, &position)
+        })?);
+        Ok(())
+    }
+
+    /// Stops the decoding threads and frees the reader's memory (arrays handed out stay valid).
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(r) = self.inner.take() {
+            py.detach(move || drop(r));
+        }
+        self.last = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+impl Reader {
+    /// What a saved state must agree on besides the engine options (the library checks those).
+    fn fingerprint(&self) -> serde_json::Value {
+        let files: Vec<String> = self
+            .cfg
+            .deserializers
+            .iter()
+            // By name, so that a state moves with the data to another directory.
+            .map(|d| {
+                d.file
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let streams: Vec<serde_json::Value> = self
+            .specs
+            .iter()
+            .map(|s| serde_json::json!([s.name, s.storage.as_str(), s.dim]))
+            .collect();
+        serde_json::json!({
+            "files": files,
+            "streams": streams,
+            "precision": self.precision.as_str(),
+        })
+    }
+}
+
+pub fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// One minibatch: whole sequences; `mb[name]` is a Stream.
+#[pyclass(frozen, module = "exfeed", name = "Minibatch")]
+pub struct Minibatch {
+    buffers: Py<Buffers>,
+    specs: Arc<Vec<StreamSpec>>,
+    precision: Precision,
+    /// Samples (as the minibatch size counts them).
+    #[pyo3(get)]
+    num_samples: usize,
+    /// Sequences.
+    #[pyo3(get)]
+    num_sequences: usize,
+    /// The last sequence of a sweep is in this minibatch.
+    #[pyo3(get)]
+    end_of_sweep: bool,
+}
+
+impl Minibatch {
+    fn stream(&self, py: Python<'_>, index: usize) -> Stream {
+        Stream {
+            buffers: self.buffers.clone_ref(py),
+            index,
+            spec: self.specs[index].clone(),
+            precision: self.precision,
+        }
+    }
+
+    fn sequence_field(
+        &self,
+        py: Python<'_>,
+        f: fn(&exfeed::reader::SequenceInfo) -> u64,
+    ) -> PyResult<Py<PyAny>> {
+        let b = self.buffers.bind(py).borrow();
+        let mb =
+            b.mb.as_ref()
+                .ok_or_else(|| InternalError::new_err("minibatch buffers gone"))?;
+        let v: Vec<i64> = mb.sequences().iter().map(|s| f(s) as i64).collect();
+        Ok(PyArray1::from_vec(py, v).into_any().unbind())
+    }
+}
+
+#[pymethods]
+impl Minibatch {
+    /// The sequences' keys (CTF sequence ids, CBF/Lens sequence numbers), int64.
+    #[getter]
+    fn keys(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.sequence_field(py, |s| s.key)
+    }
+
+    /// The sweep each sequence was read in, int64.
+    #[getter]
+    fn sweeps(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.sequence_field(py, |s| s.sweep)
+    }
+
+    /// The stream names, in order.
+    #[getter]
+    fn stream_names(&self) -> Vec<String> {
+        self.specs.iter().map(|s| s.name.clone()).collect()
+    }
+
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Stream> {
+        match self.specs.iter().position(|s| s.name == name) {
+            Some(i) => Ok(self.stream(py, i)),
+            None => Err(PyKeyError::new_err(format!(
+                "no stream '{name}' (streams: {})",
+                self.stream_names().join(", ")
+            ))),
+        }
+    }
+
+    fn __contains__(&self, name: &str) -> bool {
+        self.specs.iter().any(|s| s.name == name)
+    }
+
+    /// (name, Stream) pairs, in order.
+    fn items(&self, py: Python<'_>) -> Vec<(String, Stream)> {
+        (0..self.specs.len())
+            .map(|i| (self.specs[i].name.clone(), self.stream(py, i)))
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Minibatch(num_samples={}, num_sequences={}, end_of_sweep={}, streams=[{}])",
+            self.num_samples,
+            self.num_sequences,
+            if self.end_of_sweep { "True" } else { "False" },
+            self.stream_names().join(", ")
+        )
+    }
+}
+
+/// One stream of a minibatch. Dense: `values` [samples, dim]; sparse: CSR `indptr`,
+/// `indices`, `data`; both: `offsets` [num_sequences + 1], sequence i is samples
+/// offsets[i]..offsets[i+1]. Arrays are views on the minibatch's buffers (no copy).
+#[pyclass(frozen, module = "exfeed", name = "Stream")]
+pub struct Stream {
+    buffers: Py<Buffers>,
+    index: usize,
+    spec: StreamSpec,
+    precision: Precision,
+}
+
+impl Stream {
+    /// Runs `f` on this stream's data and the buffers' owner.
+    fn with<'py, R>(
+        &self,
+        py: Python<'py>,
+        f: impl FnOnce(&Bound<'py, Buffers>, StreamRef<'_>) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let owner = self.buffers.bind(py);
+        let b = owner.borrow();
+        let mb =
+            b.mb.as_ref()
+                .ok_or_else(|| InternalError::new_err("minibatch buffers gone"))?;
+        match mb {
+            AnyMinibatch::F32(m) => f(owner, StreamRef::F32(&m.data.streams()[self.index])),
+            AnyMinibatch::F64(m) => f(owner, StreamRef::F64(&m.data.streams()[self.index])),
+        }
+    }
+
+    fn require(&self, storage: Storage, what: &str) -> PyResult<()> {
+        if self.spec.storage == storage {
+            Ok(())
+        } else {
+            Err(PyTypeError::new_err(format!(
+                "stream '{}' is {}: {what} is for {} streams",
+                self.spec.name, self.spec.storage, storage
+            )))
+        }
+    }
+}
+
+/// A stream's data in either precision.
+pub enum StreamRef<'a> {
+    F32(&'a StreamData<f32>),
+    F64(&'a StreamData<f64>),
+}
+
+macro_rules! each {
+    ($s:expr, $x:ident => $body:expr) => {
+        match $s {
+            StreamRef::F32($x) => $body,
+            StreamRef::F64($x) => $body,
+        }
+    };
+}
+
+fn padded<'py, T: Element + numpy::Element>(
+    py: Python<'py>,
+    s: &StreamData<T>,
+    pad: f64,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let seqs = s.num_sequences();
+    let dim = s.dim();
+    let max_len = (0..seqs)
+        .map(|i| s.sequence_samples(i).len())
+        .max()
+        .unwrap_or(0);
+    let pad = T::from_f64(pad);
+    let (values, mask) = py.detach(|| {
+        let mut values = vec![pad; seqs * max_len * dim];
+        let mut mask = vec![false; seqs * max_len];
+        for i in 0..seqs {
+            for (j, sample) in s.sequence_samples(i).enumerate() {
+                let row = &mut values[(i * max_len + j) * dim..][..dim];
+                match s.storage() {
+                    Storage::Dense => row.copy_from_slice(s.dense_sample(sample)),
+                    Storage::Sparse => {
+                        // Densified: zeros, then the non-zeros.
+                        row.fill(T::default());
+                        let (idx, val) = s.sparse_sample(sample);
+                        for (&k, &v) in idx.iter().zip(val) {
+                            row[k as usize] = v;
+                        }
+                    }
+                }
+                mask[i * max_len + j] = true;
+            }
+        }
+        (values, mask)
+    });
+    let values = PyArray1::from_vec(py, values).reshape([seqs, max_len, dim])?;
+    let mask = PyArray1::from_vec(py, mask).reshape([seqs, max_len])?;
+    Ok((values.into_any(), mask.into_any()))
+}
+
+#[pymethods]
+impl Stream {
+    #[getter]
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// "dense" or "sparse".
+    #[getter]
+    fn storage(&self) -> &'static str {
+        self.spec.storage.as_str()
+    }
+
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        self.spec.storage == Storage::Sparse
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.spec.dim
+    }
+
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDescr> {
+        dtype_of(py, self.precision)
+    }
+
+    /// Samples of this stream in the minibatch.
+    #[getter]
+    fn num_samples(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |_, s| Ok(each!(s, d => d.num_samples())))
+    }
+
+    #[getter]
+    fn num_sequences(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |_, s| Ok(each!(s, d => d.num_sequences())))
+    }
+
+    /// Dense: the values, [samples, dim] (float32 or float64), a view without copy.
+    #[getter]
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.require(Storage::Dense, "values")?;
+        self.with(
+            py,
+            |o, s| each!(s, d => view(o, d.values(), &[d.num_samples(), d.dim()])),
+        )
+    }
+
+    /// int64 [num_sequences + 1]: sequence i is samples offsets[i]..offsets[i+1].
+    #[getter]
+    fn offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.with(
+            py,
+            |o, s| each!(s, d => view(o, as_i64(d.seq_offsets()), &[d.seq_offsets().len()])),
+        )
+    }
+
+    /// Sparse: CSR row pointers, int64 [samples + 1].
+    #[getter]
+    fn indptr<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.require(Storage::Sparse, "indptr")?;
+        self.with(
+            py,
+            |o, s| each!(s, d => view(o, as_i64(d.sample_offsets()), &[d.sample_offsets().len()])),
+        )
+    }
+
+    /// Sparse: column indices of the non-zeros, int32 (uint32 above 2**31 - 1).
+    #[getter]
+    fn indices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.require(Storage::Sparse, "indices")?;
+        let small = self.spec.dim <= i32::MAX as usize;
+        self.with(py, |o, s| {
+            each!(s, d => {
+                let idx = d.indices();
+                if small {
+                    // SAFETY: u32 and i32 have the same layout; every index is below dim.
+                    let idx: &[i32] = unsafe { std::slice::from_raw_parts(idx.as_ptr().cast(), idx.len()) };
+                    view(o, idx, &[idx.len()])
+                } else {
+                    view(o, idx, &[idx.len()])
+                }
+            })
+        })
+    }
+
+    /// Sparse: the non-zero values.
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.require(Storage::Sparse, "data")?;
+        self.with(
+            py,
+            |o, s| each!(s, d => view(o, d.values(), &[d.values().len()])),
+        )
+    }
+
+    /// Sparse: a scipy.sparse.csr_matrix [samples, dim] sharing the data (scipy needed).
+    fn to_scipy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.require(Storage::Sparse, "to_scipy()")?;
+        let sparse = py.import("scipy.sparse")?;
+        let shape = (self.num_samples(py)?, self.spec.dim);
+        let parts = (self.data(py)?, self.indices(py)?, self.indptr(py)?);
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("shape", shape)?;
+        sparse.getattr("csr_matrix")?.call((parts,), Some(&kwargs))
+    }
+
+    /// (values [sequences, longest, dim], mask bool [sequences, longest]): a fresh copy,
+    /// padded with `pad`. Sparse streams are densified (costly for a large dim).
+    #[pyo3(signature = (pad=0.0))]
+    fn to_padded<'py>(
+        &self,
+        py: Python<'py>,
+        pad: f64,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        self.with(py, |_, s| each!(s, d => padded(py, d, pad)))
+    }
+
+    /// One array per sequence: dense [length, dim] views; sparse scipy CSR matrices.
+    fn as_sequences<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let whole = match self.spec.storage {
+            Storage::Dense => self.values(py)?,
+            Storage::Sparse => self.to_scipy(py)?,
+        };
+        let offsets: Vec<usize> =
+            self.with(py, |_, s| Ok(each!(s, d => d.seq_offsets().to_vec())))?;
+        let out = PyList::empty(py);
+        for w in offsets.windows(2) {
+            let rows = pyo3::types::PySlice::new(py, w[0] as isize, w[1] as isize, 1);
+            out.append(whole.get_item(rows)?)?;
+        }
+        Ok(out)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Stream(name={:?}, storage={:?}, dim={})",
+            self.spec.name,
+            self.spec.storage.as_str(),
+            self.spec.dim
+        )
+    }
+}
+
+/// Raises InternalError from a Rust panic, through the same guard as every call (for tests).
+#[pyfunction]
+pub fn _panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
+    detached(py, move || -> exfeed::Result<()> { panic!("{message}") })
+}
+
+/// The address of a dense stream's values in the Rust buffers (for the zero-copy tests).
+#[pyfunction]
+pub fn _buffer_address(py: Python<'_>, stream: &Stream) -> PyResult<usize> {
+    stream.with(py, |_, s| Ok(each!(s, d => d.values().as_ptr() as usize)))
+}

@@ -1,0 +1,174 @@
+"""exfeed.torch.Dataset with the real PyTorch DataLoader, worker processes and torchdata."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import INPUTS, REPO, require, write_ctf
+
+torch = require("torch")
+import exfeed  # noqa: E402
+import exfeed.torch  # noqa: E402
+
+OPTS = dict(inputs=INPUTS, chunk_size=600, window_chunks=2)
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "data.ctf"
+    return path, write_ctf(path, 300)
+
+
+def keys_of(batches):
+    return [k for b in batches for k in b["keys"].tolist()]
+
+
+def test_layouts_match_the_reader(data):
+    path, truth = data
+    mb = exfeed.Reader(path, minibatch_size=16, randomize=False, **OPTS).next_minibatch()
+    keys = mb.keys.tolist()
+    for layout in ("padded", "jagged", "packed"):
+        ds = exfeed.torch.Dataset(path, minibatch_size=16, layout=layout, randomize=False, equalize=False,
+                                  with_keys=True, **OPTS)
+        b = next(iter(ds))
+        assert b["keys"].tolist() == keys
+        y = b["y"]
+        assert y.layout == torch.sparse_csr and y.shape == (len(keys), 5)
+        assert y.to_dense().argmax(dim=1).tolist() == [truth[k][1] for k in keys]
+        x = b["x"]
+        for i, k in enumerate(keys):
+            want = torch.from_numpy(truth[k][0].astype(np.float32))
+            if layout == "padded":
+                n = int(b["x_lengths"][i])
+                assert n == len(want) and torch.equal(x[i, :n], want) and (x[i, n:] == 0).all()
+            elif layout == "jagged":
+                assert x.is_nested and torch.equal(x[i], want)
+            else:
+                o = b["x_offsets"]
+                assert torch.equal(x[o[i] : o[i + 1]], want)
+
+
+def test_jagged_packed_and_sparse_tensors_share_the_readers_memory(data):
+    path, _ = data
+    mb = exfeed.Reader(path, minibatch_size=16, **OPTS).next_minibatch()
+    address = mb["x"].values.ctypes.data
+    assert exfeed.torch.to_tensors(mb, "packed")["x"].data_ptr() == address
+    assert exfeed.torch.to_tensors(mb, "jagged")["x"].values().data_ptr() == address
+    y = exfeed.torch.to_tensors(mb, "packed")["y"]
+    assert y.values().data_ptr() == mb["y"].data.ctypes.data
+    assert y.crow_indices().data_ptr() == mb["y"].indptr.ctypes.data
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_dataloader_workers_read_each_sweep_exactly_once(data, start_method):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", equalize=False, with_keys=True,
+                              seed=4, **OPTS)
+    ds = pickle.loads(pickle.dumps(ds))
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context=start_method)
+    for epoch in (0, 1):
+        ds.set_epoch(epoch)
+        batches = list(loader)
+        keys = keys_of(batches)
+        assert sorted(keys) == sorted(truth), epoch
+        assert {b["sweeps"].unique().item() for b in batches} == {0}
+        if epoch == 0:
+            first = keys
+    assert keys != first  # a new order each epoch
+
+
+def test_two_ranks_with_two_workers_each_read_each_sweep_once(data):
+    path, truth = data
+    per_rank = []
+    for rank in range(2):
+        ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", rank=rank, world_size=2,
+                                  equalize=False, with_keys=True, **OPTS)
+        per_rank.append(keys_of(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)))
+    assert per_rank[0] and per_rank[1] and not set(per_rank[0]) & set(per_rank[1])
+    assert sorted(per_rank[0] + per_rank[1]) == sorted(truth)
+
+
+def test_equalize_gives_every_rank_the_same_number_of_steps(tmp_path):
+    path = tmp_path / "uneven.ctf"
+    truth = write_ctf(path, 257, seed=3)
+    total = sum(len(rows) for rows, _ in truth.values())
+    counts = []
+    for world in (2, 3):
+        steps = []
+        for rank in range(world):
+            ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", rank=rank, world_size=world,
+                                      **OPTS)
+            steps.append(len(list(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))))
+        assert len(set(steps)) == 1 and steps[0] == total // (world * 8), (world, steps)
+        counts.append(steps)
+
+
+def test_rank_defaults_to_torch_distributed(data, tmp_path):
+    path, truth = data
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    try:
+        ds = exfeed.torch.Dataset(path, minibatch_size=8, equalize=False, with_keys=True, **OPTS)
+        assert ds._partition()[:2] == (0, 1)
+        assert sorted(keys_of(ds)) == sorted(truth)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_state_dict_resumes_within_an_epoch(data):
+    stateful = require("torchdata.stateful_dataloader")
+    path, _ = data
+    make = lambda: exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, seed=2, **OPTS)
+    whole = keys_of(stateful.StatefulDataLoader(make(), batch_size=None, num_workers=2))
+    loader = stateful.StatefulDataLoader(make(), batch_size=None, num_workers=2)
+    head = []
+    it = iter(loader)
+    for _ in range(5):
+        head.extend(next(it)["keys"].tolist())
+    state = json.loads(json.dumps(loader.state_dict()))
+    del it, loader
+    again = stateful.StatefulDataLoader(make(), batch_size=None, num_workers=2)
+    again.load_state_dict(state)
+    assert head + keys_of(again) == whole
+
+
+def test_kill_and_resume_through_stateful_dataloader(tmp_path):
+    require("torchdata.stateful_dataloader")
+    data = tmp_path / "data.ctf"
+    write_ctf(data, 600, seed=9)
+    script = REPO / "python" / "tests" / "train_until_killed.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+
+    def run(log, ckpt, *extra, wait=True):
+        cmd = [sys.executable, str(script), str(data), str(log), str(ckpt), *extra]
+        return subprocess.run(cmd, env=env, check=True, timeout=300) if wait else subprocess.Popen(cmd, env=env)
+
+    run(tmp_path / "full.log", tmp_path / "full.ckpt")
+    full = (tmp_path / "full.log").read_text().splitlines()
+
+    log, ckpt = tmp_path / "killed.log", tmp_path / "killed.ckpt"
+    child = run(log, ckpt, wait=False)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 8:
+            break
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    assert child.wait() == -signal.SIGKILL
+    step = json.loads(ckpt.read_text())["step"]
+    killed = log.read_text().splitlines()
+    assert 8 <= step < len(full) and len(killed) >= step  # killed mid-epoch, after a checkpoint
+    resumed_log = tmp_path / "resumed.log"
+    run(resumed_log, ckpt, "resume")
+    assert killed[:step] + resumed_log.read_text().splitlines() == full
