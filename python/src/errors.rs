@@ -46,7 +46,7 @@ pub fn to_py(err: Error) -> PyErr {
 /// (FileNotFoundError for ENOENT, ...). Refusing to overwrite a file is EEXIST.
 fn os_error(err: &Error) -> PyErr {
     use std::io::ErrorKind as K;
-    let io = std::error::Error::source(err).and_then(|s| s.downcast_ref::<std::io::Error>());
+    let io = err.io_error();
     let errno = match (err.kind(), io) {
         (ErrorKind::Refused, _) => libc_errno::EEXIST,
         (_, Some(e)) => e.raw_os_error().unwrap_or(match e.kind() {
@@ -55,10 +55,16 @@ fn os_error(err: &Error) -> PyErr {
             K::AlreadyExists => libc_errno::EEXIST,
             _ => libc_errno::EIO,
         }),
-        (_, None) => libc_errno::EIO,
+        // An I/O error that kept only its message ("... (os error 21)").
+        (_, None) => err
+            .message()
+            .rsplit_once("(os error ")
+            .and_then(|(_, n)| n.trim_end_matches(')').parse().ok())
+            .unwrap_or(libc_errno::EIO),
     };
     let path = err.location().file.as_deref().map(str::to_string);
-    PyOSError::new_err((errno, err.to_string(), path))
+    // str() reads "[Errno 2] No such file or directory (os error 2): 'path'".
+    PyOSError::new_err((errno, err.message().to_string(), path))
 }
 
 /// The errno values used when the OS gave none (the same on every Unix and on Windows' CRT).

@@ -36,7 +36,9 @@ pub fn _lens_load<'py>(
         }
     };
     let (set, vectors) = detached(py, move || {
-        let set = exfeed::io::load_lens(&InputPath::new(&path))?;
+        let input = InputPath::new(&path);
+        let bytes = exfeed::io::open_bytes(&input)?;
+        let set = exfeed::lens::parse(&bytes).map_err(|e| e.in_file(input.display_name()))?;
         let vectors = match layout {
             Some(m) => {
                 Some(materialize(&set, m, nan).map_err(|e| e.in_file(path.display().to_string()))?)

@@ -144,10 +144,7 @@ pub fn extract_inputs(inputs: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<StreamS
     {
         let item = item?;
         if let Ok(text) = item.extract::<String>() {
-            out.push(
-                text.parse::<StreamSpec>()
-                    .map_err(|e| err(e.message().to_string()))?,
-            );
+            out.push(text.parse::<StreamSpec>().map_err(|e| err(e.to_string()))?);
             continue;
         }
         let get = |a: &str| {
@@ -246,17 +243,14 @@ pub fn extract_precision(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Precis
     }
 }
 
-/// The format of a file named without a configuration (magic bytes, then the name).
+/// The format of a file named without a configuration (magic bytes, then the name, which
+/// sees through `.gz`/`.bz2`); a file that cannot be read is left to the reader to report.
 fn kind_of(file: &Path) -> DeserializerKind {
-    let lens_name = match exfeed::io::InputPath::new(file).with_compressed_lookup() {
-        exfeed::io::InputPath::File(p) => p,
-        _ => file.to_path_buf(),
-    };
     let mut head = [0u8; 8];
-    let n = std::fs::File::open(&lens_name)
+    let n = std::fs::File::open(file)
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
-    match FileFormat::detect(&lens_name, &head[..n]) {
+    match FileFormat::detect(file, &head[..n]) {
         FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
         FileFormat::Cbf => DeserializerKind::Cbf,
         FileFormat::Ctf => DeserializerKind::Ctf,

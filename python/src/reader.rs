@@ -216,13 +216,15 @@ impl Reader {
                 1,
             )?;
         }
+        // RunOptions may gain fields (their defaults suit Python): hence the update syntax.
+        #[allow(clippy::needless_update)]
         let run = RunOptions {
             limit: epoch_limit(max_sweeps, max_samples)?,
             num_workers,
             worker_rank,
             threads,
             prefetch_chunks,
-            inputs: Vec::new(),
+            ..RunOptions::default()
         };
         check_run_options(&run)?;
         let inner = {

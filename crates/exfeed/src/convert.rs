@@ -261,6 +261,24 @@ fn ctf_to_cbf_in_pieces<W: Write>(
 /// Converts a CBF file to CTF written to `out`: every stream, named as stored, each sequence's
 /// id its 0-based index. Float files are written in float's shortest form. `progress` is called
 /// with the byte offset reached after each chunk.
+///
+/// ```
+/// use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
+/// use exfeed::convert::cbf_to_ctf;
+/// use exfeed::{SequenceBatch, Storage, StreamSpec};
+///
+/// let specs = vec![StreamSpec::new("x", Storage::Dense, 2)];
+/// let mut batch = SequenceBatch::<f32>::new(&specs);
+/// batch.stream_mut(0).push_dense_sample(&[1.0, 0.5]);
+/// batch.finish_sequence(42);
+/// let mut writer = CbfWriter::new(Vec::new(), &specs, CbfWriterOptions::default())?;
+/// writer.write_batch(&batch)?;
+/// let cbf = CbfFile::open(writer.finish()?)?;
+/// let (ctf, stats) = cbf_to_ctf(&cbf, Vec::new(), |_| {})?;
+/// assert_eq!(stats.sequences, 1);
+/// assert_eq!(ctf, b"0 |x 1 0.5\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn cbf_to_ctf<B: Deref<Target = [u8]>, W: Write>(
     file: &CbfFile<B>,
     out: W,

@@ -7,6 +7,34 @@
 //! output) above them; [`config`] for CNTK's configuration syntax and its TOML form; and the
 //! minibatch [`reader`] on top. All decoders produce [`batch::SequenceBatch`]es and report
 //! problems as [`error::Error`]s and [`error::Diagnostic`]s with file, line, column and byte.
+//!
+//! # Where to start
+//!
+//! - Parse a file held in memory: [`ctf::parse`] (or [`ctf::CtfParser`] for chunks and
+//!   streams), [`cbf::CbfFile::open`] (any chunk on its own), [`lens::parse`] (`.ex` or `.bex`).
+//! - Write: [`cbf::CbfWriter`], [`ctf::write_sequence`], [`lens::text::write`] and
+//!   [`lens::binary::write`]; convert whole files with [`convert::ctf_to_cbf`] and
+//!   [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
+//! - Feed training: [`reader::AnyReader`] builds the minibatch reader a
+//!   [`config::ReaderConfig`] describes (CNTK's reader block, or its TOML form); or
+//!   [`reader::Reader`] over any [`reader::ChunkSource`] ([`reader::CtfSource`],
+//!   [`reader::CbfSource`], [`reader::LensSource`], [`reader::MemorySource`]) with
+//!   [`reader::ReaderOptions`].
+//! - Errors: one [`Error`] type with an [`ErrorKind`] and a [`Location`]; problems a parse may
+//!   tolerate (`maxErrors`) go to a [`DiagnosticSink`] such as a `Vec<Diagnostic>`.
+//!
+//! ```
+//! // A Lens example file: two examples of one event each, inputs then targets.
+//! let set = exfeed::lens::parse(b"name: one I: 1 0 T: 0 1;\nname: two I: 0 1 T: 1 0;\n")?;
+//! assert_eq!(set.examples.len(), 2);
+//! assert_eq!(set.examples[1].name, "two");
+//! // The same examples in the binary form read back the same.
+//! let binary = exfeed::lens::binary::write(&set)?;
+//! let back = exfeed::lens::parse(&binary)?;
+//! assert_eq!(back.examples[1].name, "two");
+//! assert_eq!(back.examples[1].lists, set.examples[1].lists);
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod batch;

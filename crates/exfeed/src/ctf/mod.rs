@@ -12,6 +12,32 @@
 //! input has samples counts one error and is kept; a sequence missing a configured input or
 //! reusing an earlier id counts one error and is dropped. Errors beyond `max_errors` stop the
 //! parse. Short dense samples are zero-padded with a warning; unknown inputs are skipped (info).
+//!
+//! ```
+//! use exfeed::ctf::{CtfOptions, CtfParser};
+//! use exfeed::{Diagnostic, SequenceBatch, Severity};
+//!
+//! let opts = CtfOptions {
+//!     inputs: vec!["x:dense:2".parse()?, "y:sparse:5".parse()?],
+//!     max_errors: 2,
+//!     ..CtfOptions::default()
+//! };
+//! // Sequence 0 has two samples. Sequence 1's bad value costs an error and the sample; the
+//! // sequence, now missing input x, costs another and is dropped.
+//! let text = b"0 |x 1 2 |y 4:1\n0 |x 3 4\n1 |x 5 oops |y 0:1\n2 |x 7 8 |y 1:1\n";
+//! let mut batch = SequenceBatch::<f32>::new(&opts.inputs);
+//! let mut problems: Vec<Diagnostic> = Vec::new();
+//! let mut parser = CtfParser::new(opts)?;
+//! parser.set_file_name("example.ctf");
+//! parser.parse_file(text, &mut batch, &mut problems)?;
+//! assert_eq!(batch.keys(), &[0, 2]);
+//! assert_eq!(batch.streams()[0].values(), &[1.0, 2.0, 3.0, 4.0, 7.0, 8.0]);
+//! assert_eq!(batch.streams()[1].indices(), &[4, 1]);
+//! assert_eq!(problems.len(), 2);
+//! assert_eq!(problems[0].severity, Severity::Error);
+//! assert!(problems[0].to_string().starts_with("error: example.ctf:3:8 (byte 32)"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod number;
 mod parse;
@@ -36,7 +62,20 @@ pub struct CtfOptions {
     pub max_errors: u64,
 }
 
-/// Parses a whole CTF file held in `buf` into `batch` (whose streams are `opts.inputs`).
+/// Parses a whole CTF file held in `buf` into `batch` (whose streams are `opts.inputs`),
+/// reporting tolerated problems to `sink` (a `Vec<Diagnostic>` collects them).
+///
+/// ```
+/// use exfeed::ctf::CtfOptions;
+/// use exfeed::SequenceBatch;
+///
+/// let opts = CtfOptions { inputs: vec!["a:dense:2".parse()?], ..CtfOptions::default() };
+/// let mut batch = SequenceBatch::<f32>::new(&opts.inputs);
+/// exfeed::ctf::parse(b"0 |a 1 2\n0 |a 3 4\n", &opts, &mut batch, &mut Vec::new())?;
+/// assert_eq!(batch.len(), 1);
+/// assert_eq!(batch.streams()[0].values(), &[1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn parse<T: Element>(
     buf: &[u8],
     opts: &CtfOptions,

@@ -1,6 +1,6 @@
 //! Opening inputs.
 
-use crate::error::{Error, ErrorKind, Location, Result};
+use crate::error::{Error, Result};
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -317,16 +317,14 @@ impl<R: BufRead> BufRead for Replay<R> {
 }
 
 fn io_error(input: &InputPath, e: std::io::Error) -> Error {
-    Error::new(
-        ErrorKind::Io,
-        Location::default().with_file(input.display_name()),
-        e.to_string(),
-    )
+    // Keeps the operating system's error (its errno), see Error::io_error.
+    Error::from(e).in_file(input.display_name())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use std::io::Write;
 
     #[test]

@@ -124,6 +124,35 @@ impl CtfSource {
     /// consistency check. Otherwise the file is scanned and the cache (re)written through a
     /// temporary file and a rename; a stale or corrupt cache is reported as a warning
     /// ([`CtfSource::diagnostics`]). Failing to write the cache is a warning too.
+    ///
+    /// ```
+    /// use exfeed::ctf::CtfOptions;
+    /// use exfeed::io::InputPath;
+    /// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexOrigin};
+    /// use exfeed::SequenceBatch;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("three.ctf");
+    /// std::fs::write(&path, "0 |x 1 2\n0 |x 3 4\n1 |x 5 6\n2 |x 7 8\n")?;
+    /// let options = CtfSourceOptions {
+    ///     ctf: CtfOptions { inputs: vec!["x:dense:2".parse()?], ..CtfOptions::default() },
+    ///     chunk_size: 20, // bytes: the sequences go into chunks of about this size
+    ///     cache_index: true,
+    ///     ..CtfSourceOptions::default()
+    /// };
+    /// let source = CtfSource::open(&InputPath::new(&path), options.clone())?;
+    /// assert_eq!(source.index_origin(), IndexOrigin::ScannedAndCached);
+    /// let chunks = ChunkSource::<f32>::chunks(&source);
+    /// assert_eq!(chunks.iter().map(|c| c.sequences).sum::<usize>(), 3);
+    /// // Any chunk decodes on its own, at its place in the file.
+    /// let mut batch = SequenceBatch::<f32>::new(&options.ctf.inputs);
+    /// source.read_chunk(chunks.len() - 1, &mut batch)?;
+    /// assert_eq!(batch.keys().last(), Some(&2));
+    /// // Opened again, the index comes from the cache beside the file.
+    /// let again = CtfSource::open(&InputPath::new(&path), options)?;
+    /// assert_eq!(again.index_origin(), IndexOrigin::Cache);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(input: &InputPath, options: CtfSourceOptions) -> Result<Self> {
         let name: Arc<str> = input.display_name().into();
         let mut parser = CtfParser::new(options.ctf.clone())?;

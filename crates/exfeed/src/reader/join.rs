@@ -19,6 +19,35 @@ use std::sync::Arc;
 type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 
 /// Sources joined by sequence key; its streams are those of all sources, in order.
+///
+/// ```
+/// use exfeed::ctf::CtfOptions;
+/// use exfeed::io::InputPath;
+/// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, JoinedSource};
+/// use exfeed::SequenceBatch;
+/// use std::sync::Arc;
+///
+/// let dir = tempfile::tempdir()?;
+/// let open = |name: &str, text: &str, input: &str| -> Result<_, Box<dyn std::error::Error>> {
+///     let path = dir.path().join(name);
+///     std::fs::write(&path, text)?;
+///     let ctf = CtfOptions { inputs: vec![input.parse()?], ..CtfOptions::default() };
+///     let options = CtfSourceOptions { ctf, ..CtfSourceOptions::default() };
+///     let source: Arc<dyn ChunkSource<f32>> =
+///         Arc::new(CtfSource::open(&InputPath::new(&path), options)?);
+///     Ok(source)
+/// };
+/// // Features for sequences 0, 1 and 2; labels only for 0 and 1.
+/// let features = open("features.ctf", "0 |x 1 2\n1 |x 3 4\n2 |x 5 6\n", "x:dense:2")?;
+/// let labels = open("labels.ctf", "0 |y 0:1\n1 |y 1:1\n", "y:sparse:3")?;
+/// let joined = JoinedSource::new(vec![features, labels])?;
+/// assert_eq!(joined.diagnostics().len(), 1); // sequence 2 has no label: dropped
+/// let mut batch = SequenceBatch::new(joined.streams());
+/// joined.read_chunk(0, &mut batch)?;
+/// assert_eq!(batch.keys(), &[0, 1]);
+/// assert_eq!(batch.streams()[1].indices(), &[0, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct JoinedSource<T> {
     sources: Vec<Arc<dyn ChunkSource<T>>>,
     specs: Vec<StreamSpec>,

@@ -48,6 +48,21 @@ impl<T: Element> MemorySource<T> {
     }
 
     /// Splits `batch` into chunks of `sequences_per_chunk` consecutive sequences (at least 1).
+    ///
+    /// ```
+    /// use exfeed::reader::{ChunkSource, MemorySource};
+    /// use exfeed::{SequenceBatch, Storage, StreamSpec};
+    ///
+    /// let specs = vec![StreamSpec::new("x", Storage::Dense, 1)];
+    /// let mut all = SequenceBatch::<f32>::new(&specs);
+    /// for k in 0..5 {
+    ///     all.stream_mut(0).push_dense_sample(&[k as f32]);
+    ///     all.finish_sequence(k);
+    /// }
+    /// let source = MemorySource::from_batch(specs, &all, 2);
+    /// let sizes: Vec<usize> = source.chunks().iter().map(|c| c.sequences).collect();
+    /// assert_eq!(sizes, [2, 2, 1]);
+    /// ```
     pub fn from_batch(
         specs: Vec<StreamSpec>,
         batch: &SequenceBatch<T>,
