@@ -11,8 +11,7 @@ use std::process::ExitCode;
 /// Arguments of `exfeed check`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The files to validate (`-` for standard input).
-    #[arg(required = true)]
+    /// The files to validate (`-` for standard input); by default the --config's `file =`.
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -58,7 +57,7 @@ impl DiagnosticSink for Problems {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut worst = 0u8;
-    for file in &args.files {
+    for file in &args.source.data_files(&args.files)? {
         worst = worst.max(check(file, &args)?);
     }
     Ok(ExitCode::from(worst))

@@ -12,8 +12,9 @@ use std::process::ExitCode;
 /// Arguments of `exfeed dump`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to print (`-` for standard input; pipes and FIFOs are read once, as they come).
-    pub file: PathBuf,
+    /// The file to print (`-` for standard input; pipes and FIFOs are read once, as they come);
+    /// by default the --config's `file =`.
+    pub file: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
@@ -39,7 +40,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opened = args.source.open(&args.file, args.from, &args.lens)?;
+    let given: Vec<PathBuf> = args.file.iter().cloned().collect();
+    let file = match args.source.data_files(&given)?.as_slice() {
+        [one] => one.clone(),
+        many => anyhow::bail!(
+            "the config's reader has {} files; dump prints one: give FILE",
+            many.len()
+        ),
+    };
+    let opened = args.source.open(&file, args.from, &args.lens)?;
     if opened.is_lens() {
         return dump_lens(opened, &args);
     }

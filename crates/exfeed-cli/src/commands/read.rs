@@ -16,10 +16,9 @@ use std::time::Instant;
 /// Arguments of `exfeed read`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The data files: one per deserializer of --config (in its order, or matched by name), or
-    /// CBF files (every stream), or one CTF file with --input. Several files are joined by
-    /// sequence key.
-    #[arg(required = true)]
+    /// The data files: one per deserializer of --config (in its order, or matched by name;
+    /// by default the config's `file =`), or CBF files (every stream), or one CTF file with
+    /// --input. Several files are joined by sequence key.
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -297,7 +296,8 @@ fn apply_lens_args(args: &Args, cfg: &mut ReaderConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    args.files = args.source.data_files(&args.files)?;
     if args.num_workers == 0 {
         anyhow::bail!("--num-workers must be at least 1");
     }

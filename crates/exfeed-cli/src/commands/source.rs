@@ -1,6 +1,6 @@
 //! The input flags shared by the commands that read data files, and opening those files.
 
-use exfeed::config::{DeserializerConfig, ReaderConfig};
+use exfeed::config::{ConfigOptions, DeserializerConfig, ReaderConfig, SectionReader};
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
 use exfeed::{DataSet, Error, ErrorKind, LensLayout, OpenOptions, Precision, StreamSpec};
@@ -18,9 +18,14 @@ pub struct SourceArgs {
     /// names. Its inputs and parameters apply unless a flag overrides them.
     #[arg(long, value_name = "FILE", conflicts_with = "inputs")]
     pub config: Option<PathBuf>,
-    /// The section of --config to use (`NAME = [ ... reader = [ ... ] ]`).
+    /// The section of --config to use (`NAME = [ ... reader = [ ... ] ]`); by default the first
+    /// section of the config's `command = A:B` that has a reader.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub section: Option<String>,
+    /// Set a parameter of --config before it is resolved, as on CNTK's command line
+    /// (`DataDir=/data`, `Train.reader.randomize=false`). Repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = super::config::parse_set, requires = "config")]
+    pub overrides: Vec<(String, String)>,
     /// Ignore sequence ids: every line is one sequence keyed by its 0-based line number.
     #[arg(long)]
     pub skip_sequence_ids: bool,
@@ -36,12 +41,37 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
-    /// The configuration named by --config/--section, if any.
+    /// The configuration named by --config/--section/--set, if any.
     pub fn reader_config(&self) -> Result<Option<ReaderConfig>, Error> {
-        match &self.config {
-            None => Ok(None),
-            Some(path) => ReaderConfig::from_file(path, self.section.as_deref()).map(Some),
+        Ok(self.section_reader()?.map(|r| r.config))
+    }
+
+    fn section_reader(&self) -> Result<Option<SectionReader>, Error> {
+        let Some(path) = &self.config else {
+            return Ok(None);
+        };
+        let options = ConfigOptions {
+            section: self.section.clone(),
+            overrides: self.overrides.clone(),
+        };
+        ReaderConfig::load(path, &options).map(Some)
+    }
+
+    /// The data files to read: `given`, else the --config's `file =` (as CNTK opens it). Says on
+    /// standard error which section the config gave, its warnings, and a given file that
+    /// overrides the config's.
+    pub fn data_files(&self, given: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+        let Some(r) = self.section_reader()? else {
+            if given.is_empty() {
+                anyhow::bail!("no data file: give FILE, or a --config whose reader names its file");
+            }
+            return Ok(given.to_vec());
+        };
+        let (files, overridden) = r.data_files(given);
+        for note in r.notes().into_iter().chain(overridden) {
+            eprintln!("exfeed: {note}");
         }
+        Ok(files)
     }
 
     /// Opens `file` (`-`: standard input) as these flags and the configuration say: the

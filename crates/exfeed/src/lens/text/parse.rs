@@ -248,9 +248,23 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A number if one is next (not consumed otherwise).
+    /// A number if one is next (not consumed otherwise), as Lens's isNumber decides inside
+    /// ranges: a lone '-' (NaN) only before white space, the end, '}', ')' or ';'. Glued to
+    /// anything else (`-(g)`, `-{`, `-[`, `-"`, `-*`) it is no number, and what follows is
+    /// unexpected. (A field value such as `max:-]` is read as Lens's readReal reads it.)
     fn try_real(&mut self) -> Result<Option<f32>> {
         self.skip_ws()?;
+        let b = self.buf;
+        let lone_dash = b.get(self.pos) == Some(&b'-')
+            && b.get(self.pos + 1)
+                .is_some_and(|&c| !(c.is_ascii_digit() || c == b'.'));
+        if lone_dash
+            && !b
+                .get(self.pos + 1)
+                .is_some_and(|&c| is_ws(c) || matches!(c, b'}' | b')' | b';'))
+        {
+            return Ok(None);
+        }
         match self.lex_number() {
             Some((v, end, _)) if delim_at(self.buf, end) => {
                 self.pos = end;
@@ -533,7 +547,14 @@ impl<'a> Parser<'a> {
                     };
                     let (ranges, implicit) = self.ranges(sparse, act)?;
                     if ranges.is_empty() {
-                        // Nothing given: the events keep no inputs (targets).
+                        // Nothing given: the events keep no inputs (targets), but as in Lens
+                        // the set still counts as theirs, so the next set goes to the next event.
+                        for &e in ev_in.iter().flatten() {
+                            next.0 = next.0.max(e + 1);
+                        }
+                        for &e in ev_t.iter().flatten() {
+                            next.1 = next.1.max(e + 1);
+                        }
                         continue;
                     }
                     let id = ex.lists.len();

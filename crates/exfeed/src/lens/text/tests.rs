@@ -168,3 +168,108 @@ fn blocks_nest_span_lines_and_skip_comment_lines() {
     assert_eq!(set.examples[0].name, "x;y");
     assert_eq!(set.examples.len(), 2);
 }
+
+/// The events that have inputs and targets, and the first value or unit of each.
+fn sets_of(set: &ExampleSet) -> Vec<(Option<String>, Option<String>)> {
+    let ex = &set.examples[0];
+    let show = |id: Option<usize>| {
+        id.map(|i| match &ex.lists[i][0].kind {
+            RangeKind::Dense { values, .. } => format!("dense {:?}", values),
+            RangeKind::Sparse { units, .. } => format!("sparse {:?}", units),
+        })
+    };
+    ex.events
+        .iter()
+        .map(|e| (show(e.input), show(e.target)))
+        .collect()
+}
+
+/// Lens 2.63 counts an empty input (target) set as that event's set: the next set goes to the
+/// next event (an empty set is no input at all, so an event list may still give it one).
+#[test]
+fn an_empty_set_still_takes_its_event_as_in_lens() {
+    let sparse = |u: &[i32]| Some(format!("sparse {:?}", SparseUnits::List(u.to_vec())));
+    let dense = |v: &[f32]| Some(format!("dense {v:?}"));
+    for (text, want) in [
+        // The case: a file that starts with ';', an empty `i:` before `t:0`.
+        (
+            ";\n3\ni: t:0\ni: 1 t:1\ni: t:2;",
+            vec![
+                (None, sparse(&[0])),
+                (sparse(&[1]), sparse(&[1])),
+                (None, sparse(&[2])),
+            ],
+        ),
+        // Dense and targets alike; `B:` empty takes both.
+        (
+            ";\n3 I: T: 1 I: 2 T: 3 I: 4 T:;",
+            vec![
+                (None, dense(&[1.0])),
+                (dense(&[2.0]), dense(&[3.0])),
+                (dense(&[4.0]), None),
+            ],
+        ),
+        (
+            ";\n2 B: I: 5 T: 6;",
+            vec![(None, None), (dense(&[5.0]), dense(&[6.0]))],
+        ),
+        // After an event list: the next set goes past the list's events.
+        (
+            ";\n3 [1] i: i: 2;",
+            vec![(None, None), (None, None), (sparse(&[2]), None)],
+        ),
+        // The empty set is no input: a later event list may give that event one.
+        (
+            ";\n2 i: [0] i: 3;",
+            vec![(sparse(&[3]), None), (None, None)],
+        ),
+    ] {
+        assert_eq!(sets_of(&ex(text)), want, "{text:?}");
+    }
+    // Without the leading ';' the event count is taken for the obsolete header: one event, and
+    // Lens refuses the second `i:` ("attempted to specify inputs for event 1", case r15).
+    let e = err("3\ni: t:0\ni: 1 t:1\ni: t:2;");
+    assert!(
+        e.message()
+            .starts_with("inputs for event 1, but the example has 1 events"),
+        "{e}"
+    );
+    assert_eq!(e.location().line, Some(3));
+}
+
+/// Lens reads a lone '-' as NaN only when white space, the end, '}', ')' or ';' follows
+/// (its isNumber); glued to anything else it is "something unexpected".
+#[test]
+fn a_nan_dash_glued_to_a_bracket_is_refused_as_in_lens() {
+    for text in [
+        ";\nI: 1 -(g) 2;",
+        ";\nI: 1 -{g} 2;",
+        ";\ni: 1 -[0] ;",
+        ";\nI: 1 -\"g\";",
+        ";\nT: 1 -*;",
+    ] {
+        let e = err(text);
+        assert!(e.message().contains("found '-"), "{text:?}: {e}");
+        assert_eq!(e.location().line, Some(2), "{text:?}");
+    }
+    for (text, nan_at) in [
+        (";\nI: 1 - (g) 2;", 1),
+        (";\nI: 1 -;", 1),
+        (";\nI: (0) 1 -\n2;", 1),
+        (";\nI: 1 2 -\t;", 2),
+    ] {
+        let set = ex(text);
+        let ex0 = &set.examples[0];
+        let RangeKind::Dense { values, .. } = &ex0.lists[ex0.events[0].input.unwrap()][0].kind
+        else {
+            panic!("{text:?}")
+        };
+        assert!(values[nan_at].is_nan(), "{text:?}: {values:?}");
+    }
+    // In a sparse range header, '-}' is NaN as the value.
+    let set = ex(";\ni: {-} 1 2;");
+    let RangeKind::Sparse { value, .. } = &set.examples[0].lists[0][0].kind else {
+        panic!()
+    };
+    assert!(value.is_nan());
+}
