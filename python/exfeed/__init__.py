@@ -19,18 +19,23 @@ from ._exfeed import (
     ConfigError,
     ConfigWarning,
     DataError,
+    Dump,
     InternalError,
     Minibatch,
     Reader,
     Stream,
     StreamInfo,
     __version__,
+    check,
+    dump,
+    info,
 )
 
 __all__ = [
     "ConfigError",
     "ConfigWarning",
     "DataError",
+    "Dump",
     "Input",
     "InternalError",
     "Minibatch",
@@ -38,6 +43,9 @@ __all__ = [
     "Stream",
     "StreamInfo",
     "__version__",
+    "check",
+    "dump",
+    "info",
 ]
 
 

@@ -163,3 +163,37 @@ class Reader(Iterator[Minibatch]):
     def close(self) -> None: ...
     def __enter__(self) -> Reader: ...
     def __exit__(self, *args: object) -> bool: ...
+
+def check(
+    path: PathLike,
+    *,
+    inputs: Optional[InputsArg] = None,
+    format: Optional[str] = None,
+    max_errors: int = 0,
+    skip_sequence_ids: bool = False,
+    precision: Optional[Union[str, np.dtype, type]] = None,
+    input_groups: Optional[Layout] = None,
+    target_groups: Optional[Layout] = None,
+    nan: Optional[float] = None,
+) -> dict:
+    """Reads the whole file: its summary and every problem (`exfeed check`)."""
+
+def info(path: PathLike, *, format: Optional[str] = None) -> dict:
+    """A CBF header or a Lens set's summary (`exfeed info`)."""
+
+class Dump(Iterator[dict]):
+    def __next__(self) -> dict: ...
+
+def dump(
+    path: PathLike,
+    *,
+    inputs: Optional[InputsArg] = None,
+    format: Optional[str] = None,
+    max_errors: int = 0,
+    skip_sequence_ids: bool = False,
+    precision: Optional[Union[str, np.dtype, type]] = None,
+    input_groups: Optional[Layout] = None,
+    target_groups: Optional[Layout] = None,
+    nan: Optional[float] = None,
+) -> Dump:
+    """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}."""

@@ -5,6 +5,7 @@ mod errors;
 mod lens;
 mod options;
 mod reader;
+mod tools;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,10 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_buffer_address, m)?)?;
     m.add_function(wrap_pyfunction!(lens::_lens_load, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::check, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::info, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::dump, m)?)?;
+    m.add_class::<tools::Dump>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
