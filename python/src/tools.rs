@@ -55,6 +55,7 @@ fn open_options(
         skip_sequence_ids,
         max_errors,
         lens,
+        ..OpenOptions::default()
     })
 }
 

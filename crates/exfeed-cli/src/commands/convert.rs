@@ -102,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     inputs: opened.options.inputs.clone(),
                     skip_sequence_ids: opened.options.skip_sequence_ids,
                     max_errors: opened.options.max_errors,
+                    limits: opened.options.limits,
                 },
                 cbf: CbfWriterOptions {
                     chunk_size: args.chunk_size,

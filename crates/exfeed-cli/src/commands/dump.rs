@@ -78,7 +78,7 @@ fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
     let mut sequences = opened.data.sequences::<T>()?;
     let names: Vec<String> = sequences.streams().iter().map(|s| s.name.clone()).collect();
     let mut batch = SequenceBatch::<T>::new(sequences.streams());
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::diag::Stdout::lock());
     let mut line = Vec::new();
     loop {
         let more = sequences.next_batch(&mut batch, &mut sink);
@@ -129,7 +129,7 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
         exfeed::dump::write_header(&mut line, &set);
         (Some(set.examples.into_iter()), None)
     };
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut w = std::io::BufWriter::new(crate::diag::Stdout::lock());
     let mut sink = Stderr::new(opened.trace_level);
     let max = args.max_examples.unwrap_or(u64::MAX);
     let result = (|| {

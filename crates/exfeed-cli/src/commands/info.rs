@@ -11,6 +11,7 @@ use exfeed::io::InputBytes;
 use exfeed::lens::info::Info;
 use serde_json::json;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -63,10 +64,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    print!("{text}");
+    let mut out = crate::diag::Stdout::lock();
+    out.write_all(text.as_bytes())?;
     if args.json {
-        println!();
+        out.write_all(b"\n")?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,6 +6,7 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, InputPath, OutputOptions};
+use exfeed::limits::Limits;
 use exfeed::reader::{AnyReader, EpochLimit, IndexOrigin, ReadSummary, ReaderState, RunOptions};
 use exfeed::{DiagnosticSink, Error, OpenOptions};
 use std::io::Write;
@@ -105,9 +106,14 @@ fn kind_of(format: FileFormat) -> DeserializerKind {
 /// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
 /// reads: the file itself, or its content in memory when it cannot be read twice (standard
 /// input, a pipe, a FIFO).
-fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, InputPath), Error> {
+fn open_once(
+    file: &Path,
+    format: Option<FileFormat>,
+    limits: Limits,
+) -> Result<(FileFormat, InputPath), Error> {
     let options = OpenOptions {
         format,
+        limits,
         ..OpenOptions::default()
     };
     let data = exfeed::open(file, &options)?;
@@ -149,6 +155,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
             for (f, &d) in args.files.iter().zip(&order) {
                 cfg.deserializers[d].file = f.clone();
             }
+            cfg.limits = s.limits(cfg.limits);
             let mut inputs = Vec::new();
             for d in &cfg.deserializers {
                 let format = match d.kind {
@@ -157,16 +164,17 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
                     // Text or binary: the Lens source tells them apart by content.
                     DeserializerKind::Lens => None,
                 };
-                inputs.push(open_once(&d.file, format)?.1);
+                inputs.push(open_once(&d.file, format, cfg.limits)?.1);
             }
             (cfg, inputs)
         }
         None => {
             let mut cfg = ReaderConfig::default();
+            cfg.limits = s.limits(cfg.limits);
             let mut kinds = Vec::new();
             let mut inputs = Vec::new();
             for f in &args.files {
-                let (format, input) = open_once(f, None)?;
+                let (format, input) = open_once(f, None, cfg.limits)?;
                 kinds.push(kind_of(format));
                 inputs.push(input);
             }
@@ -338,10 +346,12 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         None => AnyReader::open(cfg, &options)?,
     };
     let indexed = start.elapsed();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::diag::Stdout::lock());
     let mut line = Vec::new();
+    // A closed standard output (a pipe into `head`) ends the dump quietly, not the reading;
+    // any other write error (a full disk) ends the run.
     let mut stdout_closed = false;
+    let mut write_error = None;
     let (mut bar, mut done) = progress_bar(&reader, args);
     let mut mb = reader.new_minibatch();
     let mut summary = ReadSummary::default();
@@ -365,12 +375,22 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         if args.dump && !stdout_closed {
             line.clear();
             mb.write_json(&mut line);
-            if out.write_all(&line).is_err() {
-                stdout_closed = true;
+            match out.write_all(&line) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => stdout_closed = true,
+                Err(e) => {
+                    write_error = Some(e);
+                    break Ok(());
+                }
             }
         }
     };
-    let _ = out.flush();
+    match out.flush() {
+        Err(e) if !stdout_closed && e.kind() != std::io::ErrorKind::BrokenPipe => {
+            write_error.get_or_insert(e);
+        }
+        _ => {}
+    }
     drop(out);
     bar.finish();
     let mut sink = Stderr::new(cfg.trace_level);
@@ -378,6 +398,9 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         sink.report(d);
     }
     result?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
     if let Some(path) = &args.save_state {
         save_state(path, &reader.state())?;
     }

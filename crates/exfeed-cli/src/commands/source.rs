@@ -3,6 +3,7 @@
 use exfeed::config::{ConfigOptions, DeserializerConfig, ReaderConfig, SectionReader};
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
+use exfeed::limits::Limits;
 use exfeed::{DataSet, Error, ErrorKind, LensLayout, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 
@@ -38,12 +39,26 @@ pub struct SourceArgs {
     /// 0: errors only, 1: warnings too (the default), 2: information too.
     #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
     pub trace_level: Option<u8>,
+    /// The most bytes one record (a CTF sequence) may take, also in a stream read whole into
+    /// memory (suffixes K, M, G; default 64M, or the config's maxRecordSizeInBytes). Longer
+    /// records are an error where the limit is crossed.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_record_size: Option<u64>,
 }
 
 impl SourceArgs {
     /// The configuration named by --config/--section/--set, if any.
     pub fn reader_config(&self) -> Result<Option<ReaderConfig>, Error> {
         Ok(self.section_reader()?.map(|r| r.config))
+    }
+
+    /// The record limits: --max-record-size, else `configured` (the config's, or the
+    /// default).
+    pub fn limits(&self, configured: Limits) -> Limits {
+        match self.max_record_size {
+            Some(max_record_bytes) => Limits { max_record_bytes },
+            None => configured,
+        }
     }
 
     fn section_reader(&self) -> Result<Option<SectionReader>, Error> {
@@ -92,6 +107,7 @@ impl SourceArgs {
             skip_sequence_ids: self.skip_sequence_ids,
             max_errors: self.max_errors.unwrap_or(0),
             lens: None,
+            limits: self.limits(cfg.as_ref().map_or_else(Limits::default, |c| c.limits)),
         };
         let mut trace_level = self.trace_level.unwrap_or(1);
         let mut layout = lens.layouts()?;
@@ -200,7 +216,8 @@ pub fn parse_format(s: &str) -> Result<FileFormat, Error> {
     s.parse()
 }
 
-/// A size in bytes, with an optional suffix K, M or G (KiB, MiB, GiB): every `--chunk-size`.
+/// A size in bytes, with an optional suffix K, M or G (KiB, MiB, GiB): every `--chunk-size`
+/// and `--max-record-size`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (digits, shift) = match s.as_bytes().last() {
         Some(b'K' | b'k') => (&s[..s.len() - 1], 10),

@@ -32,6 +32,7 @@ const READER_PARAMS: &[&str] = &[
     "frameMode",
     "cacheIndex",
     "lensMode",
+    "maxRecordSizeInBytes",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -531,6 +532,10 @@ impl<'f> Cx<'f> {
                         self.err(e.node.pos, None, format!("lensMode: {}", err.message()))
                     })?);
                     lens_mode_at = Some(e.key_pos);
+                }
+                "maxRecordSizeInBytes" => {
+                    cfg.limits.max_record_bytes =
+                        self.uint(e, &rs, "maxRecordSizeInBytes", None, true)?
                 }
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => lens_params.push((name, e)),
                 "truncated" => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::element::Precision;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
+use crate::limits::Limits;
 use crate::stream::StreamSpec;
 
 /// CNTK's default `chunkSizeInBytes`: 32 MiB.
@@ -173,6 +174,9 @@ pub struct ReaderConfig {
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
     pub lens_mode: Option<SelectionMode>,
+    /// `maxRecordSizeInBytes` (exfeed; default 64 MiB): the most bytes one record (a CTF
+    /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
+    pub limits: Limits,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
 }
@@ -193,6 +197,7 @@ impl Default for ReaderConfig {
             frame_mode: false,
             cache_index: false,
             lens_mode: None,
+            limits: Limits::default(),
             deserializers: Vec::new(),
         }
     }

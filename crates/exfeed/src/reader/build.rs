@@ -117,6 +117,7 @@ pub fn open_configured_source_with<T: Element>(
                             inputs: d.inputs.clone(),
                             skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
                             max_errors: d.effective_max_errors(cfg),
+                            limits: cfg.limits,
                         },
                         chunk_size: d.effective_chunk_size_bytes(cfg),
                         keep_in_memory: d.effective_keep_data_in_memory(cfg),
