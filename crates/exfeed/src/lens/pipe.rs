@@ -464,7 +464,8 @@ mod tests {
             let mut r = open(bytes).unwrap();
             let e = r.next_example().err().expect("too long");
             assert!(
-                e.message().contains("example 0 is longer than the maximum record size (1000 bytes)"),
+                e.message()
+                    .contains("example 0 is longer than the maximum record size (1000 bytes)"),
                 "{e}"
             );
         }

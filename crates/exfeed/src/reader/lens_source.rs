@@ -142,8 +142,9 @@ impl LensSource {
                 binary::read_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             for i in 0..count {
-                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
-                    .map_err(|e| fail(shifted(e, pos), Some(i)))?;
+                let (ex, used) =
+                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
+                        .map_err(|e| fail(shifted(e, pos), Some(i)))?;
                 push(&mut chunker, &ex, pos, pos + used);
                 pos += used;
             }
@@ -162,7 +163,8 @@ impl LensSource {
             self.header = header;
             let mut i = 0;
             while let Some((ex, end)) =
-                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD).map_err(|e| fail(e, None))?
+                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)
+                    .map_err(|e| fail(e, None))?
             {
                 push(&mut chunker, &ex, pos, end);
                 pos = end;
@@ -232,13 +234,14 @@ impl LensSource {
         let mut pos = c.offset as usize;
         for i in c.first_sequence..c.first_sequence + c.sequences {
             let (ex, end) = if self.binary {
-                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
-                    .map_err(|e| shifted(e, pos))?;
+                let (ex, used) =
+                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
+                        .map_err(|e| shifted(e, pos))?;
                 (ex, pos + used)
             } else {
-                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)?.ok_or_else(|| {
-                    Error::corrupt(pos as u64, "the file changed since it was indexed")
-                })?
+                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)?.ok_or_else(
+                    || Error::corrupt(pos as u64, "the file changed since it was indexed"),
+                )?
             };
             let start = pos;
             pos = end;

@@ -481,11 +481,7 @@ impl<'a> Parser<'a> {
         // Events are cheap but not free: bound them by the record size and the file size so a
         // typo cannot allocate gigabytes.
         if num_events > max_events(self.max_record_bytes) {
-            return Err(too_many_events(
-                self.pos,
-                num_events,
-                self.max_record_bytes,
-            ));
+            return Err(too_many_events(self.pos, num_events, self.max_record_bytes));
         }
         self.events_total += num_events;
         if num_events > self.buf.len().max(1 << 16)
