@@ -462,7 +462,9 @@ mod tests {
         let set = text::parse(&[&b";\n"[..], &many_lines[2..]].concat()).unwrap();
         for bytes in [no_newline, many_lines, binary::write(&set).unwrap()] {
             let mut r = open(bytes).unwrap();
-            let e = r.next_example().err().expect("too long");
+            let Err(e) = r.next_example() else {
+                panic!("an example over the limit was read")
+            };
             assert!(
                 e.message()
                     .contains("example 0 is longer than the maximum record size (1000 bytes)"),
