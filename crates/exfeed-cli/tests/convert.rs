@@ -394,3 +394,31 @@ fn an_interrupted_conversion_leaves_nothing_behind() {
         );
     }
 }
+
+#[test]
+fn columnar_outputs_are_recognised_by_name_and_to_not_written_as_ctf() {
+    // Parquet and Arrow IPC are written by a separate crate; until it is part of the build the
+    // names are recognised and refused (they once fell through to CTF text).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), CTF).unwrap();
+    for (out, extra, what) in [
+        ("out.parquet", &[][..], "Parquet"),
+        ("out.arrow", &[][..], "Arrow IPC"),
+        ("out.data", &["--to", "parquet"][..], "Parquet"),
+    ] {
+        let (code, err) = convert_ctf("in.txt", out, extra, d);
+        assert_eq!(code, 2, "{out}: {err}");
+        assert!(
+            err.contains(&format!("writing {what} is not part of this build")),
+            "{err}"
+        );
+        assert!(!d.join(out).exists());
+    }
+    let (code, err) = convert_ctf("in.txt", "out.x", &["--to", "orc"], d);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown format 'orc' (ctf, cbf, ex, bex, parquet, arrow)"),
+        "{err}"
+    );
+}

@@ -90,7 +90,8 @@ pub struct LensLayout {
 }
 
 impl OpenOptions {
-    fn ctf(&self) -> CtfOptions {
+    /// How CTF is read, from these options.
+    pub(crate) fn ctf(&self) -> CtfOptions {
         CtfOptions {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
@@ -167,6 +168,11 @@ impl DataSet {
     /// The name used in messages (the path as given, `-` for standard input).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
     }
 
     /// The compression recognised by the first bytes.
@@ -315,7 +321,23 @@ impl DataSet {
             }
             _ => None,
         };
-        PipeReader::new(reader, reopen, self.name)
+        PipeReader::with_limits(reader, reopen, self.name, self.options.limits)
+    }
+
+    /// A Lens file's example and event counts, from a pass over it of its own (the file is
+    /// opened again; one example in memory at a time). `None` when the input cannot be read
+    /// twice (a pipe, standard input).
+    pub fn lens_counts(&self) -> Result<Option<(usize, usize)>> {
+        self.expect_lens()?;
+        if !self.is_seekable() {
+            return Ok(None);
+        }
+        let mut examples = open(self.input.clone(), &self.options)?.lens_examples(false)?;
+        let mut events = 0;
+        while let Some(ex) = examples.next_example()? {
+            events += ex.events.len();
+        }
+        Ok(Some((examples.examples_read(), events)))
     }
 
     fn expect_lens(&self) -> Result<()> {
@@ -360,7 +382,12 @@ impl DataSet {
                 let layout = needs_layout(&self.options, &self.name)?.clone();
                 let materializer = Materializer::new(layout.input_groups, layout.target_groups);
                 Inner::Lens {
-                    examples: Box::new(PipeReader::new(reader, None, self.name.clone())?),
+                    examples: Box::new(PipeReader::with_limits(
+                        reader,
+                        None,
+                        self.name.clone(),
+                        self.options.limits,
+                    )?),
                     materializer,
                     nan: layout.nan,
                     next_key: 0,
@@ -408,17 +435,17 @@ impl DataSet {
         if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary)
             && self.options.lens.is_none()
         {
-            let set = self.lens_set()?;
-            let info = Info::of(&set);
-            summary.sequences = info.examples as u64;
-            summary.longest = set
-                .examples
-                .iter()
-                .enumerate()
-                .map(|(i, e)| (e.events.len(), i as u64))
-                .rev()
-                .max_by_key(|&(len, _)| len);
-            summary.lens = Some(info);
+            // One example at a time: memory is one example's, whatever the file's size.
+            let mut examples = self.lens_examples(false)?;
+            let info = summary.lens.insert(Info::default());
+            while let Some(ex) = examples.next_example()? {
+                let len = ex.events.len();
+                if summary.longest.map_or(true, |(l, _)| len > l) {
+                    summary.longest = Some((len, info.examples as u64));
+                }
+                info.add(&ex);
+                summary.sequences = info.examples as u64;
+            }
             return Ok(());
         }
         let stored = self.cbf().map(|f| {

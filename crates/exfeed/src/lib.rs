@@ -10,11 +10,17 @@
 //!
 //! # Where to start
 //!
+//! - Any input, any format: [`open()`] (a file, `-` for standard input, a pipe or FIFO,
+//!   compressed or not) recognises the format once and gives a [`DataSet`]: its sequences in
+//!   batches ([`DataSet::sequences`]), a [`Summary`] ([`DataSet::summary`]), or the minibatch
+//!   reader's source ([`DataSet::into_chunk_source`]). The command-line tool is a thin layer
+//!   over it.
 //! - Parse a file held in memory: [`ctf::parse`] (or [`ctf::CtfParser`] for chunks and
 //!   streams), [`cbf::CbfFile::open`] (any chunk on its own), [`lens::parse`] (`.ex` or `.bex`).
 //! - Write: [`cbf::CbfWriter`], [`ctf::write_sequence`], [`lens::text::write`] and
-//!   [`lens::binary::write`]; convert whole files with [`convert::ctf_to_cbf`] and
-//!   [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
+//!   [`lens::binary::write`]; convert any input to a file of any format, atomically, with
+//!   [`convert::convert`] (what `exfeed convert` does), or CTF and CBF held in memory with
+//!   [`convert::ctf_to_cbf`] and [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
 //! - Feed training: [`reader::AnyReader`] builds the minibatch reader a
 //!   [`config::ReaderConfig`] describes (CNTK's reader block, or its TOML form); or
 //!   [`reader::Reader`] over any [`reader::ChunkSource`] ([`reader::CtfSource`],

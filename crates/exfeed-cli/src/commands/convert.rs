@@ -4,15 +4,10 @@
 use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
-use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
-use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
-use exfeed::ctf::CtfOptions;
+use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
-use exfeed::io::{AtomicOutput, OutputOptions};
-use exfeed::SequenceBatch;
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `exfeed convert`.
@@ -32,10 +27,11 @@ pub struct Args {
     /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
-    /// Format of the output (ctf, cbf, ex, bex); by default from its name (.cbf/.bin: CBF,
-    /// .ex: Lens text, .bex: Lens binary, through .gz/.bz2; anything else CTF).
-    #[arg(long, value_parser = parse_format)]
-    pub to: Option<FileFormat>,
+    /// Format of the output (ctf, cbf, ex, bex, parquet, arrow); by default from its name
+    /// (.parquet, .arrow/.feather; .cbf/.bin: CBF, .ex: Lens text, .bex: Lens binary, through
+    /// .gz/.bz2; anything else CTF).
+    #[arg(long, value_parser = Target::parse)]
+    pub to: Option<Target>,
     /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
     /// there is one).
     #[command(flatten)]
@@ -49,38 +45,64 @@ pub struct Args {
     pub no_sync: bool,
 }
 
-/// Renames the finished output into place, synced to disk unless `--no-sync`.
-fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
-    if no_sync {
-        out.commit_unsynced()
-    } else {
-        out.commit()
+/// What `exfeed convert` writes: a format of the library, or (recognised by `--to` or the
+/// output's name before the library's formats) a columnar format, which the library does not
+/// write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// CTF, CBF, Lens `.ex`/`.bex`: [`exfeed::convert::convert`].
+    Exfeed(FileFormat),
+    /// Apache Parquet (`.parquet`).
+    Parquet,
+    /// Apache Arrow IPC (`.arrow`, `.feather`).
+    ArrowIpc,
+}
+
+impl Target {
+    /// `--to`: a library format, or parquet, arrow.
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "parquet" => Ok(Target::Parquet),
+            "arrow" | "feather" => Ok(Target::ArrowIpc),
+            _ => s
+                .parse()
+                .map(Target::Exfeed)
+                .map_err(|_| format!("unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)")),
+        }
+    }
+
+    /// The columnar formats by name (through `.gz`/`.bz2` none is recognised: they compress
+    /// inside); `None` for the library's formats.
+    fn columnar_by_name(path: &Path) -> Option<Self> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("parquet") => Some(Target::Parquet),
+            Some("arrow" | "feather") => Some(Target::ArrowIpc),
+            _ => None,
+        }
     }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opened = args.source.open(&args.input, args.from, &args.lens)?;
-    let from = opened.data.format();
-    let to = args
-        .to
-        .unwrap_or_else(|| FileFormat::from_name(&args.output));
-    let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
-    let inputs = opened
-        .data
-        .input()
-        .path()
-        .map(|p| vec![p.to_path_buf()])
-        .unwrap_or_default();
-    let options = OutputOptions {
-        force: args.force,
-        inputs,
+    let target = match args.to {
+        Some(t) => t,
+        None => Target::columnar_by_name(&args.output)
+            .unwrap_or(Target::Exfeed(FileFormat::from_name(&args.output))),
     };
-    if is_lens(from) && is_lens(to) {
-        let set = opened.data.lens_set()?;
-        exfeed::io::save_lens(&set, &args.output, to == FileFormat::LensBinary, &options)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if is_lens(from) && opened.options.lens.is_none() {
+    let to = match target {
+        Target::Exfeed(format) => format,
+        Target::Parquet | Target::ArrowIpc => anyhow::bail!(
+            "{}: writing {} is not part of this build of exfeed",
+            args.output.display(),
+            if target == Target::Parquet {
+                "Parquet"
+            } else {
+                "Arrow IPC"
+            }
+        ),
+    };
+    let opened = args.source.open(&args.input, args.from, &args.lens)?;
+    let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
+    if opened.is_lens() && !is_lens(to) && opened.options.lens.is_none() {
         anyhow::bail!(
             "converting a Lens example file to {} needs the network's layout: \
              --input-groups NAME:SIZE,... --target-groups NAME:SIZE,... (or a --config with \
@@ -88,93 +110,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             to.describe()
         );
     }
-    let name = opened.data.name().to_string();
-    let mut sink = Stderr::new(opened.trace_level);
-    let precision = opened.precision;
-    let sequences = match (from, to) {
-        (FileFormat::Ctf, FileFormat::Cbf) => {
-            let bytes = opened.data.into_bytes()?;
-            let out = AtomicOutput::create(&args.output, &options)?;
-            let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
-            let convert = CtfToCbfOptions {
-                file: name.clone(),
-                ctf: CtfOptions {
-                    inputs: opened.options.inputs.clone(),
-                    skip_sequence_ids: opened.options.skip_sequence_ids,
-                    max_errors: opened.options.max_errors,
-                    limits: opened.options.limits,
-                },
-                cbf: CbfWriterOptions {
-                    chunk_size: args.chunk_size,
-                    precision,
-                },
-            };
-            let (out, stats) =
-                ctf_to_cbf(&bytes, &convert, out, &mut sink, |done| bar.set(done))?;
-            commit(out, args.no_sync)?;
-            bar.finish();
-            stats.sequences
-        }
-        (FileFormat::Cbf, FileFormat::Ctf) => {
-            let bytes = opened.data.into_bytes()?;
-            let out = AtomicOutput::create(&args.output, &options)?;
-            let mut bar = Progress::for_stderr(Some(bytes.len() as u64), Unit::Bytes);
-            let file = CbfFile::open(&*bytes).map_err(|e| e.in_file(name.clone()))?;
-            let (out, stats) = cbf_to_ctf(&file, out, |done| bar.set(done))
-                .map_err(|e| e.in_file(name.clone()))?;
-            commit(out, args.no_sync)?;
-            bar.finish();
-            stats.sequences
-        }
-        (FileFormat::Cbf | FileFormat::LensText | FileFormat::LensBinary, FileFormat::Cbf) => {
-            // Re-chunk and/or change the element type; or a materialized Lens file.
-            let precision = args.source.precision.unwrap_or(precision);
-            let mut seqs = opened.data.sequences::<f64>()?;
-            let specs = seqs.streams().to_vec();
-            let out = AtomicOutput::create(&args.output, &options)?;
-            let cbf = CbfWriterOptions {
-                chunk_size: args.chunk_size,
-                precision,
-            };
-            let mut writer = CbfWriter::new(out, &specs, cbf)?;
-            let mut batch = SequenceBatch::<f64>::new(&specs);
-            while seqs.next_batch(&mut batch, &mut sink)? {
-                writer.write_batch(&batch)?;
-            }
-            let sequences = writer.sequences();
-            commit(writer.finish()?, args.no_sync)?;
-            sequences
-        }
-        (FileFormat::LensText | FileFormat::LensBinary, FileFormat::Ctf) => {
-            let mut seqs = opened.data.sequences::<f32>()?;
-            let specs = seqs.streams().to_vec();
-            let out = AtomicOutput::create(&args.output, &options)?;
-            let mut out = std::io::BufWriter::new(out);
-            let mut batch = SequenceBatch::<f32>::new(&specs);
-            let mut text = Vec::new();
-            let mut sequences = 0;
-            while seqs.next_batch(&mut batch, &mut sink)? {
-                for q in 0..batch.len() {
-                    text.clear();
-                    exfeed::ctf::write_sequence(&mut text, &batch, q, &specs)
-                        .map_err(|e| e.in_file(name.clone()))?;
-                    out.write_all(&text)?;
-                }
-                sequences += batch.len() as u64;
-            }
-            commit(out.into_inner().map_err(|e| e.into_error())?, args.no_sync)?;
-            sequences
-        }
-        (from, to) => anyhow::bail!(
-            "converting {} to {} is not supported (CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF)",
-            from.describe(),
-            to.describe()
-        ),
+    let options = ConvertOptions {
+        to: Some(to),
+        precision: Some(opened.precision),
+        chunk_size: args.chunk_size,
+        overwrite: args.force,
+        sync: !args.no_sync,
     };
+    let mut sink = Stderr::new(opened.trace_level);
+    let mut bar: Option<Progress> = None;
+    let done = convert_with_progress(
+        opened.data,
+        &args.output,
+        &options,
+        &mut sink,
+        &mut |done, total| {
+            bar.get_or_insert_with(|| Progress::for_stderr(Some(total), Unit::Bytes))
+                .set(done)
+        },
+    )?;
+    if let Some(bar) = bar {
+        bar.finish();
+    }
     if sink.errors > 0 {
         eprintln!(
-            "exfeed: {}: wrote {sequences} sequences; {} errors were skipped (see above)",
+            "exfeed: {}: wrote {} sequences; {} errors were skipped (see above)",
             args.output.display(),
+            done.sequences,
             sink.errors
         );
         return Ok(ExitCode::from(1));
