@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{exfeed, record_skip_because, text};
 use std::path::PathBuf;
 
 fn data(name: &str) -> String {
@@ -676,5 +676,78 @@ fn check_counts_a_decompression_error_as_one_error() {
     assert!(
         !out.contains("  sequences: 0\n"),
         "the part before the cut is counted: {out}"
+    );
+}
+
+#[test]
+fn a_cut_bex_fails_at_the_same_byte_in_every_command() {
+    // convert (.bex -> .ex, which reads the set whole) once said byte 37 ("the number of
+    // examples is 3, more than the 4 bytes left can hold") where read said byte 44.
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("ok.ex"), "name: a I: 1 0 T: 0 1;\n".repeat(3)).unwrap();
+    let bex = std::fs::read(convert(&dir, &d("ok.ex"), "ok.bex")).unwrap();
+    std::fs::write(d("cut.bex"), &bex[..45]).unwrap();
+    let cut = d("cut.bex");
+    let layout = ["--input-groups", "in:2", "--target-groups", "out:2"];
+    let (out_ex, out_ctf) = (d("out.ex"), d("out.ctf"));
+    for cmd in [
+        &["read", "-m", "1", &cut][..],
+        &["convert", &cut, &out_ex],
+        &["convert", &cut, &out_ctf],
+        &["check", &cut],
+        &["dump", &cut],
+        &["info", &cut],
+    ] {
+        let (code, _, all) = run(&[cmd, &layout[..]].concat());
+        assert_eq!(code, 1, "{cmd:?}: {all}");
+        assert!(
+            all.contains(
+                "cut.bex (byte 44): example 0: file ends inside the example frequency (4 bytes \
+                 needed, 1 left)"
+            ),
+            "{cmd:?}: {all}"
+        );
+    }
+}
+
+#[test]
+fn a_full_tmpfs_keeps_the_old_output_and_names_it() {
+    // A real full disk without privileges: a 64 KiB tmpfs mounted in a user and mount
+    // namespace of our own (unshare -rm), where the conversion runs; what the mount holds
+    // afterwards is listed from inside it (the mount ends with the namespace).
+    let probe = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return record_skip_because(
+            "unprivileged user namespaces or tmpfs mounts are not allowed here",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("big.ctf"), ctf_lines(3000)).unwrap();
+    std::fs::create_dir(d("full")).unwrap();
+    let out = d("full/out.cbf");
+    let script = format!(
+        "mount -t tmpfs -o size=64k tmpfs '{full}' && printf 'old\\n' >'{out}' && \
+         '{exe}' convert --force -i features:dense:4 -i label:sparse:3 '{input}' '{out}'; \
+         echo \"exit $?\"; cat '{out}'; ls -A '{full}'",
+        full = d("full"),
+        exe = env!("CARGO_BIN_EXE_exfeed"),
+        input = d("big.ctf"),
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        stdout, "exit 2\nold\nout.cbf\n",
+        "old file kept, nothing else: {err}"
+    );
+    assert!(
+        err.contains(&format!("{out}: No space left on device")),
+        "names the output: {err}"
     );
 }
