@@ -85,7 +85,7 @@ impl ArgStyle {
 }
 
 /// A reader's data files and the options given with them; `None`, empty or false when not
-/// given, so that a configuration's value stands. See the [module documentation](self).
+/// given, so that a configuration's value stands: what `exfeed read` and `exfeed.Reader` take.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReaderArgs {
     /// The data files: one per deserializer of the configuration (matched by file name when
@@ -189,14 +189,7 @@ impl ReaderArgs {
                     ),
                 ))
             }
-            (Some(0), _) | (_, Some(0)) => {
-                let arg = if self.window_chunks == Some(0) {
-                    chunks
-                } else {
-                    samples
-                };
-                return Err(style.must(arg, "be at least 1"));
-            }
+            // A window of 0 is refused as the configuration's is (randomizationWindow).
             (Some(w), None) => {
                 cfg.randomization_window = Some(w);
                 cfg.sample_based_randomization_window = false;
