@@ -4,13 +4,13 @@ use super::source::{exit_code_for, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
-use exfeed::io::{AtomicOutput, InputPath, OutputOptions};
+use exfeed::io::InputPath;
 use exfeed::reader::{
     AnyReader, ArgStyle, EpochLimit, IndexOrigin, ReadSummary, ReaderArgs, ReaderState, RunOptions,
 };
 use exfeed::{DiagnosticSink, Error};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -207,7 +207,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
     }
     result?;
     if let Some(path) = &args.save_state {
-        save_state(path, &reader.state())?;
+        exfeed::io::replace_file(path, format!("{}\n", reader.state().to_json()).as_bytes())?;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
     let chunks = reader.chunks();
@@ -265,19 +265,6 @@ fn progress_bar(reader: &AnyReader, args: &Args) -> (Progress, u64) {
     let mut bar = Progress::for_stderr(total, Unit::Samples);
     bar.set(start);
     (bar, start)
-}
-
-fn save_state(path: &Path, state: &ReaderState) -> Result<(), Error> {
-    let mut out = AtomicOutput::create(
-        path,
-        &OutputOptions {
-            force: true,
-            inputs: Vec::new(),
-        },
-    )?;
-    out.write_all(state.to_json().as_bytes())?;
-    out.write_all(b"\n")?;
-    out.commit()
 }
 
 /// Peak resident set size in KiB (VmHWM of /proc/self/status), on Linux.
