@@ -59,6 +59,20 @@ impl Write for Stdout {
     }
 }
 
+/// A closed standard output (a pipe into `head`) ends the output quietly: success.
+pub fn stdout_closed_is_fine(result: anyhow::Result<()>) -> anyhow::Result<std::process::ExitCode> {
+    match result {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(std::process::ExitCode::SUCCESS),
+    }
+}
+
 /// Prints a fatal error with its chain of causes.
 pub fn print_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();

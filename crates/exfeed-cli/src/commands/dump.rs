@@ -56,21 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--pipe, --no-loop and --max-examples apply to Lens example files only");
     }
     let result = crate::with_precision!(opened.precision, T => dump_sequences::<T>(opened));
-    stdout_closed_is_fine(result)
-}
-
-/// A closed standard output (a pipe into `head`) ends the dump quietly.
-fn stdout_closed_is_fine(result: anyhow::Result<()>) -> anyhow::Result<ExitCode> {
-    match result {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => Err(e),
-        Ok(()) => Ok(ExitCode::SUCCESS),
-    }
+    crate::diag::stdout_closed_is_fine(result)
 }
 
 fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
@@ -155,5 +141,5 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
         w.flush()?;
         anyhow::Ok(())
     })();
-    stdout_closed_is_fine(result)
+    crate::diag::stdout_closed_is_fine(result)
 }

@@ -65,12 +65,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let mut out = crate::diag::Stdout::lock();
-    out.write_all(text.as_bytes())?;
-    if args.json {
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    crate::diag::stdout_closed_is_fine((|| {
+        out.write_all(text.as_bytes())?;
+        if args.json {
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        anyhow::Ok(())
+    })())
 }
 
 fn writeln_summary(out: &mut Vec<u8>, s: &Summary) -> std::io::Result<()> {
