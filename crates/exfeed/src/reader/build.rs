@@ -3,8 +3,8 @@
 //! parameters say.
 
 use super::{
-    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, LensSource,
-    LensSourceOptions, Reader, ReaderOptions, Window,
+    CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource,
+    LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
 };
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
@@ -99,15 +99,62 @@ pub fn open_configured_source_with<T: Element>(
             ));
         }
     }
-    let mut lens = Vec::new();
+    let mut opened = Opened::default();
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
-    let mut ctf = Vec::new();
-    let mut unused = Vec::new();
     for (i, d) in cfg.deserializers.iter().enumerate() {
+        if d.corpus.is_some() {
+            if cfg.deserializers.len() > 1 {
+                return Err(Error::config(
+                    "a corpus is read alone: it cannot be joined by key with other deserializers",
+                ));
+            }
+            sources.push(open_corpus(cfg, d, &mut opened)?);
+            continue;
+        }
         let input = match inputs.get(i) {
             Some(input) => input.clone(),
             None => readable_input(d)?,
         };
+        sources.push(opened.open(cfg, d, &input)?);
+    }
+    let Opened { ctf, lens, unused } = opened;
+    if sources.len() == 1 {
+        return Ok(ConfiguredSource {
+            source: sources.pop().expect("one"),
+            ctf,
+            lens,
+            joined: None,
+            unused,
+        });
+    }
+    let joined = Arc::new(JoinedSource::new(sources)?);
+    Ok(ConfiguredSource {
+        source: joined.clone(),
+        ctf,
+        lens,
+        joined: Some(joined),
+        unused,
+    })
+}
+
+/// The sources opened so far, kept for their diagnostics.
+#[derive(Default)]
+struct Opened {
+    ctf: Vec<Arc<CtfSource>>,
+    lens: Vec<Arc<LensSource>>,
+    /// Parameters given that do not apply to the files read.
+    unused: Vec<Diagnostic>,
+}
+
+impl Opened {
+    /// Opens `input` as deserializer `d` says.
+    fn open<T: Element>(
+        &mut self,
+        cfg: &ReaderConfig,
+        d: &DeserializerConfig,
+        input: &InputPath,
+    ) -> Result<Arc<dyn ChunkSource<T>>> {
+        let input = input.clone();
         match d.kind {
             DeserializerKind::Ctf => {
                 let s = Arc::new(CtfSource::open(
@@ -124,14 +171,16 @@ pub fn open_configured_source_with<T: Element>(
                         cache_index: d.effective_cache_index(cfg),
                     },
                 )?);
-                ctf.push(s.clone());
-                sources.push(s);
+                self.ctf.push(s.clone());
+                return Ok(s);
             }
-            DeserializerKind::Cbf => sources.push(Arc::new(CbfSource::open(
-                &input,
-                &d.inputs,
-                d.effective_keep_data_in_memory(cfg),
-            )?)),
+            DeserializerKind::Cbf => {
+                return Ok(Arc::new(CbfSource::open(
+                    &input,
+                    &d.inputs,
+                    d.effective_keep_data_in_memory(cfg),
+                )?))
+            }
             DeserializerKind::Lens => {
                 let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
                     return Err(Error::config(format!(
@@ -158,7 +207,7 @@ pub fn open_configured_source_with<T: Element>(
                         .map_err(|e| e.in_file(s.name().to_string()))?;
                 }
                 let mut unused = |what: &str, why: &str| {
-                    unused.push(Diagnostic {
+                    self.unused.push(Diagnostic {
                         severity: Severity::Warning,
                         location: Location::default().with_file(s.name().to_string()),
                         message: format!("{what} does not apply to Lens example files: {why}"),
@@ -170,28 +219,39 @@ pub fn open_configured_source_with<T: Element>(
                 if d.effective_max_errors(cfg) > 0 {
                     unused("maxErrors", "as in Lens, one bad example refuses the file");
                 }
-                lens.push(s.clone());
-                sources.push(s);
+                self.lens.push(s.clone());
+                return Ok(s);
             }
         }
     }
-    if sources.len() == 1 {
-        return Ok(ConfiguredSource {
-            source: sources.pop().expect("one"),
-            ctf,
-            lens,
-            joined: None,
-            unused,
-        });
+}
+
+/// The corpus of deserializer `d`: every file it names opened as `d` says (each file's format
+/// recognised by its content: CTF and CBF files may be mixed).
+fn open_corpus<T: Element>(
+    cfg: &ReaderConfig,
+    d: &DeserializerConfig,
+    opened: &mut Opened,
+) -> Result<Arc<dyn ChunkSource<T>>> {
+    let corpus = d.corpus.as_ref().expect("a corpus deserializer");
+    let mut shards = Vec::new();
+    for file in corpus.expand()? {
+        let data = crate::open(&file, &crate::OpenOptions::default())?;
+        let kind = match data.format() {
+            FileFormat::Ctf => DeserializerKind::Ctf,
+            FileFormat::Cbf => DeserializerKind::Cbf,
+            FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
+        };
+        let input = data.into_input()?;
+        let shard = DeserializerConfig {
+            kind,
+            file: file.clone(),
+            corpus: None,
+            ..d.clone()
+        };
+        shards.push((input.display_name(), opened.open(cfg, &shard, &input)?));
     }
-    let joined = Arc::new(JoinedSource::new(sources)?);
-    Ok(ConfiguredSource {
-        source: joined.clone(),
-        ctf,
-        lens,
-        joined: Some(joined),
-        unused,
-    })
+    Ok(Arc::new(CorpusSource::new(shards)?))
 }
 
 /// Deserializer `d`'s file, read into memory when it cannot be read twice.
