@@ -144,6 +144,31 @@ impl ReaderArgs {
     /// arguments on top. Also the inputs to read, one per deserializer, each file opened once:
     /// a pipe, a FIFO or standard input is read into memory (see
     /// [`DataSet::into_input`](crate::DataSet::into_input)), as it cannot be read twice.
+    ///
+    /// ```
+    /// use exfeed::reader::{AnyReader, ReaderArgs, RunOptions};
+    ///
+    /// let path = std::env::temp_dir().join(format!("exfeed-args-doc-{}.ctf", std::process::id()));
+    /// std::fs::write(&path, "0 |x 1 2\n1 |x 3 4\n2 |x 5 6\n")?;
+    /// let args = ReaderArgs {
+    ///     files: vec![path.clone()],
+    ///     inputs: vec!["x:dense:2".parse()?],
+    ///     randomize: Some(false),
+    ///     ..ReaderArgs::default()
+    /// };
+    /// let (cfg, inputs) = args.configure(None)?;
+    /// assert!(!cfg.randomize);
+    /// let run = RunOptions { inputs, ..RunOptions::default() };
+    /// let mut reader = AnyReader::open(&cfg, &run)?;
+    /// let mut mb = reader.new_minibatch();
+    /// assert!(reader.next_minibatch(10, &mut mb)?);
+    /// assert_eq!(mb.len(), 3);
+    /// // Without inputs a CTF file cannot be read: the message names the flag to give.
+    /// let err = ReaderArgs { inputs: vec![], ..args }.configure(None).unwrap_err();
+    /// assert!(err.to_string().contains("give --input NAME:FORMAT:DIM[:ALIAS] for each"));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn configure(
         &self,
         config: Option<ReaderConfig>,
@@ -481,4 +506,83 @@ fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, Inp
     };
     let data = crate::open(file, &options)?;
     Ok((data.format(), data.into_input()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> ReaderConfig {
+        ReaderConfig::from_cntk_str(text, "t.cntk", None).unwrap()
+    }
+
+    #[test]
+    fn open_options_take_the_configuration_under_the_arguments() {
+        let cfg = config(
+            "reader = [ deserializers = (
+               [ type = LensDeserializer; file = \"a.ex\"; inputGroups = \"in:2\";
+                 targetGroups = \"out:1\"; nanValue = 0 ]
+             : [ type = CNTKTextFormatDeserializer; file = \"b.ctf\"; maxErrors = 3;
+                 input = [ x = [ dim = 2; format = dense ] ] ] ) ]",
+        );
+        let none = ReaderArgs::default();
+        let ctf = none.open_options(Some(&cfg), Path::new("/data/b.ctf"));
+        assert_eq!((ctf.inputs.len(), ctf.max_errors, ctf.lens), (1, 3, None));
+        let given = ReaderArgs {
+            max_errors: Some(0),
+            target_groups: Some(Layout::parse("t:4").unwrap()),
+            ..ReaderArgs::default()
+        };
+        assert_eq!(
+            given
+                .open_options(Some(&cfg), Path::new("b.ctf"))
+                .max_errors,
+            0
+        );
+        // Matched by name; the layout from the configuration, an argument winning.
+        let lens = given
+            .open_options(Some(&cfg), Path::new("elsewhere/a.ex"))
+            .lens
+            .unwrap();
+        assert_eq!(lens.input_groups, Layout::parse("in:2").unwrap());
+        assert_eq!(lens.target_groups, Layout::parse("t:4").unwrap());
+        assert_eq!(lens.nan, Some(0.0));
+        // Without a configuration, only the arguments; one half of a layout is none.
+        assert_eq!(given.open_options(None, Path::new("a.ex")).lens, None);
+    }
+
+    #[test]
+    fn messages_name_the_flags_or_the_keywords() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctf = dir.path().join("d.ctf");
+        std::fs::write(&ctf, "0 |x 1 2\n").unwrap();
+        let args = ReaderArgs {
+            files: vec![ctf],
+            inputs: vec!["x:dense:2".parse().unwrap()],
+            nan: Some(0.0),
+            ..ReaderArgs::default()
+        };
+        let cli = args.configure(None).unwrap_err().to_string();
+        assert_eq!(
+            cli,
+            "--input-groups, --target-groups, --nan and --lens-mode apply to Lens example \
+             files (.ex, .bex), and none is read"
+        );
+        let python = ReaderArgs {
+            style: ArgStyle::Python,
+            ..args.clone()
+        };
+        let err = python.configure(None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "nan: applies to Lens example files (.ex, .bex), and none is read"
+        );
+        let zero = ReaderArgs {
+            nan: None,
+            chunk_size: Some(0),
+            ..python
+        };
+        let err = zero.configure(None).unwrap_err().to_string();
+        assert_eq!(err, "chunk_size: must be at least 1 byte");
+    }
 }
