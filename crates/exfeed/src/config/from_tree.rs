@@ -493,11 +493,7 @@ impl<'f> Cx<'f> {
                     return Err(self.err(e.key_pos, None, "give 'file' or 'corpus', not both"))
                 }
                 (None, None) => {
-                    return Err(self.err(
-                        reader_entry.key_pos,
-                        None,
-                        "reader block has no 'file' (or 'corpus')",
-                    ))
+                    return Err(self.err(reader_entry.key_pos, None, "reader block has no 'file'"))
                 }
             };
             let inputs = match input {
@@ -711,7 +707,7 @@ impl<'f> Cx<'f> {
             }
             (Some(f), _, _) => f.into(),
             (None, Some(corpus), _) => corpus.to_string().into(),
-            (None, None, _) => return Err(self.err(pos, c, "no 'file' (or 'corpus')")),
+            (None, None, _) => return Err(self.err(pos, c, "no 'file'")),
         };
         if let Some(e) = input {
             d.inputs = self.inputs(e, ds, kind, Some(ctx))?;

@@ -154,11 +154,10 @@ impl Opened {
         d: &DeserializerConfig,
         input: &InputPath,
     ) -> Result<Arc<dyn ChunkSource<T>>> {
-        let input = input.clone();
         match d.kind {
             DeserializerKind::Ctf => {
                 let s = Arc::new(CtfSource::open(
-                    &input,
+                    input,
                     CtfSourceOptions {
                         ctf: CtfOptions {
                             inputs: d.inputs.clone(),
@@ -172,15 +171,13 @@ impl Opened {
                     },
                 )?);
                 self.ctf.push(s.clone());
-                return Ok(s);
+                Ok(s)
             }
-            DeserializerKind::Cbf => {
-                return Ok(Arc::new(CbfSource::open(
-                    &input,
-                    &d.inputs,
-                    d.effective_keep_data_in_memory(cfg),
-                )?))
-            }
+            DeserializerKind::Cbf => Ok(Arc::new(CbfSource::open(
+                input,
+                &d.inputs,
+                d.effective_keep_data_in_memory(cfg),
+            )?)),
             DeserializerKind::Lens => {
                 let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
                     return Err(Error::config(format!(
@@ -191,7 +188,7 @@ impl Opened {
                     )));
                 };
                 let s = Arc::new(LensSource::open(
-                    &input,
+                    input,
                     &d.inputs,
                     LensSourceOptions {
                         input_groups: inputs.clone(),
@@ -220,7 +217,7 @@ impl Opened {
                     unused("maxErrors", "as in Lens, one bad example refuses the file");
                 }
                 self.lens.push(s.clone());
-                return Ok(s);
+                Ok(s)
             }
         }
     }

@@ -112,7 +112,10 @@ impl std::fmt::Display for Corpus {
     }
 }
 
-/// Shard files as one data set. See the [module documentation](self).
+/// Shard files as one data set: its chunks are every shard's, shard after shard (so one
+/// randomization covers them all and a worker decodes only its own); a key is `shard << 40 |
+/// key in its file` ([`CORPUS_KEY_BITS`], [`split_corpus_key`]). Every shard is opened when the
+/// corpus is (the plan needs their chunk counts).
 pub struct CorpusSource<T> {
     shards: Vec<Arc<dyn ChunkSource<T>>>,
     names: Vec<String>,
