@@ -233,6 +233,40 @@ impl<'a> Parser<'a> {
         Some((v, i, integral))
     }
 
+    /// The number at the current position when it has the common form `-?digits(.digits)?` or
+    /// `-?.digits`, at most 19 digits, is followed by a delimiter and is exact in one
+    /// floating-point operation (see [`crate::ctf::number::fast`], shared with the CTF parser):
+    /// its value and end. Anything else (a lone `-`, an exponent, a long mantissa, an error) is
+    /// left to [`Parser::lex_number`], which gives the same value where both apply.
+    #[inline]
+    fn fast_number(&self) -> Option<(f32, usize)> {
+        let b = self.buf;
+        let mut i = self.pos;
+        let neg = b.get(i) == Some(&b'-');
+        i += neg as usize;
+        let mut mantissa: u64 = 0;
+        let mut digits = |i: &mut usize| {
+            let from = *i;
+            while let Some(d) = b.get(*i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+                mantissa = mantissa.wrapping_mul(10).wrapping_add(d as u64);
+                *i += 1;
+            }
+            *i - from
+        };
+        let mut count = digits(&mut i);
+        let mut exp10 = 0i64;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let fraction = digits(&mut i);
+            count += fraction;
+            exp10 = -(fraction as i64);
+        }
+        if count == 0 || count > 19 || matches!(b.get(i), Some(b'e' | b'E')) || !delim_at(b, i) {
+            return None;
+        }
+        crate::ctf::number::fast::<f32>(mantissa, exp10, neg).map(|v| (v, i))
+    }
+
     /// A real number (or `-`) followed by a delimiter.
     fn real(&mut self, what: &str) -> Result<f32> {
         self.skip_ws()?;
@@ -251,6 +285,10 @@ impl<'a> Parser<'a> {
     /// unexpected. (A field value such as `max:-]` is read as Lens's readReal reads it.)
     fn try_real(&mut self) -> Result<Option<f32>> {
         self.skip_ws()?;
+        if let Some((v, end)) = self.fast_number() {
+            self.pos = end;
+            return Ok(Some(v));
+        }
         let b = self.buf;
         let lone_dash = b.get(self.pos) == Some(&b'-')
             && b.get(self.pos + 1)
@@ -912,16 +950,55 @@ impl<'a> Parser<'a> {
         if i == d0 {
             return Err(self.unexpected("a sparse unit number"));
         }
-        let text = std::str::from_utf8(&self.buf[start..i]).unwrap_or("");
-        match text.parse::<i32>() {
-            Ok(v) if v != i32::MIN => {
-                self.pos = i;
-                Ok(v)
-            }
-            _ => Err(Error::invalid(
+        // Saturating: anything past i32 is out of range anyway.
+        let magnitude = self.buf[d0..i]
+            .iter()
+            .fold(0i64, |n, &c| (n * 10 + (c - b'0') as i64).min(1 << 40));
+        if magnitude > i32::MAX as i64 {
+            let text = String::from_utf8_lossy(&self.buf[start..i]);
+            return Err(Error::invalid(
                 start as u64,
                 format!("unit number {text} out of range"),
-            )),
+            ));
         }
+        self.pos = i;
+        Ok(if d0 > start { -magnitude } else { magnitude } as i32)
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    /// The fast path gives exactly what the general lexer gives, wherever it answers.
+    #[test]
+    fn fast_numbers_equal_the_general_lexer() {
+        let mut texts: Vec<String> = [
+            "0", "-0", "1.", ".5", "-.5", "0.1", "-0.123", "16777216", "16777217", "0.0000000001",
+            "123456.7", "1e5", "1.5e-3", "-", "-x", "1x", "12345678901234567890", "3.40282e38",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 9) as usize;
+            let v = (x >> 8) as f64 / (1u64 << 56) as f64 * 10f64.powi((x % 7) as i32);
+            texts.push(format!("{}{v:.digits$}", if x & 1 == 1 { "-" } else { "" }));
+        }
+        let mut fast = 0;
+        for t in &texts {
+            let text = format!("{t} ");
+            let p = Parser::new(text.as_bytes());
+            if let Some((v, end)) = p.fast_number() {
+                fast += 1;
+                let (w, wend, _) = p.lex_number().expect("the lexer reads it too");
+                assert_eq!((v.to_bits(), end), (w.to_bits(), wend), "{t}");
+            }
+        }
+        assert!(fast > texts.len() / 2, "the fast path answers for most ({fast})");
     }
 }
