@@ -41,39 +41,50 @@ impl<'a> Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn left(&self) -> usize {
         self.buf.len() - self.pos
     }
+    #[inline]
     fn need(&self, n: usize, what: &str) -> Result<()> {
         if self.left() < n {
-            return Err(Error::eof(
-                self.pos as u64,
-                format!(
-                    "file ends inside {what} ({} bytes needed, {} left)",
-                    n,
-                    self.left()
-                ),
-            ));
+            return Err(self.ends_inside(n, what));
         }
         Ok(())
     }
+    #[cold]
+    fn ends_inside(&self, n: usize, what: &str) -> Error {
+        Error::eof(
+            self.pos as u64,
+            format!(
+                "file ends inside {what} ({} bytes needed, {} left)",
+                n,
+                self.left()
+            ),
+        )
+    }
+    #[inline]
     fn u32(&mut self, what: &str) -> Result<u32> {
         self.need(4, what)?;
         let b = &self.buf[self.pos..self.pos + 4];
         self.pos += 4;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
+    #[inline]
     fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(self.u32(what)? as i32)
     }
+    #[inline]
     fn real(&mut self, what: &str) -> Result<f32> {
         Ok(f32::from_bits(self.u32(what)?))
     }
+    #[inline]
     fn byte(&mut self, what: &str) -> Result<u8> {
         self.need(1, what)?;
         self.pos += 1;
         Ok(self.buf[self.pos - 1])
     }
+    #[inline]
     fn flag(&mut self, what: &str) -> Result<bool> {
         let at = self.pos;
         match self.byte(what)? {
@@ -100,32 +111,30 @@ impl<'a> Cursor<'a> {
         }
     }
     /// A count of items of at least `min_size` bytes each, checked against the bytes left.
+    #[inline]
     fn count(&mut self, what: &str, min_size: usize) -> Result<usize> {
         let at = self.pos;
         let n = self.i32(what)?;
+        if n < 0 || (n as usize).saturating_mul(min_size) > self.left() {
+            return Err(self.bad_count(at, n, what));
+        }
+        Ok(n as usize)
+    }
+    #[cold]
+    fn bad_count(&self, at: usize, n: i32, what: &str) -> Error {
         if n < 0 {
-            return Err(Error::corrupt(
-                at as u64,
-                format!("{what} is negative ({n})"),
-            ));
-        }
-        let n = n as usize;
-        if self.streaming && n.saturating_mul(min_size) > self.left() {
-            return Err(Error::eof(
-                at as u64,
-                format!("file ends inside {what} items"),
-            ));
-        }
-        if n.saturating_mul(min_size) > self.left() {
-            return Err(Error::corrupt(
+            Error::corrupt(at as u64, format!("{what} is negative ({n})"))
+        } else if self.streaming {
+            Error::eof(at as u64, format!("file ends inside {what} items"))
+        } else {
+            Error::corrupt(
                 at as u64,
                 format!(
                     "{what} is {n}, more than the {} bytes left can hold",
                     self.left()
                 ),
-            ));
+            )
         }
-        Ok(n)
     }
 }
 
@@ -264,7 +273,8 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     }
     // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
     // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
-    let mut lists: Vec<RangeList> = Vec::new();
+    let n_in = c.count("the number of input sets", 9)?;
+    let mut lists: Vec<RangeList> = Vec::with_capacity(n_in);
     let mut push = |ranges: RangeList| {
         (!ranges.is_empty()).then(|| {
             lists.push(ranges);
@@ -292,7 +302,6 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
             }
         })
     };
-    let n_in = c.count("the number of input sets", 9)?;
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
         let id = push(read_ranges(c)?);

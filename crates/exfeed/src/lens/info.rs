@@ -103,12 +103,12 @@ impl Info {
         }
         let reach = match &r.kind {
             RangeKind::Dense { first, values: vs } => {
-                // min and max pass NaN over.
+                // Comparisons with NaN are false: it is passed over.
                 let (mut lo, mut hi, mut nan) = (f32::INFINITY, f32::NEG_INFINITY, false);
                 for &v in vs {
                     nan |= v.is_nan();
-                    lo = lo.min(v);
-                    hi = hi.max(v);
+                    lo = if v < lo { v } else { lo };
+                    hi = if v > hi { v } else { hi };
                 }
                 self.has_nan |= nan;
                 if lo <= hi {

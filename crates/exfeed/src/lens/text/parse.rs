@@ -50,6 +50,21 @@ pub(crate) fn parse_example_at(
     Ok(Some((ex, p.pos)))
 }
 
+/// The events inputs or targets go to: the next one, or an event list's.
+enum Events {
+    One(usize),
+    List(Vec<usize>),
+}
+
+impl Events {
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Events::One(e) => std::slice::from_ref(e),
+            Events::List(l) => l,
+        }
+    }
+}
+
 struct Parser<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -60,6 +75,8 @@ struct Parser<'a> {
     events_total: usize,
     /// One example's events must fit in this many bytes of memory (see [`max_events`]).
     max_record_bytes: u64,
+    /// Dense values being read (kept to be reused).
+    values: Vec<f32>,
 }
 
 impl<'a> Parser<'a> {
@@ -70,6 +87,7 @@ impl<'a> Parser<'a> {
             work: 0,
             events_total: 0,
             max_record_bytes: crate::limits::Limits::default().max_record_bytes,
+            values: Vec::new(),
         }
     }
 }
@@ -82,16 +100,19 @@ enum Tok<'a> {
     Other,
 }
 
+#[inline]
 fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
 }
 
 /// Whether position `i` is the end of the buffer or a delimiter.
+#[inline]
 fn delim_at(b: &[u8], i: usize) -> bool {
     b.get(i).map_or(true, |&c| is_delim(c))
 }
 
 /// Characters that end a number or an unquoted string without whitespace.
+#[inline]
 fn is_delim(c: u8) -> bool {
     is_ws(c)
         || matches!(
@@ -114,7 +135,12 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips whitespace and comment lines (a `#` in the first column).
+    #[inline]
     fn skip_ws(&mut self) -> Result<()> {
+        // Most often one space, between numbers.
+        while self.peek() == Some(b' ') {
+            self.pos += 1;
+        }
         while let Some(c) = self.peek() {
             if c == b'#' {
                 if !self.at_line_start(self.pos) {
@@ -576,7 +602,7 @@ impl<'a> Parser<'a> {
                     let first = ev_in
                         .as_ref()
                         .or(ev_t.as_ref())
-                        .and_then(|l| l.first().copied())
+                        .and_then(|l| l.as_slice().first().copied())
                         .unwrap_or(0);
                     let act = if inputs {
                         ex.events[first].active_input
@@ -587,10 +613,10 @@ impl<'a> Parser<'a> {
                     if ranges.is_empty() {
                         // Nothing given: the events keep no inputs (targets), but as in Lens
                         // the set still counts as theirs, so the next set goes to the next event.
-                        for &e in ev_in.iter().flatten() {
+                        for &e in ev_in.iter().flat_map(Events::as_slice) {
                             next.0 = next.0.max(e + 1);
                         }
-                        for &e in ev_t.iter().flatten() {
+                        for &e in ev_t.iter().flat_map(Events::as_slice) {
                             next.1 = next.1.max(e + 1);
                         }
                         continue;
@@ -598,7 +624,7 @@ impl<'a> Parser<'a> {
                     let id = ex.lists.len();
                     ex.lists.push(ranges);
                     if let Some(evs) = &ev_in {
-                        for &e in evs {
+                        for &e in evs.as_slice() {
                             ex.events[e].input = Some(id);
                             next.0 = next.0.max(e + 1);
                         }
@@ -606,7 +632,8 @@ impl<'a> Parser<'a> {
                     if let Some(evs) = &ev_t {
                         // B:/b: share one list unless a value taken from actI would differ
                         // from the targets' actT.
-                        let act_t = ex.events[evs.first().copied().unwrap_or(0)].active_target;
+                        let act_t =
+                            ex.events[evs.as_slice().first().copied().unwrap_or(0)].active_target;
                         let tid = if inputs && implicit && !same(act, act_t) {
                             let mut copy = ex.lists[id].clone();
                             for r in &mut copy {
@@ -621,7 +648,7 @@ impl<'a> Parser<'a> {
                         } else {
                             id
                         };
-                        for &e in evs {
+                        for &e in evs.as_slice() {
                             ex.events[e].target = Some(tid);
                             next.1 = next.1.max(e + 1);
                         }
@@ -649,7 +676,7 @@ impl<'a> Parser<'a> {
         target: bool,
         at: usize,
         next: (usize, usize),
-    ) -> Result<Vec<usize>> {
+    ) -> Result<Events> {
         let has = |e: &Event| {
             if target {
                 e.target.is_some()
@@ -659,7 +686,7 @@ impl<'a> Parser<'a> {
         };
         let what = if target { "targets" } else { "inputs" };
         let evs = match pending {
-            Some(l) => l,
+            Some(l) => Events::List(l),
             None => {
                 let next = if target { next.1 } else { next.0 };
                 if next >= ex.events.len() {
@@ -671,10 +698,10 @@ impl<'a> Parser<'a> {
                         ),
                     ));
                 }
-                vec![next]
+                Events::One(next)
             }
         };
-        for &e in &evs {
+        for &e in evs.as_slice() {
             if has(&ex.events[e]) {
                 return Err(Error::invalid(
                     at as u64,
@@ -881,11 +908,18 @@ impl<'a> Parser<'a> {
     }
 
     fn dense_values(&mut self) -> Result<Vec<f32>> {
-        let mut v = Vec::new();
-        while let Some(x) = self.try_real()? {
-            v.push(x);
-        }
-        Ok(v)
+        // Gathered in a buffer kept across ranges, then copied once at their exact size.
+        let mut v = std::mem::take(&mut self.values);
+        v.clear();
+        let got = loop {
+            match self.try_real() {
+                Ok(Some(x)) => v.push(x),
+                Ok(None) => break Ok(v.as_slice().to_vec()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.values = v;
+        got
     }
 
     fn sparse_units(&mut self) -> Result<SparseUnits> {
@@ -974,8 +1008,24 @@ mod number_tests {
     #[test]
     fn fast_numbers_equal_the_general_lexer() {
         let mut texts: Vec<String> = [
-            "0", "-0", "1.", ".5", "-.5", "0.1", "-0.123", "16777216", "16777217", "0.0000000001",
-            "123456.7", "1e5", "1.5e-3", "-", "-x", "1x", "12345678901234567890", "3.40282e38",
+            "0",
+            "-0",
+            "1.",
+            ".5",
+            "-.5",
+            "0.1",
+            "-0.123",
+            "16777216",
+            "16777217",
+            "0.0000000001",
+            "123456.7",
+            "1e5",
+            "1.5e-3",
+            "-",
+            "-x",
+            "1x",
+            "12345678901234567890",
+            "3.40282e38",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -999,6 +1049,9 @@ mod number_tests {
                 assert_eq!((v.to_bits(), end), (w.to_bits(), wend), "{t}");
             }
         }
-        assert!(fast > texts.len() / 2, "the fast path answers for most ({fast})");
+        assert!(
+            fast > texts.len() / 2,
+            "the fast path answers for most ({fast})"
+        );
     }
 }
