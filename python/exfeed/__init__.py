@@ -27,6 +27,7 @@ from ._exfeed import (
     StreamInfo,
     __version__,
     check,
+    convert,
     dump,
     info,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "StreamInfo",
     "__version__",
     "check",
+    "convert",
     "dump",
     "info",
 ]

@@ -26,6 +26,7 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::check, m)?)?;
     m.add_function(wrap_pyfunction!(tools::info, m)?)?;
     m.add_function(wrap_pyfunction!(tools::dump, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::convert, m)?)?;
     m.add_class::<tools::Dump>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

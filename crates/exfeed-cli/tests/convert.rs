@@ -410,7 +410,7 @@ fn columnar_outputs_are_recognised_by_name_and_to_not_written_as_ctf() {
         let (code, err) = convert_ctf("in.txt", out, extra, d);
         assert_eq!(code, 2, "{out}: {err}");
         assert!(
-            err.contains(&format!("writing {what} is not part of this build")),
+            err.contains(&format!("writing {what} is not part of the exfeed library")),
             "{err}"
         );
         assert!(!d.join(out).exists());

@@ -390,32 +390,10 @@ fn pipe_mode_loops_over_a_file_until_max_examples() {
 #[cfg(unix)]
 #[test]
 fn pipe_mode_reads_a_fifo() {
-    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("x.fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status();
-    if !made.map(|s| s.success()).unwrap_or(false) {
-        println!("SKIPPED: mkfifo not available");
-        return;
-    }
-    let writer_path = fifo.clone();
     // Opening a FIFO for writing waits for its reader, the dump below.
-    let writer = std::thread::spawn(move || {
-        let mut w = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&writer_path)
-            .unwrap();
-        w.write_all(EX.as_bytes()).unwrap();
-    });
-    let out = exfeed(&[
-        "dump",
-        fifo.to_str().unwrap(),
-        "--from",
-        "ex",
-        "--pipe",
-        "--no-loop",
-    ]);
-    writer.join().unwrap();
+    let fifo = common::fifo(dir.path(), "x.fifo", EX.as_bytes().to_vec(), 1);
+    let out = exfeed(&["dump", &fifo, "--from", "ex", "--pipe", "--no-loop"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let names: Vec<String> = text(&out.stdout)
         .lines()

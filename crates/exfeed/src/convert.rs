@@ -14,7 +14,7 @@
 
 mod files;
 
-pub use files::{convert, convert_with_progress, ConvertOptions, Converted};
+pub use files::{convert, convert_with_progress, ColumnarFormat, ConvertOptions, Converted};
 
 use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};

@@ -5,9 +5,9 @@ use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
-use exfeed::convert::{convert_with_progress, ConvertOptions};
+use exfeed::convert::{convert_with_progress, ColumnarFormat, ConvertOptions};
 use exfeed::format::FileFormat;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `exfeed convert`.
@@ -45,60 +45,39 @@ pub struct Args {
     pub no_sync: bool,
 }
 
-/// What `exfeed convert` writes: a format of the library, or (recognised by `--to` or the
-/// output's name before the library's formats) a columnar format, which the library does not
-/// write.
+/// What `exfeed convert` writes: a format of the library, or a columnar one (recognised by
+/// `--to` or the output's name before the library's formats), which the library does not write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// CTF, CBF, Lens `.ex`/`.bex`: [`exfeed::convert::convert`].
     Exfeed(FileFormat),
-    /// Apache Parquet (`.parquet`).
-    Parquet,
-    /// Apache Arrow IPC (`.arrow`, `.feather`).
-    ArrowIpc,
+    /// Parquet or Arrow IPC.
+    Columnar(ColumnarFormat),
 }
 
 impl Target {
     /// `--to`: a library format, or parquet, arrow.
     fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "parquet" => Ok(Target::Parquet),
-            "arrow" | "feather" => Ok(Target::ArrowIpc),
-            _ => s
+        match ColumnarFormat::parse_name(s) {
+            Some(c) => Ok(Target::Columnar(c)),
+            None => s
                 .parse()
                 .map(Target::Exfeed)
                 .map_err(|_| format!("unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)")),
         }
     }
-
-    /// The columnar formats by name (through `.gz`/`.bz2` none is recognised: they compress
-    /// inside); `None` for the library's formats.
-    fn columnar_by_name(path: &Path) -> Option<Self> {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("parquet") => Some(Target::Parquet),
-            Some("arrow" | "feather") => Some(Target::ArrowIpc),
-            _ => None,
-        }
-    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let target = match args.to {
-        Some(t) => t,
-        None => Target::columnar_by_name(&args.output)
-            .unwrap_or(Target::Exfeed(FileFormat::from_name(&args.output))),
-    };
+    let target = args
+        .to
+        .unwrap_or_else(|| match ColumnarFormat::from_name(&args.output) {
+            Some(c) => Target::Columnar(c),
+            None => Target::Exfeed(FileFormat::from_name(&args.output)),
+        });
     let to = match target {
         Target::Exfeed(format) => format,
-        Target::Parquet | Target::ArrowIpc => anyhow::bail!(
-            "{}: writing {} is not part of this build of exfeed",
-            args.output.display(),
-            if target == Target::Parquet {
-                "Parquet"
-            } else {
-                "Arrow IPC"
-            }
-        ),
+        Target::Columnar(c) => return Err(c.unsupported(&args.output).into()),
     };
     let opened = args.source.open(&args.input, args.from, &args.lens)?;
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);

@@ -34,5 +34,5 @@ pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{open_bytes, open_reader, read_into_memory, Compression, InputBytes, InputPath};
 pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};
-pub use output::{remove_unfinished_outputs, AtomicOutput, OutputOptions};
+pub use output::{remove_unfinished_outputs, replace_file, AtomicOutput, OutputOptions};
 pub use positioned::{read_at, read_at_most, read_exact_at};
