@@ -108,7 +108,7 @@ fn is_ws(c: u8) -> bool {
 /// Whether position `i` is the end of the buffer or a delimiter.
 #[inline]
 fn delim_at(b: &[u8], i: usize) -> bool {
-    b.get(i).map_or(true, |&c| is_delim(c))
+    b.get(i).map_or(true, |&c| c == b' ' || is_delim(c))
 }
 
 /// Characters that end a number or an unquoted string without whitespace.
@@ -912,6 +912,15 @@ impl<'a> Parser<'a> {
         let mut v = std::mem::take(&mut self.values);
         v.clear();
         let got = loop {
+            // The common case first: spaces, then a number of the common form.
+            while self.peek() == Some(b' ') {
+                self.pos += 1;
+            }
+            if let Some((x, end)) = self.fast_number() {
+                v.push(x);
+                self.pos = end;
+                continue;
+            }
             match self.try_real() {
                 Ok(Some(x)) => v.push(x),
                 Ok(None) => break Ok(v.as_slice().to_vec()),
