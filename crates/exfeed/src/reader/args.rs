@@ -2,6 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
+use super::Corpus;
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -38,6 +39,7 @@ enum Arg {
     LensMode,
     ChunkSize,
     MaxRecordSize,
+    Corpus,
 }
 
 impl ArgStyle {
@@ -84,6 +86,8 @@ impl ArgStyle {
             Arg::ChunkSize => "chunk_size",
             Arg::MaxRecordSize if cli => "--max-record-size",
             Arg::MaxRecordSize => "max_record_size",
+            Arg::Corpus if cli => "--corpus",
+            Arg::Corpus => "corpus=",
         }
     }
 }
@@ -96,6 +100,10 @@ pub struct ReaderArgs {
     /// every name matches a different one, else in order), or without a configuration one
     /// deserializer each (CBF and Lens files, or one CTF file).
     pub files: Vec<PathBuf>,
+    /// A corpus instead of files, read as one data set of shards (see
+    /// [`CorpusSource`](super::CorpusSource)); with a configuration, in place of its (one)
+    /// deserializer's file.
+    pub corpus: Option<Corpus>,
     /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
     pub inputs: Vec<StreamSpec>,
     /// The element type of the values (`precision`).
@@ -176,11 +184,22 @@ impl ReaderArgs {
             return Err(style.must(Arg::MaxRecordSize, "be at least 1 byte"));
         }
         let limits = self.limits(config.as_ref());
+        if self.corpus.is_some() && !self.files.is_empty() {
+            return Err(style.fail(
+                "corpus",
+                format!("give files or {}, not both", style.name(Arg::Corpus)),
+            ));
+        }
         let (mut cfg, inputs) = match config {
             Some(mut cfg) => {
                 self.place_files(&mut cfg)?;
                 let mut inputs = Vec::new();
                 for d in &cfg.deserializers {
+                    if d.corpus.is_some() {
+                        // Each file of the corpus is opened when the source is.
+                        inputs.push(InputPath::new(&d.file));
+                        continue;
+                    }
                     let format = match d.kind {
                         DeserializerKind::Ctf => Some(FileFormat::Ctf),
                         DeserializerKind::Cbf => Some(FileFormat::Cbf),
@@ -317,6 +336,20 @@ impl ReaderArgs {
 
     fn place_files(&self, cfg: &mut ReaderConfig) -> Result<()> {
         let n = cfg.deserializers.len();
+        if let Some(corpus) = &self.corpus {
+            let [d] = &mut cfg.deserializers[..] else {
+                return Err(self.style.fail(
+                    "corpus",
+                    format!(
+                        "a corpus replaces the file of a configuration with one deserializer; \
+                         this one has {n}"
+                    ),
+                ));
+            };
+            d.file = PathBuf::from(corpus.to_string());
+            d.corpus = Some(corpus.clone());
+            return Ok(());
+        }
         if self.files.len() != n {
             return Err(self.style.fail(
                 "files",
@@ -354,6 +387,18 @@ impl ReaderArgs {
         let style = self.style;
         let mut cfg = ReaderConfig::default();
         let (mut formats, mut inputs) = (Vec::new(), Vec::new());
+        let corpus = match &self.corpus {
+            // The first file's format stands for the corpus (each file's is recognised when
+            // the corpus is opened).
+            Some(corpus) => {
+                let first = &corpus.expand()?[0];
+                formats.push(open_once(first, None, limits)?.0);
+                let name = PathBuf::from(corpus.to_string());
+                inputs.push(InputPath::new(&name));
+                vec![name]
+            }
+            None => Vec::new(),
+        };
         for f in &self.files {
             let (format, input) = open_once(f, None, limits)?;
             formats.push(format);
@@ -369,7 +414,7 @@ impl ReaderArgs {
                 ),
             ));
         }
-        for (f, format) in self.files.iter().zip(formats) {
+        for (f, format) in corpus.iter().chain(&self.files).zip(formats) {
             let (kind, streams) = match format {
                 // A Lens file's streams are 'input' and 'target', from the layout.
                 FileFormat::LensText | FileFormat::LensBinary => {
@@ -389,8 +434,9 @@ impl ReaderArgs {
                 }
                 FileFormat::Ctf => (DeserializerKind::Ctf, self.inputs.clone()),
             };
-            cfg.deserializers
-                .push(DeserializerConfig::new(kind, f, streams));
+            let mut d = DeserializerConfig::new(kind, f, streams);
+            d.corpus = self.corpus.clone();
+            cfg.deserializers.push(d);
         }
         // CNTK's default: a sample-counted window for binary-only readers.
         cfg.sample_based_randomization_window = ctf_files == 0;
