@@ -53,7 +53,7 @@ pub struct Args {
     /// chunkSizeInBytes for CTF and Lens files (suffixes K, M, G for KiB, MiB, GiB), or auto:
     /// at least 4 chunks per worker (the data's size / (4 x --num-workers), at most 32M or the
     /// config's).
-    #[arg(long, value_name = "BYTES|auto", value_parser = parse_chunk_size)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_chunk_size)]
     pub chunk_size: Option<ChunkSize>,
     /// Keep ranks in step: every worker delivers the same number of minibatches per sweep,
     /// max(1, samples of a sweep / (num-workers x minibatch-size)); a worker whose part runs
