@@ -35,6 +35,7 @@ const READER_PARAMS: &[&str] = &[
     "cacheIndex",
     "lensMode",
     "maxRecordSizeInBytes",
+    "equalize",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -432,6 +433,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
+                "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
                     cfg.lens_mode = Some(t.parse().map_err(|err: Error| {

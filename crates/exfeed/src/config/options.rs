@@ -186,6 +186,9 @@ pub struct ReaderConfig {
     /// `maxRecordSizeInBytes` (exfeed; default 64 MiB): the most bytes one record (a CTF
     /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
     pub limits: Limits,
+    /// `equalize` (exfeed, default false): distributed workers deliver the same number of
+    /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
+    pub equalize: bool,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
 }
@@ -207,6 +210,7 @@ impl Default for ReaderConfig {
             cache_index: false,
             lens_mode: None,
             limits: Limits::default(),
+            equalize: false,
             deserializers: Vec::new(),
         }
     }

@@ -105,6 +105,7 @@ reader = [
         cache_index: true,
         lens_mode: None,
         limits: Default::default(),
+        equalize: false,
         deserializers: vec![DeserializerConfig {
             kind: DeserializerKind::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),
