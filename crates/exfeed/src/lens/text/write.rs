@@ -19,7 +19,7 @@ pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The set header's text, ending with its `;` (see [`write`]).
+/// The set header's text, ending with its `;` (see [`write()`]).
 pub fn write_header(h: &SetHeader) -> Result<Vec<u8>> {
     let mut w = Writer { out: Vec::new() };
     let d = SetHeader::default();
@@ -47,7 +47,7 @@ pub fn write_header(h: &SetHeader) -> Result<Vec<u8>> {
     Ok(w.out)
 }
 
-/// Appends one example of a set with header `h` as text (see [`write`]).
+/// Appends one example of a set with header `h` as text (see [`write()`]).
 pub fn write_example(out: &mut Vec<u8>, ex: &Example, h: &SetHeader) -> Result<()> {
     let mut w = Writer {
         out: std::mem::take(out),
