@@ -285,3 +285,30 @@ fn a_corpus_keeps_an_index_cache_per_file_and_says_so_in_one_count() {
     );
     assert_eq!(dumped(&out).len(), 60);
 }
+
+#[test]
+fn a_saved_state_moves_with_the_corpus_to_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    make_corpus(&a);
+    let state = dir.path().join("state.json").display().to_string();
+    let glob = |d: &Path| d.join("train-*").display().to_string();
+    let whole = dumped(&read(&["--corpus", &glob(&a)]));
+    let mut got = dumped(&read(&[
+        "--corpus",
+        &glob(&a),
+        "--stop-after",
+        "3",
+        "--save-state",
+        &state,
+    ]));
+    std::fs::rename(&a, &b).unwrap();
+    got.extend(dumped(&read(&[
+        "--corpus",
+        &glob(&b),
+        "--restore-state",
+        &state,
+    ])));
+    assert_eq!(got, whole);
+}
