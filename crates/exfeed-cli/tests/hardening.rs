@@ -470,6 +470,28 @@ fn an_endless_device_stops_at_its_first_byte_in_bounded_memory() {
             "{cmd:?}: {stdout}{err}"
         );
     }
+    // As Lens (zeros are no cookie, so text): a set header that never ends, refused at the
+    // record limit. It once took minutes: every read searched the whole unread part for a
+    // line end.
+    let out_bex = dir.path().join("out.bex").to_string_lossy().into_owned();
+    for from in ["ex", "bex"] {
+        for cmd in [
+            &["info", "--from", from, "/dev/zero"][..],
+            &["dump", "--from", from, "/dev/zero"],
+            &["check", "--from", from, "/dev/zero"],
+            &["convert", "--from", from, "/dev/zero", &out_bex],
+        ] {
+            let (code, stdout, err) = run_in_shell(ONE_GIB_OF_MEMORY, cmd);
+            assert_eq!(code, Some(1), "{cmd:?}: {err}");
+            assert!(
+                format!("{stdout}{err}").contains(
+                    "/dev/zero:1:67108865 (byte 67108864): the set header is longer than the \
+                     maximum record size (67108864 bytes) or never ends"
+                ),
+                "{cmd:?}: {stdout}{err}"
+            );
+        }
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -552,6 +574,32 @@ fn max_record_size_is_a_flag_of_every_reading_command_and_a_config_parameter() {
                 "long.ctf:1:4097 (byte 4096): a sequence longer than the maximum record size \
                  (4096 bytes) starts at byte 0 (raise it with --max-record-size or \
                  maxRecordSizeInBytes)"
+            ),
+            "{cmd:?}: {err}"
+        );
+    }
+    // A Lens example longer than the limit: the same error in every command, `read` (whose
+    // source indexes the whole file) included.
+    let ex = dir.path().join("long.ex");
+    let units = vec!["1"; 3000].join(" ");
+    std::fs::write(&ex, format!("name: a I: {units} T: 1;\n")).unwrap();
+    let ex = ex.to_string_lossy().into_owned();
+    let out_bex = dir.path().join("out.bex").to_string_lossy().into_owned();
+    let layout = ["--input-groups", "in:3000", "--target-groups", "out:1"];
+    let limit = ["--max-record-size", "1K"];
+    for cmd in [
+        &["info", limit[0], limit[1], &ex][..],
+        &["dump", limit[0], limit[1], &ex],
+        &["check", limit[0], limit[1], &ex],
+        &[&["read", "-m", "2"][..], &layout, &limit, &[&ex]].concat(),
+        &["convert", limit[0], limit[1], &ex, &out_bex],
+    ] {
+        let (code, _, err) = run(cmd);
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(
+            err.contains(
+                "long.ex:1:1025 (byte 1024): example 0 is longer than the maximum record size \
+                 (1024 bytes)"
             ),
             "{cmd:?}: {err}"
         );

@@ -260,6 +260,7 @@ impl DataSet {
                         input_groups: layout.input_groups.clone(),
                         target_groups: layout.target_groups.clone(),
                         nan: layout.nan,
+                        limits: options.limits,
                         ..LensSourceOptions::default()
                     },
                 )?)

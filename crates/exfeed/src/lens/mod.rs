@@ -173,3 +173,14 @@ mod tests {
         assert!(e.message().contains("2 examples read, 3 counted"), "{e}");
     }
 }
+
+/// `what` (an example, the set header) goes on past the record limit `max` at byte `at`.
+pub(crate) fn longer_than_a_record(what: &str, at: u64, max: u64, text: bool) -> crate::Error {
+    crate::Error::invalid(
+        at,
+        format!(
+            "{what} is longer than the maximum record size ({max} bytes){}",
+            if text { " or never ends" } else { "" }
+        ),
+    )
+}

@@ -28,6 +28,12 @@ pub struct PipeReader {
     end: usize,
     /// Where the unread part of `buf` starts.
     pos: usize,
+    /// Text: `buf[..newline_scan]` has been searched for line ends, and the last one found
+    /// ends at `line_end` (0: none), so each byte is searched once however slowly a line
+    /// arrives (searching the whole unread part at every read made a source without line ends,
+    /// such as /dev/zero, quadratic).
+    newline_scan: usize,
+    line_end: usize,
     /// Absolute byte offset and line of `buf[0]` in the current pass.
     base_byte: u64,
     base_line: u64,
@@ -67,6 +73,8 @@ impl PipeReader {
             buf: Vec::new(),
             end: 0,
             pos: 0,
+            newline_scan: 0,
+            line_end: 0,
             base_byte: 0,
             base_line: 1,
             eof: false,
@@ -128,6 +136,8 @@ impl PipeReader {
             self.buf.copy_within(keep..self.end, 0);
             self.pos -= keep;
             self.end -= keep;
+            self.newline_scan = self.newline_scan.saturating_sub(keep);
+            self.line_end = self.line_end.saturating_sub(keep);
         }
         // The buffer only grows (zeroed once): bytes are read into it in place.
         let want = self.end + READ_SIZE.max(unread);
@@ -160,13 +170,11 @@ impl PipeReader {
             "the set header".to_string()
         };
         let at = start as u64 + self.max_record_bytes;
-        Err(self.positioned(Error::invalid(
+        Err(self.positioned(super::longer_than_a_record(
+            &what,
             at,
-            format!(
-                "{what} is longer than the maximum record size ({} bytes){}",
-                self.max_record_bytes,
-                if self.binary { "" } else { " or never ends" }
-            ),
+            self.max_record_bytes,
+            !self.binary,
         )))
     }
 
@@ -182,11 +190,16 @@ impl PipeReader {
 
     /// Text is parsed up to the end of its last complete line (a token never spans lines, so
     /// none is cut), or to the end of the source.
-    fn text_end(&self) -> usize {
+    fn text_end(&mut self) -> usize {
         if self.eof {
             return self.end;
         }
-        memchr::memrchr(b'\n', &self.buf[self.pos..self.end]).map_or(self.pos, |i| self.pos + i + 1)
+        let from = self.newline_scan.max(self.pos);
+        if let Some(i) = memchr::memrchr(b'\n', &self.buf[from..self.end]) {
+            self.line_end = from + i + 1;
+        }
+        self.newline_scan = self.end;
+        self.line_end.max(self.pos)
     }
 
     /// Text: reads on until the source ends or a newly complete line holds a `;` (an example
@@ -208,6 +221,8 @@ impl PipeReader {
     fn read_header(&mut self) -> Result<()> {
         self.end = 0;
         self.pos = 0;
+        self.newline_scan = 0;
+        self.line_end = 0;
         self.base_byte = 0;
         self.base_line = 1;
         self.eof = false;

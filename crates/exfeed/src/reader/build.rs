@@ -198,6 +198,7 @@ impl Opened {
                         chunk_size: d.effective_chunk_size_bytes(cfg),
                         keep_in_memory: d.effective_keep_data_in_memory(cfg),
                         use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
+                        limits: cfg.limits,
                     },
                 )?);
                 if let Some(mode) = cfg.lens_mode {

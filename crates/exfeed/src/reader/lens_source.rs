@@ -13,9 +13,6 @@ use crate::lens::{binary, shifted, text};
 use crate::stream::{Storage, StreamSpec};
 use std::collections::BTreeSet;
 
-/// The most bytes one example may take in memory.
-const MAX_RECORD: u64 = crate::limits::DEFAULT_MAX_RECORD_BYTES;
-
 /// How to open a Lens example file for the reader.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LensSourceOptions {
@@ -33,6 +30,8 @@ pub struct LensSourceOptions {
     /// Whether [`ChunkSource::chunk_weights`] gives the examples' frequencies (only Lens's
     /// PROBABILISTIC mode uses them; RANDOMIZED draws uniformly).
     pub use_frequencies: bool,
+    /// The most bytes one example may take (`--max-record-size`).
+    pub limits: crate::limits::Limits,
 }
 
 impl Default for LensSourceOptions {
@@ -44,6 +43,7 @@ impl Default for LensSourceOptions {
             chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
             keep_in_memory: false,
             use_frequencies: false,
+            limits: crate::limits::Limits::default(),
         }
     }
 }
@@ -128,6 +128,16 @@ impl LensSource {
         }
         let mut chunker = Chunker::new(self.options.chunk_size);
         let mut unknown = BTreeSet::new();
+        let max = self.options.limits.max_record_bytes;
+        // The bound `--max-record-size` sets, as when the file is read a record at a time.
+        let within_limit = |i: usize, start: usize, end: usize| {
+            if (end - start) as u64 > max {
+                let what = format!("example {i}");
+                let e = crate::lens::longer_than_a_record(&what, start as u64 + max, max, !binary);
+                return Err(fail(e, None));
+            }
+            Ok(())
+        };
         let mut push = |chunker: &mut Chunker, ex: &Example, start: usize, end: usize| {
             chunker.push(SequenceSpan {
                 offset: start as u64,
@@ -142,9 +152,9 @@ impl LensSource {
                 binary::read_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             for i in 0..count {
-                let (ex, used) =
-                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
-                        .map_err(|e| fail(shifted(e, pos), Some(i)))?;
+                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header, max)
+                    .map_err(|e| fail(shifted(e, pos), Some(i)))?;
+                within_limit(i, pos, pos + used)?;
                 push(&mut chunker, &ex, pos, pos + used);
                 pos += used;
             }
@@ -162,10 +172,10 @@ impl LensSource {
                 text::parse_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             let mut i = 0;
-            while let Some((ex, end)) =
-                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)
-                    .map_err(|e| fail(e, None))?
+            while let Some((ex, end)) = text::parse_example_at(bytes, pos, i, &self.header, max)
+                .map_err(|e| fail(e, None))?
             {
+                within_limit(i, pos, end)?;
                 push(&mut chunker, &ex, pos, end);
                 pos = end;
                 i += 1;
@@ -234,14 +244,24 @@ impl LensSource {
         let mut pos = c.offset as usize;
         for i in c.first_sequence..c.first_sequence + c.sequences {
             let (ex, end) = if self.binary {
-                let (ex, used) =
-                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
-                        .map_err(|e| shifted(e, pos))?;
+                let (ex, used) = binary::read_example_prefix(
+                    &bytes[pos..],
+                    &self.header,
+                    self.options.limits.max_record_bytes,
+                )
+                .map_err(|e| shifted(e, pos))?;
                 (ex, pos + used)
             } else {
-                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)?.ok_or_else(
-                    || Error::corrupt(pos as u64, "the file changed since it was indexed"),
+                text::parse_example_at(
+                    bytes,
+                    pos,
+                    i,
+                    &self.header,
+                    self.options.limits.max_record_bytes,
                 )?
+                .ok_or_else(|| {
+                    Error::corrupt(pos as u64, "the file changed since it was indexed")
+                })?
             };
             let start = pos;
             pos = end;
