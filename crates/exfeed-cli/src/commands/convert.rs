@@ -1,7 +1,8 @@
 //! `exfeed convert`: between CTF, CBF and Lens `.ex`/`.bex` (Lens to CTF/CBF with a layout),
 //! written atomically.
 
-use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
+use super::arrow::{parse_convert_format, Format};
+use super::source::{parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
@@ -10,7 +11,7 @@ use exfeed::convert::{cbf_to_ctf, ctf_to_cbf, CtfToCbfOptions};
 use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
-use exfeed::SequenceBatch;
+use exfeed::{SequenceBatch, StreamSpec};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,16 +27,18 @@ pub struct Args {
     /// --precision is also the element type of CBF output (for CBF input: the input's by default).
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
+    /// Chunk size of CBF output (and of Parquet row groups and Arrow record batches) in bytes (suffixes K, M, G for KiB, MiB, GiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE_BYTES)]
     pub chunk_size: u64,
-    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
-    #[arg(long, value_parser = parse_format)]
-    pub from: Option<FileFormat>,
-    /// Format of the output (ctf, cbf, ex, bex); by default from its name (.cbf/.bin: CBF,
-    /// .ex: Lens text, .bex: Lens binary, through .gz/.bz2; anything else CTF).
-    #[arg(long, value_parser = parse_format)]
-    pub to: Option<FileFormat>,
+    /// Format of the input (ctf, cbf, ex, bex, parquet, arrow); by default from its magic
+    /// bytes and name.
+    #[arg(long, value_parser = parse_convert_format)]
+    pub from: Option<Format>,
+    /// Format of the output (ctf, cbf, ex, bex, parquet, arrow); by default from its name
+    /// (.cbf/.bin: CBF, .ex: Lens text, .bex: Lens binary, through .gz/.bz2; .parquet/.pq:
+    /// Parquet; .arrow/.feather/.ipc: Arrow IPC file; anything else CTF).
+    #[arg(long, value_parser = parse_convert_format)]
+    pub to: Option<Format>,
     /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
     /// there is one).
     #[command(flatten)]
@@ -50,7 +53,7 @@ pub struct Args {
 }
 
 /// Renames the finished output into place, synced to disk unless `--no-sync`.
-fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
+pub fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
     if no_sync {
         out.commit_unsynced()
     } else {
@@ -59,10 +62,16 @@ fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opened = args.source.open(&args.input, args.from, &args.lens)?;
+    if let Some(code) = super::arrow::convert(&args)? {
+        return Ok(code);
+    }
+    let opened = args
+        .source
+        .open(&args.input, args.from.and_then(Format::exfeed), &args.lens)?;
     let from = opened.data.format();
     let to = args
         .to
+        .and_then(Format::exfeed)
         .unwrap_or_else(|| FileFormat::from_name(&args.output));
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     let inputs = opened
@@ -135,34 +144,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 chunk_size: args.chunk_size,
                 precision,
             };
-            let mut writer = CbfWriter::new(out, &specs, cbf)?;
-            let mut batch = SequenceBatch::<f64>::new(&specs);
-            while seqs.next_batch(&mut batch, &mut sink)? {
-                writer.write_batch(&batch)?;
-            }
-            let sequences = writer.sequences();
-            commit(writer.finish()?, args.no_sync)?;
-            sequences
+            write_cbf(&specs, |b| seqs.next_batch(b, &mut sink), out, cbf, args.no_sync)?
         }
         (FileFormat::LensText | FileFormat::LensBinary, FileFormat::Ctf) => {
             let mut seqs = opened.data.sequences::<f32>()?;
             let specs = seqs.streams().to_vec();
             let out = AtomicOutput::create(&args.output, &options)?;
-            let mut out = std::io::BufWriter::new(out);
-            let mut batch = SequenceBatch::<f32>::new(&specs);
-            let mut text = Vec::new();
-            let mut sequences = 0;
-            while seqs.next_batch(&mut batch, &mut sink)? {
-                for q in 0..batch.len() {
-                    text.clear();
-                    exfeed::ctf::write_sequence(&mut text, &batch, q, &specs)
-                        .map_err(|e| e.in_file(name.clone()))?;
-                    out.write_all(&text)?;
-                }
-                sequences += batch.len() as u64;
-            }
-            commit(out.into_inner().map_err(|e| e.into_error())?, args.no_sync)?;
-            sequences
+            write_ctf(&specs, |b| seqs.next_batch(b, &mut sink), out, &name, args.no_sync)?
         }
         (from, to) => anyhow::bail!(
             "converting {} to {} is not supported (CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF)",
@@ -170,13 +158,64 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             to.describe()
         ),
     };
-    if sink.errors > 0 {
+    Ok(finish(&args, sequences, sink.errors))
+}
+
+/// The exit status of a conversion that wrote `sequences`: 1, with a note, when `errors` were
+/// skipped (`--max-errors`).
+pub fn finish(args: &Args, sequences: u64, errors: u64) -> ExitCode {
+    if errors > 0 {
         eprintln!(
-            "exfeed: {}: wrote {sequences} sequences; {} errors were skipped (see above)",
+            "exfeed: {}: wrote {sequences} sequences; {errors} errors were skipped (see above)",
             args.output.display(),
-            sink.errors
         );
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
+}
+
+/// Writes the sequences `fill` gives (batches of `specs`) to `out` as CBF, and commits it;
+/// returns the number of sequences.
+pub fn write_cbf<T: exfeed::Element>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> exfeed::Result<bool>,
+    out: AtomicOutput,
+    options: CbfWriterOptions,
+    no_sync: bool,
+) -> exfeed::Result<u64> {
+    let mut writer = CbfWriter::new(out, specs, options)?;
+    let mut batch = SequenceBatch::<T>::new(specs);
+    while fill(&mut batch)? {
+        writer.write_batch(&batch)?;
+    }
+    let sequences = writer.sequences();
+    commit(writer.finish()?, no_sync)?;
+    Ok(sequences)
+}
+
+/// Writes the sequences `fill` gives (batches of `specs`) to `out` as CTF (each sequence's key
+/// its id, each stream under its alias if any), and commits it; returns the number of
+/// sequences. `name` is the input's, for errors.
+pub fn write_ctf<T: exfeed::Element>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> exfeed::Result<bool>,
+    out: AtomicOutput,
+    name: &str,
+    no_sync: bool,
+) -> exfeed::Result<u64> {
+    let mut out = std::io::BufWriter::new(out);
+    let mut batch = SequenceBatch::<T>::new(specs);
+    let mut text = Vec::new();
+    let mut sequences = 0;
+    while fill(&mut batch)? {
+        for q in 0..batch.len() {
+            text.clear();
+            exfeed::ctf::write_sequence(&mut text, &batch, q, specs)
+                .map_err(|e| e.in_file(name.to_string()))?;
+            out.write_all(&text)?;
+        }
+        sequences += batch.len() as u64;
+    }
+    commit(out.into_inner().map_err(|e| e.into_error())?, no_sync)?;
+    Ok(sequences)
 }

@@ -1,0 +1,100 @@
+//! [`SequenceStream`]: sequences from any exfeed source as a stream of Arrow record batches (a
+//! [`RecordBatchReader`], which [`arrow_array::ffi_stream`] exports through the Arrow C stream
+//! interface: Python's `exfeed.to_arrow` and `exfeed.ray`).
+
+use crate::encode::BatchBuilder;
+use crate::Value;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use exfeed::reader::ChunkSource;
+use exfeed::{DiagnosticSink, Result, SequenceBatch, Sequences};
+use std::ops::Range;
+use std::sync::Arc;
+
+type Fill<T> = Box<dyn FnMut(&mut SequenceBatch<T>) -> Result<bool> + Send>;
+
+/// Record batches of the [schema](crate::schema), each about `chunk_size` bytes of data (or
+/// one per chunk of a [`ChunkSource`]), made as they are pulled: memory holds one.
+pub struct SequenceStream<T: Value> {
+    fill: Fill<T>,
+    builder: BatchBuilder<T>,
+    batch: SequenceBatch<T>,
+    chunk_size: usize,
+    done: bool,
+}
+
+impl<T: Value> SequenceStream<T> {
+    /// The sequences of an opened input, in file order, in record batches of about
+    /// `chunk_size` bytes of data. Tolerated problems (`maxErrors`) go to `sink`.
+    pub fn from_sequences(
+        mut sequences: Sequences<T>,
+        chunk_size: u64,
+        mut sink: Box<dyn DiagnosticSink + Send>,
+    ) -> Result<Self> {
+        let specs = sequences.streams().to_vec();
+        let fill: Fill<T> = Box::new(move |b| sequences.next_batch(b, sink.as_mut()));
+        Self::new(&specs, fill, chunk_size)
+    }
+
+    /// Chunks `chunks` of `source`, one record batch per chunk, in order.
+    pub fn from_chunks(source: Arc<dyn ChunkSource<T>>, chunks: Range<usize>) -> Result<Self> {
+        let specs = source.streams().to_vec();
+        let mut next = chunks.start;
+        let fill: Fill<T> = Box::new(move |b| {
+            if next >= chunks.end {
+                return Ok(false);
+            }
+            b.clear();
+            source.read_chunk(next, b)?;
+            next += 1;
+            Ok(true)
+        });
+        // A record batch ends after each chunk.
+        Self::new(&specs, fill, 1)
+    }
+
+    fn new(specs: &[exfeed::StreamSpec], fill: Fill<T>, chunk_size: u64) -> Result<Self> {
+        Ok(SequenceStream {
+            fill,
+            builder: BatchBuilder::new(specs)?,
+            batch: SequenceBatch::new(specs),
+            chunk_size: chunk_size.clamp(1, usize::MAX as u64) as usize,
+            done: false,
+        })
+    }
+
+    fn next_record_batch(&mut self) -> Result<Option<RecordBatch>> {
+        while !self.done && self.builder.bytes() < self.chunk_size {
+            if (self.fill)(&mut self.batch)? {
+                self.builder.append(&self.batch)?;
+            } else {
+                self.done = true;
+            }
+        }
+        if self.builder.is_empty() {
+            return Ok(None);
+        }
+        self.builder.finish().map(Some)
+    }
+}
+
+impl<T: Value> Iterator for SequenceStream<T> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_record_batch() {
+            Ok(rb) => rb.map(Ok),
+            Err(e) => {
+                // The error ends the stream.
+                self.done = true;
+                Some(Err(ArrowError::ExternalError(Box::new(e))))
+            }
+        }
+    }
+}
+
+impl<T: Value> RecordBatchReader for SequenceStream<T> {
+    fn schema(&self) -> SchemaRef {
+        self.builder.schema().clone()
+    }
+}
