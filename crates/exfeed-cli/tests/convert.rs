@@ -394,3 +394,29 @@ fn an_interrupted_conversion_leaves_nothing_behind() {
         );
     }
 }
+
+#[test]
+fn columnar_outputs_are_recognised_by_name_and_to_not_written_as_ctf() {
+    // Parquet and Arrow IPC (exfeed-arrow, tested in tests/arrow.rs): by name or --to.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), CTF).unwrap();
+    for (out, extra, magic) in [
+        ("out.parquet", &[][..], &b"PAR1"[..]),
+        ("out.arrow", &[][..], &b"ARROW1"[..]),
+        ("out.data", &["--to", "parquet"][..], &b"PAR1"[..]),
+    ] {
+        let (code, err) = convert_ctf("in.txt", out, extra, d);
+        assert_eq!(code, 0, "{out}: {err}");
+        assert!(
+            std::fs::read(d.join(out)).unwrap().starts_with(magic),
+            "{out}"
+        );
+    }
+    let (code, err) = convert_ctf("in.txt", "out.x", &["--to", "orc"], d);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown format 'orc' (ctf, cbf, ex, bex, parquet, arrow)"),
+        "{err}"
+    );
+}

@@ -1,4 +1,5 @@
-//! Conversion between CTF and CBF.
+//! Conversion: whole inputs of any format to files of any format ([`convert`], what
+//! `exfeed convert` does), and the cores between CTF and CBF ([`ctf_to_cbf`], [`cbf_to_ctf`]).
 //!
 //! CTF to CBF first finds the sequence boundaries ([`crate::ctf::scan_sequences`]) and cuts
 //! the text into pieces of whole sequences, so memory stays bounded by the pieces in flight and
@@ -10,6 +11,10 @@
 //! floats are doubles), which makes our output byte-identical to ctf2bin's wherever it writes a
 //! single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
 //! sequence index as the id.
+
+mod files;
+
+pub use files::{convert, convert_with_progress, write_cbf, write_ctf, ConvertOptions, Converted};
 
 use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};

@@ -86,7 +86,8 @@ pub struct LensLayout {
 }
 
 impl OpenOptions {
-    fn ctf(&self) -> CtfOptions {
+    /// How CTF is read, from these options.
+    pub(crate) fn ctf(&self) -> CtfOptions {
         CtfOptions {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
@@ -160,6 +161,11 @@ impl DataSet {
     /// The name used in messages (the path as given, `-` for standard input).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
     }
 
     /// The compression recognised by the first bytes.

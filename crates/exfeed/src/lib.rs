@@ -13,8 +13,9 @@
 //! - Parse a file held in memory: [`ctf::parse`] (or [`ctf::CtfParser`] for chunks and
 //!   streams), [`cbf::CbfFile::open`] (any chunk on its own), [`lens::parse`] (`.ex` or `.bex`).
 //! - Write: [`cbf::CbfWriter`], [`ctf::write_sequence`], [`lens::text::write`] and
-//!   [`lens::binary::write`]; convert whole files with [`convert::ctf_to_cbf`] and
-//!   [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
+//!   [`lens::binary::write`]; convert any input to a file of any format, atomically, with
+//!   [`convert::convert`] (what `exfeed convert` does), or CTF and CBF held in memory with
+//!   [`convert::ctf_to_cbf`] and [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
 //! - Feed training: [`reader::AnyReader`] builds the minibatch reader a
 //!   [`config::ReaderConfig`] describes (CNTK's reader block, or its TOML form); or
 //!   [`reader::Reader`] over any [`reader::ChunkSource`] ([`reader::CtfSource`],

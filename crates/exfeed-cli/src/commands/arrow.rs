@@ -2,10 +2,11 @@
 //! exfeed reads to `.parquet`/`.arrow`, and files of exfeed's Arrow schema back to CTF, CBF,
 //! Parquet or Arrow IPC.
 
-use super::convert::{commit, finish, write_cbf, write_ctf, Args};
+use super::convert::{finish, Args};
 use crate::diag::Stderr;
 use crate::with_precision;
 use exfeed::cbf::CbfWriterOptions;
+use exfeed::convert::{write_cbf, write_ctf};
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
 use exfeed::{Error, SequenceBatch};
@@ -112,9 +113,15 @@ pub fn convert(args: &Args) -> anyhow::Result<Option<ExitCode>> {
             }
             Format::Exfeed(FileFormat::Cbf) => {
                 let cbf = CbfWriterOptions { chunk_size: args.chunk_size, precision };
-                write_cbf(&specs, fill, out, cbf, args.no_sync)?
+                let (out, sequences, _) = write_cbf(&specs, fill, out, cbf)?;
+                commit(out, args.no_sync)?;
+                sequences
             }
-            Format::Exfeed(FileFormat::Ctf) => write_ctf(&specs, fill, out, &name, args.no_sync)?,
+            Format::Exfeed(FileFormat::Ctf) => {
+                let (out, sequences) = write_ctf(&specs, fill, out, &name)?;
+                commit(out, args.no_sync)?;
+                sequences
+            }
             Format::Exfeed(other) => anyhow::bail!(
                 "converting {} to {} is not supported (to CTF, CBF, Parquet or Arrow IPC)",
                 file.format().describe(),
@@ -123,4 +130,13 @@ pub fn convert(args: &Args) -> anyhow::Result<Option<ExitCode>> {
         }
     });
     Ok(Some(finish(args, sequences, 0)))
+}
+
+/// Renames the finished output into place, synced to disk unless `--no-sync`.
+fn commit(out: AtomicOutput, no_sync: bool) -> exfeed::Result<()> {
+    if no_sync {
+        out.commit_unsynced()
+    } else {
+        out.commit()
+    }
 }
