@@ -38,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod convert;
 mod decode;
 mod encode;
 mod file;
@@ -46,6 +47,7 @@ pub mod stream;
 #[cfg(test)]
 mod tests;
 
+pub use convert::{read_arrow_file, write_arrow_file, Format};
 pub use decode::append_record_batch;
 pub use encode::BatchBuilder;
 pub use file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};

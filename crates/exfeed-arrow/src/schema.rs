@@ -96,7 +96,7 @@ pub fn schema(streams: &[StreamSpec], precision: Precision) -> Result<SchemaRef>
     Ok(Arc::new(Schema::new(fields)))
 }
 
-/// The streams of a file's schema: what [`crate::decode`] reads.
+/// The streams of a file's schema: what [`crate::append_record_batch`] decodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Streams {
     /// The streams, in column order.

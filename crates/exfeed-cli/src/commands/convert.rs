@@ -2,13 +2,14 @@
 //! and to and from Parquet and Arrow IPC files ([`super::arrow`]),
 //! written atomically.
 
-use super::arrow::{parse_convert_format, Format};
+use super::arrow::parse_convert_format;
 use super::source::{parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
+use exfeed_arrow::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
