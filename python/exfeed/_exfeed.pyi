@@ -197,3 +197,23 @@ def dump(
     nan: Optional[float] = None,
 ) -> Dump:
     """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}."""
+
+class ArrowStream:
+    """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+
+def _to_arrow(path: PathLike, **options: Any) -> ArrowStream:
+    """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow): check()'s
+    keyword arguments and chunk_size."""
+
+def _chunks(path: PathLike, **options: Any) -> list:
+    """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks)."""
+
+def _read_chunks(path: PathLike, start: int, end: int, **options: Any) -> ArrowStream:
+    """Chunks start..end of a file, one record batch each."""
+
+def _convert_arrow(src: PathLike, dst: PathLike, **options: Any) -> int:
+    """src to dst when either is Parquet or Arrow IPC; check()'s keyword arguments, chunk_size
+    and overwrite. Returns the sequences written."""

@@ -23,7 +23,7 @@ fn format_arg(v: Option<&str>) -> PyResult<Option<FileFormat>> {
 }
 
 /// The open options from the keyword arguments every function shares.
-fn open_options(
+pub(crate) fn open_options(
     inputs: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
     max_errors: u64,

@@ -184,6 +184,43 @@ impl<T: Value> BatchBuilder<T> {
         Ok(())
     }
 
+    /// Appends the run of sequences of `batch` from `start` that brings the data held to
+    /// `chunk_size` bytes (at least one sequence, at most the rest of the batch); returns where
+    /// the run ends.
+    pub fn fill_from(
+        &mut self,
+        batch: &SequenceBatch<T>,
+        start: usize,
+        chunk_size: usize,
+    ) -> Result<usize> {
+        let room = chunk_size.saturating_sub(self.bytes());
+        let mut end = batch.len();
+        let mut bytes = 0;
+        for q in start..batch.len() {
+            bytes += 8 + batch
+                .streams()
+                .iter()
+                .map(|s| {
+                    let index = if s.storage() == Storage::Sparse { 4 } else { 0 };
+                    let n = s.sequence_samples(q).len();
+                    s.sequence_nnz(q) * (std::mem::size_of::<T>() + index) + 4 * (n + 1)
+                })
+                .sum::<usize>();
+            if bytes >= room {
+                end = q + 1;
+                break;
+            }
+        }
+        if start == 0 && end == batch.len() {
+            self.append(batch)?;
+        } else {
+            let mut part = batch.empty_like();
+            part.push_sequences_from(batch, start..end);
+            self.append(&part)?;
+        }
+        Ok(end)
+    }
+
     /// Sequences appended since the last [`BatchBuilder::finish`].
     pub fn len(&self) -> usize {
         self.keys.len()

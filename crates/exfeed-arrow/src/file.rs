@@ -126,47 +126,18 @@ impl<W: Write + Send, T: Value> SequenceWriter<W, T> {
         })
     }
 
-    /// Appends the sequences of `batch`, writing a chunk whenever one is full.
+    /// Appends the sequences of `batch`, writing a chunk whenever one is full (a batch larger
+    /// than a chunk is cut between sequences).
     pub fn write_batch(&mut self, batch: &SequenceBatch<T>) -> Result<()> {
-        // Whole batches are appended; a batch larger than a chunk is written in pieces of
-        // sequences so that chunks stay near their size.
         let mut start = 0;
         while start < batch.len() {
-            let end = self.sequences_fitting(batch, start);
-            if start == 0 && end == batch.len() {
-                self.builder.append(batch)?;
-            } else {
-                let mut part = batch.empty_like();
-                part.push_sequences_from(batch, start..end);
-                self.builder.append(&part)?;
-            }
-            self.sequences += (end - start) as u64;
-            start = end;
+            start = self.builder.fill_from(batch, start, self.chunk_size)?;
             if self.builder.bytes() >= self.chunk_size {
                 self.write_chunk()?;
             }
         }
+        self.sequences += batch.len() as u64;
         Ok(())
-    }
-
-    /// The end of the run of sequences from `start` that fills the open chunk (at least one).
-    fn sequences_fitting(&self, batch: &SequenceBatch<T>, start: usize) -> usize {
-        let room = self.chunk_size.saturating_sub(self.builder.bytes());
-        let mut bytes = 0;
-        for q in start..batch.len() {
-            bytes += 8 + batch
-                .streams()
-                .iter()
-                .map(|s| {
-                    let n = s.sequence_samples(q).len();
-                    s.sequence_nnz(q) * (std::mem::size_of::<T>() + sparse_index(s)) + 4 * (n + 1)
-                })
-                .sum::<usize>();
-            if bytes >= room {
-                return q + 1;
-            }
-        }
-        batch.len()
     }
 
     fn write_chunk(&mut self) -> Result<()> {
@@ -201,14 +172,6 @@ impl<W: Write + Send, T: Value> SequenceWriter<W, T> {
             }
         };
         Ok((out, self.chunks))
-    }
-}
-
-/// Bytes per entry of a sparse stream's indices (0 for dense streams).
-fn sparse_index<T: Element>(s: &exfeed::StreamData<T>) -> usize {
-    match s.storage() {
-        exfeed::Storage::Dense => 0,
-        exfeed::Storage::Sparse => 4,
     }
 }
 

@@ -19,7 +19,10 @@ pub struct SequenceStream<T: Value> {
     fill: Fill<T>,
     builder: BatchBuilder<T>,
     batch: SequenceBatch<T>,
-    chunk_size: usize,
+    /// The first sequence of `batch` not yet appended to the builder.
+    next: usize,
+    /// Bytes of data per record batch; `None`: one record batch per filled batch (chunk).
+    chunk_size: Option<usize>,
     done: bool,
 }
 
@@ -33,7 +36,11 @@ impl<T: Value> SequenceStream<T> {
     ) -> Result<Self> {
         let specs = sequences.streams().to_vec();
         let fill: Fill<T> = Box::new(move |b| sequences.next_batch(b, sink.as_mut()));
-        Self::new(&specs, fill, chunk_size)
+        Self::new(
+            &specs,
+            fill,
+            Some(chunk_size.clamp(1, usize::MAX as u64) as usize),
+        )
     }
 
     /// Chunks `chunks` of `source`, one record batch per chunk, in order.
@@ -49,26 +56,37 @@ impl<T: Value> SequenceStream<T> {
             next += 1;
             Ok(true)
         });
-        // A record batch ends after each chunk.
-        Self::new(&specs, fill, 1)
+        Self::new(&specs, fill, None)
     }
 
-    fn new(specs: &[exfeed::StreamSpec], fill: Fill<T>, chunk_size: u64) -> Result<Self> {
+    fn new(specs: &[exfeed::StreamSpec], fill: Fill<T>, chunk_size: Option<usize>) -> Result<Self> {
         Ok(SequenceStream {
             fill,
             builder: BatchBuilder::new(specs)?,
             batch: SequenceBatch::new(specs),
-            chunk_size: chunk_size.clamp(1, usize::MAX as u64) as usize,
+            next: 0,
+            chunk_size,
             done: false,
         })
     }
 
     fn next_record_batch(&mut self) -> Result<Option<RecordBatch>> {
-        while !self.done && self.builder.bytes() < self.chunk_size {
-            if (self.fill)(&mut self.batch)? {
-                self.builder.append(&self.batch)?;
-            } else {
-                self.done = true;
+        let size = self.chunk_size.unwrap_or(usize::MAX);
+        loop {
+            if self.next >= self.batch.len() {
+                if self.done || (self.chunk_size.is_none() && !self.builder.is_empty()) {
+                    break;
+                }
+                self.next = 0;
+                if !(self.fill)(&mut self.batch)? {
+                    self.done = true;
+                    self.batch.clear();
+                }
+                continue;
+            }
+            self.next = self.builder.fill_from(&self.batch, self.next, size)?;
+            if self.builder.bytes() >= size {
+                break;
             }
         }
         if self.builder.is_empty() {

@@ -25,9 +25,11 @@ fn sequences<T: Value>(n: u64) -> SequenceBatch<T> {
         }
         for t in 0..(k % 3) {
             let entries = (k + t) % 3;
-            let idx: Vec<u32> = (0..entries)
+            // Increasing indices, as CBF stores them.
+            let mut idx: Vec<u32> = (0..entries)
                 .map(|i| (k * 37 + i * 101) as u32 % 1000)
                 .collect();
+            idx.sort_unstable();
             let val: Vec<T> = (0..entries).map(|i| T::from_f64(i as f64 - 0.5)).collect();
             b.stream_mut(1).push_sparse_sample(&idx, &val);
         }
@@ -86,7 +88,7 @@ fn the_stream_makes_record_batches_of_about_the_chunk_size() {
         &all,
         40,
     ));
-    let stream = SequenceStream::<f32>::from_chunks(source, 2..5).unwrap();
+    let stream = SequenceStream::<f32>::from_chunks(source.clone(), 2..5).unwrap();
     let schema = stream.schema();
     let batches: Vec<RecordBatch> = stream.map(|b| b.unwrap()).collect();
     assert_eq!(batches.len(), 3);
@@ -99,6 +101,29 @@ fn the_stream_makes_record_batches_of_about_the_chunk_size() {
     let mut want = all.empty_like();
     want.push_sequences_from(&all, 80..200);
     assert!(back == want);
+    // Sequences from a reader, in record batches of about 2 KiB however they are delivered.
+    let data = std::env::temp_dir().join(format!("exfeed-arrow-stream-{}.cbf", std::process::id()));
+    let mut w = exfeed::cbf::CbfWriter::new(
+        std::fs::File::create(&data).unwrap(),
+        &specs,
+        Default::default(),
+    )
+    .unwrap();
+    w.write_batch(&all).unwrap();
+    w.finish().unwrap();
+    let opened = exfeed::open(&data, &exfeed::OpenOptions::default()).unwrap();
+    let seqs = opened.sequences::<f32>().unwrap();
+    let stream = SequenceStream::from_sequences(seqs, 2048, Box::new(Vec::new())).unwrap();
+    let batches: Vec<RecordBatch> = stream.map(|b| b.unwrap()).collect();
+    std::fs::remove_file(&data).unwrap();
+    assert!(batches.len() > 5, "{} record batches", batches.len());
+    let mut back = all.empty_like();
+    for b in &batches {
+        append_record_batch(b, &streams, &mut back).unwrap();
+    }
+    // CBF keys are the sequences' indices.
+    assert_eq!(back.keys(), (0..300).collect::<Vec<u64>>());
+    assert!(back.streams() == all.streams());
 }
 
 /// `all` as one record batch.
