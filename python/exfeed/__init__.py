@@ -30,6 +30,7 @@ from ._exfeed import (
     __version__,
     _to_arrow,
     check,
+    convert,
     dump,
     info,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "StreamInfo",
     "__version__",
     "check",
+    "convert",
     "dump",
     "info",
     "to_arrow",

@@ -6,6 +6,7 @@ import os
 from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from typing_extensions import TypedDict, Unpack
 import numpy.typing as npt
 
 __version__: str
@@ -164,17 +165,24 @@ class Reader(Iterator[Minibatch]):
     def __enter__(self) -> Reader: ...
     def __exit__(self, *args: object) -> bool: ...
 
+class OpenArgs(TypedDict, total=False):
+    """How check, dump and convert read a file (as `exfeed check/dump/convert` take it)."""
+
+    inputs: Optional[InputsArg]
+    config: Optional[PathLike]
+    section: Optional[str]
+    set: Optional[Union[Mapping[str, Any], Sequence[str]]]
+    format: Optional[str]
+    max_errors: Optional[int]
+    skip_sequence_ids: bool
+    precision: Optional[Union[str, np.dtype, type]]
+    input_groups: Optional[Layout]
+    target_groups: Optional[Layout]
+    nan: Optional[float]
+
 def check(
     path: PathLike,
-    *,
-    inputs: Optional[InputsArg] = None,
-    format: Optional[str] = None,
-    max_errors: int = 0,
-    skip_sequence_ids: bool = False,
-    precision: Optional[Union[str, np.dtype, type]] = None,
-    input_groups: Optional[Layout] = None,
-    target_groups: Optional[Layout] = None,
-    nan: Optional[float] = None,
+    **kwargs: Unpack[OpenArgs],
 ) -> dict:
     """Reads the whole file: its summary and every problem (`exfeed check`)."""
 
@@ -186,17 +194,24 @@ class Dump(Iterator[dict]):
 
 def dump(
     path: PathLike,
-    *,
-    inputs: Optional[InputsArg] = None,
-    format: Optional[str] = None,
-    max_errors: int = 0,
-    skip_sequence_ids: bool = False,
-    precision: Optional[Union[str, np.dtype, type]] = None,
-    input_groups: Optional[Layout] = None,
-    target_groups: Optional[Layout] = None,
-    nan: Optional[float] = None,
+    **kwargs: Unpack[OpenArgs],
 ) -> Dump:
     """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}."""
+
+def convert(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    to: Optional[str] = None,
+    chunk_size: Optional[int] = None,
+    overwrite: bool = False,
+    sync: bool = True,
+    **kwargs: Unpack[OpenArgs],
+) -> dict:
+    """Converts src to the file dst (`exfeed convert`), atomically: dst keeps its old content
+    or gets the whole new file. `to` (ctf, cbf, ex, bex, parquet, arrow) defaults to dst's
+    name; an existing dst is refused (FileExistsError) unless overwrite=True. Returns {"from", "to", "sequences",
+    "chunks", "problems"}."""
 
 class ArrowStream:
     """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""
@@ -204,16 +219,11 @@ class ArrowStream:
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
 
-def _to_arrow(path: PathLike, **options: Any) -> ArrowStream:
-    """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow): check()'s
-    keyword arguments and chunk_size."""
+def _to_arrow(path: PathLike, *, chunk_size: Optional[int] = None, **kwargs: Unpack[OpenArgs]) -> ArrowStream:
+    """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow)."""
 
 def _chunks(path: PathLike, **options: Any) -> list:
     """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks)."""
 
 def _read_chunks(path: PathLike, start: int, end: int, **options: Any) -> ArrowStream:
     """Chunks start..end of a file, one record batch each."""
-
-def _convert_arrow(src: PathLike, dst: PathLike, **options: Any) -> int:
-    """src to dst when either is Parquet or Arrow IPC; check()'s keyword arguments, chunk_size
-    and overwrite. Returns the sequences written."""

@@ -27,12 +27,12 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::check, m)?)?;
     m.add_function(wrap_pyfunction!(tools::info, m)?)?;
     m.add_function(wrap_pyfunction!(tools::dump, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::convert, m)?)?;
     m.add_class::<tools::Dump>()?;
     m.add_class::<arrow::ArrowStream>()?;
     m.add_function(wrap_pyfunction!(arrow::_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_read_chunks, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::_convert_arrow, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,42 +1,25 @@
 //! The keyword arguments of `exfeed.Reader` (those of `exfeed read`), checked and turned into
 //! the library's [`ReaderConfig`] and run options.
 
-use crate::errors::{bad_arg, to_py};
-use exfeed::config::{ConfigOptions, DeserializerConfig, DeserializerKind, ReaderConfig};
-use exfeed::format::FileFormat;
+use crate::errors::bad_arg;
+use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
+use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::lens::select::SelectionMode;
-use exfeed::reader::{EpochLimit, RunOptions};
+use exfeed::reader::{EpochLimit, ReaderArgs, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// What the data is and how to read it: everything but the engine's run options.
+/// What the data is and how to read it: a configuration file (with its section and
+/// overrides) and the reader's arguments on top; everything but the engine's run options.
 #[derive(Debug, Clone, Default)]
 pub struct SourceArgs {
-    pub files: Vec<PathBuf>,
-    pub inputs: Vec<StreamSpec>,
     pub config: Option<PathBuf>,
-    pub section: Option<String>,
-    /// `set=`: NAME=VALUE overrides applied to the configuration file.
-    pub overrides: Vec<(String, String)>,
-    pub randomize: Option<bool>,
-    pub seed: Option<u64>,
-    pub window_chunks: Option<u64>,
-    pub window_samples: Option<u64>,
-    pub frame_mode: bool,
-    pub chunk_size: Option<u64>,
-    pub keep_in_memory: bool,
-    pub cache_index: bool,
-    pub max_errors: Option<u64>,
-    pub precision: Option<Precision>,
-    pub input_groups: Option<Layout>,
-    pub target_groups: Option<Layout>,
-    pub lens_mode: Option<SelectionMode>,
-    pub nan: Option<f32>,
+    /// `section=` and `set=` (NAME=VALUE overrides applied to the configuration file).
+    pub config_options: ConfigOptions,
+    pub args: ReaderArgs,
 }
 
 /// The epoch limit from `max_sweeps` (None: unlimited) and `max_samples`.
@@ -243,222 +226,48 @@ pub fn extract_precision(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Precis
     }
 }
 
-/// The format of a file named without a configuration (magic bytes, then the name, which
-/// sees through `.gz`/`.bz2`); a file that cannot be read is left to the reader to report.
-fn kind_of(file: &Path) -> DeserializerKind {
-    let mut head = [0u8; 8];
-    let n = std::fs::File::open(file)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    match FileFormat::detect(file, &head[..n]) {
-        FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
-        FileFormat::Cbf => DeserializerKind::Cbf,
-        FileFormat::Ctf => DeserializerKind::Ctf,
-    }
-}
-
 impl SourceArgs {
-    /// The reader configuration: `config` (its files replaced by `files`, matched by name or
-    /// in order) or one deserializer per file; the options on top.
-    /// Also returns the configuration's warnings.
-    pub fn reader_config(&self) -> PyResult<(ReaderConfig, Vec<String>)> {
-        let (mut cfg, warnings) = match &self.config {
-            Some(path) => {
-                let options = ConfigOptions {
-                    section: self.section.clone(),
-                    overrides: self.overrides.clone(),
-                };
-                let read = ReaderConfig::load(path, &options).map_err(to_py)?;
-                let mut cfg = read.config;
-                self.place_files(&mut cfg)?;
-                (cfg, read.warnings)
-            }
-            None => {
-                for (name, given) in [
-                    ("section", self.section.is_some()),
-                    ("set", !self.overrides.is_empty()),
-                ] {
-                    if given {
-                        return Err(bad_arg(
-                            name,
-                            "applies to a configuration file: give config=",
-                        ));
-                    }
-                }
-                (self.config_from_files()?, Vec::new())
-            }
+    /// The reader configuration (see [`ReaderArgs::configure`]) and the inputs to read, each
+    /// file opened once; also the configuration's warnings. Opens the files: call it with the
+    /// GIL released.
+    pub fn reader_config(&self) -> exfeed::Result<(ReaderConfig, Vec<InputPath>, Vec<String>)> {
+        let (cfg, warnings) = match self.load_config()? {
+            Some(read) => (Some(read.config), read.warnings),
+            None => (None, Vec::new()),
         };
-        if let Some(p) = self.precision {
-            cfg.precision = p;
-        }
-        if let Some(m) = self.max_errors {
-            cfg.max_errors = m;
-            for d in &mut cfg.deserializers {
-                d.max_errors = None;
-            }
-        }
-        if let Some(r) = self.randomize {
-            cfg.randomize = r;
-        }
-        if let Some(s) = self.seed {
-            cfg.randomization_seed = s;
-        }
-        match (self.window_chunks, self.window_samples) {
-            (Some(_), Some(_)) => {
-                return Err(bad_arg(
-                    "window_samples",
-                    "give window_chunks or window_samples, not both",
-                ))
-            }
-            (Some(0), _) => return Err(bad_arg("window_chunks", "must be at least 1")),
-            (_, Some(0)) => return Err(bad_arg("window_samples", "must be at least 1")),
-            (Some(w), None) => {
-                cfg.randomization_window = Some(w);
-                cfg.sample_based_randomization_window = false;
-            }
-            (None, Some(w)) => {
-                cfg.randomization_window = Some(w);
-                cfg.sample_based_randomization_window = true;
-            }
-            (None, None) => {}
-        }
-        if self.chunk_size == Some(0) {
-            return Err(bad_arg("chunk_size", "must be at least 1 byte"));
-        }
-        for d in &mut cfg.deserializers {
-            d.chunk_size_bytes = self.chunk_size.or(d.chunk_size_bytes);
-            if self.keep_in_memory {
-                d.keep_data_in_memory = Some(true);
-            }
-            if self.cache_index {
-                d.cache_index = Some(true);
-            }
-            if self.frame_mode {
-                d.frame_mode = Some(true);
-            }
-        }
-        cfg.frame_mode |= self.frame_mode;
-        self.apply_lens(&mut cfg)?;
-        Ok((cfg, warnings))
+        let (cfg, inputs) = self.args.configure(cfg)?;
+        Ok((cfg, inputs, warnings))
     }
 
-    fn place_files(&self, cfg: &mut ReaderConfig) -> PyResult<()> {
-        let n = cfg.deserializers.len();
-        if self.files.len() != n {
-            return Err(bad_arg(
-                "files",
-                format!(
-                    "the configuration has {n} deserializer(s) but {} file(s) were given",
-                    self.files.len()
-                ),
-            ));
-        }
-        // By file name when every name matches a different deserializer, else in order.
-        let mut by_name: Vec<Option<usize>> = self
-            .files
-            .iter()
-            .map(|f| {
-                cfg.deserializers
-                    .iter()
-                    .position(|d| d.file.file_name() == f.file_name())
-            })
-            .collect();
-        let mut seen = by_name.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != n || seen.contains(&None) {
-            by_name = (0..n).map(Some).collect();
-        }
-        for (f, d) in self.files.iter().zip(by_name) {
-            cfg.deserializers[d.expect("checked")].file = f.clone();
-        }
-        Ok(())
+    /// The configuration file's reader (`config=`, `section=`, `set=`), if one was given.
+    pub fn config_file(&self) -> exfeed::Result<Option<ReaderConfig>> {
+        Ok(self.load_config()?.map(|r| r.config))
     }
 
-    fn config_from_files(&self) -> PyResult<ReaderConfig> {
-        let mut cfg = ReaderConfig::default();
-        let kinds: Vec<DeserializerKind> = self.files.iter().map(|f| kind_of(f)).collect();
-        let ctf_files = kinds
-            .iter()
-            .filter(|k| **k == DeserializerKind::Ctf)
-            .count();
-        if ctf_files > 1 {
-            return Err(bad_arg(
-                "files",
-                "several CTF files need a config= saying each one's inputs",
-            ));
-        }
-        for (f, &kind) in self.files.iter().zip(&kinds) {
-            let inputs = match kind {
-                // A Lens file's streams are 'input' and 'target', from the layout.
-                DeserializerKind::Lens => Vec::new(),
-                DeserializerKind::Ctf if self.inputs.is_empty() => {
-                    return Err(bad_arg(
-                        "inputs",
-                        format!("{} is CTF: give inputs= (or config=)", f.display()),
-                    ))
-                }
-                _ => self.inputs.clone(),
-            };
-            cfg.deserializers
-                .push(DeserializerConfig::new(kind, f, inputs));
-        }
-        // CNTK's default: a sample-counted window for binary-only readers.
-        cfg.sample_based_randomization_window = ctf_files == 0;
-        Ok(cfg)
+    fn load_config(&self) -> exfeed::Result<Option<SectionReader>> {
+        (self.config.as_ref())
+            .map(|path| ReaderConfig::load(path, &self.config_options))
+            .transpose()
     }
 
-    fn apply_lens(&self, cfg: &mut ReaderConfig) -> PyResult<()> {
-        let has_lens = cfg
-            .deserializers
-            .iter()
-            .any(|d| d.kind == DeserializerKind::Lens);
-        if !has_lens {
+    /// Refuses what only Python can get wrong: section= or set= without config=, and inputs=
+    /// with config=.
+    pub fn check(&self) -> PyResult<()> {
+        if self.config.is_some() && !self.args.inputs.is_empty() {
+            return Err(bad_arg("inputs", "give inputs= or config=, not both"));
+        }
+        if self.config.is_none() {
             for (name, given) in [
-                ("input_groups", self.input_groups.is_some()),
-                ("target_groups", self.target_groups.is_some()),
-                ("nan", self.nan.is_some()),
-                ("lens_mode", self.lens_mode.is_some()),
+                ("section", self.config_options.section.is_some()),
+                ("set", !self.config_options.overrides.is_empty()),
             ] {
                 if given {
                     return Err(bad_arg(
                         name,
-                        "applies to Lens example files (.ex, .bex), and none is read",
+                        "applies to a configuration file: give config=",
                     ));
                 }
             }
-            return Ok(());
-        }
-        for d in cfg
-            .deserializers
-            .iter_mut()
-            .filter(|d| d.kind == DeserializerKind::Lens)
-        {
-            d.input_groups = self.input_groups.clone().or(d.input_groups.take());
-            d.target_groups = self.target_groups.clone().or(d.target_groups.take());
-            d.nan = self.nan.or(d.nan);
-            if d.input_groups.is_none() || d.target_groups.is_none() {
-                return Err(bad_arg(
-                    "input_groups",
-                    format!(
-                        "reading the Lens example file {} needs the network's layout: \
-                         input_groups and target_groups (in network order)",
-                        d.file.display()
-                    ),
-                ));
-            }
-        }
-        if let Some(mode) = self.lens_mode {
-            if self.randomize == Some(false)
-                || self.window_chunks.is_some()
-                || self.window_samples.is_some()
-            {
-                return Err(bad_arg(
-                    "lens_mode",
-                    "decides the example order: randomize=False and window_chunks/window_samples cannot be combined with it",
-                ));
-            }
-            cfg.lens_mode = Some(mode);
         }
         Ok(())
     }

@@ -8,8 +8,8 @@
 //! arrays you drop give their memory back to the next minibatch.
 
 use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
-use exfeed::config::ReaderConfig;
-use exfeed::reader::{AnyMinibatch, AnyReader, ReaderState, RunOptions};
+use exfeed::config::{ConfigOptions, ReaderConfig};
+use exfeed::reader::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, ReaderState, RunOptions};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
@@ -179,35 +179,42 @@ impl Reader {
             return Err(bad_arg("minibatch_size", "must be at least 1"));
         }
         let source = SourceArgs {
-            files: extract_files(files)?,
-            inputs: extract_inputs(inputs)?,
             config,
-            section,
-            overrides: extract_overrides(set)?,
-            randomize,
-            seed,
-            window_chunks,
-            window_samples,
-            frame_mode,
-            chunk_size,
-            keep_in_memory,
-            cache_index,
-            max_errors,
-            precision: extract_precision(precision)?,
-            input_groups: extract_layout("input_groups", input_groups)?,
-            target_groups: extract_layout("target_groups", target_groups)?,
-            lens_mode: lens_mode
-                .map(|m| {
-                    m.parse()
-                        .map_err(|e: exfeed::Error| bad_arg("lens_mode", e.message()))
-                })
-                .transpose()?,
-            nan,
+            config_options: ConfigOptions {
+                section,
+                overrides: extract_overrides(set)?,
+            },
+            args: ReaderArgs {
+                files: extract_files(files)?,
+                inputs: extract_inputs(inputs)?,
+                precision: extract_precision(precision)?,
+                max_errors,
+                randomize,
+                seed,
+                window_chunks,
+                window_samples,
+                chunk_size,
+                keep_in_memory,
+                cache_index,
+                frame_mode,
+                input_groups: extract_layout("input_groups", input_groups)?,
+                target_groups: extract_layout("target_groups", target_groups)?,
+                nan,
+                lens_mode: lens_mode
+                    .map(|m| {
+                        m.parse()
+                            .map_err(|e: exfeed::Error| bad_arg("lens_mode", e.message()))
+                    })
+                    .transpose()?,
+                style: ArgStyle::Python,
+                ..ReaderArgs::default()
+            },
         };
-        if source.config.is_some() && !source.inputs.is_empty() {
-            return Err(bad_arg("inputs", "give inputs= or config=, not both"));
-        }
-        let (cfg, warnings) = source.reader_config()?;
+        source.check()?;
+        let (cfg, inputs, warnings) = {
+            let source = &source;
+            detached(py, move || source.reader_config())?
+        };
         for w in warnings {
             PyErr::warn(
                 py,
@@ -224,6 +231,7 @@ impl Reader {
             worker_rank,
             threads,
             prefetch_chunks,
+            inputs,
             ..RunOptions::default()
         };
         check_run_options(&run)?;

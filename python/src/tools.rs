@@ -1,61 +1,142 @@
-//! `exfeed.check`, `exfeed.info` and `exfeed.dump`: the library's front door (`exfeed::open`)
-//! as Python calls (no subprocess).
+//! `exfeed.check`, `exfeed.info`, `exfeed.dump` and `exfeed.convert`: the library's front door
+//! (`exfeed::open`, `exfeed::convert`) as Python calls (no subprocess).
 
-use crate::errors::detached;
-use crate::options::{extract_inputs, extract_layout, extract_precision};
-use exfeed::format::FileFormat;
-use exfeed::{
-    open, Diagnostic, LensLayout, OpenOptions, Precision, SequenceBatch, Severity, Storage,
+use crate::errors::{bad_arg, detached};
+use crate::options::{
+    extract_inputs, extract_layout, extract_overrides, extract_precision, SourceArgs,
 };
+use exfeed::config::ConfigOptions;
+use exfeed::convert::{convert as convert_file, ConvertOptions};
+use exfeed::format::FileFormat;
+use exfeed::reader::{ArgStyle, ReaderArgs};
+use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
+use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::exceptions::PyValueError;
+use pyo3::conversion::FromPyObjectOwned;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyList};
 use std::path::PathBuf;
 
-fn format_arg(v: Option<&str>) -> PyResult<Option<FileFormat>> {
+/// `format=`, `to=`: ctf, cbf, ex (or lens), bex.
+fn format_arg(name: &str, v: Option<String>) -> PyResult<Option<FileFormat>> {
     v.map(|f| {
-        FileFormat::parse_name(f).ok_or_else(|| {
-            PyValueError::new_err(format!("format: expected ctf, cbf, ex or bex, found {f:?}"))
-        })
+        FileFormat::parse_name(&f)
+            .ok_or_else(|| bad_arg(name, format!("expected ctf, cbf, ex or bex, found {f:?}")))
     })
     .transpose()
 }
 
-/// The open options from the keyword arguments every function shares.
-pub(crate) fn open_options(
-    inputs: Option<&Bound<'_, PyAny>>,
-    format: Option<&str>,
-    max_errors: u64,
-    skip_sequence_ids: bool,
-    input_groups: Option<&Bound<'_, PyAny>>,
-    target_groups: Option<&Bound<'_, PyAny>>,
-    nan: Option<f32>,
-) -> PyResult<OpenOptions> {
-    let lens = match (
-        extract_layout("input_groups", input_groups)?,
-        extract_layout("target_groups", target_groups)?,
-    ) {
-        (Some(input_groups), Some(target_groups)) => Some(LensLayout {
-            input_groups,
-            target_groups,
-            nan,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(crate::errors::bad_arg(
+/// Keyword arguments, taken out one by one; what is left at the end was not expected.
+pub(crate) struct Kwargs<'py>(Bound<'py, PyDict>);
+
+impl<'py> Kwargs<'py> {
+    /// A copy of the call's keyword arguments.
+    pub(crate) fn new(py: Python<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+        Ok(Kwargs(match kwargs {
+            Some(k) => k.copy()?,
+            None => PyDict::new(py),
+        }))
+    }
+
+    /// Removes `name` and gives the object passed (`None` when absent or None).
+    pub(crate) fn any(&self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let v = self.0.get_item(name)?;
+        if v.is_some() {
+            self.0.del_item(name)?;
+        }
+        Ok(v.filter(|v| !v.is_none()))
+    }
+
+    /// Removes `name` and extracts it (a `TypeError` naming it when it has the wrong type).
+    pub(crate) fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
+        let Some(v) = self.any(name)? else {
+            return Ok(None);
+        };
+        v.extract::<T>().map(Some).map_err(|e| {
+            let e: PyErr = e.into();
+            PyTypeError::new_err(format!("{name}: {}", e.value(v.py())))
+        })
+    }
+
+    /// A `TypeError` for the first keyword not taken.
+    pub(crate) fn finish(self, function: &str) -> PyResult<()> {
+        match self.0.keys().iter().next() {
+            Some(k) => Err(PyTypeError::new_err(format!(
+                "{function}() got an unexpected keyword argument {}",
+                k.repr()?
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How to read a file: the keyword arguments `check`, `dump` and `convert` share, as `exfeed
+/// check/dump/convert` take them: inputs=, config=, section=, set=, format=, max_errors=,
+/// skip_sequence_ids=, precision=, input_groups=, target_groups=, nan=.
+pub(crate) struct OpenArgs {
+    source: SourceArgs,
+    format: Option<FileFormat>,
+}
+
+impl OpenArgs {
+    pub(crate) fn take(kw: &Kwargs<'_>) -> PyResult<Self> {
+        let input_groups = extract_layout("input_groups", kw.any("input_groups")?.as_ref())?;
+        let target_groups = extract_layout("target_groups", kw.any("target_groups")?.as_ref())?;
+        if input_groups.is_some() != target_groups.is_some() {
+            return Err(bad_arg(
                 "target_groups",
                 "give input_groups and target_groups together",
-            ))
+            ));
         }
-    };
-    Ok(OpenOptions {
-        format: format_arg(format)?,
-        inputs: extract_inputs(inputs)?,
-        skip_sequence_ids,
-        max_errors,
-        lens,
-    })
+        let source = SourceArgs {
+            config: kw.get("config")?,
+            config_options: ConfigOptions {
+                section: kw.get("section")?,
+                overrides: extract_overrides(kw.any("set")?.as_ref())?,
+            },
+            args: ReaderArgs {
+                inputs: extract_inputs(kw.any("inputs")?.as_ref())?,
+                max_errors: kw.get("max_errors")?,
+                skip_sequence_ids: kw.get("skip_sequence_ids")?.unwrap_or(false),
+                precision: extract_precision(kw.any("precision")?.as_ref())?,
+                input_groups,
+                target_groups,
+                nan: kw.get("nan")?,
+                style: ArgStyle::Python,
+                ..ReaderArgs::default()
+            },
+        };
+        source.check()?;
+        Ok(OpenArgs {
+            format: format_arg("format", kw.get("format")?)?,
+            source,
+        })
+    }
+
+    /// Opens `path` (call it with the GIL released): the data set, the precision to read it
+    /// in, and the error budget (`max_errors`, or the configuration's). With `every_problem`
+    /// the reading goes on past the budget (check lists every problem).
+    pub(crate) fn open(
+        &self,
+        path: &std::path::Path,
+        every_problem: bool,
+    ) -> exfeed::Result<Opened> {
+        let cfg = self.source.config_file()?;
+        let mut options = self.source.args.open_options(cfg.as_ref(), path);
+        options.format = self.format;
+        let budget = options.max_errors;
+        if every_problem {
+            options.max_errors = u64::MAX;
+        }
+        let data = open(path, &options)?;
+        let precision = self.source.args.precision_for(cfg.as_ref(), &data);
+        Ok(Opened {
+            data,
+            precision,
+            budget,
+        })
+    }
 }
 
 fn diagnostics_list<'py>(py: Python<'py>, ds: &[Diagnostic]) -> PyResult<Bound<'py, PyList>> {
@@ -73,45 +154,36 @@ fn diagnostics_list<'py>(py: Python<'py>, ds: &[Diagnostic]) -> PyResult<Bound<'
     Ok(out)
 }
 
+/// A file opened by [`OpenArgs::open`].
+pub(crate) struct Opened {
+    pub(crate) data: DataSet,
+    pub(crate) precision: Precision,
+    budget: u64,
+}
+
 /// Reads a whole file and returns its summary and every problem, as `exfeed check` does:
 /// `{"path", "format", "ok", "sequences", "longest": {"samples", "key"} | None, "streams":
 /// [{"name", "storage", "dim", "samples", "non_zeros"}], "problems": [...], "error": str | None}`.
 /// `ok` is False when the reading stopped on an error or more than `max_errors` errors were found.
 #[pyfunction]
-#[pyo3(signature = (path, *, inputs=None, format=None, max_errors=0, skip_sequence_ids=false,
-    precision=None, input_groups=None, target_groups=None, nan=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (path, **kwargs))]
 pub fn check<'py>(
     py: Python<'py>,
     path: PathBuf,
-    inputs: Option<&Bound<'py, PyAny>>,
-    format: Option<&str>,
-    max_errors: u64,
-    skip_sequence_ids: bool,
-    precision: Option<&Bound<'py, PyAny>>,
-    input_groups: Option<&Bound<'py, PyAny>>,
-    target_groups: Option<&Bound<'py, PyAny>>,
-    nan: Option<f32>,
+    kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // Every problem is listed: the budget decides only whether the file is usable.
-    let options = open_options(
-        inputs,
-        format,
-        u64::MAX,
-        skip_sequence_ids,
-        input_groups,
-        target_groups,
-        nan,
-    )?;
-    let precision = extract_precision(precision)?.unwrap_or_default();
-    let (outcome, problems) = detached(py, move || {
-        let data = open(&path, &options)?;
+    let kw = Kwargs::new(py, kwargs)?;
+    let args = OpenArgs::take(&kw)?;
+    kw.finish("check")?;
+    let (outcome, problems, max_errors) = detached(py, move || {
+        // Every problem is listed: the budget decides only whether the file is usable.
+        let opened = args.open(&path, true)?;
         let mut problems: Vec<Diagnostic> = Vec::new();
-        let outcome = match precision {
-            Precision::Float => data.summary::<f32>(&mut problems),
-            Precision::Double => data.summary::<f64>(&mut problems),
+        let outcome = match opened.precision {
+            Precision::Float => opened.data.summary::<f32>(&mut problems),
+            Precision::Double => opened.data.summary::<f64>(&mut problems),
         };
-        Ok((outcome, problems))
+        Ok((outcome, problems, opened.budget))
     })?;
     let s = &outcome.summary;
     let errors = problems
@@ -157,10 +229,10 @@ pub fn check<'py>(
 pub fn info<'py>(
     py: Python<'py>,
     path: PathBuf,
-    format: Option<&str>,
+    format: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = OpenOptions {
-        format: format_arg(format)?,
+        format: format_arg("format", format)?,
         ..OpenOptions::default()
     };
     let out = PyDict::new(py);
@@ -251,32 +323,15 @@ struct DumpState {
 }
 
 #[pyfunction]
-#[pyo3(signature = (path, *, inputs=None, format=None, max_errors=0, skip_sequence_ids=false,
-    precision=None, input_groups=None, target_groups=None, nan=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn dump(
-    py: Python<'_>,
-    path: PathBuf,
-    inputs: Option<&Bound<'_, PyAny>>,
-    format: Option<&str>,
-    max_errors: u64,
-    skip_sequence_ids: bool,
-    precision: Option<&Bound<'_, PyAny>>,
-    input_groups: Option<&Bound<'_, PyAny>>,
-    target_groups: Option<&Bound<'_, PyAny>>,
-    nan: Option<f32>,
-) -> PyResult<Dump> {
-    let options = open_options(
-        inputs,
-        format,
-        max_errors,
-        skip_sequence_ids,
-        input_groups,
-        target_groups,
-        nan,
-    )?;
-    let precision = extract_precision(precision)?.unwrap_or_default();
-    let sequences = detached(py, move || open(&path, &options)?.sequences::<f64>())?;
+#[pyo3(signature = (path, **kwargs))]
+pub fn dump(py: Python<'_>, path: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dump> {
+    let kw = Kwargs::new(py, kwargs)?;
+    let args = OpenArgs::take(&kw)?;
+    kw.finish("dump")?;
+    let (sequences, precision) = detached(py, move || {
+        let opened = args.open(&path, false)?;
+        Ok((opened.data.sequences::<f64>()?, opened.precision))
+    })?;
     let batch = SequenceBatch::new(sequences.streams());
     Ok(Dump {
         inner: std::sync::Mutex::new(Some(DumpState {
@@ -286,6 +341,79 @@ pub fn dump(
             precision,
         })),
     })
+}
+
+/// Converts `src` to the file `dst` as `exfeed convert` does (see `exfeed::convert`): atomically
+/// (`dst` keeps its old content, or gets the whole new file), refusing an existing `dst` unless
+/// `overwrite`. Returns `{"from", "to", "sequences", "chunks", "problems": [...]}` (problems:
+/// those skipped under `max_errors`).
+#[pyfunction]
+#[pyo3(signature = (src, dst, **kwargs))]
+pub fn convert<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kw = Kwargs::new(py, kwargs)?;
+    let args = OpenArgs::take(&kw)?;
+    let to = kw
+        .get::<String>("to")?
+        .map(|t| {
+            Format::parse_name(&t).ok_or_else(|| {
+                bad_arg(
+                    "to",
+                    format!("expected ctf, cbf, ex, bex, parquet or arrow, found {t:?}"),
+                )
+            })
+        })
+        .transpose()?;
+    let chunk_size: Option<u64> = kw.get("chunk_size")?;
+    if chunk_size == Some(0) {
+        return Err(bad_arg("chunk_size", "must be at least 1 byte"));
+    }
+    let overwrite = kw.get("overwrite")?.unwrap_or(false);
+    let sync = kw.get("sync")?.unwrap_or(true);
+    kw.finish("convert")?;
+    let (done, problems) = detached(py, move || {
+        let mut options = ConvertOptions {
+            to: None,
+            precision: args.source.args.precision,
+            chunk_size: chunk_size.unwrap_or(ConvertOptions::default().chunk_size),
+            overwrite,
+            sync,
+        };
+        let target = to.unwrap_or_else(|| Format::from_name(&dst));
+        let mut problems: Vec<Diagnostic> = Vec::new();
+        // Parquet and Arrow IPC, in or out: exfeed-arrow.
+        if let Some(from) = ArrowFormat::of_file(&src) {
+            let inputs = &args.source.args.inputs;
+            let sequences = read_arrow_file(&src, inputs, &dst, target, &options)?;
+            let done = (from.short_name(), target.short_name(), sequences, 0);
+            return Ok((done, problems));
+        }
+        let opened = args.open(&src, false)?;
+        options.precision = Some(opened.precision);
+        let from = opened.data.format().short_name();
+        if let Format::Arrow(format) = target {
+            let sequences = write_arrow_file(opened.data, &dst, format, &options, &mut problems)?;
+            return Ok(((from, format.short_name(), sequences, 0), problems));
+        }
+        options.to = target.exfeed();
+        let done = convert_file(opened.data, &dst, &options, &mut problems)?;
+        Ok((
+            (from, done.to.short_name(), done.sequences, done.chunks),
+            problems,
+        ))
+    })?;
+    let (from, to, sequences, chunks) = done;
+    let out = PyDict::new(py);
+    out.set_item("from", from)?;
+    out.set_item("to", to)?;
+    out.set_item("sequences", sequences)?;
+    out.set_item("chunks", chunks)?;
+    out.set_item("problems", diagnostics_list(py, &problems)?)?;
+    Ok(out)
 }
 
 #[pymethods]

@@ -9,7 +9,10 @@ import pytest
 import exfeed
 from conftest import INPUTS, require, write_ctf
 
-convert_arrow = exfeed._exfeed._convert_arrow
+
+def convert_arrow(src, dst, **options) -> int:
+    """exfeed.convert, returning the number of sequences written."""
+    return exfeed.convert(src, dst, **options)["sequences"]
 
 
 def own(path, **options) -> dict:

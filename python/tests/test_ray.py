@@ -64,7 +64,7 @@ def test_a_sharded_corpus_arrives_exactly_once_and_ray_writes_parquet(local_ray,
     assert field.metadata[b"exfeed.storage"] == b"sparse" and field.metadata[b"exfeed.dim"] == b"5"
     # ...so exfeed reads Ray's files back.
     back = tmp_path / "back.ctf"
-    n = exfeed._exfeed._convert_arrow(written[0], back)
+    n = exfeed.convert(written[0], back)["sequences"]
     assert n == pq.read_metadata(written[0]).num_rows
     for d in exfeed.dump(back, inputs=INPUTS):
         np.testing.assert_array_equal(d["x"], truth[d["key"]][0])

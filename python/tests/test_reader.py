@@ -236,7 +236,8 @@ def test_lens_example_file_with_groups():
                           minibatch_size=100, lens_mode="permuted", max_sweeps=3, nan=0.0)
     got = read_all(modes)
     assert sorted(k for s, k in got if s == 2) == [0, 1, 2, 3]
-    with pytest.raises(ValueError, match="input_groups: reading the Lens example file"):
+    with pytest.raises(exfeed.ConfigError, match="input_groups: reading the Lens example file .*"
+                       "needs the network's layout: input_groups and target_groups"):
         exfeed.Reader(SAMPLES / "patterns.ex", minibatch_size=4)
 
 

@@ -40,6 +40,14 @@ impl Format {
             .unwrap_or_else(|| Format::Exfeed(FileFormat::from_name(path)))
     }
 
+    /// The name `--to` takes: `ctf`, `cbf`, `ex`, `bex`, `parquet`, `arrow`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Format::Exfeed(f) => f.short_name(),
+            Format::Arrow(f) => f.short_name(),
+        }
+    }
+
     /// The core library's format, if this is one.
     pub fn exfeed(self) -> Option<FileFormat> {
         match self {

@@ -47,14 +47,27 @@ impl ArrowFormat {
         }
     }
 
-    /// The file's format from its first bytes, or else its name.
+    /// The file's format from its first bytes, or else its name. Only a regular file is
+    /// peeked at: a FIFO or device (which cannot be read twice) goes by its name alone.
     pub fn of_file(path: &Path) -> Option<Self> {
         let mut head = [0u8; 6];
-        let magic = std::fs::File::open(path).ok().and_then(|mut f| {
-            let n = std::io::Read::read(&mut f, &mut head).ok()?;
-            Self::from_magic(&head[..n])
-        });
+        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        let magic = regular
+            .then(|| std::fs::File::open(path).ok())
+            .flatten()
+            .and_then(|mut f| {
+                let n = std::io::Read::read(&mut f, &mut head).ok()?;
+                Self::from_magic(&head[..n])
+            });
         magic.or_else(|| Self::from_name(path))
+    }
+
+    /// `parquet` or `arrow`: the name `--to` takes.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            ArrowFormat::Parquet => "parquet",
+            ArrowFormat::Ipc => "arrow",
+        }
     }
 
     /// "Parquet" or "Arrow IPC".

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::text;
+use common::{fifo, text};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -52,31 +52,6 @@ fn run(args: &[&str], stdin: Option<Vec<u8>>) -> Output {
     let out = child.wait_with_output().unwrap();
     assert!(!watchdog.join().unwrap(), "exfeed {args:?} hung");
     out
-}
-
-/// A FIFO at `dir/name` whose writer (a thread) writes `passes` copies of `data`, each through
-/// its own open (as a program writing the FIFO again and again would). Between passes it waits
-/// a moment, so the reader sees the end of one pass before the next writer opens (else both
-/// would be one stream, for Lens as for us).
-fn fifo(dir: &Path, name: &str, data: Vec<u8>, passes: usize) -> String {
-    let path = dir.join(name);
-    let made = Command::new("mkfifo").arg(&path).status().unwrap();
-    assert!(made.success());
-    let p = path.clone();
-    std::thread::spawn(move || {
-        for pass in 0..passes {
-            if pass > 0 {
-                std::thread::sleep(Duration::from_millis(500));
-            }
-            match std::fs::OpenOptions::new().write(true).open(&p) {
-                Ok(mut f) => {
-                    let _ = f.write_all(&data);
-                }
-                Err(_) => return,
-            }
-        }
-    });
-    path.display().to_string()
 }
 
 fn stdout(out: &Output) -> String {

@@ -300,6 +300,22 @@ impl DataSet {
         PipeReader::new(reader, reopen, self.name)
     }
 
+    /// A Lens file's example and event counts, from a pass over it of its own (the file is
+    /// opened again; one example in memory at a time). `None` when the input cannot be read
+    /// twice (a pipe, standard input).
+    pub fn lens_counts(&self) -> Result<Option<(usize, usize)>> {
+        self.expect_lens()?;
+        if !self.is_seekable() {
+            return Ok(None);
+        }
+        let mut examples = open(self.input.clone(), &self.options)?.lens_examples(false)?;
+        let mut events = 0;
+        while let Some(ex) = examples.next_example()? {
+            events += ex.events.len();
+        }
+        Ok(Some((examples.examples_read(), events)))
+    }
+
     fn expect_lens(&self) -> Result<()> {
         if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary) {
             Ok(())
@@ -390,17 +406,17 @@ impl DataSet {
         if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary)
             && self.options.lens.is_none()
         {
-            let set = self.lens_set()?;
-            let info = Info::of(&set);
-            summary.sequences = info.examples as u64;
-            summary.longest = set
-                .examples
-                .iter()
-                .enumerate()
-                .map(|(i, e)| (e.events.len(), i as u64))
-                .rev()
-                .max_by_key(|&(len, _)| len);
-            summary.lens = Some(info);
+            // One example at a time: memory is one example's, whatever the file's size.
+            let mut examples = self.lens_examples(false)?;
+            let info = summary.lens.insert(Info::default());
+            while let Some(ex) = examples.next_example()? {
+                let len = ex.events.len();
+                if summary.longest.map_or(true, |(l, _)| len > l) {
+                    summary.longest = Some((len, info.examples as u64));
+                }
+                info.add(&ex);
+                summary.sequences = info.examples as u64;
+            }
             return Ok(());
         }
         let stored = self.cbf().map(|f| {

@@ -7,6 +7,35 @@
 //! `data.ctf:2:9 (byte 17): input 'a': has 4 dense values, dim is 3`.
 //! Pure parsing cores know only byte offsets; the layer that owns the buffer fills in the line
 //! and column with [`line_column`] when (and only when) something goes wrong.
+//!
+//! ```
+//! use exfeed::ctf::CtfOptions;
+//! use exfeed::{Diagnostic, ErrorKind, SequenceBatch, Severity};
+//!
+//! let text = b"0 |a 1 2\n1 |a 3 x\n2 |a 5 6\n";
+//! let opts = CtfOptions { inputs: vec!["a:dense:2".parse()?], ..CtfOptions::default() };
+//! let mut batch = SequenceBatch::<f32>::new(&opts.inputs);
+//! let err = exfeed::ctf::parse(text, &opts, &mut batch, &mut Vec::new()).unwrap_err();
+//! assert_eq!(err.kind(), ErrorKind::Syntax);
+//! assert_eq!((err.location().line, err.location().column), (Some(2), Some(8)));
+//! assert_eq!(
+//!     err.to_string(),
+//!     "2:8 (byte 16): input 'a': malformed number 'x': unexpected 'x' \
+//!      (expected [+-]digits[.digits][e[+-]digits])"
+//! );
+//!
+//! // With a budget (CNTK's maxErrors), the bad sample is reported and skipped, then its
+//! // sequence, left without a sample: two errors tolerated.
+//! let opts = CtfOptions { max_errors: 2, ..opts };
+//! let mut batch = SequenceBatch::<f32>::new(&opts.inputs);
+//! let mut diagnostics: Vec<Diagnostic> = Vec::new();
+//! exfeed::ctf::parse(text, &opts, &mut batch, &mut diagnostics)?;
+//! assert_eq!(batch.keys(), [0, 2]);
+//! let errors: Vec<_> = diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+//! assert_eq!(errors.len(), 2);
+//! assert_eq!(errors[0].location.line, Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::path::Path;

@@ -1,4 +1,19 @@
 //! Recognising which format a file is in.
+//!
+//! [`crate::open()`] decides once per input: magic bytes first, then the name, unless the
+//! caller says which format it is.
+//!
+//! ```
+//! use exfeed::format::FileFormat;
+//! use std::path::Path;
+//!
+//! assert_eq!(FileFormat::from_magic(&[0xaa, 0xaa, 0xaa, 0xaa, 0]), Some(FileFormat::LensBinary));
+//! assert_eq!(FileFormat::from_magic(b"0 |x 1"), None); // text: the name decides
+//! assert_eq!(FileFormat::from_name(Path::new("train.ex.gz")), FileFormat::LensText);
+//! assert_eq!(FileFormat::from_name(Path::new("Train-28x28_cntk_text.txt")), FileFormat::Ctf);
+//! assert_eq!("bex".parse::<FileFormat>()?, FileFormat::LensBinary);
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 
 use std::path::Path;
 

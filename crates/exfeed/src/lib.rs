@@ -10,6 +10,11 @@
 //!
 //! # Where to start
 //!
+//! - Any input, any format: [`open()`] (a file, `-` for standard input, a pipe or FIFO,
+//!   compressed or not) recognises the format once and gives a [`DataSet`]: its sequences in
+//!   batches ([`DataSet::sequences`]), a [`Summary`] ([`DataSet::summary`]), or the minibatch
+//!   reader's source ([`DataSet::into_chunk_source`]). The command-line tool is a thin layer
+//!   over it.
 //! - Parse a file held in memory: [`ctf::parse`] (or [`ctf::CtfParser`] for chunks and
 //!   streams), [`cbf::CbfFile::open`] (any chunk on its own), [`lens::parse`] (`.ex` or `.bex`).
 //! - Write: [`cbf::CbfWriter`], [`ctf::write_sequence`], [`lens::text::write`] and

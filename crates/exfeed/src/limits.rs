@@ -4,6 +4,20 @@
 //! ends, a decompression bomb, a declared dim far beyond the data. Every record (a CTF
 //! sequence, a Lens example) is bounded by [`Limits::max_record_bytes`]; sizes that follow from
 //! it (the largest dense dim a record can hold) are derived here, in one place.
+//!
+//! ```
+//! use exfeed::limits::Limits;
+//! use exfeed::StreamSpec;
+//!
+//! // A dense dim no record could fill is refused before anything is allocated for it.
+//! let huge: StreamSpec = "x:dense:4294967295".parse()?;
+//! let err = Limits::default().check_text_inputs(&[huge]).unwrap_err();
+//! assert!(err.message().starts_with("input 'x': dense dim 4294967295 cannot be held"));
+//! // Raising the record size raises the bound.
+//! let big = Limits { max_record_bytes: 16 << 30 };
+//! assert!(big.check_text_inputs(&["x:dense:4294967295".parse()?]).is_ok());
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 
 use crate::error::{Error, Result};
 use crate::stream::{Storage, StreamSpec};

@@ -1,4 +1,15 @@
 //! Streams (CNTK's "inputs"): what a file's data columns are called and look like.
+//!
+//! ```
+//! use exfeed::{Storage, StreamSpec};
+//!
+//! // The command line's NAME:FORMAT:DIM[:ALIAS]; in CTF the data names the stream by its alias.
+//! let spec: StreamSpec = "features:dense:784:F".parse()?;
+//! assert_eq!((spec.storage, spec.dim, spec.name_in_file()), (Storage::Dense, 784, "F"));
+//! assert_eq!(spec, StreamSpec { alias: Some("F".into()), ..StreamSpec::new("features", Storage::Dense, 784) });
+//! assert!("labels:onehot:10".parse::<StreamSpec>().is_err());
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 
 use crate::error::Error;
 use std::fmt;

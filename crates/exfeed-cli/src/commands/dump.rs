@@ -106,9 +106,10 @@ fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
 /// network's layout, one materialized object per example:
 /// `{"name", "freq", "proc", "events": [{"input": [...], "target": [...]}]}`.
 ///
-/// Inputs that cannot be read twice and `--pipe` files are read one example at a time
-/// (memory bounded by one example), each printed and flushed as soon as it is parsed; the
-/// header's example and event counts are then `null` as they are not known yet.
+/// Examples are read one at a time (memory bounded by one example). A file is read twice: first
+/// for the header's example and event counts; inputs that cannot be read twice and `--pipe`
+/// files are read once, each example printed and flushed as soon as it is parsed, and the
+/// counts are then `null` as they are not known yet.
 fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
     let streaming = args.pipe || !opened.data.is_seekable();
     let mut materializer = opened
@@ -118,17 +119,13 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
         .map(|l| Materializer::new(l.input_groups.clone(), l.target_groups.clone()));
     let name = opened.data.name().to_string();
     let mut line = Vec::new();
-    // Either the whole set, loaded at once, or a reader of one example at a time.
-    let (mut loaded, mut pipe) = if streaming {
-        // Only --pipe loops (reopens the source at its end), as Lens's PIPE mode.
-        let r = opened.data.lens_examples(args.pipe && !args.no_loop)?;
-        exfeed::dump::write_set_header(&mut line, r.header(), None);
-        (None, Some(r))
-    } else {
-        let set = opened.data.lens_set()?;
-        exfeed::dump::write_header(&mut line, &set);
-        (Some(set.examples.into_iter()), None)
+    let counts = match (streaming, &materializer) {
+        (false, None) => opened.data.lens_counts()?,
+        _ => None,
     };
+    // Only --pipe loops (reopens the source at its end), as Lens's PIPE mode.
+    let mut examples = opened.data.lens_examples(args.pipe && !args.no_loop)?;
+    exfeed::dump::write_set_header(&mut line, examples.header(), counts);
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     let mut sink = Stderr::new(opened.trace_level);
     let max = args.max_examples.unwrap_or(u64::MAX);
@@ -139,12 +136,9 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
         }
         let mut i = 0u64;
         while i < max {
-            let ex = match (&mut loaded, &mut pipe) {
-                (Some(all), _) => all.next(),
-                (None, Some(r)) => r.next_example()?,
-                (None, None) => None,
+            let Some(ex) = examples.next_example()? else {
+                break;
             };
-            let Some(ex) = ex else { break };
             line.clear();
             match &mut materializer {
                 None => exfeed::dump::write_example(&mut line, i as usize, &ex),

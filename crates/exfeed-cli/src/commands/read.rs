@@ -3,13 +3,14 @@
 use super::source::{exit_code_for, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
-use exfeed::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
-use exfeed::format::FileFormat;
-use exfeed::io::{AtomicOutput, InputPath, OutputOptions};
-use exfeed::reader::{AnyReader, EpochLimit, IndexOrigin, ReadSummary, ReaderState, RunOptions};
-use exfeed::{DiagnosticSink, Error, OpenOptions};
+use exfeed::config::ReaderConfig;
+use exfeed::io::InputPath;
+use exfeed::reader::{
+    AnyReader, ArgStyle, EpochLimit, IndexOrigin, ReadSummary, ReaderArgs, ReaderState, RunOptions,
+};
+use exfeed::{DiagnosticSink, Error};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -93,207 +94,34 @@ fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, Strin
     s.parse().map_err(|e: Error| e.message().to_string())
 }
 
-/// The deserializer that reads `format`.
-fn kind_of(format: FileFormat) -> DeserializerKind {
-    match format {
-        FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
-        FileFormat::Cbf => DeserializerKind::Cbf,
-        FileFormat::Ctf => DeserializerKind::Ctf,
-    }
-}
-
-/// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
-/// reads: the file itself, or its content in memory when it cannot be read twice (standard
-/// input, a pipe, a FIFO).
-fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, InputPath), Error> {
-    let options = OpenOptions {
-        format,
-        ..OpenOptions::default()
-    };
-    let data = exfeed::open(file, &options)?;
-    Ok((data.format(), data.into_input()?))
-}
-
 /// The reader configuration: --config (files replaced by the FILE arguments) or one
 /// deserializer per file, then the flags on top; and the inputs, one per deserializer, each
 /// file opened once.
 fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let s = &args.source;
-    let (mut cfg, inputs) = match s.reader_config()? {
-        Some(mut cfg) => {
-            let n = cfg.deserializers.len();
-            if args.files.len() != n {
-                anyhow::bail!(
-                    "the configuration has {n} deserializer(s) but {} file(s) were given",
-                    args.files.len()
-                );
-            }
-            // Match by file name when every name matches one deserializer, else in order.
-            let by_name: Option<Vec<usize>> = args
-                .files
-                .iter()
-                .map(|f| {
-                    cfg.deserializers
-                        .iter()
-                        .position(|d| d.file.file_name() == f.file_name())
-                })
-                .collect();
-            let order = by_name
-                .filter(|v| {
-                    let mut u = v.clone();
-                    u.sort_unstable();
-                    u.dedup();
-                    u.len() == v.len()
-                })
-                .unwrap_or_else(|| (0..n).collect());
-            for (f, &d) in args.files.iter().zip(&order) {
-                cfg.deserializers[d].file = f.clone();
-            }
-            let mut inputs = Vec::new();
-            for d in &cfg.deserializers {
-                let format = match d.kind {
-                    DeserializerKind::Ctf => Some(FileFormat::Ctf),
-                    DeserializerKind::Cbf => Some(FileFormat::Cbf),
-                    // Text or binary: the Lens source tells them apart by content.
-                    DeserializerKind::Lens => None,
-                };
-                inputs.push(open_once(&d.file, format)?.1);
-            }
-            (cfg, inputs)
-        }
-        None => {
-            let mut cfg = ReaderConfig::default();
-            let mut kinds = Vec::new();
-            let mut inputs = Vec::new();
-            for f in &args.files {
-                let (format, input) = open_once(f, None)?;
-                kinds.push(kind_of(format));
-                inputs.push(input);
-            }
-            let ctf_files = kinds
-                .iter()
-                .filter(|k| **k == DeserializerKind::Ctf)
-                .count();
-            if ctf_files > 1 {
-                anyhow::bail!("several CTF files need a --config saying each one's inputs");
-            }
-            for (f, &kind) in args.files.iter().zip(&kinds) {
-                let d = match kind {
-                    DeserializerKind::Cbf => DeserializerConfig::new(kind, f, s.inputs.clone()),
-                    // --input describes CTF (or CBF) streams; a Lens file's are 'input' and
-                    // 'target', from the layout.
-                    DeserializerKind::Lens => DeserializerConfig::new(kind, f, Vec::new()),
-                    DeserializerKind::Ctf => {
-                        if s.inputs.is_empty() {
-                            anyhow::bail!(
-                                "no inputs for {}: give --input NAME:FORMAT:DIM[:ALIAS] for each, or a --config",
-                                f.display()
-                            );
-                        }
-                        DeserializerConfig::new(kind, f, s.inputs.clone())
-                    }
-                };
-                cfg.deserializers.push(d);
-            }
-            // CNTK's default: a sample-counted window for binary-only readers.
-            cfg.sample_based_randomization_window = ctf_files == 0;
-            (cfg, inputs)
-        }
+    let (input_groups, target_groups) = args.lens.layouts()?.unzip();
+    let reader_args = ReaderArgs {
+        files: args.files.clone(),
+        inputs: s.inputs.clone(),
+        precision: s.precision,
+        skip_sequence_ids: s.skip_sequence_ids,
+        max_errors: s.max_errors,
+        trace_level: s.trace_level,
+        randomize: args.no_randomize.then_some(false),
+        seed: args.seed,
+        window_chunks: args.window_chunks,
+        window_samples: args.window_samples,
+        chunk_size: args.chunk_size,
+        keep_in_memory: args.keep_in_memory,
+        cache_index: args.cache_index,
+        frame_mode: args.frame_mode,
+        input_groups,
+        target_groups,
+        nan: args.lens.nan,
+        lens_mode: args.lens_mode,
+        style: ArgStyle::Cli,
     };
-    if let Some(p) = s.precision {
-        cfg.precision = p;
-    }
-    if s.skip_sequence_ids {
-        cfg.skip_sequence_ids = true;
-    }
-    if let Some(m) = s.max_errors {
-        cfg.max_errors = m;
-        for d in &mut cfg.deserializers {
-            d.max_errors = None;
-        }
-    }
-    if let Some(t) = s.trace_level {
-        cfg.trace_level = t;
-    }
-    if args.no_randomize {
-        cfg.randomize = false;
-    }
-    if let Some(seed) = args.seed {
-        cfg.randomization_seed = seed;
-    }
-    if let Some(w) = args.window_chunks {
-        cfg.randomization_window = Some(w);
-        cfg.sample_based_randomization_window = false;
-    }
-    if let Some(w) = args.window_samples {
-        cfg.randomization_window = Some(w);
-        cfg.sample_based_randomization_window = true;
-    }
-    for d in &mut cfg.deserializers {
-        if let Some(c) = args.chunk_size {
-            d.chunk_size_bytes = Some(c);
-        }
-        if args.keep_in_memory {
-            d.keep_data_in_memory = Some(true);
-        }
-        if args.cache_index {
-            d.cache_index = Some(true);
-        }
-        if args.frame_mode {
-            d.frame_mode = Some(true);
-        }
-    }
-    if args.frame_mode {
-        cfg.frame_mode = true;
-    }
-    apply_lens_args(args, &mut cfg)?;
-    Ok((cfg, inputs))
-}
-
-/// The Lens flags on top of the configuration: the layout and NaN value for every Lens
-/// deserializer, and the selection mode.
-fn apply_lens_args(args: &Args, cfg: &mut ReaderConfig) -> anyhow::Result<()> {
-    let layouts = args.lens.layouts()?;
-    let has_lens = cfg
-        .deserializers
-        .iter()
-        .any(|d| d.kind == DeserializerKind::Lens);
-    if !has_lens && (layouts.is_some() || args.lens.nan.is_some() || args.lens_mode.is_some()) {
-        anyhow::bail!(
-            "--input-groups, --target-groups, --nan and --lens-mode apply to Lens example files (.ex, .bex), and none is read"
-        );
-    }
-    for d in &mut cfg.deserializers {
-        if d.kind != DeserializerKind::Lens {
-            continue;
-        }
-        if let Some((i, t)) = &layouts {
-            d.input_groups = Some(i.clone());
-            d.target_groups = Some(t.clone());
-        }
-        if args.lens.nan.is_some() {
-            d.nan = args.lens.nan;
-        }
-        if d.input_groups.is_none() || d.target_groups.is_none() {
-            anyhow::bail!(
-                "reading the Lens example file {} needs the network's layout: \
-                 --input-groups NAME:SIZE,... --target-groups NAME:SIZE,... (in network order)",
-                d.file.display()
-            );
-        }
-    }
-    if let Some(mode) = args.lens_mode {
-        cfg.lens_mode = Some(mode);
-    } else if cfg.lens_mode.is_some()
-        && (args.no_randomize || args.window_chunks.is_some() || args.window_samples.is_some())
-    {
-        anyhow::bail!(
-            "the configuration's lensMode decides the example order; --no-randomize and \
-             --window-chunks/--window-samples cannot be combined with it (give --lens-mode to \
-             override it)"
-        );
-    }
-    Ok(())
+    Ok(reader_args.configure(s.reader_config()?)?)
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
@@ -379,7 +207,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
     }
     result?;
     if let Some(path) = &args.save_state {
-        save_state(path, &reader.state())?;
+        exfeed::io::replace_file(path, format!("{}\n", reader.state().to_json()).as_bytes())?;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
     let chunks = reader.chunks();
@@ -437,19 +265,6 @@ fn progress_bar(reader: &AnyReader, args: &Args) -> (Progress, u64) {
     let mut bar = Progress::for_stderr(total, Unit::Samples);
     bar.set(start);
     (bar, start)
-}
-
-fn save_state(path: &Path, state: &ReaderState) -> Result<(), Error> {
-    let mut out = AtomicOutput::create(
-        path,
-        &OutputOptions {
-            force: true,
-            inputs: Vec::new(),
-        },
-    )?;
-    out.write_all(state.to_json().as_bytes())?;
-    out.write_all(b"\n")?;
-    out.commit()
 }
 
 /// Peak resident set size in KiB (VmHWM of /proc/self/status), on Linux.

@@ -1,9 +1,10 @@
 //! The input flags shared by the commands that read data files, and opening those files.
 
-use exfeed::config::{ConfigOptions, DeserializerConfig, ReaderConfig, SectionReader};
+use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
-use exfeed::{DataSet, Error, ErrorKind, LensLayout, OpenOptions, Precision, StreamSpec};
+use exfeed::reader::ReaderArgs;
+use exfeed::{DataSet, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 
 /// How to read a data file: its inputs and CNTK's reader parameters, from flags, from a
@@ -85,46 +86,26 @@ impl SourceArgs {
         lens: &LayoutArgs,
     ) -> anyhow::Result<Opened> {
         let cfg = self.reader_config()?;
-        let d = cfg.as_ref().and_then(|c| pick_deserializer(c, file));
-        let mut options = OpenOptions {
-            format: from,
+        let (input_groups, target_groups) = lens.layouts()?.unzip();
+        let args = ReaderArgs {
             inputs: self.inputs.clone(),
+            precision: self.precision,
             skip_sequence_ids: self.skip_sequence_ids,
-            max_errors: self.max_errors.unwrap_or(0),
-            lens: None,
+            max_errors: self.max_errors,
+            input_groups,
+            target_groups,
+            nan: lens.nan,
+            ..ReaderArgs::default()
         };
-        let mut trace_level = self.trace_level.unwrap_or(1);
-        let mut layout = lens.layouts()?;
-        if let (Some(cfg), Some(d)) = (&cfg, d) {
-            if options.inputs.is_empty() {
-                options.inputs = d.inputs.clone();
-            }
-            options.skip_sequence_ids |= d.effective_skip_sequence_ids(cfg);
-            options.max_errors = self
-                .max_errors
-                .unwrap_or_else(|| d.effective_max_errors(cfg));
-            trace_level = self
-                .trace_level
-                .unwrap_or_else(|| d.effective_trace_level(cfg));
-            if layout.is_none() {
-                if let (Some(i), Some(t)) = (&d.input_groups, &d.target_groups) {
-                    layout = Some((i.clone(), t.clone()));
-                }
-            }
-        }
-        if let Some((input_groups, target_groups)) = layout {
-            options.lens = Some(LensLayout {
-                input_groups,
-                target_groups,
-                nan: lens.nan.or_else(|| d.and_then(|d| d.nan)),
-            });
-        }
+        let mut options = args.open_options(cfg.as_ref(), file);
+        options.format = from;
+        let trace_level = self.trace_level.unwrap_or_else(|| {
+            cfg.as_ref()
+                .and_then(|c| Some(c.deserializer_for(file)?.effective_trace_level(c)))
+                .unwrap_or(1)
+        });
         let data = exfeed::open(file, &options)?;
-        let precision = self
-            .precision
-            .or(cfg.as_ref().map(|c| c.precision))
-            .or(data.stored_precision())
-            .unwrap_or_default();
+        let precision = args.precision_for(cfg.as_ref(), &data);
         Ok(Opened {
             data,
             options,
@@ -154,15 +135,6 @@ impl Opened {
             FileFormat::LensText | FileFormat::LensBinary
         )
     }
-}
-
-/// The configuration's deserializer for `file`: the one whose file has `file`'s name, else the
-/// first.
-fn pick_deserializer<'a>(cfg: &'a ReaderConfig, file: &Path) -> Option<&'a DeserializerConfig> {
-    cfg.deserializers
-        .iter()
-        .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
-        .or(cfg.deserializers.first())
 }
 
 /// The network layout a Lens example file is materialized for (`exfeed convert` to CTF/CBF,

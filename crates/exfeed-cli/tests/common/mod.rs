@@ -26,3 +26,29 @@ where
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// A FIFO at `dir/name` whose writer (a thread) writes `passes` copies of `data`, each through
+/// its own open (as a program writing the FIFO again and again would). Between passes it waits
+/// a moment, so the reader sees the end of one pass before the next writer opens (else both
+/// would be one stream, for Lens as for us).
+#[cfg(unix)]
+pub fn fifo(dir: &std::path::Path, name: &str, data: Vec<u8>, passes: usize) -> String {
+    let path = dir.join(name);
+    let made = Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success());
+    let p = path.clone();
+    std::thread::spawn(move || {
+        for pass in 0..passes {
+            if pass > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            match std::fs::OpenOptions::new().write(true).open(&p) {
+                Ok(mut f) => {
+                    let _ = std::io::Write::write_all(&mut f, &data);
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    path.display().to_string()
+}

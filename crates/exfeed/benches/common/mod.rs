@@ -109,3 +109,44 @@ pub fn parsed<T: exfeed::Element>(text: &[u8], inputs: &[&str]) -> exfeed::Seque
     exfeed::ctf::parse(text, &opts, &mut batch, &mut Vec::new()).expect("generated CTF parses");
     batch
 }
+
+/// The Lens set of issue 13: `examples` examples of 3 events, each event 50 dense inputs with
+/// three decimals (`I:`) and 2 sparse targets of 20 (`t:`); 100,000 examples make 97 MB.
+pub fn lens_dense_ex(examples: usize) -> Vec<u8> {
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let mut s = String::with_capacity(examples * 1000);
+    s.push_str(";\n");
+    for k in 0..examples {
+        let _ = write!(s, "name:{{item {k}}} 3");
+        for _ in 0..3 {
+            s.push_str("\nI:");
+            for _ in 0..50 {
+                let _ = write!(s, " {:.3}", (rng.next() % 1000) as f64 / 1000.0);
+            }
+            let a = rng.next() % 10;
+            let _ = write!(s, " t: {a} {}", 10 + rng.next() % 10);
+        }
+        s.push_str(";\n");
+    }
+    s.into_bytes()
+}
+
+/// A Lens set of long sparse lists, about `bytes`: one event an example, 1000 of 100,000
+/// input units on (`i:`, ascending) and one target of 10.
+pub fn lens_sparse_ex(bytes: usize) -> Vec<u8> {
+    let mut rng = Rng(0x1405_7b7e_f767_814f);
+    let mut s = String::with_capacity(bytes + 16384);
+    s.push_str(";\n");
+    let mut k = 0;
+    while s.len() < bytes {
+        let _ = write!(s, "name:{{sparse {k}}}\ni:");
+        let mut unit = 0;
+        for _ in 0..1000 {
+            unit += 1 + rng.next() % 199;
+            let _ = write!(s, " {unit}");
+        }
+        let _ = writeln!(s, " t: {};", rng.next() % 10);
+        k += 1;
+    }
+    s.into_bytes()
+}

@@ -1,12 +1,19 @@
-//! `lens`: loading Lens example files, text against binary.
+//! `lens`: Lens example files. Decoding from memory, text against binary (two conformance
+//! files); then the set of issue 13 (100,000 examples of 3 events, 50 dense inputs and sparse
+//! targets: 97 MB of `.ex`) and a set of long sparse lists, each as `.ex`, `.bex`, `.ex.gz` and
+//! `.bex.gz`: the streaming decode in MB per CPU-second, and `exfeed check` and `exfeed dump`
+//! as fresh processes (wall-clock time and peak RSS), with the decompression alone beside the
+//! gzip forms. `--write-to DIR` keeps the files (scripts/bench-lens-peer times Lens on them).
 
-use super::timing::{median, thread_cpu_secs};
+use super::timing::{load_average, median, thread_cpu_secs};
 use super::{common, Args, Result};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-/// Times loading a Lens file already in memory (decompressed): medians over `runs`. Prints a
-/// line and returns CPU seconds per example.
+/// Times loading a Lens file already in memory (decompressed) whole: medians over `runs`.
+/// Prints a line and returns CPU seconds per example.
 fn measure(name: &str, data: &[u8], runs: usize) -> Result<f64> {
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     let mut examples = 0;
@@ -31,7 +38,7 @@ fn measure(name: &str, data: &[u8], runs: usize) -> Result<f64> {
     Ok(c / examples.max(1) as f64)
 }
 
-pub fn run(args: &Args) -> Result {
+fn conformance_files(args: &Args) -> Result {
     let dir = std::env::var_os("EXFEED_CONFORMANCE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -65,13 +72,146 @@ pub fn run(args: &Args) -> Result {
         };
         println!("lens {file}: binary is {ratio:.1}x faster than text per example");
     }
-    let ex = common::generated_ex(args.mb.unwrap_or(100) << 20);
-    let per_text = measure("generated.ex", &ex, args.runs)?;
-    let bex = exfeed::lens::binary::write(&exfeed::lens::parse(&ex)?)?;
-    let per_binary = measure("generated.bex", &bex, args.runs)?;
-    println!(
-        "lens generated: binary is {:.1}x faster than text per example",
-        per_text / per_binary
-    );
+    Ok(())
+}
+
+/// The streaming decode `check` does (one example at a time), from memory: median MB per
+/// CPU-second and wall-clock second, and the number of examples.
+fn decode(data: &Arc<[u8]>, runs: usize) -> Result<(f64, f64, usize)> {
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    let mut examples = 0;
+    for _ in 0..runs {
+        let c = thread_cpu_secs();
+        let t = Instant::now();
+        let source = Box::new(std::io::Cursor::new(data.clone()));
+        let mut r = exfeed::lens::pipe::PipeReader::from_reader(source, "generated")?;
+        while let Some(ex) = r.next_example()? {
+            std::hint::black_box(&ex);
+        }
+        wall.push(t.elapsed().as_secs_f64());
+        cpu.push(thread_cpu_secs() - c);
+        examples = r.examples_read();
+    }
+    let mb = data.len() as f64 / 1e6;
+    Ok((
+        mb / median(cpu).max(1e-9),
+        mb / median(wall).max(1e-9),
+        examples,
+    ))
+}
+
+/// Runs `exe args` (output to /dev/null) and waits for it: wall-clock seconds and its peak RSS
+/// in MiB (from wait4's rusage: this process's alone).
+fn run_process(exe: &Path, args: &[&str]) -> Result<(f64, f64)> {
+    let t = Instant::now();
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e} (build it, or set EXFEED_BIN)", exe.display()))?;
+    let mut status = 0;
+    // SAFETY: wait4 fills an int and one rusage struct through valid pointers.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    let secs = t.elapsed().as_secs_f64();
+    if pid < 0 || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{} {} failed ({status:#x})", exe.display(), args.join(" ")).into());
+    }
+    Ok((secs, ru.ru_maxrss as f64 / 1024.0))
+}
+
+/// Median wall-clock seconds and the largest peak RSS (MiB) of `exe args` over `runs`.
+fn process_figures(exe: &Path, args: &[&str], runs: usize) -> Result<(f64, f64)> {
+    let (mut secs, mut peak) = (Vec::new(), 0f64);
+    for _ in 0..runs {
+        let (s, rss) = run_process(exe, args)?;
+        secs.push(s);
+        peak = peak.max(rss);
+    }
+    Ok((median(secs), peak))
+}
+
+/// Median wall-clock seconds to decompress a gzip file (to nothing).
+fn gunzip_secs(path: &Path, runs: usize) -> Result<f64> {
+    let mut secs = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let file = std::io::BufReader::new(std::fs::File::open(path)?);
+        std::io::copy(
+            &mut flate2::read::MultiGzDecoder::new(file),
+            &mut std::io::sink(),
+        )?;
+        secs.push(t.elapsed().as_secs_f64());
+    }
+    Ok(median(secs))
+}
+
+fn gzip(data: &[u8], path: &Path) -> Result {
+    let mut gz =
+        flate2::write::GzEncoder::new(std::fs::File::create(path)?, flate2::Compression::default());
+    gz.write_all(data)?;
+    gz.finish()?;
+    Ok(())
+}
+
+/// One generated set as `.ex`, `.bex` and their gzip forms in `dir`; prints its figures.
+fn generated_set(name: &str, text: Vec<u8>, dir: &Path, args: &Args) -> Result {
+    let binary = exfeed::lens::binary::write(&exfeed::lens::parse(&text)?)?;
+    let exe = super::exfeed_bin();
+    for (ext, data) in [("ex", text), ("bex", binary)] {
+        let path = dir.join(format!("{name}.{ext}"));
+        std::fs::write(&path, &data)?;
+        let gz = dir.join(format!("{name}.{ext}.gz"));
+        gzip(&data, &gz)?;
+        let data: Arc<[u8]> = data.into();
+        let (cpu, wall, examples) = decode(&data, args.runs)?;
+        println!(
+            "lens {name}.{ext}: {:.1} MB, {examples} examples: decode {cpu:.0} MB per \
+             CPU-second ({wall:.0} MB/s wall-clock), one example at a time",
+            data.len() as f64 / 1e6
+        );
+        for file in [&path, &gz] {
+            let f = file.to_str().ok_or("a UTF-8 path")?;
+            let (check, check_rss) = process_figures(&exe, &["check", f], args.runs)?;
+            let (dump, dump_rss) = process_figures(&exe, &["dump", f], args.runs)?;
+            let gunzip = if file == &gz {
+                format!("; gunzip alone {:.3} s", gunzip_secs(file, args.runs)?)
+            } else {
+                String::new()
+            };
+            println!(
+                "  {}: check {check:.3} s, peak RSS {check_rss:.1} MiB; dump {dump:.3} s, peak \
+                 RSS {dump_rss:.1} MiB{gunzip}",
+                file.file_name().unwrap_or_default().to_string_lossy()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &Args) -> Result {
+    conformance_files(args)?;
+    let temp;
+    let dir = match &args.write_to {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    println!("load average: {}", load_average());
+    generated_set("dense", common::lens_dense_ex(100_000), &dir, args)?;
+    let sparse_mb = args.mb.unwrap_or(50);
+    generated_set(
+        "sparse",
+        common::lens_sparse_ex(sparse_mb << 20),
+        &dir,
+        args,
+    )?;
+    println!("load average: {}", load_average());
     Ok(())
 }

@@ -29,7 +29,9 @@ WHAT:
   cbf   CTF -> CBF conversion (file to file, synced and not) against the parse; reading the
         page-cached CBF file against read() and cat (--dir DIR: where the files go)
   lens  loading Lens files: two conformance files (from $EXFEED_CONFORMANCE or
-        ../shared/conformance) and a generated .ex with its .bex, text against binary
+        ../shared/conformance), text against binary; the set of issue 13 (97 MB .ex) and one of
+        long sparse lists (--mb, default 50) as .ex, .bex, .ex.gz, .bex.gz: streaming decode,
+        `exfeed check` and `exfeed dump` time and peak RSS (--write-to DIR keeps the files)
   read  the minibatch reader end to end against the parse, index cache start-up, and peak RSS
         of `exfeed read` ($EXFEED_BIN, default target/release/exfeed)
 options:
@@ -37,7 +39,7 @@ options:
   --runs N      runs per measure; medians are reported (default 5)
   --chunk-mb N  read: chunk size in MB (default 32)
   --window N    read: randomization window in chunks (default 4)
-  --write-to D  ctf, read: keep the generated data in directory D
+  --write-to D  ctf, read, lens: keep the generated data in directory D
   --dir D       cbf: put the temporary directory in D";
 
 /// The command line.
@@ -95,4 +97,17 @@ fn main() -> Result {
         "read" => read::run(&args),
         other => Err(format!("unknown benchmark '{other}'\n{USAGE}").into()),
     }
+}
+
+/// The `exfeed` command to measure: $EXFEED_BIN, else this workspace's release build.
+pub fn exfeed_bin() -> PathBuf {
+    std::env::var_os("EXFEED_BIN").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/release/exfeed"
+            ))
+        },
+        PathBuf::from,
+    )
 }

@@ -120,19 +120,6 @@ fn faster(a: Rate, b: Rate) -> Rate {
     }
 }
 
-/// The `exfeed` command to measure: $EXFEED_BIN, else this workspace's release build.
-fn exfeed_bin() -> PathBuf {
-    std::env::var_os("EXFEED_BIN").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../target/release/exfeed"
-            ))
-        },
-        PathBuf::from,
-    )
-}
-
 pub fn run(args: &Args) -> Result {
     let temp;
     let dir: PathBuf = match &args.write_to {
@@ -286,7 +273,7 @@ pub fn run(args: &Args) -> Result {
 
     // Peak memory of `exfeed read` (a fresh process) over one randomized sweep, indexing, then
     // with the index cache (written above).
-    let exe = exfeed_bin();
+    let exe = super::exfeed_bin();
     for cache_index in [false, true] {
         let mut cmd = std::process::Command::new(&exe);
         cmd.arg("read")

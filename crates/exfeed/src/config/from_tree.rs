@@ -253,19 +253,10 @@ impl<'f> Cx<'f> {
                 });
                 Ok(t)
             }
-            Resolved::Block(_) => {
-                Err(self.err(pos, ctx, format!("{name} must be a value, found a block")))
-            }
-            Resolved::Array(..) => {
-                Err(self.err(pos, ctx, format!("{name} must be a value, found an array")))
-            }
-            Resolved::Expr(x) => Err(self.err(
+            other => Err(self.err(
                 pos,
                 ctx,
-                format!(
-                    "{name} must be a value, found the expression '{}'",
-                    short(x)
-                ),
+                format!("{name} must be a value, found {}", describe(&other)),
             )),
         }
     }
@@ -280,106 +271,24 @@ impl<'f> Cx<'f> {
         let pos = e.node.pos;
         match self.resolve(e, scope)? {
             Resolved::Block(s) => Ok(s),
-            Resolved::Text(t) => Err(self.err(
+            other => Err(self.err(
                 pos,
                 ctx,
-                format!("{name} must be a block [ ... ], found '{t}'"),
-            )),
-            Resolved::Array(..) => Err(self.err(
-                pos,
-                ctx,
-                format!("{name} must be a block [ ... ], found an array"),
-            )),
-            Resolved::Expr(x) => Err(self.err(
-                pos,
-                ctx,
-                format!(
-                    "{name} must be a block [ ... ], found the expression '{}'",
-                    short(x)
-                ),
+                format!("{name} must be a block [ ... ], found {}", describe(&other)),
             )),
         }
     }
 
-    fn bool<'a>(
+    /// The value of `e` as a `T` (see [`ConfigValue`]), recorded as read.
+    fn get<'a, T: ConfigValue>(
         &self,
         e: &'a Entry,
         scope: &Scope<'a>,
         name: &str,
         ctx: Option<&str>,
-    ) -> Result<bool> {
+    ) -> Result<T> {
         let t = self.text(e, scope, name, ctx)?;
-        // CNTK's ConfigValue also takes t/f and 1/0.
-        if ["true", "t", "1"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
-            Ok(true)
-        } else if ["false", "f", "0"]
-            .iter()
-            .any(|w| t.eq_ignore_ascii_case(w))
-        {
-            Ok(false)
-        } else {
-            Err(self.err(
-                e.node.pos,
-                ctx,
-                format!("{name} must be true or false, found '{t}'"),
-            ))
-        }
-    }
-
-    fn uint<'a>(
-        &self,
-        e: &'a Entry,
-        scope: &Scope<'a>,
-        name: &str,
-        ctx: Option<&str>,
-        positive: bool,
-    ) -> Result<u64> {
-        let t = self.text(e, scope, name, ctx)?;
-        match t.parse::<u64>() {
-            Ok(v) if v > 0 || !positive => Ok(v),
-            _ => {
-                let what = if positive {
-                    "a positive integer"
-                } else {
-                    "a non-negative integer"
-                };
-                Err(self.err(
-                    e.node.pos,
-                    ctx,
-                    format!("{name} must be {what}, found '{t}'"),
-                ))
-            }
-        }
-    }
-
-    fn layout<'a>(
-        &self,
-        e: &'a Entry,
-        scope: &Scope<'a>,
-        name: &str,
-        ctx: Option<&str>,
-    ) -> Result<Layout> {
-        let t = self.text(e, scope, name, ctx)?;
-        Layout::parse(&t)
-            .map_err(|err| self.err(e.node.pos, ctx, format!("{name}: {}", err.message())))
-    }
-
-    fn real<'a>(
-        &self,
-        e: &'a Entry,
-        scope: &Scope<'a>,
-        name: &str,
-        ctx: Option<&str>,
-    ) -> Result<f32> {
-        let t = self.text(e, scope, name, ctx)?;
-        match t.parse::<f32>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(self.err(
-                e.node.pos,
-                ctx,
-                format!("{name} must be a finite number, found '{t}'"),
-            )),
-        }
+        T::parse(name, &t).map_err(|msg| self.err(e.node.pos, ctx, msg))
     }
 
     /// Sets a Lens parameter of `d` (`inputGroups`, `targetGroups`, `nanValue`).
@@ -392,23 +301,11 @@ impl<'f> Cx<'f> {
         ctx: Option<&str>,
     ) -> Result<()> {
         match name {
-            "inputGroups" => d.input_groups = Some(self.layout(e, scope, name, ctx)?),
-            "targetGroups" => d.target_groups = Some(self.layout(e, scope, name, ctx)?),
-            _ => d.nan = Some(self.real(e, scope, name, ctx)?),
+            "inputGroups" => d.input_groups = Some(self.get(e, scope, name, ctx)?),
+            "targetGroups" => d.target_groups = Some(self.get(e, scope, name, ctx)?),
+            _ => d.nan = Some(self.get::<Finite>(e, scope, name, ctx)?.0),
         }
         Ok(())
-    }
-
-    fn trace_level<'a>(
-        &self,
-        e: &'a Entry,
-        scope: &Scope<'a>,
-        name: &str,
-        ctx: Option<&str>,
-    ) -> Result<u8> {
-        // 0 errors, 1 warnings, 2 everything; CNTK treats higher levels as 2, and so do we.
-        let v = self.uint(e, scope, name, ctx, false)?;
-        Ok(u8::try_from(v).unwrap_or(u8::MAX))
     }
 
     fn precision<'a>(&self, e: &'a Entry, scope: &Scope<'a>) -> Result<Precision> {
@@ -499,32 +396,36 @@ impl<'f> Cx<'f> {
                 "input" => input = Some(e),
                 "deserializers" => deserializers = Some(e),
                 "precision" => {} // read above
-                "randomize" => cfg.randomize = self.bool(e, &rs, "randomize", None)?,
+                "randomize" => cfg.randomize = self.get::<bool>(e, &rs, "randomize", None)?,
                 "randomizationSeed" => {
-                    cfg.randomization_seed = self.uint(e, &rs, "randomizationSeed", None, false)?
+                    cfg.randomization_seed = self.get::<u64>(e, &rs, "randomizationSeed", None)?
                 }
                 "randomizationWindow" => {
                     cfg.randomization_window =
-                        Some(self.uint(e, &rs, "randomizationWindow", None, true)?)
+                        Some(self.get::<Positive>(e, &rs, "randomizationWindow", None)?.0)
                 }
                 "sampleBasedRandomizationWindow" => {
                     sample_based =
-                        Some(self.bool(e, &rs, "sampleBasedRandomizationWindow", None)?)
+                        Some(self.get::<bool>(e, &rs, "sampleBasedRandomizationWindow", None)?)
                 }
                 "skipSequenceIds" => {
-                    cfg.skip_sequence_ids = self.bool(e, &rs, "skipSequenceIds", None)?
+                    cfg.skip_sequence_ids = self.get::<bool>(e, &rs, "skipSequenceIds", None)?
                 }
-                "maxErrors" => cfg.max_errors = self.uint(e, &rs, "maxErrors", None, false)?,
-                "traceLevel" => trace_level = Some(self.trace_level(e, &rs, "traceLevel", None)?),
-                "verbosity" => verbosity = Some(self.trace_level(e, &rs, "verbosity", None)?),
+                "maxErrors" => cfg.max_errors = self.get::<u64>(e, &rs, "maxErrors", None)?,
+                "traceLevel" => {
+                    trace_level = Some(self.get::<TraceLevel>(e, &rs, "traceLevel", None)?.0)
+                }
+                "verbosity" => {
+                    verbosity = Some(self.get::<TraceLevel>(e, &rs, "verbosity", None)?.0)
+                }
                 "chunkSizeInBytes" => {
-                    cfg.chunk_size_bytes = self.uint(e, &rs, "chunkSizeInBytes", None, true)?
+                    cfg.chunk_size_bytes = self.get::<Positive>(e, &rs, "chunkSizeInBytes", None)?.0
                 }
                 "keepDataInMemory" => {
-                    cfg.keep_data_in_memory = self.bool(e, &rs, "keepDataInMemory", None)?
+                    cfg.keep_data_in_memory = self.get::<bool>(e, &rs, "keepDataInMemory", None)?
                 }
-                "frameMode" => cfg.frame_mode = self.bool(e, &rs, "frameMode", None)?,
-                "cacheIndex" => cfg.cache_index = self.bool(e, &rs, "cacheIndex", None)?,
+                "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
+                "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
                     cfg.lens_mode = Some(t.parse().map_err(|err: Error| {
@@ -534,7 +435,7 @@ impl<'f> Cx<'f> {
                 }
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => lens_params.push((name, e)),
                 "truncated" => {
-                    if self.bool(e, &rs, "truncated", None)? {
+                    if self.get::<bool>(e, &rs, "truncated", None)? {
                         let msg = "truncated back-propagation through time (truncated = true) is not supported";
                         return Err(error_at(
                             ErrorKind::Unsupported,
@@ -545,11 +446,11 @@ impl<'f> Cx<'f> {
                     }
                 }
                 "truncationLength" => {
-                    self.uint(e, &rs, "truncationLength", None, false)?;
+                    self.get::<u64>(e, &rs, "truncationLength", None)?;
                 }
                 // Performance and key-storage hints of CNTK's composite reader: no effect here.
                 "multiThreadedDeserialization" | "useNumericSequenceKeys" | "hashSequenceKeys" => {
-                    self.bool(e, &rs, "a composite reader flag", None)?;
+                    self.get::<bool>(e, &rs, "a composite reader flag", None)?;
                 }
                 other => unreachable!("{other} is in READER_PARAMS"),
             }
@@ -737,18 +638,20 @@ impl<'f> Cx<'f> {
                 "file" => file = Some(self.text(e, ds, "file", c)?),
                 "input" => input = Some(e),
                 "skipSequenceIds" => {
-                    d.skip_sequence_ids = Some(self.bool(e, ds, "skipSequenceIds", c)?)
+                    d.skip_sequence_ids = Some(self.get::<bool>(e, ds, "skipSequenceIds", c)?)
                 }
-                "maxErrors" => d.max_errors = Some(self.uint(e, ds, "maxErrors", c, false)?),
-                "traceLevel" => d.trace_level = Some(self.trace_level(e, ds, "traceLevel", c)?),
+                "maxErrors" => d.max_errors = Some(self.get::<u64>(e, ds, "maxErrors", c)?),
+                "traceLevel" => {
+                    d.trace_level = Some(self.get::<TraceLevel>(e, ds, "traceLevel", c)?.0)
+                }
                 "chunkSizeInBytes" => {
-                    d.chunk_size_bytes = Some(self.uint(e, ds, "chunkSizeInBytes", c, true)?)
+                    d.chunk_size_bytes = Some(self.get::<Positive>(e, ds, "chunkSizeInBytes", c)?.0)
                 }
                 "keepDataInMemory" => {
-                    d.keep_data_in_memory = Some(self.bool(e, ds, "keepDataInMemory", c)?)
+                    d.keep_data_in_memory = Some(self.get::<bool>(e, ds, "keepDataInMemory", c)?)
                 }
-                "frameMode" => d.frame_mode = Some(self.bool(e, ds, "frameMode", c)?),
-                "cacheIndex" => d.cache_index = Some(self.bool(e, ds, "cacheIndex", c)?),
+                "frameMode" => d.frame_mode = Some(self.get::<bool>(e, ds, "frameMode", c)?),
+                "cacheIndex" => d.cache_index = Some(self.get::<bool>(e, ds, "cacheIndex", c)?),
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;
@@ -822,7 +725,7 @@ impl<'f> Cx<'f> {
                         }
                         spec.alias = Some(a);
                     }
-                    "dim" => dim = Some(self.uint(p, &bs, "dim", c, true)?),
+                    "dim" => dim = Some(self.get::<Positive>(p, &bs, "dim", c)?.0),
                     "format" => {
                         let t = self.text(p, &bs, "format", c)?;
                         format = Some(
@@ -832,7 +735,7 @@ impl<'f> Cx<'f> {
                         );
                     }
                     "definesMBSize" => {
-                        spec.defines_mb_size = self.bool(p, &bs, "definesMBSize", c)?
+                        spec.defines_mb_size = self.get::<bool>(p, &bs, "definesMBSize", c)?
                     }
                     other => unreachable!("{other} is in INPUT_PARAMS"),
                 }
@@ -885,6 +788,86 @@ impl<'f> Cx<'f> {
 }
 
 /// An expression shortened for a message.
+/// A parameter's value as text read as a type: `Err` is the whole message, naming the
+/// parameter (`name`) and the text found.
+trait ConfigValue: Sized {
+    fn parse(name: &str, text: &str) -> std::result::Result<Self, String>;
+}
+
+impl ConfigValue for bool {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        // CNTK's ConfigValue also takes t/f and 1/0.
+        if ["true", "t", "1"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
+            Ok(true)
+        } else if ["false", "f", "0"]
+            .iter()
+            .any(|w| t.eq_ignore_ascii_case(w))
+        {
+            Ok(false)
+        } else {
+            Err(format!("{name} must be true or false, found '{t}'"))
+        }
+    }
+}
+
+impl ConfigValue for u64 {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        t.parse()
+            .map_err(|_| format!("{name} must be a non-negative integer, found '{t}'"))
+    }
+}
+
+/// A positive integer.
+struct Positive(u64);
+
+impl ConfigValue for Positive {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        match t.parse() {
+            Ok(v) if v > 0 => Ok(Positive(v)),
+            _ => Err(format!("{name} must be a positive integer, found '{t}'")),
+        }
+    }
+}
+
+/// A trace level: 0 errors, 1 warnings, 2 everything; CNTK treats higher levels as 2, and so
+/// do we (levels beyond a `u8` are kept as its largest).
+struct TraceLevel(u8);
+
+impl ConfigValue for TraceLevel {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        let v = u64::parse(name, t)?;
+        Ok(TraceLevel(u8::try_from(v).unwrap_or(u8::MAX)))
+    }
+}
+
+/// A finite number.
+struct Finite(f32);
+
+impl ConfigValue for Finite {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        match t.parse::<f32>() {
+            Ok(v) if v.is_finite() => Ok(Finite(v)),
+            _ => Err(format!("{name} must be a finite number, found '{t}'")),
+        }
+    }
+}
+
+impl ConfigValue for Layout {
+    fn parse(name: &str, t: &str) -> std::result::Result<Self, String> {
+        Layout::parse(t).map_err(|err| format!("{name}: {}", err.message()))
+    }
+}
+
+/// What a resolved value is, for messages: `'text'`, a block, an array, the expression '...'.
+fn describe(r: &Resolved<'_>) -> String {
+    match r {
+        Resolved::Text(t) => format!("'{t}'"),
+        Resolved::Block(_) => "a block".into(),
+        Resolved::Array(..) => "an array".into(),
+        Resolved::Expr(x) => format!("the expression '{}'", short(x)),
+    }
+}
+
 fn short(x: &str) -> String {
     let one_line = x.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(60) {

@@ -214,6 +214,15 @@ impl ReaderConfig {
         }
     }
 
+    /// The deserializer that reads `file`: the one whose file has `file`'s name, else the
+    /// first.
+    pub fn deserializer_for(&self, file: &Path) -> Option<&DeserializerConfig> {
+        self.deserializers
+            .iter()
+            .find(|d| d.file.file_name().is_some() && d.file.file_name() == file.file_name())
+            .or(self.deserializers.first())
+    }
+
     /// Resolves every deserializer's file against `dir` (see [`DeserializerConfig::resolve_file`]).
     pub fn resolve_files(&mut self, dir: &Path) {
         for d in &mut self.deserializers {

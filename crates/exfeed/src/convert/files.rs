@@ -58,6 +58,52 @@ pub struct Converted {
     pub chunks: u64,
 }
 
+/// The columnar formats, which this crate does not write (the `exfeed-arrow` crate does): known
+/// here so that their names are never taken for CTF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnarFormat {
+    /// Apache Parquet (`.parquet`).
+    Parquet,
+    /// Apache Arrow IPC (`.arrow`, `.feather`).
+    ArrowIpc,
+}
+
+impl ColumnarFormat {
+    /// By name: `parquet`, `arrow` (or `feather`).
+    pub fn parse_name(name: &str) -> Option<Self> {
+        match name {
+            "parquet" => Some(ColumnarFormat::Parquet),
+            "arrow" | "feather" => Some(ColumnarFormat::ArrowIpc),
+            _ => None,
+        }
+    }
+
+    /// By a file's extension (they compress inside: no `.gz`/`.bz2` is looked through).
+    pub fn from_name(path: &Path) -> Option<Self> {
+        Self::parse_name(path.extension()?.to_str()?)
+    }
+
+    /// The format's name in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ColumnarFormat::Parquet => "Parquet",
+            ColumnarFormat::ArrowIpc => "Arrow IPC",
+        }
+    }
+
+    /// The error for writing it with this crate.
+    pub fn unsupported(self, output: &Path) -> Error {
+        Error::new(
+            ErrorKind::Unsupported,
+            Location::default().with_file(output.display().to_string()),
+            format!(
+                "writing {} is not part of the exfeed library (the exfeed-arrow crate writes it)",
+                self.describe()
+            ),
+        )
+    }
+}
+
 /// The conversions [`convert`] does, for messages.
 const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
 
@@ -70,7 +116,8 @@ const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
 ///
 /// The conversions: CTF to CBF and back, CBF to CBF (re-chunked, another element type), a Lens
 /// file to Lens (text or binary), and a Lens file to CTF or CBF (one sequence per example, one
-/// sample per event, streams `input` and `target`: this needs the layout). Problems tolerated by
+/// sample per event, streams `input` and `target`: this needs the layout). An output named as a
+/// [`ColumnarFormat`] is refused unless [`ConvertOptions::to`] says otherwise. Problems tolerated by
 /// the error budget (CTF's `max_errors`) go to `sink`; the first one beyond it stops the
 /// conversion, and the output is then not written.
 pub fn convert(
@@ -92,6 +139,9 @@ pub fn convert_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Converted> {
     let from = data.format();
+    if let (None, Some(columnar)) = (options.to, ColumnarFormat::from_name(output)) {
+        return Err(columnar.unsupported(output));
+    }
     let to = options.to.unwrap_or_else(|| FileFormat::from_name(output));
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     let unsupported = |what: String| {

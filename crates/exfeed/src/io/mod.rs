@@ -1,6 +1,28 @@
 //! The I/O layer: opening inputs (memory-mapped files, standard input, compressed streams) and
 //! writing outputs atomically. Parsing cores never touch I/O; they take the bytes this layer
 //! provides.
+//!
+//! ```
+//! use exfeed::io::{open_reader, AtomicOutput, InputPath, OutputOptions};
+//! use std::io::{BufRead, Write};
+//!
+//! let dir = std::env::temp_dir().join(format!("exfeed-io-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let target = dir.join("out.ctf.gz");
+//! // Written under a temporary name (compressed, as the name says); the target appears,
+//! // complete, only at commit. Dropped without a commit, nothing is left behind.
+//! let mut out = AtomicOutput::create(&target, &OutputOptions::default())?;
+//! out.write_all(b"0 |x 1 2\n")?;
+//! assert!(!target.exists());
+//! out.commit()?;
+//! // An existing file is not replaced unless `force` is set.
+//! assert!(AtomicOutput::create(&target, &OutputOptions::default()).is_err());
+//! // Inputs are decompressed when their first bytes say so, whatever their name.
+//! let mut lines = open_reader(&InputPath::new(&target))?.lines();
+//! assert_eq!(lines.next().unwrap()?, "0 |x 1 2");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod cbf_files;
 mod input;
@@ -12,5 +34,5 @@ pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{open_bytes, open_reader, read_into_memory, Compression, InputBytes, InputPath};
 pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};
-pub use output::{remove_unfinished_outputs, AtomicOutput, OutputOptions};
+pub use output::{remove_unfinished_outputs, replace_file, AtomicOutput, OutputOptions};
 pub use positioned::{read_at, read_at_most, read_exact_at};

@@ -264,6 +264,18 @@ impl Write for AtomicOutput {
     }
 }
 
+/// Writes `bytes` to `path` atomically, replacing whatever is there (a cache, a saved state):
+/// `path` holds its old content or all of `bytes`, never part of them.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let replace = OutputOptions {
+        force: true,
+        ..OutputOptions::default()
+    };
+    let mut out = AtomicOutput::create(path, &replace)?;
+    out.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    out.commit()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +348,16 @@ mod tests {
             return;
         };
         assert_eq!(mode, 0o666 & !umask, "mode {mode:o}, umask {umask:o}");
+    }
+
+    #[test]
+    fn replace_file_replaces_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("state.json");
+        std::fs::write(&target, b"old and longer").unwrap();
+        replace_file(&target, b"new").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(files_in(dir.path()), ["state.json"]);
     }
 
     #[test]

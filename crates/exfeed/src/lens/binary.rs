@@ -9,6 +9,7 @@ use super::model::*;
 use crate::error::{Error, Result};
 
 use crate::format::LENS_BINARY_COOKIE;
+use crate::limits::Limits;
 
 /// Whether `bytes` start with the `.bex` cookie.
 pub fn is_binary(bytes: &[u8]) -> bool {
@@ -23,6 +24,20 @@ struct Cursor<'a> {
     streaming: bool,
     /// Events allocated so far, bounded by [`event_budget`] of the input size.
     events_total: usize,
+    /// One example's events must fit in this many bytes of memory (see [`max_events`]).
+    max_record_bytes: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(buf: &'a [u8], streaming: bool, max_record_bytes: u64) -> Self {
+        Cursor {
+            buf,
+            pos: 0,
+            streaming,
+            events_total: 0,
+            max_record_bytes,
+        }
+    }
 }
 
 impl<'a> Cursor<'a> {
@@ -116,12 +131,7 @@ impl<'a> Cursor<'a> {
 
 /// Reads a whole `.bex` file.
 pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
-    let mut c = Cursor {
-        buf: bytes,
-        pos: 0,
-        streaming: false,
-        events_total: 0,
-    };
+    let mut c = Cursor::new(bytes, false, Limits::default().max_record_bytes);
     let header = read_header(&mut c)?;
     // An example takes at least 2 + 4 * 5 bytes.
     let n = c.count("the number of examples", 22)?;
@@ -174,25 +184,20 @@ pub(crate) fn is_incomplete(e: &Error) -> bool {
 
 /// Streaming: the set header and example count at the start of `buf`, and the bytes they take.
 pub(crate) fn read_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, usize)> {
-    let mut c = Cursor {
-        buf,
-        pos: 0,
-        streaming: true,
-        events_total: 0,
-    };
+    let mut c = Cursor::new(buf, true, Limits::default().max_record_bytes);
     let h = read_header(&mut c)?;
     let n = c.count("the number of examples", 0)?;
     Ok((h, n, c.pos))
 }
 
-/// Streaming: one example at the start of `buf`, and the bytes it takes.
-pub(crate) fn read_example_prefix(buf: &[u8], h: &SetHeader) -> Result<(Example, usize)> {
-    let mut c = Cursor {
-        buf,
-        pos: 0,
-        streaming: true,
-        events_total: 0,
-    };
+/// Streaming: one example at the start of `buf`, and the bytes it takes; its events must fit
+/// in `max_record_bytes` of memory.
+pub(crate) fn read_example_prefix(
+    buf: &[u8],
+    h: &SetHeader,
+    max_record_bytes: u64,
+) -> Result<(Example, usize)> {
+    let mut c = Cursor::new(buf, true, max_record_bytes);
     let ex = read_example(&mut c, h)?;
     Ok((ex, c.pos))
 }
@@ -208,6 +213,9 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
             at as u64,
             format!("example has {num_events} events"),
         ));
+    }
+    if num_events as usize > max_events(c.max_record_bytes) {
+        return Err(too_many_events(at, num_events as usize, c.max_record_bytes));
     }
     // Events are not stored one by one, so bound them by what the lists could address: a
     // sane limit keeps a corrupt count from allocating gigabytes.

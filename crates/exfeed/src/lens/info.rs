@@ -45,68 +45,76 @@ fn widen(r: &mut Option<(f32, f32)>, v: f32) {
 impl Info {
     /// Summarizes `set`.
     pub fn of(set: &ExampleSet) -> Info {
-        let mut info = Info {
-            examples: set.examples.len(),
-            ..Info::default()
-        };
+        let mut info = Info::default();
         for ex in &set.examples {
-            info.events += ex.events.len();
-            info.max_events = info.max_events.max(ex.events.len());
-            let (users_in, users_t) = ex.list_users();
-            for (l, list) in ex.lists.iter().enumerate() {
-                for (is_target, used) in [
-                    (false, !users_in[l].is_empty()),
-                    (true, !users_t[l].is_empty()),
-                ] {
-                    if !used {
-                        continue;
-                    }
+            info.add(ex);
+        }
+        info
+    }
+
+    /// Adds one example (examples are summarized one at a time as they are read).
+    pub fn add(&mut self, ex: &Example) {
+        self.examples += 1;
+        self.events += ex.events.len();
+        self.max_events = self.max_events.max(ex.events.len());
+        let (users_in, users_t) = ex.list_users();
+        for (l, list) in ex.lists.iter().enumerate() {
+            for (is_target, used) in [
+                (false, !users_in[l].is_empty()),
+                (true, !users_t[l].is_empty()),
+            ] {
+                if used {
                     for r in list {
-                        let (groups, ungrouped, values, units) = if is_target {
-                            (
-                                &mut info.target_groups,
-                                &mut info.ungrouped_targets,
-                                &mut info.target_values,
-                                &mut info.ungrouped_target_units,
-                            )
-                        } else {
-                            (
-                                &mut info.input_groups,
-                                &mut info.ungrouped_inputs,
-                                &mut info.input_values,
-                                &mut info.ungrouped_input_units,
-                            )
-                        };
-                        match &r.group {
-                            Some(g) => {
-                                groups.insert(g.clone());
-                            }
-                            None => *ungrouped = true,
-                        }
-                        let reach = match &r.kind {
-                            RangeKind::Dense { first, values: vs } => {
-                                for &v in vs {
-                                    info.has_nan |= v.is_nan();
-                                    widen(values, v);
-                                }
-                                *first as u64 + vs.len() as u64
-                            }
-                            RangeKind::Sparse { value, units: us } => {
-                                info.has_nan |= value.is_nan();
-                                widen(values, *value);
-                                us.spans()
-                                    .and_then(|s| s.iter().map(|&(_, b)| b as u64 + 1).max())
-                                    .unwrap_or(0)
-                            }
-                        };
-                        if r.group.is_none() {
-                            *units = (*units).max(reach);
-                        }
+                        self.add_range(r, is_target);
                     }
                 }
             }
         }
-        info
+    }
+
+    fn add_range(&mut self, r: &Range, is_target: bool) {
+        let (groups, ungrouped, values, units) = if is_target {
+            (
+                &mut self.target_groups,
+                &mut self.ungrouped_targets,
+                &mut self.target_values,
+                &mut self.ungrouped_target_units,
+            )
+        } else {
+            (
+                &mut self.input_groups,
+                &mut self.ungrouped_inputs,
+                &mut self.input_values,
+                &mut self.ungrouped_input_units,
+            )
+        };
+        match &r.group {
+            Some(g) => {
+                if !groups.contains(g) {
+                    groups.insert(g.clone());
+                }
+            }
+            None => *ungrouped = true,
+        }
+        let reach = match &r.kind {
+            RangeKind::Dense { first, values: vs } => {
+                for &v in vs {
+                    self.has_nan |= v.is_nan();
+                    widen(values, v);
+                }
+                *first as u64 + vs.len() as u64
+            }
+            RangeKind::Sparse { value, units: us } => {
+                self.has_nan |= value.is_nan();
+                widen(values, *value);
+                us.spans()
+                    .and_then(|s| s.iter().map(|&(_, b)| b as u64 + 1).max())
+                    .unwrap_or(0)
+            }
+        };
+        if r.group.is_none() {
+            *units = (*units).max(reach);
+        }
     }
 }
 

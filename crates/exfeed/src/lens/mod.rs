@@ -39,6 +39,14 @@ pub(crate) fn too_short() -> crate::Error {
     )
 }
 
+/// Moves an error's byte offset (relative to a slice) by `by`, to the file's.
+pub(crate) fn shifted(mut e: crate::Error, by: usize) -> crate::Error {
+    if let Some(b) = e.location().byte {
+        e.location_mut().byte = Some(b + by as u64);
+    }
+    e
+}
+
 /// Whether a file name asks for the binary form: it ends in `.bex`, before any `.gz`/`.bz2`.
 pub fn is_binary_name(path: &Path) -> bool {
     let name = path

@@ -353,6 +353,25 @@ pub(crate) fn event_budget(len: usize) -> usize {
     16 * len + (1 << 20)
 }
 
+/// The most events one example may declare: their records must fit in `max_record_bytes` of
+/// memory (see [`crate::limits::Limits`]), so that a few bytes (`100000000;`, or a `.bex` count
+/// with its events shared by one event list) cannot make exfeed allocate gigabytes.
+pub(crate) fn max_events(max_record_bytes: u64) -> usize {
+    (max_record_bytes / std::mem::size_of::<Event>() as u64).max(1) as usize
+}
+
+/// The error for an example declaring more events than [`max_events`] allows.
+pub(crate) fn too_many_events(at: usize, num_events: usize, max_record_bytes: u64) -> crate::Error {
+    crate::Error::invalid(
+        at as u64,
+        format!(
+            "example declares {num_events} events, which take {} bytes in memory, more than \
+             the maximum record size ({max_record_bytes} bytes)",
+            num_events as u64 * std::mem::size_of::<Event>() as u64
+        ),
+    )
+}
+
 /// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
 /// Returns the index of the first bad entry.
 pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {

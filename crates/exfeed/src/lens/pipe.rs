@@ -5,27 +5,27 @@
 use super::model::*;
 use super::{binary, text};
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 use std::io::BufRead;
 
 /// A stream of example-file bytes.
 pub type Source = Box<dyn BufRead + Send>;
 
-/// How [`PipeReader`] waits for more input.
-enum Fill {
-    /// Up to the next newline (text: parsing resumes at line ends).
-    Line,
-    /// Whatever the source has ready.
-    Available,
-}
 /// Opens the source again, for looping.
 pub type Opener = Box<dyn FnMut() -> Result<Source> + Send>;
 
-/// Reads examples one at a time.
+/// Bytes asked of the source at a time (more when an example is longer: the reads grow with
+/// it, so a long example is parsed again only a few times while it arrives).
+const READ_SIZE: usize = 256 << 10;
+
+/// Reads examples one at a time, from a buffer of about one example plus one read.
 pub struct PipeReader {
     opener: Option<Opener>,
     src: Source,
     name: String,
     buf: Vec<u8>,
+    /// Where the unread part of `buf` starts.
+    pos: usize,
     /// Absolute byte offset and line of `buf[0]` in the current pass.
     base_byte: u64,
     base_line: u64,
@@ -38,32 +38,32 @@ pub struct PipeReader {
     this_pass: usize,
     /// Examples returned in all.
     total: usize,
+    /// The most bytes one example (or the set header) may take, in the file and in memory.
+    max_record_bytes: u64,
+    /// Whether this pass's set header has been read.
+    header_done: bool,
 }
 
 impl PipeReader {
     /// Reads from `src` (at its first byte), then, when `reopen` is given, from each new source
     /// it opens when the previous one ends (looping).
     pub fn new(src: Source, reopen: Option<Opener>, name: impl Into<String>) -> Result<Self> {
-        Self::start(src, reopen, name.into())
+        Self::with_limits(src, reopen, name, Limits::default())
     }
 
-    /// Reads from `src` once (no looping).
-    pub fn from_reader(src: Source, name: impl Into<String>) -> Result<Self> {
-        Self::start(src, None, name.into())
-    }
-
-    /// Reads from sources made by `opener`, looping: each time one ends, the next is opened.
-    pub fn looping(mut opener: Opener, name: impl Into<String>) -> Result<Self> {
-        let src = opener()?;
-        Self::start(src, Some(opener), name.into())
-    }
-
-    fn start(src: Source, opener: Option<Opener>, name: String) -> Result<Self> {
+    /// [`PipeReader::new`] with `limits` on the size of one example.
+    pub fn with_limits(
+        src: Source,
+        reopen: Option<Opener>,
+        name: impl Into<String>,
+        limits: Limits,
+    ) -> Result<Self> {
         let mut r = PipeReader {
-            opener,
+            opener: reopen,
             src,
-            name,
+            name: name.into(),
             buf: Vec::new(),
+            pos: 0,
             base_byte: 0,
             base_line: 1,
             eof: false,
@@ -72,9 +72,22 @@ impl PipeReader {
             left: 0,
             this_pass: 0,
             total: 0,
+            max_record_bytes: limits.max_record_bytes,
+            header_done: false,
         };
         r.read_header()?;
         Ok(r)
+    }
+
+    /// Reads from `src` once (no looping).
+    pub fn from_reader(src: Source, name: impl Into<String>) -> Result<Self> {
+        Self::new(src, None, name)
+    }
+
+    /// Reads from sources made by `opener`, looping: each time one ends, the next is opened.
+    pub fn looping(mut opener: Opener, name: impl Into<String>) -> Result<Self> {
+        let src = opener()?;
+        Self::new(src, Some(opener), name)
     }
 
     /// The set header.
@@ -82,40 +95,69 @@ impl PipeReader {
         &self.header
     }
 
-    /// Reads one more line (text) or whatever bytes have arrived (binary, and before the
-    /// format is known: a binary file need not hold a newline); false at the end of the source.
-    fn fill(&mut self) -> Result<bool> {
-        self.fill_in(if self.binary {
-            Fill::Available
-        } else {
-            Fill::Line
-        })
+    /// Whether the file is the binary form.
+    pub fn is_binary(&self) -> bool {
+        self.binary
     }
 
-    fn fill_in(&mut self, how: Fill) -> Result<bool> {
+    /// Reads what the source has ready (one read, so a pipe is never waited on for more than
+    /// it has sent) after the unread bytes; false at the end of the source. The bytes already
+    /// parsed are dropped first, but for the one before `pos` (a `#` starts a comment only
+    /// at the start of a line). An unread part longer than the record limit is an error.
+    fn fill(&mut self) -> Result<bool> {
         if self.eof {
             return Ok(false);
         }
-        let n = match how {
-            Fill::Available => {
-                let chunk = self
-                    .src
-                    .fill_buf()
-                    .map_err(|e| Error::from(e).in_file(self.name.clone()))?;
-                let n = chunk.len();
-                self.buf.extend_from_slice(chunk);
-                self.src.consume(n);
-                n
+        let unread = self.buf.len() - self.pos;
+        self.check_record(self.pos, self.buf.len())?;
+        let keep = self.pos.saturating_sub(1);
+        if keep > 0 {
+            if !self.binary {
+                self.base_line += memchr::memchr_iter(b'\n', &self.buf[..keep]).count() as u64;
             }
-            Fill::Line => self
-                .src
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|e| Error::from(e).in_file(self.name.clone()))?,
+            self.base_byte += keep as u64;
+            self.buf.drain(..keep);
+            self.pos -= keep;
+        }
+        let start = self.buf.len();
+        self.buf.resize(start + READ_SIZE.max(unread), 0);
+        let n = loop {
+            match self.src.read(&mut self.buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(start);
+                    return Err(Error::from(e).in_file(self.name.clone()));
+                }
+            }
         };
+        self.buf.truncate(start + n);
         if n == 0 {
             self.eof = true;
         }
         Ok(n > 0)
+    }
+
+    /// An example (or the set header) over `buf[start..end]` must not be longer than the
+    /// record limit, whether it is still arriving or was read at once.
+    fn check_record(&self, start: usize, end: usize) -> Result<()> {
+        if ((end - start) as u64) <= self.max_record_bytes {
+            return Ok(());
+        }
+        let what = if self.header_done {
+            format!("example {}", self.this_pass)
+        } else {
+            "the set header".to_string()
+        };
+        let at = start as u64 + self.max_record_bytes;
+        Err(self.positioned(Error::invalid(
+            at,
+            format!(
+                "{what} is longer than the maximum record size ({} bytes){}",
+                self.max_record_bytes,
+                if self.binary { "" } else { " or never ends" }
+            ),
+        )))
     }
 
     fn positioned(&self, mut e: Error) -> Error {
@@ -128,54 +170,79 @@ impl PipeReader {
         e.in_file(self.name.clone())
     }
 
-    fn drain(&mut self, used: usize) {
-        self.base_line += memchr::memchr_iter(b'\n', &self.buf[..used]).count() as u64;
-        self.base_byte += used as u64;
-        self.buf.drain(..used);
+    /// Text is parsed up to the end of its last complete line (a token never spans lines, so
+    /// none is cut), or to the end of the source.
+    fn text_end(&self) -> usize {
+        if self.eof {
+            return self.buf.len();
+        }
+        memchr::memrchr(b'\n', &self.buf[self.pos..]).map_or(self.pos, |i| self.pos + i + 1)
+    }
+
+    /// Text: reads on until the source ends or a newly complete line holds a `;` (an example
+    /// ends with one), so a long example is not parsed again at every read.
+    fn fill_to_semicolon(&mut self) -> Result<()> {
+        let mut scanned = self.text_end() - self.pos;
+        while self.fill()? {
+            let end = self.text_end();
+            if memchr::memchr(b';', &self.buf[self.pos + scanned.min(end - self.pos)..end])
+                .is_some()
+            {
+                break;
+            }
+            scanned = end - self.pos;
+        }
+        Ok(())
     }
 
     fn read_header(&mut self) -> Result<()> {
         self.buf.clear();
+        self.pos = 0;
         self.base_byte = 0;
         self.base_line = 1;
         self.eof = false;
         self.this_pass = 0;
-        while self.buf.len() < 4 && self.fill_in(Fill::Available)? {}
+        self.header_done = false;
+        while self.buf.len() < 4 && self.fill()? {}
         if self.buf.len() < 4 {
             return Err(self.positioned(super::too_short()));
         }
         self.binary = binary::is_binary(&self.buf);
-        if !self.binary && !self.buf.ends_with(b"\n") {
-            // Text is parsed at line ends: complete the line the sniff read into.
-            self.fill()?;
-        }
         loop {
             if self.binary {
                 match binary::read_header_prefix(&self.buf) {
                     Ok((h, n, used)) => {
                         self.header = h;
                         self.left = n;
-                        self.drain(used);
-                        return Ok(());
+                        self.pos = used;
+                        break;
                     }
                     Err(e) if binary::is_incomplete(&e) && self.fill()? => {}
                     Err(e) => return Err(self.positioned(e)),
                 }
             } else {
-                match text::parse_header_prefix(&self.buf) {
-                    Ok((h, used, at_end)) if !at_end || self.eof => {
+                let end = self.text_end();
+                match text::parse_header_prefix(&self.buf[..end]) {
+                    // The header may go on after the text at hand, unless its `;` ended it.
+                    Ok((h, used, at_end))
+                        if !at_end || self.eof || self.buf[..used].ends_with(b";") =>
+                    {
                         self.header = h;
-                        self.drain(used);
-                        return Ok(());
+                        self.pos = used;
+                        break;
                     }
                     Ok(_) => {
                         self.fill()?;
                     }
-                    Err(e) if text::is_incomplete(&e) && self.fill()? => {}
+                    Err(e) if text::is_incomplete(&e) && !self.eof => {
+                        self.fill()?;
+                    }
                     Err(e) => return Err(self.positioned(e)),
                 }
             }
         }
+        self.header_done = true;
+        Ok(())
     }
 
     /// The next example: `Ok(None)` when the source has ended (and, looping, when a fresh pass
@@ -200,44 +267,72 @@ impl PipeReader {
 
     fn next_in_pass(&mut self) -> Result<Option<Example>> {
         let index = self.this_pass;
-        let ctx = |e: Error| e.in_context(format!("example {index}"));
         if self.binary {
             if self.left == 0 {
-                return Ok(None);
+                return self.end_of_binary().map(|()| None);
             }
             loop {
-                match binary::read_example_prefix(&self.buf, &self.header) {
+                match binary::read_example_prefix(
+                    &self.buf[self.pos..],
+                    &self.header,
+                    self.max_record_bytes,
+                ) {
                     Ok((ex, used)) => {
-                        self.drain(used);
+                        self.check_record(self.pos, self.pos + used)?;
+                        self.pos += used;
                         self.left -= 1;
                         return Ok(Some(ex));
                     }
                     Err(e) if binary::is_incomplete(&e) && self.fill()? => {}
-                    Err(e) => return Err(self.positioned(ctx(e))),
+                    Err(e) => {
+                        let e = e.in_context(format!("example {index}"));
+                        // The cursor counted from `pos`.
+                        let e = super::shifted(e, self.pos);
+                        return Err(self.positioned(e));
+                    }
                 }
             }
         }
         loop {
-            match text::parse_example_prefix(&self.buf, &self.header) {
-                Ok(Some((ex, used))) => {
-                    self.drain(used);
+            let end = self.text_end();
+            match text::parse_example_at(
+                &self.buf[..end],
+                self.pos,
+                index,
+                &self.header,
+                self.max_record_bytes,
+            ) {
+                Ok(Some((ex, used_to))) => {
+                    self.check_record(self.pos, used_to)?;
+                    self.pos = used_to;
                     return Ok(Some(ex));
                 }
-                Ok(None) if !self.fill()? => return Ok(None),
-                Ok(None) => {}
-                Err(e) if text::is_incomplete(&e) && !self.eof => {
-                    // An example ends with ';': read on until a line that has one.
-                    while self.fill()? && !self.buf.ends_with(b"\n") {}
-                    loop {
-                        let start = self.buf.len();
-                        if !self.fill()? || memchr::memchr(b';', &self.buf[start..]).is_some() {
-                            break;
-                        }
-                    }
+                Ok(None) if self.eof => return Ok(None),
+                // Only white space and comments so far: they are read.
+                Ok(None) => {
+                    self.pos = end;
+                    self.fill()?;
                 }
-                Err(e) => return Err(self.positioned(ctx(e))),
+                Err(e) if text::is_incomplete(&e) && !self.eof => self.fill_to_semicolon()?,
+                Err(e) => return Err(self.positioned(e)),
             }
         }
+    }
+
+    /// A binary file read once must end with its last example, as when it is read whole.
+    fn end_of_binary(&mut self) -> Result<()> {
+        if self.opener.is_some() {
+            return Ok(());
+        }
+        while self.buf.len() == self.pos && self.fill()? {}
+        if self.buf.len() > self.pos {
+            let e = Error::corrupt(
+                self.pos as u64,
+                "bytes after the last example (the header's example count is reached)",
+            );
+            return Err(self.positioned(e));
+        }
+        Ok(())
     }
 
     /// Examples returned so far (over all passes).
@@ -351,5 +446,67 @@ mod tests {
         let opener: Opener = Box::new(|| Ok(Box::new(Cursor::new(b";   \n".to_vec())) as Source));
         let mut r = PipeReader::looping(opener, "empty").unwrap();
         assert!(r.next_example().unwrap().is_none());
+    }
+
+    #[test]
+    fn an_example_longer_than_the_record_limit_is_an_error_not_a_buffer() {
+        let limits = Limits {
+            max_record_bytes: 1000,
+        };
+        let open = |bytes: Vec<u8>| {
+            PipeReader::with_limits(Box::new(Cursor::new(bytes)), None, "big", limits)
+        };
+        // Text without line ends, a long example over many lines, and a long binary example.
+        let no_newline = [&b";\nI:"[..], &b" 1".repeat(5000)].concat();
+        let many_lines = [&b";\nI:"[..], &b" 1\n".repeat(5000), b";\n"].concat();
+        let set = text::parse(&[&b";\n"[..], &many_lines[2..]].concat()).unwrap();
+        for bytes in [no_newline, many_lines, binary::write(&set).unwrap()] {
+            let mut r = open(bytes).unwrap();
+            let Err(e) = r.next_example() else {
+                panic!("an example over the limit was read")
+            };
+            assert!(
+                e.message()
+                    .contains("example 0 is longer than the maximum record size (1000 bytes)"),
+                "{e}"
+            );
+        }
+        // A header without end is bounded too; examples within the limit are read.
+        let e = open(b"proc:{".repeat(300)).err().unwrap();
+        assert!(e.message().contains("the set header is longer"), "{e}");
+        let mut r = open([&b";\n"[..], &b"I: 1;\nI: 2;\n".repeat(1000)].concat()).unwrap();
+        let mut n = 0;
+        while r.next_example().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 2000);
+    }
+
+    #[test]
+    fn events_that_would_not_fit_in_a_record_are_refused_before_allocating() {
+        // 1000 bytes of record hold about a dozen events.
+        let limits = Limits {
+            max_record_bytes: 1000,
+        };
+        let few = text::parse(b";\n3 I: 1;\n").unwrap();
+        let many = text::parse(b";\n500 [*] I: 1;\n").unwrap();
+        for (set, ok) in [(few, true), (many, false)] {
+            for bytes in [text::write(&set).unwrap(), binary::write(&set).unwrap()] {
+                let mut r =
+                    PipeReader::with_limits(Box::new(Cursor::new(bytes)), None, "x", limits)
+                        .unwrap();
+                match r.next_example() {
+                    Ok(ex) => assert!(ok && ex.unwrap().events.len() == 3),
+                    Err(e) => {
+                        assert!(!ok);
+                        assert!(
+                            e.message().contains("example declares 500 events")
+                                && e.message().contains("maximum record size (1000 bytes)"),
+                            "{e}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -21,6 +21,48 @@ impl CbfSource {
     /// Opens `input` (memory-mapped when it is a plain file; read into memory with
     /// `keep_in_memory`, or when compressed or standard input) and exposes the streams `select`
     /// names (see [`CbfFile::select`]; empty: every stream of the file).
+    ///
+    /// Distributed workers each open the file and read only their own chunks; together they
+    /// read every sequence once a sweep:
+    ///
+    /// ```
+    /// use exfeed::cbf::{CbfWriter, CbfWriterOptions};
+    /// use exfeed::io::InputPath;
+    /// use exfeed::reader::{CbfSource, Reader, ReaderOptions};
+    /// use exfeed::{SequenceBatch, Storage, StreamSpec};
+    /// use std::sync::Arc;
+    ///
+    /// // 100 sequences of one sample, in chunks of about 64 bytes (8 sequences each).
+    /// let specs = [StreamSpec::new("x", Storage::Dense, 1)];
+    /// let mut batch = SequenceBatch::<f32>::new(&specs);
+    /// for k in 0..100 {
+    ///     batch.stream_mut(0).push_dense_sample(&[k as f32]);
+    ///     batch.finish_sequence(k);
+    /// }
+    /// let options = CbfWriterOptions { chunk_size: 64, ..CbfWriterOptions::default() };
+    /// let mut writer = CbfWriter::new(Vec::new(), &specs, options)?;
+    /// writer.write_batch(&batch)?;
+    /// let path = std::env::temp_dir().join(format!("exfeed-cbf-source-{}.cbf", std::process::id()));
+    /// std::fs::write(&path, writer.finish()?)?;
+    ///
+    /// let mut seen = Vec::new();
+    /// for rank in 0..2 {
+    ///     let source = Arc::new(CbfSource::open(&InputPath::new(&path), &[], false)?);
+    ///     let options = ReaderOptions { num_workers: 2, worker_rank: rank, ..ReaderOptions::default() };
+    ///     let mut reader = Reader::<f32>::new(source, options)?;
+    ///     let mut mb = reader.new_minibatch();
+    ///     let mut mine = Vec::new();
+    ///     while reader.next_minibatch(16, &mut mb)? {
+    ///         mine.extend(mb.sequences.iter().map(|s| s.key));
+    ///     }
+    ///     assert!(!mine.is_empty() && mine.len() < 100);
+    ///     seen.extend(mine);
+    /// }
+    /// seen.sort();
+    /// assert_eq!(seen, (0..100).collect::<Vec<u64>>());
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(input: &InputPath, select: &[StreamSpec], keep_in_memory: bool) -> Result<Self> {
         let name = input.display_name();
         let mut file = if keep_in_memory {

@@ -17,7 +17,6 @@
 use super::ctf_source::{Chunk, CtfSourceOptions, Index};
 use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
-use crate::io::{AtomicOutput, OutputOptions};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -125,13 +124,7 @@ pub(super) fn encode(ix: &Index, stamp: DataStamp, p: CacheParams) -> Vec<u8> {
 /// Writes the cache through a temporary file and a rename (a damaged cache is replaced whole).
 pub(super) fn write(path: &Path, ix: &Index, stamp: DataStamp, p: CacheParams) -> Result<()> {
     // A stale or damaged cache is replaced.
-    let replace = OutputOptions {
-        force: true,
-        ..OutputOptions::default()
-    };
-    let mut out = AtomicOutput::create(path, &replace)?;
-    std::io::Write::write_all(&mut out, &encode(ix, stamp, p))?;
-    out.commit()
+    crate::io::replace_file(path, &encode(ix, stamp, p))
 }
 
 /// Reads the cache: `Ok(None)` when there is none, `Err(why)` when it cannot be used.

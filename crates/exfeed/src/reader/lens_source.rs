@@ -9,9 +9,12 @@ use crate::io::{open_bytes, read_into_memory, InputBytes, InputPath};
 use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::model::{Example, SetHeader};
 use crate::lens::select::SelectionMode;
-use crate::lens::{binary, text};
+use crate::lens::{binary, shifted, text};
 use crate::stream::{Storage, StreamSpec};
 use std::collections::BTreeSet;
+
+/// The most bytes one example may take in memory.
+const MAX_RECORD: u64 = crate::limits::DEFAULT_MAX_RECORD_BYTES;
 
 /// How to open a Lens example file for the reader.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,14 +72,6 @@ pub struct LensSource {
     specs: Vec<StreamSpec>,
     options: LensSourceOptions,
     diagnostics: Vec<Diagnostic>,
-}
-
-/// Moves an error's byte offset (relative to a slice) to the file's.
-fn shifted(mut e: Error, by: usize) -> Error {
-    if let Some(b) = e.location().byte {
-        e.location_mut().byte = Some(b + by as u64);
-    }
-    e
 }
 
 impl LensSource {
@@ -147,8 +142,9 @@ impl LensSource {
                 binary::read_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             for i in 0..count {
-                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header)
-                    .map_err(|e| fail(shifted(e, pos), Some(i)))?;
+                let (ex, used) =
+                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
+                        .map_err(|e| fail(shifted(e, pos), Some(i)))?;
                 push(&mut chunker, &ex, pos, pos + used);
                 pos += used;
             }
@@ -167,7 +163,8 @@ impl LensSource {
             self.header = header;
             let mut i = 0;
             while let Some((ex, end)) =
-                text::parse_example_at(bytes, pos, i, &self.header).map_err(|e| fail(e, None))?
+                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)
+                    .map_err(|e| fail(e, None))?
             {
                 push(&mut chunker, &ex, pos, end);
                 pos = end;
@@ -237,13 +234,14 @@ impl LensSource {
         let mut pos = c.offset as usize;
         for i in c.first_sequence..c.first_sequence + c.sequences {
             let (ex, end) = if self.binary {
-                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header)
-                    .map_err(|e| shifted(e, pos))?;
+                let (ex, used) =
+                    binary::read_example_prefix(&bytes[pos..], &self.header, MAX_RECORD)
+                        .map_err(|e| shifted(e, pos))?;
                 (ex, pos + used)
             } else {
-                text::parse_example_at(bytes, pos, i, &self.header)?.ok_or_else(|| {
-                    Error::corrupt(pos as u64, "the file changed since it was indexed")
-                })?
+                text::parse_example_at(bytes, pos, i, &self.header, MAX_RECORD)?.ok_or_else(
+                    || Error::corrupt(pos as u64, "the file changed since it was indexed"),
+                )?
             };
             let start = pos;
             pos = end;

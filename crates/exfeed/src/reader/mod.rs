@@ -90,6 +90,7 @@ use crate::error::Result;
 use crate::stream::StreamSpec;
 
 mod any;
+mod args;
 mod build;
 mod cbf_source;
 mod chunker;
@@ -110,6 +111,7 @@ mod rng;
 mod tests;
 
 pub use any::{AnyMinibatch, AnyReader, RunOptions};
+pub use args::{ArgStyle, ReaderArgs};
 pub use build::{
     build_reader, open_configured_source, open_configured_source_with, reader_options,
     ConfiguredSource,

@@ -6,9 +6,7 @@ mod parse;
 mod write;
 
 pub use parse::parse;
-pub(crate) use parse::{
-    is_incomplete, parse_example_at, parse_example_prefix, parse_header_prefix,
-};
+pub(crate) use parse::{is_incomplete, parse_example_at, parse_header_prefix};
 pub use write::write;
 
 #[cfg(test)]

@@ -20,32 +20,26 @@ pub(crate) fn is_incomplete(e: &Error) -> bool {
 pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)> {
     let mut p = Parser::new(buf);
     let h = p.parse_header()?;
+    let used = p.pos;
     let at_end = p.tok()? == Tok::Eof;
-    Ok((h, p.pos, at_end))
+    Ok((h, used, at_end))
 }
 
 /// Streaming: one example at the start of `buf` and the bytes it takes; `Ok(None)` when `buf`
 /// holds only whitespace and comments.
-pub(crate) fn parse_example_prefix(buf: &[u8], h: &SetHeader) -> Result<Option<(Example, usize)>> {
-    let mut p = Parser::new(buf);
-    if p.tok()? == Tok::Eof {
-        return Ok(None);
-    }
-    let ex = p.parse_example(h)?;
-    Ok(Some((ex, p.pos)))
-}
-
 /// Indexing a whole buffer: example `index`, starting at or after byte `pos` of `buf` (the
 /// whole file, so that comment lines and error positions are judged as in [`parse`], and errors
 /// read the same), and the byte where it ends; `Ok(None)` when only whitespace and comments
-/// are left.
+/// are left. The example's events must fit in `max_record_bytes` of memory.
 pub(crate) fn parse_example_at(
     buf: &[u8],
     pos: usize,
     index: usize,
     h: &SetHeader,
+    max_record_bytes: u64,
 ) -> Result<Option<(Example, usize)>> {
     let mut p = Parser::new(buf);
+    p.max_record_bytes = max_record_bytes;
     p.pos = pos.min(buf.len());
     if p.tok()? == Tok::Eof {
         return Ok(None);
@@ -64,6 +58,8 @@ struct Parser<'a> {
     work: usize,
     /// Events allocated so far (see [`event_budget`]).
     events_total: usize,
+    /// One example's events must fit in this many bytes of memory (see [`max_events`]).
+    max_record_bytes: u64,
 }
 
 impl<'a> Parser<'a> {
@@ -73,6 +69,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             work: 0,
             events_total: 0,
+            max_record_bytes: crate::limits::Limits::default().max_record_bytes,
         }
     }
 }
@@ -481,8 +478,11 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
-        // Events are cheap but not free: bound them by the file size so a typo cannot
-        // allocate gigabytes.
+        // Events are cheap but not free: bound them by the record size and the file size so a
+        // typo cannot allocate gigabytes.
+        if num_events > max_events(self.max_record_bytes) {
+            return Err(too_many_events(self.pos, num_events, self.max_record_bytes));
+        }
         self.events_total += num_events;
         if num_events > self.buf.len().max(1 << 16)
             || self.events_total > event_budget(self.buf.len())

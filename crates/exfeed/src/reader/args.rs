@@ -1,0 +1,438 @@
+//! The arguments of a reader as `exfeed read` and `exfeed.Reader` take them: data files, and
+//! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
+//! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
+
+use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use crate::element::Precision;
+use crate::error::{Error, Result};
+use crate::format::FileFormat;
+use crate::io::InputPath;
+use crate::lens::materialize::Layout;
+use crate::lens::select::SelectionMode;
+use crate::stream::StreamSpec;
+use crate::{DataSet, LensLayout, OpenOptions};
+use std::path::{Path, PathBuf};
+
+/// How messages name the arguments: as the command line's flags or as Python's keywords.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ArgStyle {
+    /// `--input`, `--config`, `--window-chunks`, ...
+    #[default]
+    Cli,
+    /// `inputs=`, `config=`, `window_chunks`, ...
+    Python,
+}
+
+/// The arguments messages name.
+#[derive(Debug, Clone, Copy)]
+enum Arg {
+    Inputs,
+    Config,
+    Layout,
+    LensOnly,
+    NoRandomize,
+    Windows,
+    WindowChunks,
+    WindowSamples,
+    LensMode,
+    ChunkSize,
+}
+
+impl ArgStyle {
+    /// The error for a bad argument: in Python's style the message starts with the keyword it
+    /// is about (`inputs: ...`), as Python's argument errors do.
+    fn fail(self, keyword: &str, message: String) -> Error {
+        match self {
+            ArgStyle::Cli => Error::config(message),
+            ArgStyle::Python => Error::config(format!("{keyword}: {message}")),
+        }
+    }
+
+    /// The error for an argument out of range: `--chunk-size must be ...`, `chunk_size: must ...`.
+    fn must(self, arg: Arg, what: &str) -> Error {
+        let name = self.name(arg);
+        match self {
+            ArgStyle::Cli => Error::config(format!("{name} must {what}")),
+            ArgStyle::Python => Error::config(format!("{name}: must {what}")),
+        }
+    }
+
+    fn name(self, arg: Arg) -> &'static str {
+        let cli = self == ArgStyle::Cli;
+        match arg {
+            Arg::Inputs if cli => "--input NAME:FORMAT:DIM[:ALIAS] for each",
+            Arg::Inputs => "inputs=",
+            Arg::Config if cli => "a --config",
+            Arg::Config => "a config=",
+            Arg::Layout if cli => "--input-groups NAME:SIZE,... --target-groups NAME:SIZE,...",
+            Arg::Layout => "input_groups and target_groups",
+            Arg::LensOnly if cli => "--input-groups, --target-groups, --nan and --lens-mode",
+            Arg::LensOnly => "input_groups, target_groups, nan and lens_mode",
+            Arg::NoRandomize if cli => "--no-randomize",
+            Arg::NoRandomize => "randomize=False",
+            Arg::Windows if cli => "--window-chunks/--window-samples",
+            Arg::Windows => "window_chunks/window_samples",
+            Arg::WindowChunks if cli => "--window-chunks",
+            Arg::WindowChunks => "window_chunks",
+            Arg::WindowSamples if cli => "--window-samples",
+            Arg::WindowSamples => "window_samples",
+            Arg::LensMode if cli => "--lens-mode",
+            Arg::LensMode => "lens_mode",
+            Arg::ChunkSize if cli => "--chunk-size",
+            Arg::ChunkSize => "chunk_size",
+        }
+    }
+}
+
+/// A reader's data files and the options given with them; `None`, empty or false when not
+/// given, so that a configuration's value stands: what `exfeed read` and `exfeed.Reader` take.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReaderArgs {
+    /// The data files: one per deserializer of the configuration (matched by file name when
+    /// every name matches a different one, else in order), or without a configuration one
+    /// deserializer each (CBF and Lens files, or one CTF file).
+    pub files: Vec<PathBuf>,
+    /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
+    pub inputs: Vec<StreamSpec>,
+    /// The element type of the values (`precision`).
+    pub precision: Option<Precision>,
+    /// `skipSequenceIds`.
+    pub skip_sequence_ids: bool,
+    /// `maxErrors`, for every deserializer.
+    pub max_errors: Option<u64>,
+    /// `traceLevel`.
+    pub trace_level: Option<u8>,
+    /// `randomize`.
+    pub randomize: Option<bool>,
+    /// `randomizationSeed`.
+    pub seed: Option<u64>,
+    /// `randomizationWindow` in chunks.
+    pub window_chunks: Option<u64>,
+    /// `randomizationWindow` in samples (`sampleBasedRandomizationWindow`).
+    pub window_samples: Option<u64>,
+    /// `chunkSizeInBytes`, for every deserializer.
+    pub chunk_size: Option<u64>,
+    /// `keepDataInMemory`, for every deserializer.
+    pub keep_in_memory: bool,
+    /// `cacheIndex`, for every deserializer.
+    pub cache_index: bool,
+    /// `frameMode`.
+    pub frame_mode: bool,
+    /// Lens files: the network's input groups (`inputGroups`).
+    pub input_groups: Option<Layout>,
+    /// Lens files: the network's target groups (`targetGroups`).
+    pub target_groups: Option<Layout>,
+    /// Lens files: the value NaN becomes (`nanValue`).
+    pub nan: Option<f32>,
+    /// Lens files: Lens's example selection (`lensMode`).
+    pub lens_mode: Option<SelectionMode>,
+    /// How messages name these arguments.
+    pub style: ArgStyle,
+}
+
+impl ReaderArgs {
+    /// The reader's configuration: `config` with its files replaced by [`ReaderArgs::files`],
+    /// or without one a deserializer per file (its format recognised by [`crate::open`]); these
+    /// arguments on top. Also the inputs to read, one per deserializer, each file opened once:
+    /// a pipe, a FIFO or standard input is read into memory (see
+    /// [`DataSet::into_input`](crate::DataSet::into_input)), as it cannot be read twice.
+    pub fn configure(
+        &self,
+        config: Option<ReaderConfig>,
+    ) -> Result<(ReaderConfig, Vec<InputPath>)> {
+        let style = self.style;
+        let (mut cfg, inputs) = match config {
+            Some(mut cfg) => {
+                self.place_files(&mut cfg)?;
+                let mut inputs = Vec::new();
+                for d in &cfg.deserializers {
+                    let format = match d.kind {
+                        DeserializerKind::Ctf => Some(FileFormat::Ctf),
+                        DeserializerKind::Cbf => Some(FileFormat::Cbf),
+                        // Text or binary: the Lens source tells them apart by content.
+                        DeserializerKind::Lens => None,
+                    };
+                    inputs.push(open_once(&d.file, format)?.1);
+                }
+                (cfg, inputs)
+            }
+            None => self.config_from_files()?,
+        };
+        if let Some(p) = self.precision {
+            cfg.precision = p;
+        }
+        cfg.skip_sequence_ids |= self.skip_sequence_ids;
+        if let Some(m) = self.max_errors {
+            cfg.max_errors = m;
+            for d in &mut cfg.deserializers {
+                d.max_errors = None;
+            }
+        }
+        if let Some(t) = self.trace_level {
+            cfg.trace_level = t;
+        }
+        if let Some(r) = self.randomize {
+            cfg.randomize = r;
+        }
+        if let Some(s) = self.seed {
+            cfg.randomization_seed = s;
+        }
+        let (chunks, samples) = (Arg::WindowChunks, Arg::WindowSamples);
+        match (self.window_chunks, self.window_samples) {
+            (Some(_), Some(_)) => {
+                return Err(style.fail(
+                    "window_samples",
+                    format!(
+                        "give {} or {}, not both",
+                        style.name(chunks),
+                        style.name(samples)
+                    ),
+                ))
+            }
+            // A window of 0 is refused as the configuration's is (randomizationWindow).
+            (Some(w), None) => {
+                cfg.randomization_window = Some(w);
+                cfg.sample_based_randomization_window = false;
+            }
+            (None, Some(w)) => {
+                cfg.randomization_window = Some(w);
+                cfg.sample_based_randomization_window = true;
+            }
+            (None, None) => {}
+        }
+        if self.chunk_size == Some(0) {
+            return Err(style.must(Arg::ChunkSize, "be at least 1 byte"));
+        }
+        for d in &mut cfg.deserializers {
+            d.chunk_size_bytes = self.chunk_size.or(d.chunk_size_bytes);
+            if self.keep_in_memory {
+                d.keep_data_in_memory = Some(true);
+            }
+            if self.cache_index {
+                d.cache_index = Some(true);
+            }
+            if self.frame_mode {
+                d.frame_mode = Some(true);
+            }
+        }
+        cfg.frame_mode |= self.frame_mode;
+        self.apply_lens(&mut cfg)?;
+        Ok((cfg, inputs))
+    }
+
+    /// How to open `file` alone with [`crate::open`] (to check, dump or convert it): these
+    /// arguments on top of what the configuration's deserializer for it says (see
+    /// [`ReaderConfig::deserializer_for`]): inputs, `skipSequenceIds`, `maxErrors`, and a Lens
+    /// layout (`inputGroups`, `targetGroups`, `nanValue`). The format is left to detection.
+    pub fn open_options(&self, config: Option<&ReaderConfig>, file: &Path) -> OpenOptions {
+        let d = config.and_then(|c| Some((c, c.deserializer_for(file)?)));
+        let mut options = OpenOptions {
+            inputs: self.inputs.clone(),
+            skip_sequence_ids: self.skip_sequence_ids,
+            max_errors: self.max_errors.unwrap_or(0),
+            ..OpenOptions::default()
+        };
+        if let Some((cfg, d)) = d {
+            if options.inputs.is_empty() {
+                options.inputs = d.inputs.clone();
+            }
+            options.skip_sequence_ids |= d.effective_skip_sequence_ids(cfg);
+            options.max_errors = self
+                .max_errors
+                .unwrap_or_else(|| d.effective_max_errors(cfg));
+        }
+        let d = d.map(|(_, d)| d);
+        let input_groups = self
+            .input_groups
+            .clone()
+            .or_else(|| d.and_then(|d| d.input_groups.clone()));
+        let target_groups = self
+            .target_groups
+            .clone()
+            .or_else(|| d.and_then(|d| d.target_groups.clone()));
+        if let (Some(input_groups), Some(target_groups)) = (input_groups, target_groups) {
+            options.lens = Some(LensLayout {
+                input_groups,
+                target_groups,
+                nan: self.nan.or_else(|| d.and_then(|d| d.nan)),
+            });
+        }
+        options
+    }
+
+    /// The element type to read `data` as: [`ReaderArgs::precision`], else the
+    /// configuration's, else the type a CBF file stores, else float.
+    pub fn precision_for(&self, config: Option<&ReaderConfig>, data: &DataSet) -> Precision {
+        self.precision
+            .or(config.map(|c| c.precision))
+            .or(data.stored_precision())
+            .unwrap_or_default()
+    }
+
+    fn place_files(&self, cfg: &mut ReaderConfig) -> Result<()> {
+        let n = cfg.deserializers.len();
+        if self.files.len() != n {
+            return Err(self.style.fail(
+                "files",
+                format!(
+                    "the configuration has {n} deserializer(s) but {} file(s) were given",
+                    self.files.len()
+                ),
+            ));
+        }
+        // By file name when every name matches a different deserializer, else in order.
+        let by_name: Option<Vec<usize>> = self
+            .files
+            .iter()
+            .map(|f| {
+                cfg.deserializers
+                    .iter()
+                    .position(|d| d.file.file_name() == f.file_name())
+            })
+            .collect();
+        let order = by_name
+            .filter(|v| {
+                let mut u = v.clone();
+                u.sort_unstable();
+                u.dedup();
+                u.len() == v.len()
+            })
+            .unwrap_or_else(|| (0..n).collect());
+        for (f, &d) in self.files.iter().zip(&order) {
+            cfg.deserializers[d].file = f.clone();
+        }
+        Ok(())
+    }
+
+    fn config_from_files(&self) -> Result<(ReaderConfig, Vec<InputPath>)> {
+        let style = self.style;
+        let mut cfg = ReaderConfig::default();
+        let (mut formats, mut inputs) = (Vec::new(), Vec::new());
+        for f in &self.files {
+            let (format, input) = open_once(f, None)?;
+            formats.push(format);
+            inputs.push(input);
+        }
+        let ctf_files = formats.iter().filter(|&&f| f == FileFormat::Ctf).count();
+        if ctf_files > 1 {
+            return Err(style.fail(
+                "files",
+                format!(
+                    "several CTF files need {} saying each one's inputs",
+                    style.name(Arg::Config)
+                ),
+            ));
+        }
+        for (f, format) in self.files.iter().zip(formats) {
+            let (kind, streams) = match format {
+                // A Lens file's streams are 'input' and 'target', from the layout.
+                FileFormat::LensText | FileFormat::LensBinary => {
+                    (DeserializerKind::Lens, Vec::new())
+                }
+                FileFormat::Cbf => (DeserializerKind::Cbf, self.inputs.clone()),
+                FileFormat::Ctf if self.inputs.is_empty() => {
+                    return Err(style.fail(
+                        "inputs",
+                        format!(
+                            "no inputs for {} (CTF): give {}, or {}",
+                            f.display(),
+                            style.name(Arg::Inputs),
+                            style.name(Arg::Config)
+                        ),
+                    ))
+                }
+                FileFormat::Ctf => (DeserializerKind::Ctf, self.inputs.clone()),
+            };
+            cfg.deserializers
+                .push(DeserializerConfig::new(kind, f, streams));
+        }
+        // CNTK's default: a sample-counted window for binary-only readers.
+        cfg.sample_based_randomization_window = ctf_files == 0;
+        Ok((cfg, inputs))
+    }
+
+    /// The layout and NaN value for every Lens deserializer, and the selection mode.
+    fn apply_lens(&self, cfg: &mut ReaderConfig) -> Result<()> {
+        let style = self.style;
+        let has_lens = cfg
+            .deserializers
+            .iter()
+            .any(|d| d.kind == DeserializerKind::Lens);
+        let lens_arg = [
+            ("input_groups", self.input_groups.is_some()),
+            ("target_groups", self.target_groups.is_some()),
+            ("nan", self.nan.is_some()),
+            ("lens_mode", self.lens_mode.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name));
+        if let (false, Some(keyword)) = (has_lens, lens_arg) {
+            let what = "to Lens example files (.ex, .bex), and none is read";
+            return Err(match style {
+                ArgStyle::Cli => {
+                    Error::config(format!("{} apply {what}", style.name(Arg::LensOnly)))
+                }
+                ArgStyle::Python => style.fail(keyword, format!("applies {what}")),
+            });
+        }
+        for d in cfg
+            .deserializers
+            .iter_mut()
+            .filter(|d| d.kind == DeserializerKind::Lens)
+        {
+            d.input_groups = self.input_groups.clone().or(d.input_groups.take());
+            d.target_groups = self.target_groups.clone().or(d.target_groups.take());
+            d.nan = self.nan.or(d.nan);
+            if d.input_groups.is_none() || d.target_groups.is_none() {
+                return Err(style.fail(
+                    "input_groups",
+                    format!(
+                        "reading the Lens example file {} needs the network's layout: {} (in \
+                         network order)",
+                        d.file.display(),
+                        style.name(Arg::Layout)
+                    ),
+                ));
+            }
+        }
+        let orders = self.randomize == Some(false)
+            || self.window_chunks.is_some()
+            || self.window_samples.is_some();
+        let (no_randomize, windows) = (style.name(Arg::NoRandomize), style.name(Arg::Windows));
+        if self.lens_mode.is_some() && orders {
+            let name = style.name(Arg::LensMode);
+            return Err(style.fail(
+                name,
+                format!(
+                    "{name} decides the example order: {no_randomize} and {windows} cannot be \
+                     combined with it"
+                ),
+            ));
+        }
+        if self.lens_mode.is_none() && cfg.lens_mode.is_some() && orders {
+            return Err(style.fail(
+                "lens_mode",
+                format!(
+                    "the configuration's lensMode decides the example order; {no_randomize} \
+                     and {windows} cannot be combined with it (give {} to override it)",
+                    style.name(Arg::LensMode)
+                ),
+            ));
+        }
+        if let Some(mode) = self.lens_mode {
+            cfg.lens_mode = Some(mode);
+        }
+        Ok(())
+    }
+}
+
+/// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
+/// reads: the file itself, or its content in memory when it cannot be read twice.
+fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, InputPath)> {
+    let options = OpenOptions {
+        format,
+        ..OpenOptions::default()
+    };
+    let data = crate::open(file, &options)?;
+    Ok((data.format(), data.into_input()?))
+}
