@@ -107,6 +107,10 @@ InputsArg = Union[
 class Reader(Iterator[Minibatch]):
     """The minibatch reader; every option of `exfeed read`.
 
+    ``files`` are joined by sequence key (one per deserializer); ``corpus`` is one data set
+    of many shard files instead: a glob (``"data/train-*.ctf"``), ``"@list.txt"`` or a list
+    of paths. In a corpus a key is ``shard << 40 | key in its file``.
+
     Defaults of the options left None: those of the configuration (config=), else
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
     precision="float", threads=the available cores.
@@ -114,9 +118,10 @@ class Reader(Iterator[Minibatch]):
 
     def __init__(
         self,
-        files: Union[PathLike, Sequence[PathLike]],
+        files: Optional[Union[PathLike, Sequence[PathLike]]] = None,
         *,
         minibatch_size: int,
+        corpus: Optional[Union[PathLike, Sequence[PathLike]]] = None,
         inputs: Optional[InputsArg] = None,
         config: Optional[PathLike] = None,
         section: Optional[str] = None,

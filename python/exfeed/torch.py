@@ -96,13 +96,13 @@ def _distributed() -> tuple:
 class Dataset(torch.utils.data.IterableDataset):
     """Whole minibatches of exfeed files as dicts of tensors. See the module documentation.
 
-    ``reader_options`` are :class:`exfeed.Reader`'s (inputs, config, window_chunks, threads,
-    ...); the epoch, the partition and the minibatch size are the dataset's.
+    ``reader_options`` are :class:`exfeed.Reader`'s (corpus, inputs, config, window_chunks,
+    threads, ...); the epoch, the partition and the minibatch size are the dataset's.
     """
 
     def __init__(
         self,
-        files: Union[str, Sequence[str]],
+        files: Optional[Union[str, Sequence[str]]] = None,
         *,
         minibatch_size: int,
         layout: str = "padded",

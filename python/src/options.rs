@@ -5,7 +5,7 @@ use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{EpochLimit, ReaderArgs, RunOptions};
+use exfeed::reader::{Corpus, EpochLimit, ReaderArgs, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -73,6 +73,28 @@ pub fn extract_files(files: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
         return Err(bad_arg("files", "no file given"));
     }
     Ok(files)
+}
+
+/// `corpus`: a glob (`"data/train-*.ctf"`), `"@list.txt"` (a list file), or a list of paths.
+pub fn extract_corpus(corpus: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Corpus>> {
+    let Some(corpus) = corpus.filter(|c| !c.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(spec) = corpus.extract::<String>() {
+        return Ok(Some(Corpus::parse(&spec)));
+    }
+    if let Ok(path) = corpus.extract::<PathBuf>() {
+        return Ok(Some(Corpus::Glob(path.display().to_string())));
+    }
+    let files: Vec<PathBuf> = corpus.extract().map_err(|_| {
+        PyTypeError::new_err(
+            "corpus: expected a glob, \"@LIST\" or a list of paths (str or os.PathLike)",
+        )
+    })?;
+    if files.is_empty() {
+        return Err(bad_arg("corpus", "no file given"));
+    }
+    Ok(Some(Corpus::Files(files)))
 }
 
 /// `inputs`: `{"name": ("dense", 784), "labels": ("sparse", 10, "L")}`, a list of

@@ -138,7 +138,7 @@ pub struct Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (files, *, minibatch_size, inputs=None, config=None, section=None, set=None,
+    #[pyo3(signature = (files=None, *, minibatch_size, corpus=None, inputs=None, config=None, section=None, set=None,
         max_sweeps=Some(1), max_samples=None, randomize=None, seed=None, window_chunks=None,
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
@@ -147,8 +147,9 @@ impl Reader {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        files: &Bound<'_, PyAny>,
+        files: Option<&Bound<'_, PyAny>>,
         minibatch_size: usize,
+        corpus: Option<&Bound<'_, PyAny>>,
         inputs: Option<&Bound<'_, PyAny>>,
         config: Option<std::path::PathBuf>,
         section: Option<String>,
@@ -185,7 +186,12 @@ impl Reader {
                 overrides: extract_overrides(set)?,
             },
             args: ReaderArgs {
-                files: extract_files(files)?,
+                corpus: extract_corpus(corpus)?,
+                files: match files.filter(|f| !f.is_none()) {
+                    Some(files) => extract_files(files)?,
+                    None if corpus.is_some_and(|c| !c.is_none()) => Vec::new(),
+                    None => return Err(bad_arg("files", "no file given (nor a corpus=)")),
+                },
                 inputs: extract_inputs(inputs)?,
                 precision: extract_precision(precision)?,
                 max_errors,
@@ -445,8 +451,12 @@ impl Reader {
             .cfg
             .deserializers
             .iter()
-            // By name, so that a state moves with the data to another directory.
+            // By name, so that a state moves with the data to another directory. A corpus's
+            // files are in the library's state (and compared there, by name).
             .map(|d| {
+                if d.corpus.is_some() {
+                    return "(corpus)".to_string();
+                }
                 d.file
                     .file_name()
                     .unwrap_or_default()

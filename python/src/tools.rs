@@ -266,7 +266,9 @@ pub fn info<'py>(
                 )
             }
             FileFormat::LensText | FileFormat::LensBinary => {
-                Found::Lens(exfeed::lens::info::Info::of(&data.lens_set()?))
+                // One example at a time, as `exfeed info` reads it: memory is one example's.
+                let summary = data.summary::<f32>(&mut exfeed::error::Ignore).result?;
+                Found::Lens(summary.lens.expect("a Lens file read without a layout"))
             }
             FileFormat::Ctf => return Err(exfeed::Error::new(
                 exfeed::ErrorKind::Unsupported,

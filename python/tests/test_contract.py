@@ -56,12 +56,16 @@ def test_buffers_are_reused_only_when_nothing_refers_to_them(tmp_path):
     np.testing.assert_array_equal(kept, snapshot)  # never overwritten
 
 
-def test_reading_releases_the_gil(tmp_path):
-    path = tmp_path / "big.ctf"
+def big_ctf(path, sequences=30000):
     row = " ".join(f"{i * 0.37:.3f}" for i in range(40))
-    path.write_text("".join(f"{k} |x {row} |y 1:1\n" for k in range(30000)))
-    r = exfeed.Reader(path, inputs={"x": ("dense", 40), "y": ("sparse", 5)}, minibatch_size=10**9,
-                      randomize=False, threads=0)
+    path.write_text("".join(f"{k} |x {row} |y 1:1\n" for k in range(sequences)))
+    return {"x": ("dense", 40), "y": ("sparse", 5)}
+
+
+def assert_other_threads_run_during(call):
+    """Runs call() while another Python thread counts; returns call's result. With the GIL
+    held for the whole call the other thread could not run in it at all (but for a switch
+    interval at its edges); released, it runs through most of it."""
     ticks = []
     stop = threading.Event()
 
@@ -76,18 +80,33 @@ def test_reading_releases_the_gil(tmp_path):
         t.start()
         time.sleep(0.05)
         start = time.perf_counter()
-        mb = r.next_minibatch()  # decodes and packs the whole file in one call
+        result = call()
         end = time.perf_counter()
     finally:
         stop.set()
         t.join()
         sys.setswitchinterval(old)
-    assert mb.num_sequences == 30000
     during = [x for x in ticks if start < x < end]
-    # With the GIL held for the whole call the other thread could not run in it at all (but
-    # for a switch interval at its edges); released, it runs through most of it.
     assert end - start > 0.05
     assert during and during[-1] - during[0] > 0.5 * (end - start), (len(during), end - start)
+    return result
+
+
+def test_reading_releases_the_gil(tmp_path):
+    path = tmp_path / "big.ctf"
+    inputs = big_ctf(path)
+    r = exfeed.Reader(path, inputs=inputs, minibatch_size=10**9, randomize=False, threads=0)
+    # One call decodes and packs the whole file.
+    mb = assert_other_threads_run_during(r.next_minibatch)
+    assert mb.num_sequences == 30000
+
+
+def test_converting_releases_the_gil(tmp_path):
+    path = tmp_path / "big.ctf"
+    inputs = big_ctf(path)
+    done = assert_other_threads_run_during(
+        lambda: exfeed.convert(path, tmp_path / "big.cbf", inputs=inputs, sync=False))
+    assert done["sequences"] == 30000
 
 
 def test_data_error_has_the_position_and_the_clis_message(tmp_path):

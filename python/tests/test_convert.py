@@ -63,6 +63,7 @@ def test_an_existing_output_is_refused_unless_overwrite_and_kept_on_error(tmp_pa
     with pytest.raises(FileExistsError) as e:
         exfeed.convert(src, out, inputs=INPUTS)
     assert e.value.filename == str(out)
+    assert "overwrite=True" in str(e.value)
     assert out.read_bytes() == b"old"
     bad = tmp_path / "bad.ctf"
     bad.write_text(src.read_text() + "99 |x 1 2 3 4 |y 0:1\n")

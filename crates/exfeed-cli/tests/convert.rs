@@ -78,7 +78,10 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
     std::fs::write(d.join("out.cbf"), "keep").unwrap();
     let (code, err) = convert_ctf("in.txt", "out.cbf", &[], d);
     assert_eq!(code, 2);
-    assert!(err.contains("out.cbf: output exists; use --force"), "{err}");
+    assert!(
+        err.contains("out.cbf: output exists; replace it with --force"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(d.join("out.cbf")).unwrap(), b"keep");
     assert_eq!(convert_ctf("in.txt", "out.cbf", &["--force"], d).0, 0);
     assert_ne!(std::fs::read(d.join("out.cbf")).unwrap(), b"keep");

@@ -403,6 +403,11 @@ impl<T: Element> SequenceBatch<T> {
         &self.keys
     }
 
+    /// The sequence keys, to rewrite in place (e.g. a corpus adds the shard to each key).
+    pub fn keys_mut(&mut self) -> &mut [u64] {
+        &mut self.keys
+    }
+
     /// The streams, in configuration order.
     pub fn streams(&self) -> &[StreamData<T>] {
         &self.streams

@@ -633,3 +633,118 @@ impl<T: Element> Sequences<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Ignore;
+    use std::path::Path;
+
+    /// Keys and every stream's values, batch after batch.
+    type Read = (Vec<u64>, Vec<Vec<f32>>);
+
+    fn add(read: &mut Read, batch: &SequenceBatch<f32>) {
+        read.0.extend_from_slice(batch.keys());
+        read.1.resize(batch.streams().len(), Vec::new());
+        for (values, s) in read.1.iter_mut().zip(batch.streams()) {
+            values.extend_from_slice(s.values());
+        }
+    }
+
+    fn through_sequences(path: &Path, options: &OpenOptions) -> Read {
+        let mut seqs = open(path, options).unwrap().sequences::<f32>().unwrap();
+        let mut batch = SequenceBatch::new(seqs.streams());
+        let mut read = Read::default();
+        while seqs.next_batch(&mut batch, &mut Ignore).unwrap() {
+            add(&mut read, &batch);
+        }
+        read
+    }
+
+    fn through_chunk_source(path: &Path, options: &OpenOptions) -> Read {
+        let source = open(path, options)
+            .unwrap()
+            .into_chunk_source::<f32>()
+            .unwrap();
+        let mut batch = SequenceBatch::new(source.streams());
+        let mut read = Read::default();
+        assert!(!source.chunks().is_empty());
+        for i in 0..source.chunks().len() {
+            batch.clear();
+            source.read_chunk(i, &mut batch).unwrap();
+            add(&mut read, &batch);
+        }
+        read
+    }
+
+    #[test]
+    fn into_chunk_source_reads_what_sequences_read_in_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctf = dir.path().join("d.ctf");
+        let text: String = (0..300)
+            .map(|k| format!("{k} |x {k} 0.5 |y {}:1\n{k} |x -1 {k}\n", k % 3))
+            .collect();
+        std::fs::write(&ctf, &text).unwrap();
+        let options = OpenOptions {
+            inputs: vec!["x:dense:2".parse().unwrap(), "y:sparse:3".parse().unwrap()],
+            ..OpenOptions::default()
+        };
+        let want = through_sequences(&ctf, &options);
+        assert_eq!(want.0, (0..300).collect::<Vec<u64>>());
+        assert_eq!(through_chunk_source(&ctf, &options), want);
+
+        let cbf = dir.path().join("d.cbf");
+        let small_chunks = crate::convert::ConvertOptions {
+            chunk_size: 1000,
+            ..Default::default()
+        };
+        let data = open(&ctf, &options).unwrap();
+        crate::convert::convert(data, &cbf, &small_chunks, &mut Ignore).unwrap();
+        let all = OpenOptions::default();
+        assert!(open(&cbf, &all).unwrap().cbf().unwrap().num_chunks() > 1);
+        assert_eq!(through_chunk_source(&cbf, &all), want);
+
+        let ex = dir.path().join("d.ex");
+        std::fs::write(
+            &ex,
+            "name: a I: 1 0 T: 0 1;\nname: b 2 I: 0 1 T: 1 0 I: 1 1 T: 0 0;\n",
+        )
+        .unwrap();
+        let layout = OpenOptions {
+            lens: Some(LensLayout {
+                input_groups: Layout::parse("in:2").unwrap(),
+                target_groups: Layout::parse("out:2").unwrap(),
+                nan: None,
+            }),
+            ..OpenOptions::default()
+        };
+        let lens = through_chunk_source(&ex, &layout);
+        assert_eq!(lens, through_sequences(&ex, &layout));
+        assert_eq!(lens.0, [0, 1]);
+        assert_eq!(lens.1[0], [1.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+        let err = open(&ex, &all)
+            .unwrap()
+            .into_chunk_source::<f32>()
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("needs the network's layout"),
+            "{err}"
+        );
+
+        // An input that cannot seek is read once, into memory, from its first byte.
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo.ctf");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let (path, bytes) = (fifo.clone(), text.clone());
+            let writer = std::thread::spawn(move || std::fs::write(path, bytes).unwrap());
+            assert_eq!(through_chunk_source(&fifo, &options), want);
+            writer.join().unwrap();
+        }
+    }
+}

@@ -259,12 +259,6 @@ impl Error {
         self.0.kind == ErrorKind::UnexpectedEof
     }
 
-    /// The same error as another kind (e.g. a core's "ends too soon" that is really corrupt).
-    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
-        self.0.kind = kind;
-        self
-    }
-
     /// Where it happened.
     pub fn location(&self) -> &Location {
         &self.0.location

@@ -6,7 +6,8 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    AnyReader, ArgStyle, EpochLimit, IndexOrigin, ReadSummary, ReaderArgs, ReaderState, RunOptions,
+    AnyReader, ArgStyle, Corpus, EpochLimit, IndexOrigin, ReadSummary, ReaderArgs, ReaderState,
+    RunOptions,
 };
 use exfeed::{DiagnosticSink, Error};
 use std::io::Write;
@@ -21,6 +22,11 @@ pub struct Args {
     /// by default the config's `file =`), or CBF files (every stream), or one CTF file with
     /// --input. Several files are joined by sequence key.
     pub files: Vec<PathBuf>,
+    /// One data set of many files (shards), instead of FILE: a glob such as
+    /// 'data/train-*.ctf' (quoted: exfeed expands it, in sorted order) or @LIST, a file of
+    /// paths, one a line. CTF and CBF shards may be mixed; their streams must agree.
+    #[arg(long, value_name = "GLOB|@LIST", conflicts_with = "files")]
+    pub corpus: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Minibatch size in samples (whole sequences; the first sequence is always taken).
@@ -102,6 +108,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let (input_groups, target_groups) = args.lens.layouts()?.unzip();
     let reader_args = ReaderArgs {
         files: args.files.clone(),
+        corpus: args.corpus.as_deref().map(Corpus::parse),
         inputs: s.inputs.clone(),
         precision: s.precision,
         skip_sequence_ids: s.skip_sequence_ids,
@@ -125,7 +132,9 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    args.files = args.source.data_files(&args.files)?;
+    if args.corpus.is_none() {
+        args.files = args.source.data_files(&args.files)?;
+    }
     if args.num_workers == 0 {
         anyhow::bail!("--num-workers must be at least 1");
     }

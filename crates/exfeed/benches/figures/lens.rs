@@ -101,24 +101,42 @@ fn decode(data: &Arc<[u8]>, runs: usize) -> Result<(f64, f64, usize)> {
 }
 
 /// Runs `exe args` (output to /dev/null) and waits for it: wall-clock seconds and its peak RSS
-/// in MiB (from wait4's rusage: this process's alone).
+/// in MiB, its VmHWM read from /proc while it runs. (A child's rusage would count this
+/// process's memory too: a child's high-water mark starts as its parent's before the exec.)
 fn run_process(exe: &Path, args: &[&str]) -> Result<(f64, f64)> {
     let t = Instant::now();
-    let child = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(exe)
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(|e| format!("{}: {e} (build it, or set EXFEED_BIN)", exe.display()))?;
-    let mut status = 0;
-    // SAFETY: wait4 fills an int and one rusage struct through valid pointers.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    let proc_status = format!("/proc/{}/status", child.id());
+    let name = exe.file_name().unwrap_or_default().to_string_lossy();
+    let mut peak_kib = 0u64;
+    let status = loop {
+        let text = std::fs::read_to_string(&proc_status).unwrap_or_default();
+        // Only once it runs `exe` (before the exec it is a copy of this process).
+        if text
+            .lines()
+            .any(|l| l.strip_prefix("Name:").map(str::trim) == Some(&*name))
+        {
+            let kib = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            peak_kib = peak_kib.max(kib.unwrap_or(0));
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
     let secs = t.elapsed().as_secs_f64();
-    if pid < 0 || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("{} {} failed ({status:#x})", exe.display(), args.join(" ")).into());
+    if !status.success() {
+        return Err(format!("{} {} failed ({status})", exe.display(), args.join(" ")).into());
     }
-    Ok((secs, ru.ru_maxrss as f64 / 1024.0))
+    Ok((secs, peak_kib as f64 / 1024.0))
 }
 
 /// Median wall-clock seconds and the largest peak RSS (MiB) of `exe args` over `runs`.

@@ -11,11 +11,13 @@ use super::Param;
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lens::materialize::Layout;
+use crate::reader::Corpus;
 use crate::stream::{Storage, StreamSpec};
 
 const READER_PARAMS: &[&str] = &[
     "readerType",
     "file",
+    "corpus",
     "input",
     "deserializers",
     "precision",
@@ -50,6 +52,7 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "type",
     "module",
     "file",
+    "corpus",
     "input",
     "skipSequenceIds",
     "maxErrors",
@@ -378,6 +381,7 @@ impl<'f> Cx<'f> {
         let mut seen = Seen::new(READER_PARAMS, "reader", None);
         let mut kind: Option<&Entry> = None;
         let mut file = None;
+        let mut corpus = None;
         let mut input = None;
         let mut deserializers = None;
         let mut verbosity = None;
@@ -393,6 +397,7 @@ impl<'f> Cx<'f> {
             match param {
                 "readerType" => kind = Some(e),
                 "file" => file = Some((self.text(e, &rs, "file", None)?, e)),
+                "corpus" => corpus = Some((self.text(e, &rs, "corpus", None)?, e)),
                 "input" => input = Some(e),
                 "deserializers" => deserializers = Some(e),
                 "precision" => {} // read above
@@ -457,7 +462,8 @@ impl<'f> Cx<'f> {
         }
         cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
         if let Some(list) = deserializers {
-            self.composite(&rs, list, file.map(|f| f.1), input, &lens_params, &mut cfg)?;
+            let file = file.or(corpus).map(|f| f.1);
+            self.composite(&rs, list, file, input, &lens_params, &mut cfg)?;
             if let Some(e) = kind {
                 // Beside `deserializers`, a readerType is ignored; it must still name a reader.
                 let t = self.text(e, &rs, "readerType", None)?;
@@ -480,8 +486,15 @@ impl<'f> Cx<'f> {
                 None,
                 DeserializerKind::reader_type,
             )?;
-            let Some((path, _)) = file else {
-                return Err(self.err(reader_entry.key_pos, None, "reader block has no 'file'"));
+            let (path, corpus) = match (file, corpus) {
+                (Some((path, _)), None) => (path, None),
+                (None, Some((spec, _))) => (spec.clone(), Some(Corpus::parse(&spec))),
+                (Some(_), Some((_, e))) => {
+                    return Err(self.err(e.key_pos, None, "give 'file' or 'corpus', not both"))
+                }
+                (None, None) => {
+                    return Err(self.err(reader_entry.key_pos, None, "reader block has no 'file'"))
+                }
             };
             let inputs = match input {
                 Some(e) => self.inputs(e, &rs, kind, None)?,
@@ -494,6 +507,7 @@ impl<'f> Cx<'f> {
                 kind,
                 file: path.into(),
                 inputs,
+                corpus,
                 ..Default::default()
             };
             for (name, e) in lens_params {
@@ -622,6 +636,7 @@ impl<'f> Cx<'f> {
         let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
         let mut d = DeserializerConfig::default();
         let (mut module, mut file, mut input) = (None, None, None);
+        let mut corpus_at = None;
         let mut lens = Vec::new();
         for e in &block.entries {
             let Some(param) = self.param(&mut seen, e, &[])? else {
@@ -636,6 +651,10 @@ impl<'f> Cx<'f> {
                     ))
                 }
                 "file" => file = Some(self.text(e, ds, "file", c)?),
+                "corpus" => {
+                    d.corpus = Some(Corpus::parse(&self.text(e, ds, "corpus", c)?));
+                    corpus_at = Some(e.key_pos);
+                }
                 "input" => input = Some(e),
                 "skipSequenceIds" => {
                     d.skip_sequence_ids = Some(self.get::<bool>(e, ds, "skipSequenceIds", c)?)
@@ -682,7 +701,14 @@ impl<'f> Cx<'f> {
             }
         }
         d.kind = kind;
-        d.file = file.ok_or_else(|| self.err(pos, c, "no 'file'"))?.into();
+        d.file = match (file, &d.corpus, corpus_at) {
+            (Some(_), Some(_), Some(at)) => {
+                return Err(self.err(at, c, "give 'file' or 'corpus', not both"))
+            }
+            (Some(f), _, _) => f.into(),
+            (None, Some(corpus), _) => corpus.to_string().into(),
+            (None, None, _) => return Err(self.err(pos, c, "no 'file'")),
+        };
         if let Some(e) = input {
             d.inputs = self.inputs(e, ds, kind, Some(ctx))?;
         }

@@ -85,6 +85,10 @@ pub struct DeserializerConfig {
     pub target_groups: Option<Layout>,
     /// Lens (exfeed): `nanValue`, the value NaN becomes (unset: NaN stays NaN).
     pub nan: Option<f32>,
+    /// exfeed: `corpus = "data/train-*.ctf"` (a glob) or `corpus = "@list.txt"` (a list file):
+    /// the deserializer reads one data set of many shard files (see
+    /// [`CorpusSource`](crate::reader::CorpusSource)); `file` is then this text, for messages.
+    pub corpus: Option<crate::reader::Corpus>,
 }
 
 impl DeserializerConfig {
@@ -101,6 +105,11 @@ impl DeserializerConfig {
     /// The file resolved against `dir` (unchanged when it is absolute).
     pub fn resolve_file(&self, dir: &Path) -> PathBuf {
         dir.join(&self.file)
+    }
+
+    /// The corpus resolved against `dir`: the glob, or the list file of `@list.txt`.
+    pub fn resolve_corpus(&self, dir: &Path) -> Option<crate::reader::Corpus> {
+        Some(self.corpus.as_ref()?.resolve(dir))
     }
 
     /// `skipSequenceIds` in effect: this block's, else the reader's.
@@ -227,6 +236,7 @@ impl ReaderConfig {
     pub fn resolve_files(&mut self, dir: &Path) {
         for d in &mut self.deserializers {
             d.file = d.resolve_file(dir);
+            d.corpus = d.resolve_corpus(dir);
         }
     }
 }

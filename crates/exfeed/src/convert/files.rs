@@ -120,6 +120,25 @@ const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
 /// [`ColumnarFormat`] is refused unless [`ConvertOptions::to`] says otherwise. Problems tolerated by
 /// the error budget (CTF's `max_errors`) go to `sink`; the first one beyond it stops the
 /// conversion, and the output is then not written.
+///
+/// ```
+/// use exfeed::convert::{convert, ConvertOptions};
+/// use exfeed::format::FileFormat;
+/// use exfeed::{open, OpenOptions};
+///
+/// let dir = std::env::temp_dir().join(format!("exfeed-convert-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let (ctf, cbf) = (dir.join("in.ctf"), dir.join("out.cbf"));
+/// std::fs::write(&ctf, "0 |x 1 2\n0 |x 3 4\n1 |x 5 6\n")?;
+/// let options = OpenOptions { inputs: vec!["x:dense:2".parse()?], ..OpenOptions::default() };
+/// let done = convert(open(&ctf, &options)?, &cbf, &ConvertOptions::default(), &mut Vec::new())?;
+/// assert_eq!((done.to, done.sequences, done.chunks), (FileFormat::Cbf, 2, 1));
+/// // The output exists now: converting onto it again needs `overwrite`.
+/// let again = convert(open(&ctf, &options)?, &cbf, &ConvertOptions::default(), &mut Vec::new());
+/// assert_eq!(again.unwrap_err().kind(), exfeed::ErrorKind::Refused);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn convert(
     data: DataSet,
     output: &Path,

@@ -39,7 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod number;
+pub(crate) mod number;
 mod parse;
 mod scan;
 

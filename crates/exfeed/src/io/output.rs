@@ -112,7 +112,7 @@ impl AtomicOutput {
         if !options.force && target.exists() {
             return Err(refused(
                 target,
-                "output exists; use --force to replace it".into(),
+                "output exists; replace it with --force (overwrite=True in Python)".into(),
             ));
         }
         let dir = match target.parent() {
@@ -221,7 +221,7 @@ impl AtomicOutput {
             if e.error.kind() == io::ErrorKind::AlreadyExists {
                 refused(
                     &target,
-                    "output appeared while writing; use --force to replace it".into(),
+                    "output appeared while writing; replace it with --force (overwrite=True in Python)".into(),
                 )
             } else {
                 io(e.error)
@@ -379,7 +379,7 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.kind(), ErrorKind::Refused);
-        assert!(err.to_string().contains("use --force"), "{err}");
+        assert!(err.to_string().contains("replace it with --force"), "{err}");
         assert_eq!(std::fs::read(&target).unwrap(), b"old");
         let opts = OutputOptions {
             force: true,

@@ -41,39 +41,50 @@ impl<'a> Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn left(&self) -> usize {
         self.buf.len() - self.pos
     }
+    #[inline]
     fn need(&self, n: usize, what: &str) -> Result<()> {
         if self.left() < n {
-            return Err(Error::eof(
-                self.pos as u64,
-                format!(
-                    "file ends inside {what} ({} bytes needed, {} left)",
-                    n,
-                    self.left()
-                ),
-            ));
+            return Err(self.ends_inside(n, what));
         }
         Ok(())
     }
+    #[cold]
+    fn ends_inside(&self, n: usize, what: &str) -> Error {
+        Error::eof(
+            self.pos as u64,
+            format!(
+                "file ends inside {what} ({} bytes needed, {} left)",
+                n,
+                self.left()
+            ),
+        )
+    }
+    #[inline]
     fn u32(&mut self, what: &str) -> Result<u32> {
         self.need(4, what)?;
         let b = &self.buf[self.pos..self.pos + 4];
         self.pos += 4;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
+    #[inline]
     fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(self.u32(what)? as i32)
     }
+    #[inline]
     fn real(&mut self, what: &str) -> Result<f32> {
         Ok(f32::from_bits(self.u32(what)?))
     }
+    #[inline]
     fn byte(&mut self, what: &str) -> Result<u8> {
         self.need(1, what)?;
         self.pos += 1;
         Ok(self.buf[self.pos - 1])
     }
+    #[inline]
     fn flag(&mut self, what: &str) -> Result<bool> {
         let at = self.pos;
         match self.byte(what)? {
@@ -100,32 +111,30 @@ impl<'a> Cursor<'a> {
         }
     }
     /// A count of items of at least `min_size` bytes each, checked against the bytes left.
+    #[inline]
     fn count(&mut self, what: &str, min_size: usize) -> Result<usize> {
         let at = self.pos;
         let n = self.i32(what)?;
+        if n < 0 || (n as usize).saturating_mul(min_size) > self.left() {
+            return Err(self.bad_count(at, n, what));
+        }
+        Ok(n as usize)
+    }
+    #[cold]
+    fn bad_count(&self, at: usize, n: i32, what: &str) -> Error {
         if n < 0 {
-            return Err(Error::corrupt(
-                at as u64,
-                format!("{what} is negative ({n})"),
-            ));
-        }
-        let n = n as usize;
-        if self.streaming && n.saturating_mul(min_size) > self.left() {
-            return Err(Error::eof(
-                at as u64,
-                format!("file ends inside {what} items"),
-            ));
-        }
-        if n.saturating_mul(min_size) > self.left() {
-            return Err(Error::corrupt(
+            Error::corrupt(at as u64, format!("{what} is negative ({n})"))
+        } else if self.streaming {
+            Error::eof(at as u64, format!("file ends inside {what} items"))
+        } else {
+            Error::corrupt(
                 at as u64,
                 format!(
                     "{what} is {n}, more than the {} bytes left can hold",
                     self.left()
                 ),
-            ));
+            )
         }
-        Ok(n)
     }
 }
 
@@ -262,53 +271,51 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
         e.default_target = c.real("an event defaultTarget")?;
         e.active_target = c.real("an event activeTarget")?;
     }
-    let mut lists: Vec<RangeList> = Vec::new();
     // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
     // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
+    let n_in = c.count("the number of input sets", 9)?;
+    let mut lists: Vec<RangeList> = Vec::with_capacity(n_in);
     let mut push = |ranges: RangeList| {
         (!ranges.is_empty()).then(|| {
             lists.push(ranges);
             lists.len() - 1
         })
     };
-    let n_in = c.count("the number of input sets", 9)?;
+    // Assigns list `id` to the events of `evs` as inputs or targets; each event has at most one.
+    let assign = |events: &mut [Event], evs: &EventList<'_>, id, target: bool, at: usize| {
+        let Some(id) = id else { return Ok(()) };
+        evs.each(|k| {
+            let slot = if target {
+                &mut events[k].target
+            } else {
+                &mut events[k].input
+            };
+            match slot.replace(id) {
+                None => Ok(()),
+                Some(_) => Err(Error::corrupt(
+                    at as u64,
+                    format!(
+                        "event {k} has {} twice",
+                        if target { "targets" } else { "inputs" }
+                    ),
+                )),
+            }
+        })
+    };
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
         let id = push(read_ranges(c)?);
-        for &k in evs.iter().filter(|_| id.is_some()) {
-            if std::mem::replace(&mut events[k].input, id).is_some() {
-                return Err(Error::corrupt(
-                    c.pos as u64,
-                    format!("event {k} has inputs twice"),
-                ));
-            }
-        }
+        assign(&mut events, &evs, id, false, c.pos)?;
         if c.flag("the shared-targets flag")? {
-            for k in read_event_list(c, num_events)?
-                .into_iter()
-                .filter(|_| id.is_some())
-            {
-                if std::mem::replace(&mut events[k].target, id).is_some() {
-                    return Err(Error::corrupt(
-                        c.pos as u64,
-                        format!("event {k} has targets twice"),
-                    ));
-                }
-            }
+            let evs = read_event_list(c, num_events)?;
+            assign(&mut events, &evs, id, true, c.pos)?;
         }
     }
     let n_t = c.count("the number of target sets", 8)?;
     for _ in 0..n_t {
         let evs = read_event_list(c, num_events)?;
         let id = push(read_ranges(c)?);
-        for k in evs.into_iter().filter(|_| id.is_some()) {
-            if std::mem::replace(&mut events[k].target, id).is_some() {
-                return Err(Error::corrupt(
-                    c.pos as u64,
-                    format!("event {k} has targets twice"),
-                ));
-            }
-        }
+        assign(&mut events, &evs, id, true, c.pos)?;
     }
     Ok(Example {
         name,
@@ -319,25 +326,56 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     })
 }
 
-fn read_event_list(c: &mut Cursor<'_>, num_events: usize) -> Result<Vec<usize>> {
+/// An event list as stored: big-endian entries, a negative one ending a run (`0 -2 4` is events
+/// 0, 1, 2 and 4), a lone negative entry meaning every event. Checked when read.
+struct EventList<'a> {
+    raw: &'a [u8],
+    num_events: usize,
+}
+
+impl EventList<'_> {
+    fn entry(&self, i: usize) -> i64 {
+        let b = &self.raw[4 * i..4 * i + 4];
+        i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as i64
+    }
+
+    /// Calls `f` with each event, in order, until it fails.
+    fn each(&self, mut f: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let n = self.raw.len() / 4;
+        if n == 1 && self.entry(0) < 0 {
+            return (0..self.num_events).try_for_each(f);
+        }
+        let mut last: i64 = -1;
+        for i in 0..n {
+            let v = self.entry(i);
+            let lo = if v >= 0 { v } else { last + 1 };
+            let hi = v.abs();
+            for k in lo..=hi {
+                f(k as usize)?;
+            }
+            last = hi;
+        }
+        Ok(())
+    }
+}
+
+fn read_event_list<'a>(c: &mut Cursor<'a>, num_events: usize) -> Result<EventList<'a>> {
     let n = c.count("the length of an event list", 4)?;
     let start = c.pos;
-    let mut raw = Vec::with_capacity(n);
-    for _ in 0..n {
-        raw.push(c.i32("an event list")?);
+    let list = EventList {
+        raw: &c.buf[start..start + 4 * n],
+        num_events,
+    };
+    c.pos += 4 * n;
+    if n == 1 && list.entry(0) < 0 {
+        return Ok(list);
     }
-    if n == 1 && raw[0] < 0 {
-        return Ok((0..num_events).collect());
-    }
-    let mut out = Vec::new();
     let mut last: i64 = -1;
-    for (i, &v) in raw.iter().enumerate() {
+    for i in 0..n {
         let at = (start + 4 * i) as u64;
-        let v = v as i64;
-        let (lo, hi) = if v >= 0 {
-            (v, v)
-        } else if i > 0 && -v > last {
-            (last + 1, -v)
+        let v = list.entry(i);
+        let hi = if v >= 0 || (i > 0 && -v > last) {
+            v.abs()
         } else {
             return Err(Error::corrupt(
                 at,
@@ -350,10 +388,9 @@ fn read_event_list(c: &mut Cursor<'_>, num_events: usize) -> Result<Vec<usize>> 
                 format!("event {hi} out of range 0..{num_events}"),
             ));
         }
-        out.extend(lo as usize..=hi as usize);
         last = hi;
     }
-    Ok(out)
+    Ok(list)
 }
 
 fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {

@@ -57,13 +57,18 @@ impl Info {
         self.examples += 1;
         self.events += ex.events.len();
         self.max_events = self.max_events.max(ex.events.len());
-        let (users_in, users_t) = ex.list_users();
-        for (l, list) in ex.lists.iter().enumerate() {
-            for (is_target, used) in [
-                (false, !users_in[l].is_empty()),
-                (true, !users_t[l].is_empty()),
-            ] {
-                if used {
+        // Which lists serve as inputs (bit 0) and as targets (bit 1).
+        let mut roles = vec![0u8; ex.lists.len()];
+        for e in &ex.events {
+            for (list, bit) in [(e.input, 1), (e.target, 2)] {
+                if let Some(r) = list.and_then(|l| roles.get_mut(l)) {
+                    *r |= bit;
+                }
+            }
+        }
+        for (list, role) in ex.lists.iter().zip(roles) {
+            for (is_target, bit) in [(false, 1), (true, 2)] {
+                if role & bit != 0 {
                     for r in list {
                         self.add_range(r, is_target);
                     }
@@ -98,9 +103,17 @@ impl Info {
         }
         let reach = match &r.kind {
             RangeKind::Dense { first, values: vs } => {
+                // Comparisons with NaN are false: it is passed over.
+                let (mut lo, mut hi, mut nan) = (f32::INFINITY, f32::NEG_INFINITY, false);
                 for &v in vs {
-                    self.has_nan |= v.is_nan();
-                    widen(values, v);
+                    nan |= v.is_nan();
+                    lo = if v < lo { v } else { lo };
+                    hi = if v > hi { v } else { hi };
+                }
+                self.has_nan |= nan;
+                if lo <= hi {
+                    widen(values, lo);
+                    widen(values, hi);
                 }
                 *first as u64 + vs.len() as u64
             }

@@ -23,7 +23,9 @@ pub struct PipeReader {
     opener: Option<Opener>,
     src: Source,
     name: String,
+    /// Bytes read are `buf[..end]`; the rest is room for the next read.
     buf: Vec<u8>,
+    end: usize,
     /// Where the unread part of `buf` starts.
     pos: usize,
     /// Absolute byte offset and line of `buf[0]` in the current pass.
@@ -63,6 +65,7 @@ impl PipeReader {
             src,
             name: name.into(),
             buf: Vec::new(),
+            end: 0,
             pos: 0,
             base_byte: 0,
             base_line: 1,
@@ -108,30 +111,31 @@ impl PipeReader {
         if self.eof {
             return Ok(false);
         }
-        let unread = self.buf.len() - self.pos;
-        self.check_record(self.pos, self.buf.len())?;
+        let unread = self.end - self.pos;
+        self.check_record(self.pos, self.end)?;
         let keep = self.pos.saturating_sub(1);
         if keep > 0 {
             if !self.binary {
                 self.base_line += memchr::memchr_iter(b'\n', &self.buf[..keep]).count() as u64;
             }
             self.base_byte += keep as u64;
-            self.buf.drain(..keep);
+            self.buf.copy_within(keep..self.end, 0);
             self.pos -= keep;
+            self.end -= keep;
         }
-        let start = self.buf.len();
-        self.buf.resize(start + READ_SIZE.max(unread), 0);
+        // The buffer only grows (zeroed once): bytes are read into it in place.
+        let want = self.end + READ_SIZE.max(unread);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
         let n = loop {
-            match self.src.read(&mut self.buf[start..]) {
+            match self.src.read(&mut self.buf[self.end..want]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(Error::from(e).in_file(self.name.clone()));
-                }
+                Err(e) => return Err(Error::from(e).in_file(self.name.clone())),
             }
         };
-        self.buf.truncate(start + n);
+        self.end += n;
         if n == 0 {
             self.eof = true;
         }
@@ -165,7 +169,7 @@ impl PipeReader {
             e.location_mut().byte = Some(b + self.base_byte);
         }
         if !self.binary {
-            e = e.resolve_in(&self.buf, self.base_byte, self.base_line);
+            e = e.resolve_in(&self.buf[..self.end], self.base_byte, self.base_line);
         }
         e.in_file(self.name.clone())
     }
@@ -174,9 +178,9 @@ impl PipeReader {
     /// none is cut), or to the end of the source.
     fn text_end(&self) -> usize {
         if self.eof {
-            return self.buf.len();
+            return self.end;
         }
-        memchr::memrchr(b'\n', &self.buf[self.pos..]).map_or(self.pos, |i| self.pos + i + 1)
+        memchr::memrchr(b'\n', &self.buf[self.pos..self.end]).map_or(self.pos, |i| self.pos + i + 1)
     }
 
     /// Text: reads on until the source ends or a newly complete line holds a `;` (an example
@@ -196,21 +200,21 @@ impl PipeReader {
     }
 
     fn read_header(&mut self) -> Result<()> {
-        self.buf.clear();
+        self.end = 0;
         self.pos = 0;
         self.base_byte = 0;
         self.base_line = 1;
         self.eof = false;
         self.this_pass = 0;
         self.header_done = false;
-        while self.buf.len() < 4 && self.fill()? {}
-        if self.buf.len() < 4 {
+        while self.end < 4 && self.fill()? {}
+        if self.end < 4 {
             return Err(self.positioned(super::too_short()));
         }
-        self.binary = binary::is_binary(&self.buf);
+        self.binary = binary::is_binary(&self.buf[..self.end]);
         loop {
             if self.binary {
-                match binary::read_header_prefix(&self.buf) {
+                match binary::read_header_prefix(&self.buf[..self.end]) {
                     Ok((h, n, used)) => {
                         self.header = h;
                         self.left = n;
@@ -273,7 +277,7 @@ impl PipeReader {
             }
             loop {
                 match binary::read_example_prefix(
-                    &self.buf[self.pos..],
+                    &self.buf[self.pos..self.end],
                     &self.header,
                     self.max_record_bytes,
                 ) {
@@ -324,8 +328,8 @@ impl PipeReader {
         if self.opener.is_some() {
             return Ok(());
         }
-        while self.buf.len() == self.pos && self.fill()? {}
-        if self.buf.len() > self.pos {
+        while self.end == self.pos && self.fill()? {}
+        if self.end > self.pos {
             let e = Error::corrupt(
                 self.pos as u64,
                 "bytes after the last example (the header's example count is reached)",

@@ -2,6 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
+use super::Corpus;
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -36,6 +37,7 @@ enum Arg {
     WindowSamples,
     LensMode,
     ChunkSize,
+    Corpus,
 }
 
 impl ArgStyle {
@@ -80,6 +82,8 @@ impl ArgStyle {
             Arg::LensMode => "lens_mode",
             Arg::ChunkSize if cli => "--chunk-size",
             Arg::ChunkSize => "chunk_size",
+            Arg::Corpus if cli => "--corpus",
+            Arg::Corpus => "corpus=",
         }
     }
 }
@@ -92,6 +96,10 @@ pub struct ReaderArgs {
     /// every name matches a different one, else in order), or without a configuration one
     /// deserializer each (CBF and Lens files, or one CTF file).
     pub files: Vec<PathBuf>,
+    /// A corpus instead of files, read as one data set of shards (see
+    /// [`CorpusSource`](super::CorpusSource)); with a configuration, in place of its (one)
+    /// deserializer's file.
+    pub corpus: Option<Corpus>,
     /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
     pub inputs: Vec<StreamSpec>,
     /// The element type of the values (`precision`).
@@ -136,16 +144,52 @@ impl ReaderArgs {
     /// arguments on top. Also the inputs to read, one per deserializer, each file opened once:
     /// a pipe, a FIFO or standard input is read into memory (see
     /// [`DataSet::into_input`](crate::DataSet::into_input)), as it cannot be read twice.
+    ///
+    /// ```
+    /// use exfeed::reader::{AnyReader, ReaderArgs, RunOptions};
+    ///
+    /// let path = std::env::temp_dir().join(format!("exfeed-args-doc-{}.ctf", std::process::id()));
+    /// std::fs::write(&path, "0 |x 1 2\n1 |x 3 4\n2 |x 5 6\n")?;
+    /// let args = ReaderArgs {
+    ///     files: vec![path.clone()],
+    ///     inputs: vec!["x:dense:2".parse()?],
+    ///     randomize: Some(false),
+    ///     ..ReaderArgs::default()
+    /// };
+    /// let (cfg, inputs) = args.configure(None)?;
+    /// assert!(!cfg.randomize);
+    /// let run = RunOptions { inputs, ..RunOptions::default() };
+    /// let mut reader = AnyReader::open(&cfg, &run)?;
+    /// let mut mb = reader.new_minibatch();
+    /// assert!(reader.next_minibatch(10, &mut mb)?);
+    /// assert_eq!(mb.len(), 3);
+    /// // Without inputs a CTF file cannot be read: the message names the flag to give.
+    /// let err = ReaderArgs { inputs: vec![], ..args }.configure(None).unwrap_err();
+    /// assert!(err.to_string().contains("give --input NAME:FORMAT:DIM[:ALIAS] for each"));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn configure(
         &self,
         config: Option<ReaderConfig>,
     ) -> Result<(ReaderConfig, Vec<InputPath>)> {
         let style = self.style;
+        if self.corpus.is_some() && !self.files.is_empty() {
+            return Err(style.fail(
+                "corpus",
+                format!("give files or {}, not both", style.name(Arg::Corpus)),
+            ));
+        }
         let (mut cfg, inputs) = match config {
             Some(mut cfg) => {
                 self.place_files(&mut cfg)?;
                 let mut inputs = Vec::new();
                 for d in &cfg.deserializers {
+                    if d.corpus.is_some() {
+                        // Each file of the corpus is opened when the source is.
+                        inputs.push(InputPath::new(&d.file));
+                        continue;
+                    }
                     let format = match d.kind {
                         DeserializerKind::Ctf => Some(FileFormat::Ctf),
                         DeserializerKind::Cbf => Some(FileFormat::Cbf),
@@ -271,6 +315,20 @@ impl ReaderArgs {
 
     fn place_files(&self, cfg: &mut ReaderConfig) -> Result<()> {
         let n = cfg.deserializers.len();
+        if let Some(corpus) = &self.corpus {
+            let [d] = &mut cfg.deserializers[..] else {
+                return Err(self.style.fail(
+                    "corpus",
+                    format!(
+                        "a corpus replaces the file of a configuration with one deserializer; \
+                         this one has {n}"
+                    ),
+                ));
+            };
+            d.file = PathBuf::from(corpus.to_string());
+            d.corpus = Some(corpus.clone());
+            return Ok(());
+        }
         if self.files.len() != n {
             return Err(self.style.fail(
                 "files",
@@ -308,6 +366,18 @@ impl ReaderArgs {
         let style = self.style;
         let mut cfg = ReaderConfig::default();
         let (mut formats, mut inputs) = (Vec::new(), Vec::new());
+        let corpus = match &self.corpus {
+            // The first file's format stands for the corpus (each file's is recognised when
+            // the corpus is opened).
+            Some(corpus) => {
+                let first = &corpus.expand()?[0];
+                formats.push(open_once(first, None)?.0);
+                let name = PathBuf::from(corpus.to_string());
+                inputs.push(InputPath::new(&name));
+                vec![name]
+            }
+            None => Vec::new(),
+        };
         for f in &self.files {
             let (format, input) = open_once(f, None)?;
             formats.push(format);
@@ -323,7 +393,7 @@ impl ReaderArgs {
                 ),
             ));
         }
-        for (f, format) in self.files.iter().zip(formats) {
+        for (f, format) in corpus.iter().chain(&self.files).zip(formats) {
             let (kind, streams) = match format {
                 // A Lens file's streams are 'input' and 'target', from the layout.
                 FileFormat::LensText | FileFormat::LensBinary => {
@@ -343,8 +413,9 @@ impl ReaderArgs {
                 }
                 FileFormat::Ctf => (DeserializerKind::Ctf, self.inputs.clone()),
             };
-            cfg.deserializers
-                .push(DeserializerConfig::new(kind, f, streams));
+            let mut d = DeserializerConfig::new(kind, f, streams);
+            d.corpus = self.corpus.clone();
+            cfg.deserializers.push(d);
         }
         // CNTK's default: a sample-counted window for binary-only readers.
         cfg.sample_based_randomization_window = ctf_files == 0;
@@ -435,4 +506,83 @@ fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, Inp
     };
     let data = crate::open(file, &options)?;
     Ok((data.format(), data.into_input()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> ReaderConfig {
+        ReaderConfig::from_cntk_str(text, "t.cntk", None).unwrap()
+    }
+
+    #[test]
+    fn open_options_take_the_configuration_under_the_arguments() {
+        let cfg = config(
+            "reader = [ deserializers = (
+               [ type = LensDeserializer; file = \"a.ex\"; inputGroups = \"in:2\";
+                 targetGroups = \"out:1\"; nanValue = 0 ]
+             : [ type = CNTKTextFormatDeserializer; file = \"b.ctf\"; maxErrors = 3;
+                 input = [ x = [ dim = 2; format = dense ] ] ] ) ]",
+        );
+        let none = ReaderArgs::default();
+        let ctf = none.open_options(Some(&cfg), Path::new("/data/b.ctf"));
+        assert_eq!((ctf.inputs.len(), ctf.max_errors, ctf.lens), (1, 3, None));
+        let given = ReaderArgs {
+            max_errors: Some(0),
+            target_groups: Some(Layout::parse("t:4").unwrap()),
+            ..ReaderArgs::default()
+        };
+        assert_eq!(
+            given
+                .open_options(Some(&cfg), Path::new("b.ctf"))
+                .max_errors,
+            0
+        );
+        // Matched by name; the layout from the configuration, an argument winning.
+        let lens = given
+            .open_options(Some(&cfg), Path::new("elsewhere/a.ex"))
+            .lens
+            .unwrap();
+        assert_eq!(lens.input_groups, Layout::parse("in:2").unwrap());
+        assert_eq!(lens.target_groups, Layout::parse("t:4").unwrap());
+        assert_eq!(lens.nan, Some(0.0));
+        // Without a configuration, only the arguments; one half of a layout is none.
+        assert_eq!(given.open_options(None, Path::new("a.ex")).lens, None);
+    }
+
+    #[test]
+    fn messages_name_the_flags_or_the_keywords() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctf = dir.path().join("d.ctf");
+        std::fs::write(&ctf, "0 |x 1 2\n").unwrap();
+        let args = ReaderArgs {
+            files: vec![ctf],
+            inputs: vec!["x:dense:2".parse().unwrap()],
+            nan: Some(0.0),
+            ..ReaderArgs::default()
+        };
+        let cli = args.configure(None).unwrap_err().to_string();
+        assert_eq!(
+            cli,
+            "--input-groups, --target-groups, --nan and --lens-mode apply to Lens example \
+             files (.ex, .bex), and none is read"
+        );
+        let python = ReaderArgs {
+            style: ArgStyle::Python,
+            ..args.clone()
+        };
+        let err = python.configure(None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "nan: applies to Lens example files (.ex, .bex), and none is read"
+        );
+        let zero = ReaderArgs {
+            nan: None,
+            chunk_size: Some(0),
+            ..python
+        };
+        let err = zero.configure(None).unwrap_err().to_string();
+        assert_eq!(err, "chunk_size: must be at least 1 byte");
+    }
 }

@@ -3,8 +3,8 @@
 //! parameters say.
 
 use super::{
-    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource, LensSource,
-    LensSourceOptions, Reader, ReaderOptions, Window,
+    CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource,
+    LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
 };
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
@@ -99,82 +99,25 @@ pub fn open_configured_source_with<T: Element>(
             ));
         }
     }
-    let mut lens = Vec::new();
+    let mut opened = Opened::default();
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
-    let mut ctf = Vec::new();
-    let mut unused = Vec::new();
     for (i, d) in cfg.deserializers.iter().enumerate() {
+        if d.corpus.is_some() {
+            if cfg.deserializers.len() > 1 {
+                return Err(Error::config(
+                    "a corpus is read alone: it cannot be joined by key with other deserializers",
+                ));
+            }
+            sources.push(open_corpus(cfg, d, &mut opened)?);
+            continue;
+        }
         let input = match inputs.get(i) {
             Some(input) => input.clone(),
             None => readable_input(d)?,
         };
-        match d.kind {
-            DeserializerKind::Ctf => {
-                let s = Arc::new(CtfSource::open(
-                    &input,
-                    CtfSourceOptions {
-                        ctf: CtfOptions {
-                            inputs: d.inputs.clone(),
-                            skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
-                            max_errors: d.effective_max_errors(cfg),
-                        },
-                        chunk_size: d.effective_chunk_size_bytes(cfg),
-                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
-                        frame_mode: d.effective_frame_mode(cfg),
-                        cache_index: d.effective_cache_index(cfg),
-                    },
-                )?);
-                ctf.push(s.clone());
-                sources.push(s);
-            }
-            DeserializerKind::Cbf => sources.push(Arc::new(CbfSource::open(
-                &input,
-                &d.inputs,
-                d.effective_keep_data_in_memory(cfg),
-            )?)),
-            DeserializerKind::Lens => {
-                let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
-                    return Err(Error::config(format!(
-                        "reading the Lens example file {} needs the network's layout: \
-                         inputGroups and targetGroups (NAME:SIZE,... in network order; \
-                         --input-groups/--target-groups on the command line)",
-                        input.display_name()
-                    )));
-                };
-                let s = Arc::new(LensSource::open(
-                    &input,
-                    &d.inputs,
-                    LensSourceOptions {
-                        input_groups: inputs.clone(),
-                        target_groups: targets.clone(),
-                        nan: d.nan,
-                        chunk_size: d.effective_chunk_size_bytes(cfg),
-                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
-                        use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
-                    },
-                )?);
-                if let Some(mode) = cfg.lens_mode {
-                    mode.check_frequencies(s.frequencies())
-                        .map_err(|e| e.in_file(s.name().to_string()))?;
-                }
-                let mut unused = |what: &str, why: &str| {
-                    unused.push(Diagnostic {
-                        severity: Severity::Warning,
-                        location: Location::default().with_file(s.name().to_string()),
-                        message: format!("{what} does not apply to Lens example files: {why}"),
-                    })
-                };
-                if d.effective_cache_index(cfg) {
-                    unused("cacheIndex", "the file is indexed anew on every run");
-                }
-                if d.effective_max_errors(cfg) > 0 {
-                    unused("maxErrors", "as in Lens, one bad example refuses the file");
-                }
-                lens.push(s.clone());
-                sources.push(s);
-            }
-        }
+        sources.push(opened.open(cfg, d, &input)?);
     }
+    let Opened { ctf, lens, unused } = opened;
     if sources.len() == 1 {
         return Ok(ConfiguredSource {
             source: sources.pop().expect("one"),
@@ -192,6 +135,120 @@ pub fn open_configured_source_with<T: Element>(
         joined: Some(joined),
         unused,
     })
+}
+
+/// The sources opened so far, kept for their diagnostics.
+#[derive(Default)]
+struct Opened {
+    ctf: Vec<Arc<CtfSource>>,
+    lens: Vec<Arc<LensSource>>,
+    /// Parameters given that do not apply to the files read.
+    unused: Vec<Diagnostic>,
+}
+
+impl Opened {
+    /// Opens `input` as deserializer `d` says.
+    fn open<T: Element>(
+        &mut self,
+        cfg: &ReaderConfig,
+        d: &DeserializerConfig,
+        input: &InputPath,
+    ) -> Result<Arc<dyn ChunkSource<T>>> {
+        match d.kind {
+            DeserializerKind::Ctf => {
+                let s = Arc::new(CtfSource::open(
+                    input,
+                    CtfSourceOptions {
+                        ctf: CtfOptions {
+                            inputs: d.inputs.clone(),
+                            skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
+                            max_errors: d.effective_max_errors(cfg),
+                        },
+                        chunk_size: d.effective_chunk_size_bytes(cfg),
+                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
+                        frame_mode: d.effective_frame_mode(cfg),
+                        cache_index: d.effective_cache_index(cfg),
+                    },
+                )?);
+                self.ctf.push(s.clone());
+                Ok(s)
+            }
+            DeserializerKind::Cbf => Ok(Arc::new(CbfSource::open(
+                input,
+                &d.inputs,
+                d.effective_keep_data_in_memory(cfg),
+            )?)),
+            DeserializerKind::Lens => {
+                let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
+                    return Err(Error::config(format!(
+                        "reading the Lens example file {} needs the network's layout: \
+                         inputGroups and targetGroups (NAME:SIZE,... in network order; \
+                         --input-groups/--target-groups on the command line)",
+                        input.display_name()
+                    )));
+                };
+                let s = Arc::new(LensSource::open(
+                    input,
+                    &d.inputs,
+                    LensSourceOptions {
+                        input_groups: inputs.clone(),
+                        target_groups: targets.clone(),
+                        nan: d.nan,
+                        chunk_size: d.effective_chunk_size_bytes(cfg),
+                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
+                        use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
+                    },
+                )?);
+                if let Some(mode) = cfg.lens_mode {
+                    mode.check_frequencies(s.frequencies())
+                        .map_err(|e| e.in_file(s.name().to_string()))?;
+                }
+                let mut unused = |what: &str, why: &str| {
+                    self.unused.push(Diagnostic {
+                        severity: Severity::Warning,
+                        location: Location::default().with_file(s.name().to_string()),
+                        message: format!("{what} does not apply to Lens example files: {why}"),
+                    })
+                };
+                if d.effective_cache_index(cfg) {
+                    unused("cacheIndex", "the file is indexed anew on every run");
+                }
+                if d.effective_max_errors(cfg) > 0 {
+                    unused("maxErrors", "as in Lens, one bad example refuses the file");
+                }
+                self.lens.push(s.clone());
+                Ok(s)
+            }
+        }
+    }
+}
+
+/// The corpus of deserializer `d`: every file it names opened as `d` says (each file's format
+/// recognised by its content: CTF and CBF files may be mixed).
+fn open_corpus<T: Element>(
+    cfg: &ReaderConfig,
+    d: &DeserializerConfig,
+    opened: &mut Opened,
+) -> Result<Arc<dyn ChunkSource<T>>> {
+    let corpus = d.corpus.as_ref().expect("a corpus deserializer");
+    let mut shards = Vec::new();
+    for file in corpus.expand()? {
+        let data = crate::open(&file, &crate::OpenOptions::default())?;
+        let kind = match data.format() {
+            FileFormat::Ctf => DeserializerKind::Ctf,
+            FileFormat::Cbf => DeserializerKind::Cbf,
+            FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
+        };
+        let input = data.into_input()?;
+        let shard = DeserializerConfig {
+            kind,
+            file: file.clone(),
+            corpus: None,
+            ..d.clone()
+        };
+        shards.push((input.display_name(), opened.open(cfg, &shard, &input)?));
+    }
+    Ok(Arc::new(CorpusSource::new(shards)?))
 }
 
 /// Deserializer `d`'s file, read into memory when it cannot be read twice.

@@ -148,6 +148,9 @@ pub struct ReaderState {
     pub chunks: usize,
     /// Total samples of the data set by its index.
     pub total_samples: u64,
+    /// The file names of a corpus, in order (see [`ChunkSource::shard_names`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<Vec<String>>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -220,6 +223,8 @@ pub struct Reader<T: Element> {
     chunks_read: u64,
     no_data: bool,
     total_samples: u64,
+    /// The file names of a corpus source (keys hold the shard).
+    corpus: Option<Vec<String>>,
 }
 
 impl<T: Element> Reader<T> {
@@ -305,6 +310,7 @@ impl<T: Element> Reader<T> {
             // The number of chunks a worker owns is the same every sweep.
             no_data: options.worker_rank >= num_chunks,
             total_samples,
+            corpus: source.shard_names().map(<[String]>::to_vec),
             opts: options,
             source,
         })
@@ -348,6 +354,12 @@ impl<T: Element> Reader<T> {
             chunks: "number of chunks",
             total_samples: "number of samples",
         );
+        if state.corpus != now.corpus {
+            mismatch.push(corpus_difference(
+                state.corpus.as_deref(),
+                now.corpus.as_deref(),
+            ));
+        }
         if !mismatch.is_empty() {
             return Err(Error::config(format!(
                 "the saved reader state does not fit this reader: {}",
@@ -402,6 +414,7 @@ impl<T: Element> Reader<T> {
             worker_rank: self.opts.worker_rank,
             chunks: self.source.chunks().len(),
             total_samples: self.total_samples,
+            corpus: self.corpus.clone(),
         }
     }
 
@@ -538,7 +551,8 @@ impl<T: Element> Reader<T> {
                     break;
                 }
             }
-            copy_sequences(loaded, start..end, self.sweep, mb);
+            let corpus = self.corpus.is_some();
+            copy_sequences(loaded, start..end, self.sweep, corpus, mb);
             let added = (samples - mb.samples) as u64;
             mb.samples = samples;
             self.offset = end;
@@ -821,4 +835,19 @@ impl<T: Element> Reader<T> {
             self.track_held(0);
         }
     }
+}
+
+/// What differs between a saved corpus (file names) and this reader's: the first file that
+/// differs, or the counts.
+fn corpus_difference(saved: Option<&[String]>, now: Option<&[String]>) -> String {
+    let describe = |c: Option<&[String]>| match c {
+        None => "not a corpus".to_string(),
+        Some(files) => format!("a corpus of {} files", files.len()),
+    };
+    if let (Some(a), Some(b)) = (saved, now) {
+        if let Some((i, (x, y))) = a.iter().zip(b).enumerate().find(|(_, (x, y))| x != y) {
+            return format!("corpus file {} was {x}, is {y}", i + 1);
+        }
+    }
+    format!("the data was {}, is {}", describe(saved), describe(now))
 }

@@ -9,10 +9,13 @@ use crate::stream::StreamSpec;
 pub struct SequenceInfo {
     /// The sweep it was read in (0-based).
     pub sweep: u64,
-    /// Its key (the CTF sequence id, the CBF/Lens sequence number).
+    /// Its key (the CTF sequence id, the CBF/Lens sequence number; in a corpus, the shard and
+    /// that key, see [`split_corpus_key`](super::split_corpus_key)).
     pub key: u64,
     /// Its sample count as the minibatch size counts it.
     pub samples: usize,
+    /// It comes from a corpus: `key` holds the shard too.
+    pub corpus: bool,
 }
 
 /// One minibatch: whole sequences, column by column, plus where they came from. Reuse one
@@ -60,7 +63,8 @@ impl<T: Element> Minibatch<T> {
 }
 
 /// Appends the `--dump` line of a minibatch (with `\n`):
-/// `{"end_of_sweep":B,"samples":N,"sequences":[{"sweep":S,"key":K,"samples":N},...]}`.
+/// `{"end_of_sweep":B,"samples":N,"sequences":[{"sweep":S,"key":K,"samples":N},...]}`; in a
+/// corpus the key is a string `"SHARD:KEY"` (e.g. `"3:17"`: key 17 of the fourth file).
 pub fn write_minibatch_json<T: Element>(out: &mut Vec<u8>, mb: &Minibatch<T>) {
     use std::io::Write;
     let _ = write!(
@@ -72,11 +76,14 @@ pub fn write_minibatch_json<T: Element>(out: &mut Vec<u8>, mb: &Minibatch<T>) {
         if i > 0 {
             out.push(b',');
         }
-        let _ = write!(
-            out,
-            "{{\"sweep\":{},\"key\":{},\"samples\":{}}}",
-            s.sweep, s.key, s.samples
-        );
+        let _ = write!(out, "{{\"sweep\":{},\"key\":", s.sweep);
+        let _ = if s.corpus {
+            let (shard, key) = super::split_corpus_key(s.key);
+            write!(out, "\"{shard}:{key}\"")
+        } else {
+            write!(out, "{}", s.key)
+        };
+        let _ = write!(out, ",\"samples\":{}}}", s.samples);
     }
     out.extend_from_slice(b"]}\n");
 }

@@ -94,6 +94,7 @@ mod args;
 mod build;
 mod cbf_source;
 mod chunker;
+mod corpus;
 mod ctf_source;
 mod engine;
 mod index_cache;
@@ -117,6 +118,7 @@ pub use build::{
     ConfiguredSource,
 };
 pub use cbf_source::CbfSource;
+pub use corpus::{split_corpus_key, Corpus, CorpusSource, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
 pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
 #[cfg(fuzzing)]
@@ -161,6 +163,11 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// ([`ReaderOptions::with_replacement`]). Default: none (all equally likely).
     fn chunk_weights(&self, chunk: usize) -> Option<Vec<f64>> {
         let _ = chunk;
+        None
+    }
+    /// The names of the files of a corpus ([`CorpusSource`]), whose keys then hold the shard
+    /// (see [`CORPUS_KEY_BITS`]). Default: none (one file, or files joined by key).
+    fn shard_names(&self) -> Option<&[String]> {
         None
     }
 }

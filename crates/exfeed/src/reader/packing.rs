@@ -38,6 +38,7 @@ pub(super) fn copy_sequences<T: Element>(
     loaded: &Loaded<T>,
     range: std::ops::Range<usize>,
     sweep: u64,
+    corpus: bool,
     mb: &mut Minibatch<T>,
 ) {
     let order = &loaded.order;
@@ -72,6 +73,7 @@ pub(super) fn copy_sequences<T: Element>(
                     sweep,
                     key,
                     samples: e.samples,
+                    corpus,
                 }),
         );
         i = j;

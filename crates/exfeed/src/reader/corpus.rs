@@ -1,0 +1,226 @@
+//! [`CorpusSource`]: one data set of many shard files (`train-00000.ctf ... train-01023.ctf`),
+//! as opposed to [`JoinedSource`](super::JoinedSource), which joins files by sequence key.
+//!
+//! Its chunks are those of every shard, shard after shard, so one randomization shuffles them
+//! all and each worker decodes only its own chunks (of whichever shards they are in). Shards
+//! may be CTF or CBF (mixed, when they have the same streams), compressed or not.
+//!
+//! Keys: a sequence's key is `shard << 40 | key in its file` ([`CORPUS_KEY_BITS`]), unique across
+//! the corpus; `--dump` shows it as `"shard:key"`, e.g. `"3:17"`. A key of `2^40` or more in a
+//! shard is an error naming the file.
+//!
+//! Every shard is opened (a CTF shard indexed, or its index read from its cache) when the
+//! corpus is opened: the plan needs every shard's chunk count. A worker decodes only its own
+//! chunks.
+
+use super::{ChunkInfo, ChunkSource};
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Location, Result};
+use crate::stream::StreamSpec;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The low bits of a corpus key that hold the key in its shard; the shard is above them.
+pub const CORPUS_KEY_BITS: u32 = 40;
+
+/// A corpus key's shard and key in that shard.
+pub fn split_corpus_key(key: u64) -> (u64, u64) {
+    (key >> CORPUS_KEY_BITS, key & ((1 << CORPUS_KEY_BITS) - 1))
+}
+
+/// The files of a corpus, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Corpus {
+    /// A glob (`data/train-*.ctf`), expanded by exfeed (not the shell) in sorted order.
+    Glob(String),
+    /// A list file: one path a line (relative paths are relative to the list file's
+    /// directory; blank lines and lines starting with `#` are skipped), in its order.
+    List(PathBuf),
+    /// The files themselves, in this order.
+    Files(Vec<PathBuf>),
+}
+
+impl Corpus {
+    /// `@FILE` is a list file, anything else a glob.
+    pub fn parse(spec: &str) -> Corpus {
+        match spec.strip_prefix('@') {
+            Some(list) => Corpus::List(list.into()),
+            None => Corpus::Glob(spec.to_string()),
+        }
+    }
+
+    /// The corpus with relative paths (of the glob, the list file or the files) resolved
+    /// against `dir`.
+    pub fn resolve(&self, dir: &Path) -> Corpus {
+        match self {
+            Corpus::Glob(g) => Corpus::Glob(dir.join(g).display().to_string()),
+            Corpus::List(l) => Corpus::List(dir.join(l)),
+            Corpus::Files(f) => Corpus::Files(f.iter().map(|f| dir.join(f)).collect()),
+        }
+    }
+
+    /// The shard files, in corpus order; none is an error.
+    pub fn expand(&self) -> Result<Vec<PathBuf>> {
+        let files = match self {
+            Corpus::List(list) => {
+                let text = std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
+                let dir = list.parent().unwrap_or(Path::new(""));
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(|l| dir.join(l))
+                    .collect()
+            }
+            Corpus::Glob(spec) => {
+                let paths = glob::glob(spec).map_err(|e| {
+                    Error::config(format!("corpus '{spec}' is not a valid pattern: {e}"))
+                })?;
+                let mut files = Vec::new();
+                for p in paths {
+                    let p = p.map_err(|e| {
+                        let path = e.path().to_path_buf();
+                        Error::io(&path, e.into())
+                    })?;
+                    if p.is_file() {
+                        files.push(p);
+                    }
+                }
+                files.sort();
+                files
+            }
+            Corpus::Files(files) => files.clone(),
+        };
+        if files.is_empty() {
+            return Err(Error::config(format!("corpus {self} names no file")));
+        }
+        Ok(files)
+    }
+}
+
+impl std::fmt::Display for Corpus {
+    /// The glob, `@LIST`, or the first file and the count.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Corpus::Glob(g) => write!(f, "{g}"),
+            Corpus::List(l) => write!(f, "@{}", l.display()),
+            Corpus::Files(files) => match files.first() {
+                Some(first) => write!(f, "{} and {} more", first.display(), files.len() - 1),
+                None => write!(f, "(no files)"),
+            },
+        }
+    }
+}
+
+/// Shard files as one data set: its chunks are every shard's, shard after shard (so one
+/// randomization covers them all and a worker decodes only its own); a key is `shard << 40 |
+/// key in its file` ([`CORPUS_KEY_BITS`], [`split_corpus_key`]). Every shard is opened when the
+/// corpus is (the plan needs their chunk counts).
+pub struct CorpusSource<T> {
+    shards: Vec<Arc<dyn ChunkSource<T>>>,
+    names: Vec<String>,
+    specs: Vec<StreamSpec>,
+    infos: Vec<ChunkInfo>,
+    /// The first corpus chunk of each shard.
+    starts: Vec<usize>,
+}
+
+impl<T: Element> CorpusSource<T> {
+    /// The corpus of `shards` (with their names, for messages), in order. They must have the
+    /// same streams (name, storage, dimension): the first that differs from the first shard is
+    /// named in the error.
+    pub fn new(shards: Vec<(String, Arc<dyn ChunkSource<T>>)>) -> Result<Self> {
+        if shards.len() >= 1 << (64 - CORPUS_KEY_BITS) {
+            return Err(Error::config(format!(
+                "a corpus holds at most 2^{} files, not {}",
+                64 - CORPUS_KEY_BITS,
+                shards.len()
+            )));
+        }
+        let Some((first_name, first)) = shards.first() else {
+            return Err(Error::config("a corpus needs at least one file"));
+        };
+        let specs = first.streams().to_vec();
+        let shape = |s: &[StreamSpec]| -> Vec<String> {
+            s.iter()
+                .map(|s| format!("{}:{}:{}", s.name, s.storage.as_str(), s.dim))
+                .collect()
+        };
+        let (mut infos, mut starts) = (Vec::new(), Vec::new());
+        for (name, shard) in &shards {
+            if shape(shard.streams()) != shape(&specs) {
+                return Err(Error::config(format!(
+                    "corpus file {name} has the streams {}, not those of {first_name}: {}",
+                    shape(shard.streams()).join(" "),
+                    shape(&specs).join(" ")
+                )));
+            }
+            starts.push(infos.len());
+            infos.extend_from_slice(shard.chunks());
+        }
+        let (names, shards) = shards.into_iter().unzip();
+        Ok(CorpusSource {
+            shards,
+            names,
+            specs,
+            infos,
+            starts,
+        })
+    }
+
+    /// The shards' names, in corpus order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The shard of corpus chunk `chunk` and its chunk number there.
+    fn locate(&self, chunk: usize) -> (usize, usize) {
+        let shard = self.starts.partition_point(|&s| s <= chunk) - 1;
+        (shard, chunk - self.starts[shard])
+    }
+}
+
+impl<T: Element> ChunkSource<T> for CorpusSource<T> {
+    fn streams(&self) -> &[StreamSpec] {
+        &self.specs
+    }
+
+    fn chunks(&self) -> &[ChunkInfo] {
+        &self.infos
+    }
+
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
+        let (shard, local) = self.locate(chunk);
+        self.shards[shard].read_chunk(local, out)?;
+        let high = (shard as u64) << CORPUS_KEY_BITS;
+        for key in out.keys_mut() {
+            if *key >> CORPUS_KEY_BITS != 0 {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_file(self.names[shard].clone()),
+                    format!(
+                        "sequence key {key} is too large for a corpus (keys below 2^{CORPUS_KEY_BITS})"
+                    ),
+                ));
+            }
+            *key |= high;
+        }
+        Ok(())
+    }
+
+    fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
+        let (shard, local) = self.locate(chunk);
+        let high = (shard as u64) << CORPUS_KEY_BITS;
+        let keys = self.shards[shard].chunk_keys(local)?;
+        Some(keys.into_iter().map(|k| k | high).collect())
+    }
+
+    fn chunk_weights(&self, chunk: usize) -> Option<Vec<f64>> {
+        let (shard, local) = self.locate(chunk);
+        self.shards[shard].chunk_weights(local)
+    }
+
+    fn shard_names(&self) -> Option<&[String]> {
+        Some(&self.names)
+    }
+}

@@ -1,0 +1,95 @@
+"""Corpora of many shard files (exfeed.Reader(corpus=...)), and ranks that stay in step."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+import exfeed
+from conftest import INPUTS, require, write_ctf
+
+SIZES = (60, 45, 70)
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Three CTF shards (the second gzip-compressed by Python's gzip): {(shard, key): rows}."""
+    truth = {}
+    for i, n in enumerate(SIZES):
+        path = tmp_path / f"train-{i}.ctf"
+        for key, (rows, _) in write_ctf(path, n, seed=i).items():
+            truth[(i, key)] = rows
+        if i == 1:
+            with gzip.open(tmp_path / "train-1.ctf.gz", "wb") as out:
+                out.write(path.read_bytes())
+            path.unlink()
+    return tmp_path, truth
+
+
+def split(key: int) -> tuple:
+    return key >> 40, key & ((1 << 40) - 1)
+
+
+def test_two_workers_read_every_sequence_of_every_shard_once(shards):
+    d, truth = shards
+    seen = []
+    for rank in (0, 1):
+        with exfeed.Reader(corpus=str(d / "train-*"), inputs=INPUTS, minibatch_size=16, chunk_size=256,
+                           max_sweeps=2, seed=7, num_workers=2, worker_rank=rank) as r:
+            mine = 0
+            for mb in r:
+                x = mb["x"]
+                for i, key in enumerate(mb.keys.tolist()):
+                    rows = truth[split(key)]
+                    np.testing.assert_array_equal(x.values[x.offsets[i]:x.offsets[i + 1]], rows.astype(np.float32))
+                seen.extend(zip(mb.sweeps.tolist(), map(split, mb.keys.tolist())))
+                mine += mb.num_sequences
+            assert mine > 0
+    for sweep in (0, 1):
+        keys = sorted(k for s, k in seen if s == sweep)
+        assert keys == sorted(truth)
+
+
+def test_a_list_of_paths_and_a_list_file(shards):
+    d, truth = shards
+    files = [d / "train-2.ctf", d / "train-0.ctf"]
+    with exfeed.Reader(corpus=files, inputs=INPUTS, minibatch_size=1000, randomize=False) as r:
+        keys = [split(k) for mb in r for k in mb.keys.tolist()]
+    assert keys == [(0, k) for k in range(SIZES[2])] + [(1, k) for k in range(SIZES[0])]
+    (d / "list.txt").write_text("train-2.ctf\ntrain-0.ctf\n")
+    with exfeed.Reader(corpus=f"@{d / 'list.txt'}", inputs=INPUTS, minibatch_size=1000, randomize=False) as r:
+        assert [split(k) for mb in r for k in mb.keys.tolist()] == keys
+
+
+def test_a_state_is_refused_by_another_corpus(shards):
+    d, _ = shards
+    with exfeed.Reader(corpus=str(d / "train-*"), inputs=INPUTS, minibatch_size=16) as r:
+        next(r)
+        state = r.state_dict()
+    with exfeed.Reader(corpus=[d / "train-0.ctf", d / "train-2.ctf"], inputs=INPUTS, minibatch_size=16) as r:
+        with pytest.raises(ValueError, match="corpus"):
+            r.load_state_dict(state)
+
+
+def test_files_and_corpus_are_refused_together(shards):
+    d, _ = shards
+    with pytest.raises(ValueError, match="corpus"):
+        exfeed.Reader(d / "train-0.ctf", corpus=str(d / "train-*"), inputs=INPUTS, minibatch_size=16)
+    with pytest.raises(ValueError, match="files"):
+        exfeed.Reader(inputs=INPUTS, minibatch_size=16)
+
+
+def test_torch_dataset_reads_a_corpus(shards):
+    require("torch")
+    import exfeed.torch
+
+    d, truth = shards
+    seen = []
+    for rank in (0, 1):
+        ds = exfeed.torch.Dataset(corpus=str(d / "train-*"), inputs=INPUTS, minibatch_size=16, chunk_size=256,
+                                  rank=rank, world_size=2, equalize=False, with_keys=True, layout="packed")
+        for batch in ds:
+            seen.extend(split(k) for k in batch["keys"].tolist())
+    assert sorted(seen) == sorted(truth)
