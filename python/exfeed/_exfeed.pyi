@@ -111,6 +111,12 @@ class Reader(Iterator[Minibatch]):
     of many shard files instead: a glob (``"data/train-*.ctf"``), ``"@list.txt"`` or a list
     of paths. In a corpus a key is ``shard << 40 | key in its file``.
 
+    ``chunk_size="auto"`` sizes chunks for the workers (at least 4 per worker when the data
+    allows); ``equalize=True`` makes every worker deliver the same number of minibatches per
+    sweep (an int: that many ranks kept in step, the workers split evenly between them), and
+    ``take_notes()`` says per sweep what was repeated or dropped. A worker whose share of a
+    sweep is empty or under half the mean is warned (``UserWarning``) when the reader opens.
+
     Defaults of the options left None: those of the configuration (config=), else
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
     precision="float", threads=the available cores.
@@ -133,7 +139,7 @@ class Reader(Iterator[Minibatch]):
         window_chunks: Optional[int] = None,
         window_samples: Optional[int] = None,
         frame_mode: bool = False,
-        chunk_size: Optional[int] = None,
+        chunk_size: Optional[Union[int, str]] = None,
         keep_in_memory: bool = False,
         cache_index: bool = False,
         max_errors: Optional[int] = None,
@@ -146,6 +152,7 @@ class Reader(Iterator[Minibatch]):
         target_groups: Optional[Layout] = None,
         lens_mode: Optional[str] = None,
         nan: Optional[float] = None,
+        equalize: Optional[Union[bool, int]] = None,
     ) -> None: ...
     @property
     def streams(self) -> list[StreamInfo]: ...
@@ -167,6 +174,7 @@ class Reader(Iterator[Minibatch]):
     def state_dict(self) -> dict: ...
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
     def close(self) -> None: ...
+    def take_notes(self) -> list[str]: ...
     def __enter__(self) -> Reader: ...
     def __exit__(self, *args: object) -> bool: ...
 

@@ -17,7 +17,9 @@ Equal step counts (``equalize=True``, the default): DDP needs every rank to take
 number of steps. Every rank then delivers exactly ``S = total_samples // (world_size *
 minibatch_size)`` minibatches per sweep (at least 1), split between its DataLoader workers: a
 partition whose part yields more minibatches drops the rest of its part for this sweep; one
-whose part yields fewer repeats minibatches from the start of its part. With
+whose part yields fewer goes through its part again from its start. This is the library's
+equalize mode (``exfeed.Reader(equalize=world_size)``, ``exfeed read --equalize``): one
+implementation, whose ``Reader.take_notes()`` say per sweep what was repeated or dropped. With
 ``equalize=False`` every sequence is delivered exactly once per sweep and ranks may differ by
 a few steps.
 
@@ -147,24 +149,18 @@ class Dataset(torch.utils.data.IterableDataset):
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return rank * workers + worker, world * workers, rank, world, workers, worker
 
-    def _open(self, partition: int, partitions: int) -> "exfeed.Reader":
+    def _open(self, partition: int, partitions: int, world: int) -> "exfeed.Reader":
+        # equalize: the world's ranks stay in step, the partitions split evenly between them.
         return exfeed.Reader(
             self.files, minibatch_size=self.minibatch_size, seed=self.seed + self.epoch, max_sweeps=1,
-            num_workers=partitions, worker_rank=partition, **self.reader_options,
+            num_workers=partitions, worker_rank=partition, equalize=world if self.equalize else None,
+            **self.reader_options,
         )
-
-    def _quota(self, total_samples: int, world: int, workers: int, worker: int) -> Optional[int]:
-        """Minibatches this partition delivers per sweep with equalize, else None."""
-        if not self.equalize:
-            return None
-        steps = max(1, total_samples // (world * self.minibatch_size))
-        return steps // workers + (1 if worker < steps % workers else 0)
 
     def __iter__(self) -> Iterator[Dict[str, torch.Tensor]]:
         partition, partitions, rank, world, workers, worker = self._partition()
         resume, self._resume = self._resume, None
-        position = {"epoch": self.epoch, "partition": [partition, partitions], "delivered": 0, "pass": 0,
-                    "reader": None}
+        position = {"epoch": self.epoch, "partition": [partition, partitions], "delivered": 0, "reader": None}
         if resume is not None:
             if resume["partition"] != [partition, partitions] or resume["epoch"] != self.epoch:
                 raise ValueError(
@@ -173,36 +169,18 @@ class Dataset(torch.utils.data.IterableDataset):
                 )
             position.update(resume)
         self._position = position
-        while True:
-            with self._open(partition, partitions) as reader:
-                quota = self._quota(reader.total_samples, world, workers, worker)
-                if quota is not None and position["delivered"] >= quota:
-                    return
-                if position["reader"] is not None:
-                    reader.load_state_dict(position["reader"])
-                got_one = False
-                # The reader's position is read only when a state is asked for (state_dict).
-                self._live = reader
-                try:
-                    for mb in reader:
-                        got_one = True
-                        position["delivered"] += 1
-                        yield to_tensors(mb, self.layout, self.with_keys)
-                        if quota is not None and position["delivered"] >= quota:
-                            return
-                finally:
-                    position["reader"] = reader.state_dict()
-                    self._live = None
-            if quota is None:
-                return
-            if not got_one and position["pass"] == 0 and position["delivered"] == 0:
-                raise ValueError(
-                    f"partition {partition} of {partitions} has no data: use fewer ranks or "
-                    "DataLoader workers, or a smaller chunk_size"
-                )
-            # equalize: this part ran short; repeat it from its start.
-            position["pass"] += 1
-            position["reader"] = None
+        with self._open(partition, partitions, world) as reader:
+            if position["reader"] is not None:
+                reader.load_state_dict(position["reader"])
+            # The reader's position is read only when a state is asked for (state_dict).
+            self._live = reader
+            try:
+                for mb in reader:
+                    position["delivered"] += 1
+                    yield to_tensors(mb, self.layout, self.with_keys)
+            finally:
+                position["reader"] = reader.state_dict()
+                self._live = None
 
     def state_dict(self) -> dict:
         """The position of the iteration in progress (JSON-serialisable)."""

@@ -5,7 +5,7 @@ use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{Corpus, EpochLimit, ReaderArgs, RunOptions};
+use exfeed::reader::{Corpus, EpochLimit, Equalize, ReaderArgs, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -73,6 +73,59 @@ pub fn extract_files(files: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
         return Err(bad_arg("files", "no file given"));
     }
     Ok(files)
+}
+
+/// `chunk_size`: bytes (int, taken by the library's arguments) or `"auto"`: whether it is auto.
+pub fn extract_auto_chunk_size(v: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(false);
+    };
+    if v.extract::<u64>().is_ok() && !v.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(false);
+    }
+    match v.extract::<String>() {
+        Ok(s) if s == "auto" => Ok(true),
+        _ => Err(bad_arg(
+            "chunk_size",
+            format!(
+                "expected a number of bytes or \"auto\", found {}",
+                v.repr()?
+            ),
+        )),
+    }
+}
+
+/// `equalize`: True (the `num_workers` workers are the ranks kept in step), a number of ranks
+/// (the workers split evenly between them, e.g. DataLoader processes), or False/None.
+pub fn extract_equalize(
+    v: Option<&Bound<'_, PyAny>>,
+    minibatch_size: usize,
+    num_workers: usize,
+) -> PyResult<Option<Equalize>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let ranks = if v.is_instance_of::<pyo3::types::PyBool>() {
+        if !v.extract::<bool>()? {
+            return Ok(None);
+        }
+        num_workers
+    } else {
+        let ranks: usize = v
+            .extract()
+            .map_err(|_| PyTypeError::new_err("equalize: expected a bool or a number of ranks"))?;
+        if ranks == 0 || num_workers % ranks != 0 {
+            return Err(bad_arg(
+                "equalize",
+                format!("{ranks} ranks do not divide num_workers ({num_workers})"),
+            ));
+        }
+        ranks
+    };
+    Ok(Some(Equalize {
+        minibatch_size,
+        ranks,
+    }))
 }
 
 /// `corpus`: a glob (`"data/train-*.ctf"`), `"@list.txt"` (a list file), or a list of paths.

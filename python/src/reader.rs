@@ -143,7 +143,7 @@ impl Reader {
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
-        lens_mode=None, nan=None))]
+        lens_mode=None, nan=None, equalize=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -161,7 +161,7 @@ impl Reader {
         window_chunks: Option<u64>,
         window_samples: Option<u64>,
         frame_mode: bool,
-        chunk_size: Option<u64>,
+        chunk_size: Option<&Bound<'_, PyAny>>,
         keep_in_memory: bool,
         cache_index: bool,
         max_errors: Option<u64>,
@@ -174,6 +174,7 @@ impl Reader {
         target_groups: Option<&Bound<'_, PyAny>>,
         lens_mode: Option<String>,
         nan: Option<f32>,
+        equalize: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -199,7 +200,7 @@ impl Reader {
                 seed,
                 window_chunks,
                 window_samples,
-                chunk_size,
+                chunk_size: chunk_size.and_then(|c| c.extract::<u64>().ok()),
                 keep_in_memory,
                 cache_index,
                 frame_mode,
@@ -238,6 +239,14 @@ impl Reader {
             threads,
             prefetch_chunks,
             inputs,
+            auto_chunk_size: extract_auto_chunk_size(chunk_size)?,
+            equalize: match equalize.filter(|e| !e.is_none()) {
+                Some(e) => extract_equalize(Some(e), minibatch_size, num_workers)?,
+                None => cfg.equalize.then_some(exfeed::reader::Equalize {
+                    minibatch_size,
+                    ranks: num_workers,
+                }),
+            },
             ..RunOptions::default()
         };
         check_run_options(&run)?;
@@ -245,6 +254,14 @@ impl Reader {
             let (cfg, run) = (&cfg, &run);
             detached(py, move || AnyReader::open(cfg, run))?
         };
+        if let Some(w) = inner.share_warning() {
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                &std::ffi::CString::new(w)?,
+                1,
+            )?;
+        }
         Ok(Reader {
             specs: Arc::new(inner.streams().to_vec()),
             precision: inner.precision(),
@@ -293,6 +310,14 @@ impl Reader {
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
         Ok(reader.diagnostics().iter().map(|d| d.to_string()).collect())
+    }
+
+    /// With equalize=: a note per sweep ended since the last call, saying what this worker
+    /// repeated or dropped to deliver its minibatches.
+    fn take_notes(&mut self) -> Vec<String> {
+        self.inner
+            .as_mut()
+            .map_or_else(Vec::new, |r| r.take_notes())
     }
 
     /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.

@@ -93,3 +93,40 @@ def test_torch_dataset_reads_a_corpus(shards):
         for batch in ds:
             seen.extend(split(k) for k in batch["keys"].tolist())
     assert sorted(seen) == sorted(truth)
+
+
+def test_a_worker_without_data_is_warned(ctf):
+    path, _ = ctf
+    with pytest.warns(UserWarning, match="worker 1 of 2 gets no data"):
+        r = exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, num_workers=2, worker_rank=1)
+    assert list(r) == []
+
+
+def test_auto_chunk_size_gives_every_worker_its_part(ctf):
+    path, truth = ctf
+    seen = []
+    for rank in range(3):
+        with exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size="auto", num_workers=3,
+                           worker_rank=rank) as r:
+            mine = [k for mb in r for k in mb.keys.tolist()]
+        assert mine
+        seen.extend(mine)
+    assert sorted(seen) == sorted(truth)
+    with pytest.raises(ValueError, match="chunk_size"):
+        exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size="big")
+
+
+def test_equalize_gives_every_worker_the_same_minibatches_and_notes(ctf):
+    path, _ = ctf
+    counts = []
+    for rank in range(3):
+        with exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size=700, num_workers=3,
+                           worker_rank=rank, equalize=True, max_sweeps=2) as r:
+            total = r.total_samples
+            n = sum(1 for _ in r)
+            notes = r.take_notes()
+        counts.append(n)
+        assert len(notes) == 2 and all(f"worker {rank} of 3" in note for note in notes), notes
+    assert counts == [2 * max(1, total // (3 * 16))] * 3
+    with pytest.raises(ValueError, match="equalize"):
+        exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, num_workers=3, equalize=2)

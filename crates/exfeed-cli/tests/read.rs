@@ -2,22 +2,9 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{ctf_data as data, exfeed, text};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
-
-/// A CTF file of `n` sequences of 1 to 4 samples; small chunks so there are many.
-fn data(dir: &tempfile::TempDir, n: u64) -> String {
-    let mut s = String::new();
-    for k in 0..n {
-        for t in 0..(k % 4 + 1) {
-            s.push_str(&format!("{k} |x {k} {t}\n"));
-        }
-    }
-    let p = dir.path().join("d.ctf");
-    std::fs::write(&p, s).unwrap();
-    p.to_str().unwrap().to_string()
-}
 
 fn read_ok(args: &[&str]) -> (Vec<serde_json::Value>, String) {
     let out = exfeed(args);

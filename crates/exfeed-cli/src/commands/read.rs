@@ -6,10 +6,10 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    AnyReader, ArgStyle, Corpus, EpochLimit, IndexOrigin, ReadSummary, ReaderArgs, ReaderState,
-    RunOptions,
+    AnyReader, ArgStyle, Corpus, EpochLimit, Equalize, IndexOrigin, ReadSummary, ReaderArgs,
+    ReaderState, RunOptions,
 };
-use exfeed::{DiagnosticSink, Error};
+use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,9 +50,16 @@ pub struct Args {
     /// Randomization window in samples (sampleBasedRandomizationWindow).
     #[arg(long, value_name = "W")]
     pub window_samples: Option<u64>,
-    /// chunkSizeInBytes for CTF and Lens files (suffixes K, M, G for KiB, MiB, GiB).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub chunk_size: Option<u64>,
+    /// chunkSizeInBytes for CTF and Lens files (suffixes K, M, G for KiB, MiB, GiB), or auto:
+    /// at least 4 chunks per worker (the data's size / (4 x --num-workers), at most 32M or the
+    /// config's).
+    #[arg(long, value_name = "BYTES", value_parser = parse_chunk_size)]
+    pub chunk_size: Option<ChunkSize>,
+    /// Keep ranks in step: every worker delivers the same number of minibatches per sweep,
+    /// max(1, samples of a sweep / (num-workers x minibatch-size)); a worker whose part runs
+    /// out repeats it from its start, one with more drops the rest. A note per sweep says what.
+    #[arg(long)]
+    pub equalize: bool,
     /// Number of distributed workers.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "worker_rank")]
     pub num_workers: usize,
@@ -96,6 +103,20 @@ pub struct Args {
     pub lens_mode: Option<exfeed::lens::select::SelectionMode>,
 }
 
+/// `--chunk-size`: bytes, or chosen from the number of workers.
+#[derive(Debug, Clone, Copy)]
+pub enum ChunkSize {
+    Bytes(u64),
+    Auto,
+}
+
+fn parse_chunk_size(s: &str) -> Result<ChunkSize, String> {
+    if s == "auto" {
+        return Ok(ChunkSize::Auto);
+    }
+    parse_size(s).map(ChunkSize::Bytes)
+}
+
 fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, String> {
     s.parse().map_err(|e: Error| e.message().to_string())
 }
@@ -118,7 +139,10 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         seed: args.seed,
         window_chunks: args.window_chunks,
         window_samples: args.window_samples,
-        chunk_size: args.chunk_size,
+        chunk_size: match args.chunk_size {
+            Some(ChunkSize::Bytes(n)) => Some(n),
+            _ => None,
+        },
         keep_in_memory: args.keep_in_memory,
         cache_index: args.cache_index,
         frame_mode: args.frame_mode,
@@ -164,6 +188,11 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         num_workers: args.num_workers,
         worker_rank: args.worker_rank,
         inputs,
+        auto_chunk_size: matches!(args.chunk_size, Some(ChunkSize::Auto)),
+        equalize: (args.equalize || cfg.equalize).then_some(Equalize {
+            minibatch_size: args.minibatch_size as usize,
+            ranks: args.num_workers,
+        }),
     };
     let mut reader = match &args.restore_state {
         Some(path) => {
@@ -175,6 +204,14 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         None => AnyReader::open(cfg, &options)?,
     };
     let indexed = start.elapsed();
+    let mut sink = Stderr::new(cfg.trace_level);
+    if let Some(w) = reader.share_warning() {
+        sink.report(Diagnostic {
+            severity: Severity::Warning,
+            location: Location::default(),
+            message: w,
+        });
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut line = Vec::new();
@@ -210,9 +247,11 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
     let _ = out.flush();
     drop(out);
     bar.finish();
-    let mut sink = Stderr::new(cfg.trace_level);
     for d in reader.diagnostics() {
         sink.report(d);
+    }
+    for note in reader.take_notes() {
+        eprintln!("exfeed: note: {note}");
     }
     result?;
     if let Some(path) = &args.save_state {

@@ -22,6 +22,20 @@ where
         .expect("exfeed runs")
 }
 
+/// `dir/d.ctf`: `n` sequences keyed 0..n of 1 to 4 samples (`k |x k t`, input x:dense:2; about
+/// 1.6 KB for 50: one chunk by default); its path.
+pub fn ctf_data(dir: &tempfile::TempDir, n: u64) -> String {
+    let mut s = String::new();
+    for k in 0..n {
+        for t in 0..(k % 4 + 1) {
+            s.push_str(&format!("{k} |x {k} {t}\n"));
+        }
+    }
+    let p = dir.path().join("d.ctf");
+    std::fs::write(&p, s).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 /// Bytes of a process's output as text.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -34,6 +34,7 @@ const READER_PARAMS: &[&str] = &[
     "frameMode",
     "cacheIndex",
     "lensMode",
+    "equalize",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -431,6 +432,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
+                "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
                     cfg.lens_mode = Some(t.parse().map_err(|err: Error| {

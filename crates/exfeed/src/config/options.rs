@@ -182,6 +182,9 @@ pub struct ReaderConfig {
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
     pub lens_mode: Option<SelectionMode>,
+    /// `equalize` (exfeed, default false): distributed workers deliver the same number of
+    /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
+    pub equalize: bool,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
 }
@@ -202,6 +205,7 @@ impl Default for ReaderConfig {
             frame_mode: false,
             cache_index: false,
             lens_mode: None,
+            equalize: false,
             deserializers: Vec::new(),
         }
     }

@@ -3,6 +3,39 @@
 //! [`model`] is the example-set model, [`text`] parses and writes `.ex`, [`binary`] reads and
 //! writes `.bex` byte for byte as Lens does. They work on byte slices; files are opened by
 //! [`crate::open()`] (and [`crate::io::load_lens`], [`crate::io::save_lens`]).
+//!
+//! An example set says which units its events set; a network's layout (its input and target
+//! groups, in order) turns each event into the vectors Lens would load ([`materialize`]);
+//! [`pipe`] reads examples one at a time from a stream.
+//!
+//! ```
+//! use exfeed::lens::materialize::{Layout, Materializer};
+//! use exfeed::lens::pipe::PipeReader;
+//!
+//! let text = b"defI: 0\nactI: 1\n;\n\
+//!     name: cat I: (vision) 0 2 T: 1;\n\
+//!     name: dog 2 I: (vision) 1 T: 0  I: {vision} 1 3 T: 0 1;\n";
+//! let set = exfeed::lens::parse(text)?;
+//! assert_eq!(set.examples[1].name, "dog");
+//! assert_eq!(set.examples[1].events.len(), 2);
+//!
+//! // Units count from their group's start: the dense range `(vision) 1` sets vision's first
+//! // unit; the sparse range `{vision} 1 3` sets units 1 and 3 to actI; the rest keep defI.
+//! let mut m = Materializer::new(Layout::parse("bias:1,vision:4")?, Layout::parse("out:2")?);
+//! let (mut input, mut target) = (Vec::new(), Vec::new());
+//! m.event(&set.examples[1], 1, &mut input, &mut target, &mut exfeed::error::Ignore)?;
+//! assert_eq!(input, [0.0, 0.0, 1.0, 0.0, 1.0]);
+//! assert_eq!(target, [0.0, 1.0]);
+//!
+//! // The same examples from a stream, one at a time, without looping back to the start.
+//! let mut pipe = PipeReader::from_reader(Box::new(&text[..]), "examples.ex")?;
+//! let mut names = Vec::new();
+//! while let Some(example) = pipe.next_example()? {
+//!     names.push(example.name);
+//! }
+//! assert_eq!(names, ["cat", "dog"]);
+//! # Ok::<(), exfeed::Error>(())
+//! ```
 
 pub mod binary;
 pub(crate) mod dump;

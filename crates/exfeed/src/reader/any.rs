@@ -61,7 +61,9 @@
 //! ```
 
 use super::build::{open_configured_source_with, reader_options, ConfiguredSource};
-use super::{EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo};
+use super::{
+    equalize_quota, EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo,
+};
 use crate::config::ReaderConfig;
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, Result};
@@ -86,6 +88,35 @@ pub struct RunOptions {
     /// Inputs read in place of the deserializers' files, in order (e.g. data already read from
     /// a pipe, see [`crate::DataSet::into_input`]); empty: the files the configuration names.
     pub inputs: Vec<InputPath>,
+    /// Choose the chunk size of CTF and Lens files from the number of workers (see
+    /// [`auto_chunk_size`]) instead of `chunkSizeInBytes`.
+    pub auto_chunk_size: bool,
+    /// Keep ranks in step: every worker delivers the same number of minibatches per sweep
+    /// ([`ReaderOptions::equalize`], the number from [`equalize_quota`]).
+    pub equalize: Option<Equalize>,
+}
+
+/// What [`RunOptions::equalize`] computes the minibatches per sweep from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Equalize {
+    /// The minibatch size the caller asks for.
+    pub minibatch_size: usize,
+    /// The ranks that must stay in step; the workers are split evenly between them (e.g.
+    /// DataLoader processes of each rank). Usually `num_workers`.
+    pub ranks: usize,
+}
+
+/// Chunks per worker [`auto_chunk_size`] aims at.
+pub const AUTO_CHUNKS_PER_WORKER: u64 = 4;
+
+/// The chunk size for `data_bytes` of data read by `workers` workers: at least
+/// [`AUTO_CHUNKS_PER_WORKER`] chunks per worker (`data_bytes / (4 × workers)`), at most
+/// `configured` (so a large file keeps its chunks), at least 1 byte. A chunk holds whole
+/// sequences, so a file of few sequences has fewer chunks. For a compressed file the size on
+/// disk is used (its text is larger: more chunks).
+pub fn auto_chunk_size(data_bytes: u64, workers: usize, configured: u64) -> u64 {
+    let per = AUTO_CHUNKS_PER_WORKER.saturating_mul(workers.max(1) as u64);
+    (data_bytes / per).clamp(1, configured.max(1))
 }
 
 impl Default for RunOptions {
@@ -97,6 +128,8 @@ impl Default for RunOptions {
             num_workers: 1,
             worker_rank: 0,
             inputs: Vec::new(),
+            auto_chunk_size: false,
+            equalize: None,
         }
     }
 }
@@ -237,25 +270,39 @@ impl AnyReader {
     ) -> Result<AnyReader> {
         fn typed<T: Element>(
             cfg: &ReaderConfig,
-            inputs: &[InputPath],
-            options: ReaderOptions,
+            run: &RunOptions,
+            mut options: ReaderOptions,
             state: Option<&ReaderState>,
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
-            let source = open_configured_source_with::<T>(cfg, inputs)?;
+            let source = open_configured_source_with::<T>(cfg, &run.inputs)?;
+            if let Some(e) = run.equalize {
+                let total = source.source.chunks().iter().map(|c| c.samples).sum();
+                let (workers, rank) = (run.num_workers, run.worker_rank);
+                options.equalize = Some(equalize_quota(
+                    total,
+                    e.minibatch_size,
+                    workers,
+                    e.ranks,
+                    rank,
+                )?);
+            }
             let reader = match state {
                 Some(s) => Reader::restore(source.source.clone(), options, s)?,
                 None => Reader::new(source.source.clone(), options)?,
             };
             Ok((reader, source))
         }
+        let sized;
+        let cfg = if options.auto_chunk_size {
+            sized = sized_for_workers(cfg, options.num_workers)?;
+            &sized
+        } else {
+            cfg
+        };
         let o = options.reader_options(cfg);
         let typed = match cfg.precision {
-            Precision::Float => {
-                typed(cfg, &options.inputs, o, state).map(|(r, s)| Typed::F32(r, s))
-            }
-            Precision::Double => {
-                typed(cfg, &options.inputs, o, state).map(|(r, s)| Typed::F64(r, s))
-            }
+            Precision::Float => typed(cfg, options, o, state).map(|(r, s)| Typed::F32(r, s)),
+            Precision::Double => typed(cfg, options, o, state).map(|(r, s)| Typed::F64(r, s)),
         }?;
         Ok(AnyReader { typed })
     }
@@ -333,10 +380,46 @@ impl AnyReader {
         typed!(&self.typed, _r, s => s.diagnostics())
     }
 
+    /// A warning when this worker's share of the sweep is empty or far below the others' (see
+    /// [`Reader::share_warning`]).
+    pub fn share_warning(&self) -> Option<String> {
+        typed!(&self.typed, r, _s => r.share_warning())
+    }
+
+    /// With equalize, the notes of the sweeps ended since the last call (see
+    /// [`Reader::take_notes`]).
+    pub fn take_notes(&mut self) -> Vec<String> {
+        typed!(&mut self.typed, r, _s => r.take_notes())
+    }
+
     /// Where each CTF deserializer's index came from, in configuration order.
     pub fn index_origins(&self) -> Vec<super::IndexOrigin> {
         typed!(&self.typed, _r, s => s.ctf_sources().iter().map(|c| c.index_origin()).collect())
     }
+}
+
+/// `cfg` with every deserializer's chunk size chosen for `workers` ([`auto_chunk_size`]) from
+/// the size of its file (or of all the files of its corpus); one whose size is unknown (standard
+/// input, a pipe) keeps its own.
+fn sized_for_workers(cfg: &ReaderConfig, workers: usize) -> Result<ReaderConfig> {
+    let mut cfg = cfg.clone();
+    let configured: Vec<u64> = (cfg.deserializers.iter())
+        .map(|d| d.effective_chunk_size_bytes(&cfg))
+        .collect();
+    for (d, configured) in cfg.deserializers.iter_mut().zip(configured) {
+        let files = match &d.corpus {
+            Some(corpus) => corpus.expand()?,
+            None => vec![d.file.clone()],
+        };
+        let sizes: Option<u64> = files
+            .iter()
+            .map(|f| Some(std::fs::metadata(f).ok().filter(|m| m.is_file())?.len()))
+            .sum();
+        if let Some(bytes) = sizes {
+            d.chunk_size_bytes = Some(auto_chunk_size(bytes, workers, configured));
+        }
+    }
+    Ok(cfg)
 }
 
 // The reader moves to other threads (a Python binding releases the GIL around it).

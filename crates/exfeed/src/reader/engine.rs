@@ -67,6 +67,37 @@ pub struct ReaderOptions {
     /// as it has sequences), weighted by [`ChunkSource::chunk_weights`] when the source has
     /// them, instead of shuffling them (Lens's RANDOMIZED and PROBABILISTIC modes).
     pub with_replacement: bool,
+    /// Ranks in step: deliver exactly this many minibatches every sweep (see
+    /// [`equalize_quota`]). A worker whose part of the sweep runs out first goes through its
+    /// part again from its start (same order, same sweep number) until it has delivered them;
+    /// one with more drops the rest of its part. [`Reader::take_notes`] says, per sweep, what
+    /// was repeated or dropped.
+    pub equalize: Option<u64>,
+}
+
+/// The minibatches a worker delivers per sweep so that ranks stay in step: the sweep's samples
+/// split into minibatches of `minibatch_size` over `ranks` ranks, `max(1, total_samples /
+/// (ranks * minibatch_size))` per rank (rounded down), that rank's share split between its
+/// `workers / ranks` parts (a DataLoader's worker processes; the first parts take one more
+/// when it does not divide). Worker `worker` of `workers` belongs to rank `worker / (workers /
+/// ranks)`. `workers` must be a multiple of `ranks`.
+pub fn equalize_quota(
+    total_samples: u64,
+    minibatch_size: usize,
+    workers: usize,
+    ranks: usize,
+    worker: usize,
+) -> Result<u64> {
+    if ranks == 0 || workers % ranks != 0 || minibatch_size == 0 {
+        return Err(Error::config(format!(
+            "equalize: {workers} workers cannot be split between {ranks} ranks"
+        )));
+    }
+    let parts = (workers / ranks) as u64;
+    let per_rank = ranks as u64 * minibatch_size as u64;
+    let steps = (total_samples / per_rank).max(1);
+    let part = (worker as u64) % parts;
+    Ok(steps / parts + u64::from(part < steps % parts))
 }
 
 /// Decoding threads per core beyond which a reader refuses ([`ReaderOptions::max_threads`]):
@@ -87,6 +118,7 @@ impl Default for ReaderOptions {
             threads,
             prefetch_chunks: ReaderOptions::prefetch_for(threads),
             with_replacement: false,
+            equalize: None,
         }
     }
 }
@@ -151,6 +183,15 @@ pub struct ReaderState {
     /// The file names of a corpus, in order (see [`ChunkSource::shard_names`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<Vec<String>>,
+    /// [`ReaderOptions::equalize`]: minibatches per sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equalize: Option<u64>,
+    /// With equalize: minibatches and sequences delivered in the current sweep so far.
+    #[serde(default)]
+    pub sweep_minibatches: u64,
+    /// See `sweep_minibatches`.
+    #[serde(default)]
+    pub sweep_sequences: u64,
 }
 
 /// What [`Reader::run`] delivered.
@@ -225,6 +266,12 @@ pub struct Reader<T: Element> {
     total_samples: u64,
     /// The file names of a corpus source (keys hold the shard).
     corpus: Option<Vec<String>>,
+    // With equalize: what the current sweep delivered, and the notes of ended sweeps.
+    sweep_minibatches: u64,
+    sweep_sequences: u64,
+    notes: Vec<String>,
+    /// With equalize: a sequence was delivered since the part was last started again.
+    delivered_in_pass: bool,
 }
 
 impl<T: Element> Reader<T> {
@@ -281,6 +328,18 @@ impl<T: Element> Reader<T> {
         } else {
             None
         };
+        if options.equalize.is_some() && options.worker_rank >= num_chunks {
+            return Err(Error::config(format!(
+                "equalize: worker {} of {} has no data to deliver its minibatches from: the data \
+                 set has {num_chunks} chunk(s); use a smaller chunk size (or auto), or fewer workers",
+                options.worker_rank, options.num_workers
+            )));
+        }
+        if options.equalize == Some(0) {
+            return Err(Error::config(
+                "equalize: minibatches per sweep must be at least 1",
+            ));
+        }
         let specs = source.streams().to_vec();
         let defining = specs.iter().position(|s| s.defines_mb_size);
         Ok(Reader {
@@ -311,6 +370,10 @@ impl<T: Element> Reader<T> {
             no_data: options.worker_rank >= num_chunks,
             total_samples,
             corpus: source.shard_names().map(<[String]>::to_vec),
+            sweep_minibatches: 0,
+            sweep_sequences: 0,
+            notes: Vec::new(),
+            delivered_in_pass: false,
             opts: options,
             source,
         })
@@ -353,6 +416,7 @@ impl<T: Element> Reader<T> {
             worker_rank: "worker_rank",
             chunks: "number of chunks",
             total_samples: "number of samples",
+            equalize: "equalize (minibatches per sweep)",
         );
         if state.corpus != now.corpus {
             mismatch.push(corpus_difference(
@@ -372,6 +436,8 @@ impl<T: Element> Reader<T> {
         r.samples_delivered = state.samples_delivered;
         r.sweep_samples = state.sweep_samples;
         r.minibatches = state.minibatches;
+        r.sweep_minibatches = state.sweep_minibatches;
+        r.sweep_sequences = state.sweep_sequences;
         r.sched = Cursor {
             sweep: state.sweep,
             window: state.window,
@@ -415,6 +481,9 @@ impl<T: Element> Reader<T> {
             chunks: self.source.chunks().len(),
             total_samples: self.total_samples,
             corpus: self.corpus.clone(),
+            equalize: self.opts.equalize,
+            sweep_minibatches: self.sweep_minibatches,
+            sweep_sequences: self.sweep_sequences,
         }
     }
 
@@ -553,6 +622,7 @@ impl<T: Element> Reader<T> {
             }
             let corpus = self.corpus.is_some();
             copy_sequences(loaded, start..end, self.sweep, corpus, mb);
+            self.delivered_in_pass |= end > start;
             let added = (samples - mb.samples) as u64;
             mb.samples = samples;
             self.offset = end;
@@ -565,7 +635,107 @@ impl<T: Element> Reader<T> {
             }
         }
         self.minibatches = self.minibatches.saturating_add(1);
+        if let Some(quota) = self.opts.equalize {
+            self.sweep_minibatches += 1;
+            self.sweep_sequences += mb.len() as u64;
+            if self.sweep_minibatches >= quota {
+                mb.end_of_sweep = true;
+                self.end_equalized_sweep(quota);
+            }
+        }
         Ok(true)
+    }
+
+    /// With equalize, once the sweep's minibatches are delivered: notes what was repeated or
+    /// dropped, and moves to the next sweep (dropping what is loaded or decoded ahead).
+    fn end_equalized_sweep(&mut self, quota: u64) {
+        let part: u64 = self
+            .plan(self.sweep)
+            .chunks
+            .iter()
+            .map(|&c| self.source.chunks()[c].sequences as u64)
+            .sum();
+        let (o, got) = (&self.opts, self.sweep_sequences);
+        let what = match got.cmp(&part) {
+            std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
+            std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
+            std::cmp::Ordering::Equal => "all of them once".to_string(),
+        };
+        self.notes.push(format!(
+            "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences; \
+             its part has {part} sequences: {what}",
+            self.sweep, o.worker_rank, o.num_workers
+        ));
+        if let Some(l) = self.loaded.take() {
+            self.release(l);
+        }
+        self.drop_pending();
+        self.sweep = self.sweep.saturating_add(1);
+        (self.window, self.offset) = (0, 0);
+        (
+            self.sweep_samples,
+            self.sweep_minibatches,
+            self.sweep_sequences,
+        ) = (0, 0, 0);
+        self.sched = Cursor {
+            sweep: self.sweep,
+            window: 0,
+            index: 0,
+        };
+    }
+
+    /// Forgets the chunks scheduled ahead (their decoding finishes unseen).
+    fn drop_pending(&mut self) {
+        for (_, p) in self.pending.drain(..) {
+            if let Pending::Deferred(mut b) = p {
+                b.clear();
+                self.spare.push(b);
+            }
+        }
+    }
+
+    /// A warning when this worker's share of the current sweep (its chunks' samples, by the
+    /// index) is empty or less than half the workers' mean: ranks that read much less than the
+    /// others fall out of step (or, with none, silently read nothing).
+    pub fn share_warning(&self) -> Option<String> {
+        let o = &self.opts;
+        let workers = o.num_workers;
+        if workers < 2 {
+            return None;
+        }
+        let infos = self.source.chunks();
+        let order = super::plan::chunk_order(infos.len(), o.randomize, o.seed, self.sweep);
+        let mine: u64 = super::plan::worker_chunks(&order, workers, o.worker_rank)
+            .iter()
+            .map(|&c| infos[c].samples)
+            .sum();
+        let mean = self.total_samples / workers as u64;
+        let advice = "give a smaller chunk size (--chunk-size auto / chunk_size=\"auto\" sizes \
+                      chunks for the workers), fewer workers, or equalize";
+        let who = format!("worker {} of {workers}", o.worker_rank);
+        if mine == 0 {
+            Some(format!(
+                "{who} gets no data in sweep {}: the data set has {} chunk(s) for {workers} \
+                 workers (with the default 32 MiB chunks a small file is one chunk); {advice}",
+                self.sweep,
+                infos.len()
+            ))
+        } else if mine.saturating_mul(2) < mean {
+            Some(format!(
+                "{who} gets {mine} samples of sweep {}, less than half the workers' mean of \
+                 {mean} ({} chunk(s) for {workers} workers); {advice}",
+                self.sweep,
+                infos.len()
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// With equalize, the notes of the sweeps ended since the last call: what each repeated or
+    /// dropped.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     fn limit_reached(&self) -> bool {
@@ -605,7 +775,7 @@ impl<T: Element> Reader<T> {
                 return Ok(());
             }
             let available = self.loaded.as_ref().map(|l| self.offset < l.order.len());
-            if available == Some(false) && !mb.is_empty() {
+            if available == Some(false) && !mb.is_empty() && self.opts.equalize.is_none() {
                 let windows = self.plan(self.sweep).windows.len();
                 if self.window + 1 >= windows {
                     mb.end_of_sweep = true;
@@ -624,6 +794,24 @@ impl<T: Element> Reader<T> {
                 self.offset = 0;
             }
             let plan = self.plan(self.sweep);
+            if self.window >= plan.windows.len() && self.opts.equalize.is_some() {
+                // Equalize: the part ran out before the sweep's minibatches; again from its
+                // start (what was decoded ahead belongs to the next sweep).
+                if !std::mem::take(&mut self.delivered_in_pass) {
+                    return Err(Error::config(format!(
+                        "equalize: worker {} of {} has no sequence to deliver in sweep {}",
+                        self.opts.worker_rank, self.opts.num_workers, self.sweep
+                    )));
+                }
+                (self.window, self.offset) = (0, 0);
+                self.drop_pending();
+                self.sched = Cursor {
+                    sweep: self.sweep,
+                    window: 0,
+                    index: 0,
+                };
+                continue;
+            }
             if self.window >= plan.windows.len() {
                 if !mb.is_empty() {
                     mb.end_of_sweep = true;

@@ -111,7 +111,9 @@ mod rng;
 #[cfg(test)]
 mod tests;
 
-pub use any::{AnyMinibatch, AnyReader, RunOptions};
+pub use any::{
+    auto_chunk_size, AnyMinibatch, AnyReader, Equalize, RunOptions, AUTO_CHUNKS_PER_WORKER,
+};
 pub use args::{ArgStyle, ReaderArgs};
 pub use build::{
     build_reader, open_configured_source, open_configured_source_with, reader_options,
@@ -120,7 +122,9 @@ pub use build::{
 pub use cbf_source::CbfSource;
 pub use corpus::{split_corpus_key, Corpus, CorpusSource, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
-pub use engine::{EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window};
+pub use engine::{
+    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
+};
 #[cfg(fuzzing)]
 pub use index_cache::fuzz_decode as fuzz_index_cache;
 pub use index_cache::index_cache_path;

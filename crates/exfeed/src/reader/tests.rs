@@ -1076,3 +1076,60 @@ fn drawing_with_replacement() {
     let err = r.next_minibatch(4, &mut mb).unwrap_err();
     assert!(err.message().contains("has frequency -1"), "{err}");
 }
+
+#[test]
+fn equalize_quota_splits_a_ranks_steps_between_its_parts() {
+    // 100 samples, minibatches of 8, 2 ranks: 6 steps a rank; 4 workers: 3 + 3.
+    assert_eq!(equalize_quota(100, 8, 2, 2, 1).unwrap(), 6);
+    let parts: Vec<u64> = (0..6)
+        .map(|w| equalize_quota(100, 8, 6, 2, w).unwrap())
+        .collect();
+    assert_eq!(parts, [2, 2, 2, 2, 2, 2]);
+    // 7 steps a rank over 3 parts: 3, 2, 2 for each rank.
+    let parts: Vec<u64> = (0..6)
+        .map(|w| equalize_quota(112, 8, 6, 2, w).unwrap())
+        .collect();
+    assert_eq!(parts, [3, 2, 2, 3, 2, 2]);
+    assert_eq!(equalize_quota(3, 8, 4, 4, 0).unwrap(), 1, "at least one");
+    assert!(equalize_quota(100, 8, 5, 2, 0).is_err());
+}
+
+#[test]
+fn equalize_delivers_the_quota_every_sweep_at_any_thread_count() {
+    let n = 61;
+    let src = source(n, 5);
+    let total: u64 = src.chunks().iter().map(|c| c.samples).sum();
+    let quota = equalize_quota(total, 6, 3, 3, 0).unwrap();
+    for threads in [0, 2] {
+        let mut all = Vec::new();
+        for rank in 0..3 {
+            let o = ReaderOptions {
+                num_workers: 3,
+                worker_rank: rank,
+                equalize: Some(quota),
+                limit: EpochLimit::Sweeps(3),
+                threads,
+                ..opts()
+            };
+            let mut r = Reader::new(src.clone(), o.clone()).unwrap();
+            let (seqs, _) = drain(&mut r, 6);
+            assert_eq!(seqs.len() as u64, 3 * quota, "rank {rank}");
+            assert_eq!(r.take_notes().len(), 3);
+            // Resumed after any minibatch, the rest is the same.
+            let mut first = Reader::new(src.clone(), o.clone()).unwrap();
+            let mut mb = first.new_minibatch();
+            for _ in 0..quota + 1 {
+                assert!(first.next_minibatch(6, &mut mb).unwrap());
+            }
+            let mut rest = Reader::restore(src.clone(), o, &first.state()).unwrap();
+            assert_eq!(drain(&mut rest, 6).0, seqs[quota as usize + 1..]);
+            all.push(seqs);
+        }
+        // Every minibatch's sequences come from one sweep's part of its worker.
+        for seqs in &all {
+            for mb in seqs {
+                assert!(mb.iter().all(|s| s.sweep == mb[0].sweep));
+            }
+        }
+    }
+}
