@@ -260,3 +260,55 @@ fn a_saved_state_is_refused_by_another_corpus() {
         "{err}"
     );
 }
+
+#[test]
+fn a_corpus_keeps_an_index_cache_per_file_and_says_so_in_one_count() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        std::fs::write(dir.path().join(format!("s-{i}.ctf")), shard_text(i, 10)).unwrap();
+    }
+    // The caches (s-0.ctf.exfeed-index, ...) match the glob too, and are not shards.
+    let glob = dir.path().join("s-*").display().to_string();
+    let args = ["--corpus", &glob, "--cache-index"];
+    let out = read(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("index scanned and cached x6)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = read(&args);
+    assert!(
+        text(&out.stderr).contains("index from cache x6)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(dumped(&out).len(), 60);
+}
+
+#[test]
+fn a_saved_state_moves_with_the_corpus_to_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    make_corpus(&a);
+    let state = dir.path().join("state.json").display().to_string();
+    let glob = |d: &Path| d.join("train-*").display().to_string();
+    let whole = dumped(&read(&["--corpus", &glob(&a)]));
+    let mut got = dumped(&read(&[
+        "--corpus",
+        &glob(&a),
+        "--stop-after",
+        "3",
+        "--save-state",
+        &state,
+    ]));
+    std::fs::rename(&a, &b).unwrap();
+    got.extend(dumped(&read(&[
+        "--corpus",
+        &glob(&b),
+        "--restore-state",
+        &state,
+    ])));
+    assert_eq!(got, whole);
+}

@@ -473,7 +473,46 @@ fn shared_ranges_do_not_amplify_memory() {
         "{}",
         text(&out.stdout)
     );
+    // Conversions stream too, and keep every event.
+    for out in ["back.bex", "back.ex"] {
+        let out = dir.path().join(out);
+        let out = out.to_str().unwrap();
+        let done = exfeed_within(256 << 10, &["convert", bex, out]);
+        assert!(done.status.success(), "{out}: {}", text(&done.stderr));
+        let check = exfeed(["check", out]);
+        assert!(
+            text(&check.stdout).contains("examples: 14700, events: 12495000"),
+            "{out}: {}",
+            text(&check.stdout)
+        );
+    }
     // The limit bites: the same program needs more than 8 MiB of address space.
     let out = exfeed_within(8 << 10, &["info", bex]);
     assert!(!out.status.success());
+}
+
+#[test]
+fn text_converts_to_bex_from_a_file_and_from_a_pipe_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("x.ex");
+    std::fs::write(&ex, EX).unwrap();
+    let from_file = dir.path().join("file.bex");
+    let out = exfeed(["convert", ex.to_str().unwrap(), from_file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Standard input cannot be counted first: it is held whole, then written.
+    let from_pipe = dir.path().join("pipe.bex");
+    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(["convert", "-", "--from", "ex", from_pipe.to_str().unwrap()])
+        .stdin(std::fs::File::open(&ex).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (a, b) = (
+        std::fs::read(&from_file).unwrap(),
+        std::fs::read(&from_pipe).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(&a[..4], &[0xaa; 4]);
+    let check = exfeed(["check", from_file.to_str().unwrap()]);
+    assert!(text(&check.stdout).contains("examples: 2, events: 3"));
 }

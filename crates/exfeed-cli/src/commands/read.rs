@@ -267,15 +267,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
     } else {
         0.0
     };
-    let origin: Vec<&str> = reader
-        .index_origins()
-        .into_iter()
-        .map(|o| match o {
-            IndexOrigin::Scanned => "scanned",
-            IndexOrigin::ScannedAndCached => "scanned and cached",
-            IndexOrigin::Cache => "from cache",
-        })
-        .collect();
+    let origin = index_origins(&reader.index_origins());
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
@@ -288,10 +280,32 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         summary.samples as f64 / elapsed,
         elapsed,
         indexed.as_secs_f64(),
-        if origin.is_empty() { String::new() } else { format!(", index {}", origin.join(",")) },
+        if origin.is_empty() { String::new() } else { format!(", index {origin}") },
         peak_rss().map_or_else(|| "unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0)),
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the CTF indexes came from, one word per file (`scanned,from cache`); for many files (a
+/// corpus), the count of each (`from cache x1022, scanned x2`).
+fn index_origins(origins: &[IndexOrigin]) -> String {
+    let word = |o: &IndexOrigin| match o {
+        IndexOrigin::Scanned => "scanned",
+        IndexOrigin::ScannedAndCached => "scanned and cached",
+        IndexOrigin::Cache => "from cache",
+    };
+    if origins.len() <= 4 {
+        return origins.iter().map(word).collect::<Vec<_>>().join(",");
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for o in origins {
+        match counts.iter_mut().find(|(w, _)| *w == word(o)) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((word(o), 1)),
+        }
+    }
+    let counts: Vec<String> = counts.iter().map(|(w, n)| format!("{w} x{n}")).collect();
+    counts.join(", ")
 }
 
 /// The progress bar (on a terminal only) in samples delivered, from where a restored reader

@@ -540,7 +540,16 @@ impl Out {
 
 /// Writes a set as `.bex` bytes, exactly as Lens's `saveExamples -binary` does.
 pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
-    let h = &set.header;
+    let mut out = write_header(&set.header, set.examples.len())?;
+    for (i, ex) in set.examples.iter().enumerate() {
+        write_example(&mut out, ex, &set.header)
+            .map_err(|e| e.in_context(format!("example {i}")))?;
+    }
+    Ok(out)
+}
+
+/// The start of a `.bex` file: cookie, set header and the number of examples that follow.
+pub fn write_header(h: &SetHeader, examples: usize) -> Result<Vec<u8>> {
     let mut o = Out { buf: Vec::new() };
     o.u32(LENS_BINARY_COOKIE);
     o.u32(4);
@@ -548,14 +557,27 @@ pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
     for v in h.parameters() {
         o.real(v);
     }
-    o.i32(set.examples.len() as i32);
-    for (i, ex) in set.examples.iter().enumerate() {
-        write_example(&mut o, ex, h).map_err(|e| e.in_context(format!("example {i}")))?;
-    }
+    let count = i32::try_from(examples).map_err(|_| {
+        Error::invalid(
+            0,
+            format!("{examples} examples are more than .bex can count"),
+        )
+    })?;
+    o.i32(count);
     Ok(o.buf)
 }
 
-fn write_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
+/// Appends one example of a set with header `h` in `.bex` form.
+pub fn write_example(out: &mut Vec<u8>, ex: &Example, h: &SetHeader) -> Result<()> {
+    let mut o = Out {
+        buf: std::mem::take(out),
+    };
+    let done = encode_example(&mut o, ex, h);
+    *out = o.buf;
+    done
+}
+
+fn encode_example(o: &mut Out, ex: &Example, h: &SetHeader) -> Result<()> {
     o.string(&ex.name, "the example name")?;
     o.string(&ex.proc, "the example proc")?;
     o.real(ex.frequency);

@@ -63,6 +63,50 @@ pub fn parse(bytes: &[u8]) -> crate::Result<ExampleSet> {
 
 use std::path::Path;
 
+/// Writes the examples `examples` reads, one at a time, as `.bex` (`binary`) or `.ex`, handing
+/// the bytes to `write` example by example: memory holds one example. `.bex` starts with the
+/// number of examples: `count` must give it (a `.bex` input declares it, see
+/// [`PipeReader::declared_examples`](pipe::PipeReader::declared_examples); a text input can be
+/// counted first, see [`crate::DataSet::lens_counts`]); a different number read is an error.
+/// Returns the number of examples written.
+pub fn write_stream(
+    examples: &mut pipe::PipeReader,
+    binary: bool,
+    count: Option<usize>,
+    write: &mut dyn FnMut(&[u8]) -> crate::Result<()>,
+) -> crate::Result<usize> {
+    let header = examples.header().clone();
+    let mut out = match (binary, count) {
+        (true, Some(n)) => binary::write_header(&header, n)?,
+        (true, None) => {
+            return Err(crate::Error::config(
+                "writing .bex one example at a time needs the number of examples first",
+            ))
+        }
+        (false, _) => text::write_header(&header)?,
+    };
+    let mut n = 0;
+    while let Some(ex) = examples.next_example()? {
+        if binary {
+            binary::write_example(&mut out, &ex, &header)
+        } else {
+            text::write_example(&mut out, &ex, &header)
+        }
+        .map_err(|e| e.in_context(format!("example {n}")))?;
+        write(&out)?;
+        out.clear();
+        n += 1;
+    }
+    write(&out)?;
+    match count {
+        Some(c) if binary && c != n => Err(crate::Error::corrupt(
+            0,
+            format!("{n} examples read, {c} counted before: the input changed while it was read"),
+        )),
+        _ => Ok(n),
+    }
+}
+
 /// Lens refuses a file shorter than its binary cookie; the whole file is the place (no byte).
 pub(crate) fn too_short() -> crate::Error {
     crate::Error::new(
@@ -91,4 +135,41 @@ pub fn is_binary_name(path: &Path) -> bool {
         .or_else(|| name.strip_suffix(".bz2"))
         .unwrap_or(&name);
     name.ends_with(".bex")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_writing_equals_writing_the_whole_set() {
+        let src = b"max:2;\nname:a 2 I: 1 2 T: 0;\nname:b [0] t: 3 i: 4;\n";
+        let set = text::parse(src).unwrap();
+        let expected = [text::write(&set).unwrap(), binary::write(&set).unwrap()];
+        for input in [src.to_vec(), expected[1].clone()] {
+            for (binary, want) in [(false, &expected[0]), (true, &expected[1])] {
+                let mut r = pipe::PipeReader::from_reader(
+                    Box::new(std::io::Cursor::new(input.clone())),
+                    "x",
+                )
+                .unwrap();
+                let count = r.declared_examples().or(Some(2));
+                let mut out = Vec::new();
+                let n = write_stream(&mut r, binary, count, &mut |b: &[u8]| {
+                    out.extend_from_slice(b);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!((n, &out), (2, want));
+            }
+        }
+        // `.bex` needs its count first, and the right one.
+        let mut r =
+            pipe::PipeReader::from_reader(Box::new(std::io::Cursor::new(src.to_vec())), "x")
+                .unwrap();
+        let mut sink = |_: &[u8]| Ok(());
+        assert!(write_stream(&mut r, true, None, &mut sink).is_err());
+        let e = write_stream(&mut r, true, Some(3), &mut sink).unwrap_err();
+        assert!(e.message().contains("2 examples read, 3 counted"), "{e}");
+    }
 }

@@ -103,6 +103,12 @@ impl PipeReader {
         self.binary
     }
 
+    /// A `.bex` file's number of examples, from its header, before any is read (text declares
+    /// none).
+    pub fn declared_examples(&self) -> Option<usize> {
+        (self.binary && self.total == 0).then_some(self.left)
+    }
+
     /// Reads what the source has ready (one read, so a pipe is never waited on for more than
     /// it has sent) after the unread bytes; false at the end of the source. The bytes already
     /// parsed are dropped first, but for the one before `pos` (a `#` starts a comment only

@@ -32,7 +32,8 @@ pub fn split_corpus_key(key: u64) -> (u64, u64) {
 /// The files of a corpus, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Corpus {
-    /// A glob (`data/train-*.ctf`), expanded by exfeed (not the shell) in sorted order.
+    /// A glob (`data/train-*.ctf`), expanded by exfeed (not the shell) in sorted order: files
+    /// only, not exfeed's index caches (`*.exfeed-index`).
     Glob(String),
     /// A list file: one path a line (relative paths are relative to the list file's
     /// directory; blank lines and lines starting with `#` are skipped), in its order.
@@ -82,7 +83,9 @@ impl Corpus {
                         let path = e.path().to_path_buf();
                         Error::io(&path, e.into())
                     })?;
-                    if p.is_file() {
+                    // exfeed's own index caches (FILE.exfeed-index) are not shards.
+                    let cache = p.extension().is_some_and(|e| e == "exfeed-index");
+                    if p.is_file() && !cache {
                         files.push(p);
                     }
                 }

@@ -180,7 +180,8 @@ pub struct ReaderState {
     pub chunks: usize,
     /// Total samples of the data set by its index.
     pub total_samples: u64,
-    /// The file names of a corpus, in order (see [`ChunkSource::shard_names`]).
+    /// The file names (without directories) of a corpus, in order (see
+    /// [`ChunkSource::shard_names`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<Vec<String>>,
     /// [`ReaderOptions::equalize`]: minibatches per sweep.
@@ -369,7 +370,14 @@ impl<T: Element> Reader<T> {
             // The number of chunks a worker owns is the same every sweep.
             no_data: options.worker_rank >= num_chunks,
             total_samples,
-            corpus: source.shard_names().map(<[String]>::to_vec),
+            // By file name, so that a saved state moves with the data to another directory.
+            corpus: source.shard_names().map(|names| {
+                let base = |n: &String| {
+                    let name = std::path::Path::new(n).file_name();
+                    name.map_or_else(|| n.clone(), |f| f.to_string_lossy().into_owned())
+                };
+                names.iter().map(base).collect()
+            }),
             sweep_minibatches: 0,
             sweep_sequences: 0,
             notes: Vec::new(),

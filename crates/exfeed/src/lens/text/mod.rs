@@ -7,7 +7,7 @@ mod write;
 
 pub use parse::parse;
 pub(crate) use parse::{is_incomplete, parse_example_at, parse_header_prefix};
-pub use write::write;
+pub use write::{write, write_example, write_header};
 
 #[cfg(test)]
 mod tests;

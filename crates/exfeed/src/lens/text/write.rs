@@ -11,8 +11,17 @@ use crate::lens::model::*;
 /// Fails on what text cannot carry: infinite values, and strings that cannot be quoted so as
 /// to read back unchanged (unbalanced brackets, a `#` starting a line, a leading line break).
 pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
+    let mut out = write_header(&set.header)?;
+    for (i, ex) in set.examples.iter().enumerate() {
+        write_example(&mut out, ex, &set.header)
+            .map_err(|e| e.in_context(format!("example {i}")))?;
+    }
+    Ok(out)
+}
+
+/// The set header's text, ending with its `;` (see [`write()`]).
+pub fn write_header(h: &SetHeader) -> Result<Vec<u8>> {
     let mut w = Writer { out: Vec::new() };
-    let h = &set.header;
     let d = SetHeader::default();
     if !h.proc.is_empty() {
         w.out.extend_from_slice(b"proc:");
@@ -35,11 +44,17 @@ pub fn write(set: &ExampleSet) -> Result<Vec<u8>> {
         }
     }
     w.out.extend_from_slice(b";\n");
-    for (i, ex) in set.examples.iter().enumerate() {
-        w.example(ex, h)
-            .map_err(|e| e.in_context(format!("example {i}")))?;
-    }
     Ok(w.out)
+}
+
+/// Appends one example of a set with header `h` as text (see [`write()`]).
+pub fn write_example(out: &mut Vec<u8>, ex: &Example, h: &SetHeader) -> Result<()> {
+    let mut w = Writer {
+        out: std::mem::take(out),
+    };
+    let done = w.example(ex, h);
+    *out = w.out;
+    done
 }
 
 struct Writer {
