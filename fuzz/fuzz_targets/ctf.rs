@@ -12,7 +12,12 @@ fn config(which: u8) -> CtfOptions {
         1 => vec!["features:dense:2:F".parse().unwrap()],
         _ => vec!["x:sparse:5".parse().unwrap(), "y:dense:1:a".parse().unwrap()],
     };
-    CtfOptions { inputs, skip_sequence_ids: which & 4 != 0, max_errors: (which as u64 >> 3) % 4 }
+    CtfOptions {
+        inputs,
+        skip_sequence_ids: which & 4 != 0,
+        max_errors: (which as u64 >> 3) % 4,
+        ..CtfOptions::default()
+    }
 }
 
 fn streamed(data: &[u8], opts: &CtfOptions, cut: usize) -> (SequenceBatch<f32>, Vec<Diagnostic>, Option<String>) {

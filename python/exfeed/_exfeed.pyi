@@ -119,7 +119,8 @@ class Reader(Iterator[Minibatch]):
 
     Defaults of the options left None: those of the configuration (config=), else
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
-    precision="float", threads=the available cores.
+    precision="float", threads=the available cores, max_record_size=64 MiB (the most bytes one
+    record, a CTF sequence, may take).
     """
 
     def __init__(
@@ -153,6 +154,7 @@ class Reader(Iterator[Minibatch]):
         lens_mode: Optional[str] = None,
         nan: Optional[float] = None,
         equalize: Optional[Union[bool, int]] = None,
+        max_record_size: Optional[int] = None,
     ) -> None: ...
     @property
     def streams(self) -> list[StreamInfo]: ...
@@ -192,6 +194,7 @@ class OpenArgs(TypedDict, total=False):
     input_groups: Optional[Layout]
     target_groups: Optional[Layout]
     nan: Optional[float]
+    max_record_size: Optional[int]
 
 def check(
     path: PathLike,

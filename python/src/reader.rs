@@ -143,7 +143,7 @@ impl Reader {
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
-        lens_mode=None, nan=None, equalize=None))]
+        lens_mode=None, nan=None, equalize=None, max_record_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -175,6 +175,7 @@ impl Reader {
         lens_mode: Option<String>,
         nan: Option<f32>,
         equalize: Option<&Bound<'_, PyAny>>,
+        max_record_size: Option<u64>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -213,6 +214,7 @@ impl Reader {
                             .map_err(|e: exfeed::Error| bad_arg("lens_mode", e.message()))
                     })
                     .transpose()?,
+                max_record_size,
                 style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },

@@ -103,6 +103,7 @@ impl OpenArgs {
                 input_groups,
                 target_groups,
                 nan: kw.get("nan")?,
+                max_record_size: kw.get("max_record_size")?,
                 style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },

@@ -58,3 +58,20 @@ def test_dump_gives_every_sequence_in_file_order(tmp_path):
     with pytest.raises(exfeed.DataError) as e:
         next(it)
     assert (e.value.line, e.value.column) == (2, 4)
+
+
+def test_max_record_size_bounds_one_sequence_in_every_function(tmp_path):
+    path = tmp_path / "long.ctf"
+    entries = " ".join(f"{i}:1" for i in range(1000))
+    path.write_text(f"0 |s {entries}\n1 |s {entries}\n")
+    inputs = {"s": ("sparse", 1000)}
+    assert exfeed.check(path, inputs=inputs)["ok"]
+    report = exfeed.check(path, inputs=inputs, max_record_size=4096)
+    assert not report["ok"] and "longer than the maximum record size (4096 bytes)" in report["error"]
+    with pytest.raises(exfeed.DataError, match=r"\(byte 4096\): a sequence longer than the maximum"):
+        list(exfeed.dump(path, inputs=inputs, max_record_size=4096))
+    with pytest.raises(exfeed.DataError, match="longer than the maximum record size"):
+        list(exfeed.Reader(path, minibatch_size=2, inputs=inputs, max_record_size=4096))
+    assert len(list(exfeed.Reader(path, minibatch_size=2, inputs=inputs, max_record_size=1 << 20))) == 1
+    with pytest.raises(ValueError, match="max_record_size: must be at least 1 byte"):
+        exfeed.check(path, inputs=inputs, max_record_size=0)

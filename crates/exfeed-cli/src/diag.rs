@@ -34,6 +34,45 @@ impl DiagnosticSink for Stderr {
     }
 }
 
+/// Standard output whose write errors say where they happened ("standard output: No space
+/// left on device" under a redirect to a full disk, rather than an error with no place). The
+/// kind is kept: a closed pipe is still `BrokenPipe`.
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    pub fn lock() -> Self {
+        Stdout(std::io::stdout().lock())
+    }
+}
+
+fn named(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("standard output: {e}"))
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}
+
+/// A closed standard output (a pipe into `head`) ends the output quietly: success.
+pub fn stdout_closed_is_fine(result: anyhow::Result<()>) -> anyhow::Result<std::process::ExitCode> {
+    match result {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(std::process::ExitCode::SUCCESS),
+    }
+}
+
 /// Prints a fatal error with its chain of causes.
 pub fn print_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{exfeed, record_skip_because, text};
 use std::path::PathBuf;
 
 fn data(name: &str) -> String {
@@ -182,6 +182,22 @@ fn bex_nan_payload_becomes_a_quiet_nan_through_text() {
     assert_eq!(&back[at + 4..], &original[at + 4..]);
 }
 
+/// Runs exfeed from `sh -c "SETUP; exec exfeed ARGS"`, so that the resource limits SETUP sets
+/// apply to exfeed alone: (exit code, stdout, stderr).
+fn run_in_shell(setup: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "{setup}; exec '{}' {}",
+        env!("CARGO_BIN_EXE_exfeed"),
+        quoted.join(" ")
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
 /// A CTF file of `n` one-line sequences (dense `features` of 4, sparse `label` of 3).
 fn ctf_lines(n: usize) -> String {
     (0..n)
@@ -228,18 +244,8 @@ fn full_disk_keeps_the_old_output_and_names_it() {
         let (input, output) = (d(input), d(out));
         let args = [&["convert", &input, &output, "--force"][..], extra].concat();
         std::fs::write(d(out), "old\n").unwrap();
-        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
-        let script = format!(
-            "trap '' XFSZ; ulimit -f 20; exec '{}' {}",
-            env!("CARGO_BIN_EXE_exfeed"),
-            quoted.join(" ")
-        );
-        let o = std::process::Command::new("sh")
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{out}: {err}");
+        let (code, _, err) = run_in_shell("trap '' XFSZ; ulimit -f 20", &args);
+        assert_eq!(code, Some(2), "{out}: {err}");
         assert!(
             err.contains(&format!("{}: File too large", d(out))),
             "{out}: the message names the output: {err}"
@@ -304,9 +310,14 @@ fn input_without_line_ends_is_bounded_by_the_record_size() {
     use std::process::{Command, Stdio};
     // Through a pipe (a stream, never a file that could be mapped): a NUL fails at once, a line
     // of digits at the maximum record size (64 MiB), instead of being buffered without end.
-    let feed = |input: Vec<u8>| {
+    let feed_to = |command: &str, input: Vec<u8>| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-            .args(["dump", "-i", "a:dense:1", "-"])
+            .args([command, "-i", "a:dense:1", "-"])
+            .args(if command == "read" {
+                &["-m", "2"][..]
+            } else {
+                &[]
+            })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -320,6 +331,7 @@ fn input_without_line_ends_is_bounded_by_the_record_size() {
         writer.join().unwrap();
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
+    let feed = |input: Vec<u8>| feed_to("dump", input);
     let mut zeros = b"7 |a 1\n8 |a 2\n".to_vec();
     zeros.resize(zeros.len() + (8 << 20), 0);
     let (code, out, err) = feed(zeros);
@@ -332,15 +344,18 @@ fn input_without_line_ends_is_bounded_by_the_record_size() {
     assert_eq!(out.lines().count(), 2, "{out}");
     let mut digits = b"|a 1\n".to_vec();
     digits.resize(digits.len() + (65 << 20), b'1');
-    let (code, _, err) = feed(digits);
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains(
-            "-:2:67108865 (byte 67108869): a sequence longer than the maximum record size \
-             (67108864 bytes) starts at byte 5"
-        ),
-        "{err}"
-    );
+    // `read` holds a stream whole in memory (to randomize it): checked as it arrives.
+    for (command, what) in [("dump", "sequence"), ("read", "line")] {
+        let (code, _, err) = feed_to(command, digits.clone());
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains(&format!(
+                "-:2:67108865 (byte 67108869): a {what} longer than the maximum record size \
+                 (67108864 bytes) starts at byte 5"
+            )),
+            "{command}: {err}"
+        );
+    }
     // Control bytes in what was found are shown escaped, not printed raw (invisible, or
     // read by the terminal).
     let dir = tempfile::tempdir().unwrap();
@@ -401,4 +416,360 @@ fn a_damaged_index_cache_is_not_used_and_is_replaced() {
             "{err}"
         );
     }
+}
+
+/// A 1 GiB address space (RLIMIT_AS) for the child: an input read whole into memory or a line
+/// buffered without end fails there ("out of memory", not the expected error) long before it
+/// could take the machine's memory.
+const ONE_GIB_OF_MEMORY: &str = "ulimit -v 1048576";
+
+/// Every command that reads, on `file`, with `args`; `convert` writes `out`.
+fn every_reading_command<'a>(file: &'a str, args: &[&'a str], out: &'a str) -> Vec<Vec<&'a str>> {
+    let convert = ["convert", "--force"];
+    [
+        (&["info"][..], None),
+        (&["dump"], None),
+        (&["check"], None),
+        (&["read", "-m", "2"], None),
+        (&convert, Some(out)),
+    ]
+    .iter()
+    .map(|(cmd, out)| [cmd, args, &[file], out.as_slice()].concat())
+    .collect()
+}
+
+/// One dense input `a` of dim 1.
+const A: [&str; 2] = ["-i", "a:dense:1"];
+
+#[test]
+fn an_endless_device_stops_at_its_first_byte_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.cbf").to_string_lossy().into_owned();
+    for cmd in every_reading_command("/dev/zero", &A, &out) {
+        let (code, stdout, err) = run_in_shell(ONE_GIB_OF_MEMORY, &cmd);
+        assert_eq!(code, Some(1), "{cmd:?}: {err}");
+        assert!(
+            format!("{stdout}{err}")
+                .contains("/dev/zero:1:1 (byte 0): found a NUL byte: CTF is text"),
+            "{cmd:?}: {stdout}{err}"
+        );
+    }
+    // As CBF: refused on its magic before the stream is read whole.
+    let out = dir.path().join("out.ctf").to_string_lossy().into_owned();
+    for cmd in [
+        &["info", "--from", "cbf", "/dev/zero"][..],
+        &["dump", "--from", "cbf", "/dev/zero"],
+        &["check", "--from", "cbf", "/dev/zero"],
+        &["convert", "--from", "cbf", "/dev/zero", &out],
+    ] {
+        let (code, stdout, err) = run_in_shell(ONE_GIB_OF_MEMORY, cmd);
+        assert_eq!(code, Some(1), "{cmd:?}: {err}");
+        assert!(
+            format!("{stdout}{err}")
+                .contains("/dev/zero (byte 0): not a CBF file: magic is 0x0000000000000000"),
+            "{cmd:?}: {stdout}{err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// `n` gzip members of `block` each, one after another: a small file that decompresses to `n`
+/// times `block` (gzip readers go on across members, as `gzip -d` does).
+fn gzip_bomb(block: &[u8], n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(block).unwrap();
+    gz.finish().unwrap().repeat(n)
+}
+
+#[test]
+fn decompression_bombs_are_checked_as_they_stream_in_bounded_memory() {
+    // Each 2 GiB decompressed, twice the child's address space.
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("zeros.gz"), gzip_bomb(&[0; 1 << 20], 2048)).unwrap();
+    std::fs::write(d("digits.gz"), gzip_bomb(&[b'1'; 1 << 20], 2048)).unwrap();
+    assert!(std::fs::metadata(d("digits.gz")).unwrap().len() < 8 << 20);
+    let out = d("out.cbf");
+    let zeros = d("zeros.gz");
+    for cmd in every_reading_command(&zeros, &A, &out) {
+        let (code, stdout, err) = run_in_shell(ONE_GIB_OF_MEMORY, &cmd);
+        assert_eq!(code, Some(1), "{cmd:?}: {err}");
+        assert!(
+            format!("{stdout}{err}").contains("zeros.gz:1:1 (byte 0): found a NUL byte"),
+            "{cmd:?}: {stdout}{err}"
+        );
+    }
+    // A line without end: an error where it crosses the maximum record size (the commands
+    // that stream say sequence, those that hold the input whole say line).
+    let digits = d("digits.gz");
+    for cmd in every_reading_command(
+        &digits,
+        &[&A[..], &["--max-record-size", "1M"]].concat(),
+        &out,
+    ) {
+        let (code, stdout, err) = run_in_shell(ONE_GIB_OF_MEMORY, &cmd);
+        assert_eq!(code, Some(1), "{cmd:?}: {err}");
+        let all = format!("{stdout}{err}");
+        assert!(
+            all.contains("digits.gz:1:1048577 (byte 1048576): a "),
+            "{cmd:?}: {all}"
+        );
+        assert!(
+            all.contains("longer than the maximum record size (1048576 bytes) starts at byte 0"),
+            "{cmd:?}: {all}"
+        );
+    }
+    assert!(!std::path::Path::new(&out).exists());
+}
+
+/// A CTF file of two sequences of one line each, a sparse input `s` of 1000 values (about 6 KB).
+fn long_lines(dir: &std::path::Path) -> String {
+    let line: String = (0..1000).map(|i| format!(" {i}:1")).collect();
+    let path = dir.join("long.ctf");
+    std::fs::write(&path, format!("0 |s{line}\n1 |s{line}\n")).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn max_record_size_is_a_flag_of_every_reading_command_and_a_config_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = long_lines(dir.path());
+    let out = dir.path().join("out.cbf").to_string_lossy().into_owned();
+    let s = ["-i", "s:sparse:1000"];
+    for cmd in every_reading_command(&f, &s, &out) {
+        let (code, _, err) = run(&cmd);
+        assert_eq!(code, 0, "{cmd:?}: {err}");
+    }
+    // Each reads the file its own way (streamed, indexed, mapped and converted in pieces):
+    // the same error at the same byte.
+    let lower = [&s[..], &["--max-record-size", "4K"]].concat();
+    for cmd in every_reading_command(&f, &lower, &out) {
+        let (code, _, err) = run(&cmd);
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(
+            err.contains(
+                "long.ctf:1:4097 (byte 4096): a sequence longer than the maximum record size \
+                 (4096 bytes) starts at byte 0 (raise it with --max-record-size or \
+                 maxRecordSizeInBytes)"
+            ),
+            "{cmd:?}: {err}"
+        );
+    }
+    let (code, _, err) = run(&["check", "-i", "s:sparse:1000", "--max-record-size", "0", &f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'--max-record-size <BYTES>': expected a positive size in bytes"),
+        "{err}"
+    );
+    // The configuration's maxRecordSizeInBytes, which the flag overrides.
+    let cfg = dir.path().join("r.cntk");
+    std::fs::write(
+        &cfg,
+        format!(
+            "reader = [\n  readerType = \"CNTKTextFormatReader\"\n  file = \"{f}\"\n  \
+             maxRecordSizeInBytes = 4096\n  input = [ s = [ dim = 1000 ; format = \"sparse\" ] ]\n]\n"
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_string_lossy();
+    for cmd in [&["read", "-m", "2"][..], &["check"], &["dump"]] {
+        let (code, _, err) = run(&[cmd, &["--config", &cfg]].concat());
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(
+            err.contains("(byte 4096): a sequence longer"),
+            "{cmd:?}: {err}"
+        );
+        let (code, _, err) = run(&[cmd, &["--config", &cfg, "--max-record-size", "64K"]].concat());
+        assert_eq!(code, 0, "{cmd:?}: {err}");
+    }
+    let (_, help, _) = run(&["read", "--help"]);
+    assert!(help.contains("--max-record-size <BYTES>"), "{help}");
+}
+
+#[test]
+fn non_regular_inputs_are_read_as_streams_never_silently_as_nothing() {
+    use std::io::Write;
+    // A FIFO is read as the stream it is.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("data.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            f.write_all(ctf_lines(500).as_bytes()).unwrap();
+        })
+    };
+    let fifo = fifo.to_string_lossy();
+    let (code, _, err) = run(&[&["read", "-m", "64"][..], &CTF_INPUTS, &[&fifo]].concat());
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("500 sequences, 500 samples"), "{err}");
+    // An empty device or pipe is an empty file: an error, as for an empty regular file,
+    // in every command (read once reported 0 sequences and exit 0).
+    let out = dir.path().join("out.cbf").to_string_lossy().into_owned();
+    for cmd in every_reading_command("/dev/null", &A, &out) {
+        let (code, stdout, err) = run(&cmd);
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(
+            format!("{stdout}{err}").contains("/dev/null: the file is empty: no data lines"),
+            "{cmd:?}: {stdout}{err}"
+        );
+    }
+    let empty = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(["read", "-m", "2", "-i", "a:dense:1", "-"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(text(&empty.stderr).contains("-: the file is empty: no data lines"));
+}
+
+#[test]
+fn a_full_standard_output_is_named_and_fails_the_command() {
+    let f = data("two-dense-samples.ctf");
+    for cmd in [
+        &["dump", "-i", "d:dense:2", &f][..],
+        &["check", "-i", "d:dense:2", &f],
+        &["info", "-i", "d:dense:2", &f],
+        &["read", "-m", "1", "--dump", "-i", "d:dense:2", &f],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+            .args(cmd)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.contains("exfeed: error: standard output: No space left on device"),
+            "{cmd:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn check_counts_a_decompression_error_as_one_error() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(ctf_lines(20_000).as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = dir.path().join("cut.ctf.gz");
+    std::fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let (code, out, _) = run(&[&["check"][..], &CTF_INPUTS, &[&cut.to_string_lossy()]].concat());
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("cut.ctf.gz: invalid (stopped at the error above)"),
+        "{out}"
+    );
+    assert!(out.contains("errors: 1,"), "{out}");
+    assert!(
+        !out.contains("  sequences: 0\n"),
+        "the part before the cut is counted: {out}"
+    );
+}
+
+#[test]
+fn a_cut_bex_fails_at_the_same_byte_in_every_command() {
+    // convert (.bex -> .ex, which reads the set whole) once said byte 37 ("the number of
+    // examples is 3, more than the 4 bytes left can hold") where read said byte 44.
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("ok.ex"), "name: a I: 1 0 T: 0 1;\n".repeat(3)).unwrap();
+    let bex = std::fs::read(convert(&dir, &d("ok.ex"), "ok.bex")).unwrap();
+    std::fs::write(d("cut.bex"), &bex[..45]).unwrap();
+    let cut = d("cut.bex");
+    let layout = ["--input-groups", "in:2", "--target-groups", "out:2"];
+    let (out_ex, out_ctf) = (d("out.ex"), d("out.ctf"));
+    for cmd in [
+        &["read", "-m", "1", &cut][..],
+        &["convert", &cut, &out_ex],
+        &["convert", &cut, &out_ctf],
+        &["check", &cut],
+        &["dump", &cut],
+        &["info", &cut],
+    ] {
+        let (code, _, all) = run(&[cmd, &layout[..]].concat());
+        assert_eq!(code, 1, "{cmd:?}: {all}");
+        assert!(
+            all.contains(
+                "cut.bex (byte 44): example 0: file ends inside the example frequency (4 bytes \
+                 needed, 1 left)"
+            ),
+            "{cmd:?}: {all}"
+        );
+    }
+}
+
+#[test]
+fn a_full_tmpfs_keeps_the_old_output_and_names_it() {
+    // A real full disk without privileges: a 64 KiB tmpfs mounted in a user and mount
+    // namespace of our own (unshare -rm), where the conversion runs; what the mount holds
+    // afterwards is listed from inside it (the mount ends with the namespace).
+    let probe = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return record_skip_because(
+            "unprivileged user namespaces or tmpfs mounts are not allowed here",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("big.ctf"), ctf_lines(3000)).unwrap();
+    std::fs::create_dir(d("full")).unwrap();
+    let out = d("full/out.cbf");
+    let script = format!(
+        "mount -t tmpfs -o size=64k tmpfs '{full}' && printf 'old\\n' >'{out}' && \
+         '{exe}' convert --force -i features:dense:4 -i label:sparse:3 '{input}' '{out}'; \
+         echo \"exit $?\"; cat '{out}'; ls -A '{full}'",
+        full = d("full"),
+        exe = env!("CARGO_BIN_EXE_exfeed"),
+        input = d("big.ctf"),
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        stdout, "exit 2\nold\nout.cbf\n",
+        "old file kept, nothing else: {err}"
+    );
+    assert!(
+        err.contains(&format!("{out}: No space left on device")),
+        "names the output: {err}"
+    );
+}
+
+#[test]
+fn an_example_of_many_events_in_few_bytes_reads_back_in_both_forms() {
+    // 70,000 events declared in a few bytes (one event list for all): the text reader once
+    // refused more events than the file had bytes, the binary reader more than 8 per byte
+    // left, so a .bex it read (the lens fuzz target's find: 196,608 events in 39 KB) was
+    // written as .ex that did not read back. Memory is bounded by the record size instead.
+    let dir = tempfile::tempdir().unwrap();
+    let ex = dir.path().join("many.ex").to_string_lossy().into_owned();
+    std::fs::write(&ex, ";\n70000 [*] I: 1 0 T: 0 1;\n").unwrap();
+    let bex = convert(&dir, &ex, "many.bex");
+    let again = convert(&dir, &bex, "again.ex");
+    for f in [&ex, &bex, &again] {
+        let (code, out, all) = run(&["check", f]);
+        assert_eq!(code, 0, "{f}: {all}");
+        assert!(out.contains("examples: 1, events: 70000"), "{f}: {out}");
+    }
+    assert_eq!(
+        std::fs::read(convert(&dir, &again, "again.bex")).unwrap(),
+        std::fs::read(&bex).unwrap()
+    );
 }

@@ -107,6 +107,7 @@ fn ctf_to_cbf_in_pieces<W: Write>(
     let mut ids = std::collections::HashSet::new();
     let mut repeated = false;
     scan_sequences(ctf, 0, 1, mode, |e| {
+        opts.limits.check_sequence(&e)?;
         if starts.is_empty() || e.offset - piece_start >= piece_bytes as u64 {
             let first = if starts.is_empty() {
                 (0, 1)
@@ -121,7 +122,7 @@ fn ctf_to_cbf_in_pieces<W: Write>(
         }
         Ok(())
     })
-    .map_err(|e| e.in_file(file.to_string()))?;
+    .map_err(|e| e.resolve_in(ctf, 0, 1).in_file(file.to_string()))?;
     drop(ids);
     let pieces: Vec<(u64, u64, usize)> = starts
         .iter()

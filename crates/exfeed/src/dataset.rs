@@ -42,11 +42,12 @@ use crate::ctf::{CtfOptions, CtfParser, CtfStream};
 use crate::element::{Element, Precision};
 use crate::error::{DiagnosticSink, Error, ErrorKind, Location, Result};
 use crate::format::FileFormat;
-use crate::io::{open_peeked, read_all, Compression, InputBytes, InputPath};
+use crate::io::{open_peeked, read_all, Compression, Holding, InputBytes, InputPath};
 use crate::lens::info::Info;
 use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::pipe::PipeReader;
 use crate::lens::ExampleSet;
+use crate::limits::Limits;
 use crate::reader::{
     CbfSource, ChunkSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions,
 };
@@ -71,6 +72,9 @@ pub struct OpenOptions {
     /// Lens: the network's layout, which makes examples sequences (one sample per event) of
     /// an `input` and a `target` stream.
     pub lens: Option<LensLayout>,
+    /// The most bytes one record (a CTF sequence, a Lens example) may take, also in an input
+    /// read whole from a stream (see [`Limits`]).
+    pub limits: Limits,
 }
 
 /// The network layout a Lens example file is read for (see [`Materializer`]).
@@ -92,6 +96,7 @@ impl OpenOptions {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
             max_errors: self.max_errors,
+            limits: self.limits,
         }
     }
 }
@@ -132,7 +137,9 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
             Content::Cbf(Box::new(crate::io::open_cbf(&input)?))
         }
         FileFormat::Cbf => {
-            let bytes = read_all(reader, &name)?;
+            // Its magic is checked before the stream is read whole (it may never end).
+            crate::cbf::check_magic(&head).map_err(in_file)?;
+            let bytes = read_all(reader, &name, Holding::Binary)?;
             Content::Cbf(Box::new(CbfFile::open(bytes).map_err(in_file)?))
         }
         _ => Content::Stream(reader),
@@ -211,8 +218,9 @@ impl DataSet {
         if self.input.is_seekable() {
             return Ok(self.input);
         }
+        let holding = self.holding();
         let bytes: Arc<[u8]> = match self.content {
-            Content::Stream(reader) => match read_all(reader, &self.name)? {
+            Content::Stream(reader) => match read_all(reader, &self.name, holding)? {
                 InputBytes::Owned(v) => v.into(),
                 other => Arc::from(&other[..]),
             },
@@ -259,15 +267,31 @@ impl DataSet {
         })
     }
 
-    /// The whole content in memory (a plain regular file is memory-mapped).
+    /// What the content is, for reading it whole from a stream (see [`Holding`]).
+    fn holding(&self) -> Holding {
+        match self.format {
+            FileFormat::Ctf => Holding::CtfText(self.options.limits),
+            _ => Holding::Binary,
+        }
+    }
+
+    /// Sets how many bad samples or sequences are tolerated (`maxErrors`), before anything is
+    /// read: `check` lists every problem of a file however many there are.
+    pub fn set_max_errors(&mut self, max_errors: u64) {
+        self.options.max_errors = max_errors;
+    }
+
+    /// The whole content in memory (a plain regular file is memory-mapped; a stream is read
+    /// whole, CTF text checked as it arrives: see [`Holding`]).
     pub fn into_bytes(self) -> Result<InputBytes> {
+        let holding = self.holding();
         match self.content {
             Content::Stream(_)
                 if self.input.is_seekable() && self.compression == Compression::None =>
             {
                 crate::io::open_bytes(&self.input)
             }
-            Content::Stream(reader) => read_all(reader, &self.name),
+            Content::Stream(reader) => read_all(reader, &self.name, holding),
             Content::Cbf(file) => match file.bytes() {
                 Some(b) => Ok(InputBytes::Owned(b.to_vec())),
                 None => crate::io::open_bytes(&self.input),
@@ -297,7 +321,7 @@ impl DataSet {
             }
             _ => None,
         };
-        PipeReader::new(reader, reopen, self.name)
+        PipeReader::with_limits(reader, reopen, self.name, self.options.limits)
     }
 
     /// A Lens file's example and event counts, from a pass over it of its own (the file is
@@ -358,7 +382,12 @@ impl DataSet {
                 let layout = needs_layout(&self.options, &self.name)?.clone();
                 let materializer = Materializer::new(layout.input_groups, layout.target_groups);
                 Inner::Lens {
-                    examples: Box::new(PipeReader::new(reader, None, self.name.clone())?),
+                    examples: Box::new(PipeReader::with_limits(
+                        reader,
+                        None,
+                        self.name.clone(),
+                        self.options.limits,
+                    )?),
                     materializer,
                     nan: layout.nan,
                     next_key: 0,

@@ -19,6 +19,7 @@
 //! # Ok::<(), exfeed::Error>(())
 //! ```
 
+use crate::ctf::SequenceExtent;
 use crate::error::{Error, Result};
 use crate::stream::{Storage, StreamSpec};
 
@@ -51,6 +52,37 @@ impl Limits {
         self.max_record_bytes
             .div_ceil(2)
             .min(Storage::Dense.max_dim())
+    }
+
+    /// Checks a CTF sequence found by a scan: longer than a record may be is an error.
+    pub fn check_sequence(&self, e: &SequenceExtent) -> Result<()> {
+        if e.len as u64 > self.max_record_bytes {
+            return Err(self.sequence_too_long(e.offset));
+        }
+        Ok(())
+    }
+
+    /// The error for a sequence that starts at byte `start` and goes on past the maximum
+    /// record size: at the byte where it crosses it.
+    pub fn sequence_too_long(&self, start: u64) -> Error {
+        self.too_long("sequence", start)
+    }
+
+    /// The error for a line that starts at byte `start` and goes on past the maximum record
+    /// size (a line is part of one sequence): at the byte where it crosses it.
+    pub fn line_too_long(&self, start: u64) -> Error {
+        self.too_long("line", start)
+    }
+
+    fn too_long(&self, what: &str, start: u64) -> Error {
+        let max = self.max_record_bytes;
+        Error::invalid(
+            start.saturating_add(max),
+            format!(
+                "a {what} longer than the maximum record size ({max} bytes) starts at byte \
+                 {start} (raise it with --max-record-size or maxRecordSizeInBytes)"
+            ),
+        )
     }
 
     /// Checks the dims of text inputs (CTF) against what a record can hold.

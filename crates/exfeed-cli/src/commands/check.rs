@@ -34,6 +34,8 @@ struct Problems {
     hidden: u64,
     errors: u64,
     warnings: u64,
+    /// The first failed write to standard output.
+    write_error: Option<std::io::Error>,
 }
 
 impl DiagnosticSink for Problems {
@@ -48,7 +50,9 @@ impl DiagnosticSink for Problems {
         }
         if self.printed < self.cap {
             self.printed += 1;
-            println!("{d}");
+            if let Err(e) = writeln!(crate::diag::Stdout::lock(), "{d}") {
+                self.write_error.get_or_insert(e);
+            }
         } else {
             self.hidden += 1;
         }
@@ -65,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Checks one file; returns its exit status (0 ok, 1 invalid, 2 unreadable).
 fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::diag::Stdout::lock();
     let opened = match args.source.open(file, args.from, &args.lens) {
         Ok(o) => o,
         Err(e) => match e.downcast::<exfeed::Error>() {
@@ -85,11 +89,7 @@ fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
     // check lists every problem; --max-errors only says how many make the file fatal to others.
     let tolerated = opened.options.max_errors;
     let mut data = opened.data;
-    if data.format() == FileFormat::Ctf {
-        let mut options = opened.options.clone();
-        options.max_errors = u64::MAX;
-        data = exfeed::open(data.into_input()?, &options)?;
-    }
+    data.set_max_errors(u64::MAX);
     let mut sink = Problems {
         trace_level: opened.trace_level,
         cap: args.max_problems,
@@ -97,8 +97,12 @@ fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
         hidden: 0,
         errors: 0,
         warnings: 0,
+        write_error: None,
     };
     let outcome = crate::with_precision!(opened.precision, T => data.summary::<T>(&mut sink));
+    if let Some(e) = sink.write_error.take() {
+        return Err(e.into());
+    }
     if sink.hidden > 0 {
         writeln!(out, "... and {} more problems not shown", sink.hidden)?;
     }

@@ -56,21 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--pipe, --no-loop and --max-examples apply to Lens example files only");
     }
     let result = crate::with_precision!(opened.precision, T => dump_sequences::<T>(opened));
-    stdout_closed_is_fine(result)
-}
-
-/// A closed standard output (a pipe into `head`) ends the dump quietly.
-fn stdout_closed_is_fine(result: anyhow::Result<()>) -> anyhow::Result<ExitCode> {
-    match result {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => Err(e),
-        Ok(()) => Ok(ExitCode::SUCCESS),
-    }
+    crate::diag::stdout_closed_is_fine(result)
 }
 
 fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
@@ -78,7 +64,7 @@ fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
     let mut sequences = opened.data.sequences::<T>()?;
     let names: Vec<String> = sequences.streams().iter().map(|s| s.name.clone()).collect();
     let mut batch = SequenceBatch::<T>::new(sequences.streams());
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::diag::Stdout::lock());
     let mut line = Vec::new();
     loop {
         let more = sequences.next_batch(&mut batch, &mut sink);
@@ -126,7 +112,7 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
     // Only --pipe loops (reopens the source at its end), as Lens's PIPE mode.
     let mut examples = opened.data.lens_examples(args.pipe && !args.no_loop)?;
     exfeed::dump::write_set_header(&mut line, examples.header(), counts);
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut w = std::io::BufWriter::new(crate::diag::Stdout::lock());
     let mut sink = Stderr::new(opened.trace_level);
     let max = args.max_examples.unwrap_or(u64::MAX);
     let result = (|| {
@@ -155,5 +141,5 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
         w.flush()?;
         anyhow::Ok(())
     })();
-    stdout_closed_is_fine(result)
+    crate::diag::stdout_closed_is_fine(result)
 }

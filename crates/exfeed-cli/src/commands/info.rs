@@ -11,6 +11,7 @@ use exfeed::io::InputBytes;
 use exfeed::lens::info::Info;
 use serde_json::json;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -63,11 +64,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    print!("{text}");
-    if args.json {
-        println!();
-    }
-    Ok(ExitCode::SUCCESS)
+    let mut out = crate::diag::Stdout::lock();
+    crate::diag::stdout_closed_is_fine((|| {
+        out.write_all(text.as_bytes())?;
+        if args.json {
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        anyhow::Ok(())
+    })())
 }
 
 fn writeln_summary(out: &mut Vec<u8>, s: &Summary) -> std::io::Result<()> {

@@ -150,6 +150,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         target_groups,
         nan: args.lens.nan,
         lens_mode: args.lens_mode,
+        max_record_size: s.max_record_size,
         style: ArgStyle::Cli,
     };
     Ok(reader_args.configure(s.reader_config()?)?)
@@ -212,10 +213,12 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
             message: w,
         });
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::diag::Stdout::lock());
     let mut line = Vec::new();
+    // A closed standard output (a pipe into `head`) ends the dump quietly, not the reading;
+    // any other write error (a full disk) ends the run.
     let mut stdout_closed = false;
+    let mut write_error = None;
     let (mut bar, mut done) = progress_bar(&reader, args);
     let mut mb = reader.new_minibatch();
     let mut summary = ReadSummary::default();
@@ -239,12 +242,22 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         if args.dump && !stdout_closed {
             line.clear();
             mb.write_json(&mut line);
-            if out.write_all(&line).is_err() {
-                stdout_closed = true;
+            match out.write_all(&line) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => stdout_closed = true,
+                Err(e) => {
+                    write_error = Some(e);
+                    break Ok(());
+                }
             }
         }
     };
-    let _ = out.flush();
+    match out.flush() {
+        Err(e) if !stdout_closed && e.kind() != std::io::ErrorKind::BrokenPipe => {
+            write_error.get_or_insert(e);
+        }
+        _ => {}
+    }
     drop(out);
     bar.finish();
     for d in reader.diagnostics() {
@@ -254,6 +267,9 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         eprintln!("exfeed: note: {note}");
     }
     result?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
     if let Some(path) = &args.save_state {
         exfeed::io::replace_file(path, format!("{}\n", reader.state().to_json()).as_bytes())?;
     }

@@ -39,6 +39,11 @@ pub struct SourceArgs {
     /// 0: errors only, 1: warnings too (the default), 2: information too.
     #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2))]
     pub trace_level: Option<u8>,
+    /// The most bytes one record (a CTF sequence) may take, also in a stream read whole into
+    /// memory (suffixes K, M, G; default 64M, or the config's maxRecordSizeInBytes). Longer
+    /// records are an error where the limit is crossed.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_record_size: Option<u64>,
 }
 
 impl SourceArgs {
@@ -95,6 +100,7 @@ impl SourceArgs {
             input_groups,
             target_groups,
             nan: lens.nan,
+            max_record_size: self.max_record_size,
             ..ReaderArgs::default()
         };
         let mut options = args.open_options(cfg.as_ref(), file);
@@ -172,7 +178,8 @@ pub fn parse_format(s: &str) -> Result<FileFormat, Error> {
     s.parse()
 }
 
-/// A size in bytes, with an optional suffix K, M or G (KiB, MiB, GiB): every `--chunk-size`.
+/// A size in bytes, with an optional suffix K, M or G (KiB, MiB, GiB): every `--chunk-size`
+/// and `--max-record-size`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (digits, shift) = match s.as_bytes().last() {
         Some(b'K' | b'k') => (&s[..s.len() - 1], 10),

@@ -6,7 +6,7 @@
 mod corpus;
 
 #[allow(unused_imports)] // not every test file reads the corpus
-pub use corpus::conformance;
+pub use corpus::{conformance, record_skip_because};
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 

@@ -54,6 +54,7 @@
 mod read;
 mod write;
 
+pub(crate) use read::check_magic;
 pub use read::{CbfFile, CbfStream, ChunkEntry};
 pub(crate) use write::EncodedBatch;
 pub use write::{CbfWriter, CbfWriterOptions};

@@ -433,24 +433,34 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
 
 type Header = (Vec<CbfStream>, Vec<ChunkEntry>, u64);
 
-fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result<Header> {
-    // Prefix + header sentinel, counts and the trailing offset.
-    const MIN_LEN: u64 = PREFIX_LEN + 8 + 4 + 4 + 8;
-    if len < 8 {
+/// Checks that `head`, the first bytes of a file, starts with CBF's magic: what can be refused
+/// before a stream is read whole.
+pub(crate) fn check_magic(head: &[u8]) -> Result<()> {
+    let Some(magic) = head.get(..8) else {
         return Err(corrupt(
             0,
-            format!("not a CBF file: {len} bytes, too short for the magic"),
+            format!(
+                "not a CBF file: {} bytes, too short for the magic",
+                head.len()
+            ),
         ));
-    }
-    let prefix = source.read(0, len.min(PREFIX_LEN) as usize)?;
-    let mut c = Cursor::new(&prefix, 0, prefix.len());
-    let magic = c.u64("magic")?;
+    };
+    let magic = u64::from_le_bytes(magic.try_into().expect("8 bytes"));
     if magic != CBF_MAGIC {
         return Err(corrupt(
             0,
             format!("not a CBF file: magic is {magic:#018x}, expected {CBF_MAGIC:#018x}"),
         ));
     }
+    Ok(())
+}
+
+fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result<Header> {
+    // Prefix + header sentinel, counts and the trailing offset.
+    const MIN_LEN: u64 = PREFIX_LEN + 8 + 4 + 4 + 8;
+    let prefix = source.read(0, len.min(PREFIX_LEN) as usize)?;
+    check_magic(&prefix)?;
+    let mut c = Cursor::new(&prefix, 8, prefix.len());
     let version = c.u32("version")?;
     if version != VERSION {
         return Err(corrupt(

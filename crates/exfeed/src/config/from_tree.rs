@@ -34,6 +34,7 @@ const READER_PARAMS: &[&str] = &[
     "frameMode",
     "cacheIndex",
     "lensMode",
+    "maxRecordSizeInBytes",
     "equalize",
     "inputGroups",
     "targetGroups",
@@ -439,6 +440,11 @@ impl<'f> Cx<'f> {
                         self.err(e.node.pos, None, format!("lensMode: {}", err.message()))
                     })?);
                     lens_mode_at = Some(e.key_pos);
+                }
+                "maxRecordSizeInBytes" => {
+                    cfg.limits.max_record_bytes = self
+                        .get::<Positive>(e, &rs, "maxRecordSizeInBytes", None)?
+                        .0
                 }
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => lens_params.push((name, e)),
                 "truncated" => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::element::Precision;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
+use crate::limits::Limits;
 use crate::stream::StreamSpec;
 
 /// CNTK's default `chunkSizeInBytes`: 32 MiB.
@@ -182,6 +183,9 @@ pub struct ReaderConfig {
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
     pub lens_mode: Option<SelectionMode>,
+    /// `maxRecordSizeInBytes` (exfeed; default 64 MiB): the most bytes one record (a CTF
+    /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
+    pub limits: Limits,
     /// `equalize` (exfeed, default false): distributed workers deliver the same number of
     /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
     pub equalize: bool,
@@ -205,6 +209,7 @@ impl Default for ReaderConfig {
             frame_mode: false,
             cache_index: false,
             lens_mode: None,
+            limits: Limits::default(),
             equalize: false,
             deserializers: Vec::new(),
         }

@@ -104,6 +104,7 @@ reader = [
         frame_mode: false,
         cache_index: true,
         lens_mode: None,
+        limits: Default::default(),
         equalize: false,
         deserializers: vec![DeserializerConfig {
             kind: DeserializerKind::Ctf,

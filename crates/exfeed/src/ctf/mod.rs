@@ -49,6 +49,7 @@ pub use scan::{detect_key_mode, scan_sequences, KeyMode, SequenceExtent, BOM};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{DiagnosticSink, Error, Result};
+use crate::limits::Limits;
 use crate::stream::{Storage, StreamSpec};
 
 /// What to read from a CTF file: CNTK's reader parameters that concern parsing.
@@ -60,6 +61,8 @@ pub struct CtfOptions {
     pub skip_sequence_ids: bool,
     /// How many bad samples or sequences to report and skip before stopping (`maxErrors`).
     pub max_errors: u64,
+    /// The most bytes one sequence may take (and so the largest dense dim it can hold).
+    pub limits: Limits,
 }
 
 /// Parses a whole CTF file held in `buf` into `batch` (whose streams are `opts.inputs`),

@@ -10,7 +10,6 @@ use crate::element::Element;
 use crate::error::{
     Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity,
 };
-use crate::limits::Limits;
 use crate::stream::Storage;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -26,7 +25,6 @@ pub struct CtfParser {
     seen_ids: HashSet<u64>,
     on_line: Vec<bool>,
     file: Option<Arc<str>>,
-    limits: Limits,
 }
 
 /// A sequence being read.
@@ -85,20 +83,16 @@ fn next_bar(line: &[u8], from: usize) -> usize {
 
 impl CtfParser {
     /// A parser for the configured inputs. Fails if there are none, if two inputs have the
-    /// same name in the file, or if a dense dim is more than a record can hold ([`Limits`]). As
+    /// same name in the file, or if a dense dim is more than a sequence can hold
+    /// ([`CtfOptions::limits`]). As
     /// CNTK's text parser, the data names an input by its alias only (by its name when it has
     /// no alias): `|labels` does not reach an input `labels` aliased `L`, so an alias may be
     /// another input's name (`-i y:dense:1:x -i x:dense:1:y`).
     pub fn new(opts: CtfOptions) -> Result<Self> {
-        Self::with_limits(opts, Limits::default())
-    }
-
-    /// [`CtfParser::new`] with other limits than the default ones.
-    pub fn with_limits(opts: CtfOptions, limits: Limits) -> Result<Self> {
         if opts.inputs.is_empty() {
             return Err(Error::config("no inputs are configured"));
         }
-        limits.check_text_inputs(&opts.inputs)?;
+        opts.limits.check_text_inputs(&opts.inputs)?;
         let mut names: Vec<(Box<[u8]>, usize)> = Vec::new();
         for (i, s) in opts.inputs.iter().enumerate() {
             let n = s.name_in_file();
@@ -118,7 +112,6 @@ impl CtfParser {
             seen_ids: HashSet::new(),
             on_line,
             file: None,
-            limits,
         })
     }
 
@@ -325,6 +318,19 @@ impl CtfParser {
             }
             pos = nl.map_or(buf.len(), |i| pos + i + 1);
             line_no += 1;
+            // The sequence this line belongs to, through this line: at most a record.
+            let start = match (mode, &seq) {
+                (KeyMode::Ids, Some(s)) => s.byte,
+                _ => at.byte,
+            };
+            if base + pos as u64 - start > self.opts.limits.max_record_bytes {
+                let e = self.opts.limits.sequence_too_long(start);
+                let e = e.resolve_in(buf, base, base_line);
+                return Err(match &self.file {
+                    Some(f) => e.in_file(f.clone()),
+                    None => e,
+                });
+            }
         }
         if let Some(s) = seq {
             self.end_sequence(mode, s, batch, sink)?;
@@ -825,16 +831,9 @@ impl CtfStream {
         if memchr::memchr(b'\n', bytes).is_some() {
             self.parse_complete(batch, sink)?;
         }
-        let max = self.parser.limits.max_record_bytes;
-        if self.pending.len() as u64 > max {
-            return Err(self.fatal(Error::invalid(
-                self.base + max,
-                format!(
-                    "a sequence longer than the maximum record size ({max} bytes) starts at \
-                     byte {}",
-                    self.base
-                ),
-            )));
+        let limits = self.parser.opts.limits;
+        if self.pending.len() as u64 > limits.max_record_bytes {
+            return Err(self.fatal(limits.sequence_too_long(self.base)));
         }
         Ok(())
     }

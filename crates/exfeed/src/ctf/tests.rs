@@ -11,6 +11,7 @@ fn opts(inputs: &[&str], max_errors: u64) -> CtfOptions {
         inputs: inputs.iter().map(|s| spec(s)).collect(),
         skip_sequence_ids: false,
         max_errors,
+        ..CtfOptions::default()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Opening inputs.
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -171,6 +172,11 @@ fn open_file(path: &Path) -> Result<File> {
 /// Reads a whole input into memory: regular uncompressed files are memory-mapped, compressed
 /// files are decompressed, standard input is read to its end.
 pub fn open_bytes(input: &InputPath) -> Result<InputBytes> {
+    open_bytes_as(input, Holding::Binary)
+}
+
+/// [`open_bytes`] for an input whose content is `holding`: text is checked as it streams in.
+pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> {
     let name = input.display_name();
     match input {
         InputPath::File(path) => {
@@ -184,9 +190,9 @@ pub fn open_bytes(input: &InputPath) -> Result<InputBytes> {
                     return Ok(InputBytes::Mapped(map));
                 }
             }
-            read_all(open_reader(input)?, &name)
+            read_all(open_reader(input)?, &name, holding)
         }
-        InputPath::Stdin => read_all(open_reader(input)?, &name),
+        InputPath::Stdin => read_all(open_reader(input)?, &name, holding),
         InputPath::Memory { bytes, .. } => Ok(InputBytes::Shared(bytes.clone())),
     }
 }
@@ -200,13 +206,59 @@ pub fn read_into_memory(input: &InputPath) -> Result<InputBytes> {
     })
 }
 
-/// Reads the rest of `reader` into memory, errors naming `name`.
-pub(crate) fn read_all(mut reader: Box<dyn BufRead + Send>, name: &str) -> Result<InputBytes> {
+/// What a stream read whole into memory holds, which says what can be checked as it arrives
+/// (a decompressed stream or a device can be endless: it must fail before it fills memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holding {
+    /// Binary data (CBF, Lens `.bex`), or text checked elsewhere: no check.
+    Binary,
+    /// CTF text: a NUL byte, which CTF text cannot hold, or a line longer than the maximum
+    /// record size (a sequence holds its lines whole) is an error as soon as it arrives.
+    CtfText(Limits),
+}
+
+/// Reads the rest of `reader` into memory, checking it as `holding` says; errors name `name`.
+pub(crate) fn read_all(
+    mut reader: Box<dyn BufRead + Send>,
+    name: &str,
+    holding: Holding,
+) -> Result<InputBytes> {
+    let Holding::CtfText(limits) = holding else {
+        let mut buf = Vec::new();
+        reader
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::from(e).in_file(name.to_string()))?;
+        return Ok(InputBytes::Owned(buf));
+    };
     let mut buf = Vec::new();
-    reader
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::from(e).in_file(name.to_string()))?;
-    Ok(InputBytes::Owned(buf))
+    let mut line_start = 0usize;
+    loop {
+        let got = match reader.fill_buf() {
+            Ok([]) => return Ok(InputBytes::Owned(buf)),
+            Ok(got) => got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::from(e).in_file(name.to_string())),
+        };
+        let (old, n) = (buf.len(), got.len());
+        buf.extend_from_slice(got);
+        reader.consume(n);
+        let fresh = &buf[old..];
+        let err = if let Some(k) = memchr::memchr(0, fresh) {
+            Some(Error::syntax(
+                (old + k) as u64,
+                "found a NUL byte: CTF is text",
+            ))
+        } else {
+            if let Some(k) = memchr::memrchr(b'\n', fresh) {
+                line_start = old + k + 1;
+            }
+            ((buf.len() - line_start) as u64 > limits.max_record_bytes)
+                .then(|| limits.line_too_long(line_start as u64))
+        };
+        if let Some(e) = err {
+            return Err(e.resolve_in(&buf, 0, 1).in_file(name.to_string()));
+        }
+    }
 }
 
 /// Opens an input as a buffered stream, decompressing gzip or bzip2 when its first bytes say so

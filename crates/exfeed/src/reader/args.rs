@@ -10,6 +10,7 @@ use crate::format::FileFormat;
 use crate::io::InputPath;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
+use crate::limits::Limits;
 use crate::stream::StreamSpec;
 use crate::{DataSet, LensLayout, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ enum Arg {
     WindowSamples,
     LensMode,
     ChunkSize,
+    MaxRecordSize,
     Corpus,
 }
 
@@ -82,6 +84,8 @@ impl ArgStyle {
             Arg::LensMode => "lens_mode",
             Arg::ChunkSize if cli => "--chunk-size",
             Arg::ChunkSize => "chunk_size",
+            Arg::MaxRecordSize if cli => "--max-record-size",
+            Arg::MaxRecordSize => "max_record_size",
             Arg::Corpus if cli => "--corpus",
             Arg::Corpus => "corpus=",
         }
@@ -134,6 +138,8 @@ pub struct ReaderArgs {
     pub nan: Option<f32>,
     /// Lens files: Lens's example selection (`lensMode`).
     pub lens_mode: Option<SelectionMode>,
+    /// The most bytes one record may take (`maxRecordSizeInBytes`, see [`Limits`]).
+    pub max_record_size: Option<u64>,
     /// How messages name these arguments.
     pub style: ArgStyle,
 }
@@ -174,6 +180,10 @@ impl ReaderArgs {
         config: Option<ReaderConfig>,
     ) -> Result<(ReaderConfig, Vec<InputPath>)> {
         let style = self.style;
+        if self.max_record_size == Some(0) {
+            return Err(style.must(Arg::MaxRecordSize, "be at least 1 byte"));
+        }
+        let limits = self.limits(config.as_ref());
         if self.corpus.is_some() && !self.files.is_empty() {
             return Err(style.fail(
                 "corpus",
@@ -196,12 +206,13 @@ impl ReaderArgs {
                         // Text or binary: the Lens source tells them apart by content.
                         DeserializerKind::Lens => None,
                     };
-                    inputs.push(open_once(&d.file, format)?.1);
+                    inputs.push(open_once(&d.file, format, limits)?.1);
                 }
                 (cfg, inputs)
             }
-            None => self.config_from_files()?,
+            None => self.config_from_files(limits)?,
         };
+        cfg.limits = limits;
         if let Some(p) = self.precision {
             cfg.precision = p;
         }
@@ -274,6 +285,7 @@ impl ReaderArgs {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
             max_errors: self.max_errors.unwrap_or(0),
+            limits: self.limits(config),
             ..OpenOptions::default()
         };
         if let Some((cfg, d)) = d {
@@ -302,6 +314,15 @@ impl ReaderArgs {
             });
         }
         options
+    }
+
+    /// The record limits: [`ReaderArgs::max_record_size`], else the configuration's, else the
+    /// default.
+    fn limits(&self, config: Option<&ReaderConfig>) -> Limits {
+        match self.max_record_size {
+            Some(max_record_bytes) => Limits { max_record_bytes },
+            None => config.map(|c| c.limits).unwrap_or_default(),
+        }
     }
 
     /// The element type to read `data` as: [`ReaderArgs::precision`], else the
@@ -362,7 +383,7 @@ impl ReaderArgs {
         Ok(())
     }
 
-    fn config_from_files(&self) -> Result<(ReaderConfig, Vec<InputPath>)> {
+    fn config_from_files(&self, limits: Limits) -> Result<(ReaderConfig, Vec<InputPath>)> {
         let style = self.style;
         let mut cfg = ReaderConfig::default();
         let (mut formats, mut inputs) = (Vec::new(), Vec::new());
@@ -371,7 +392,7 @@ impl ReaderArgs {
             // the corpus is opened).
             Some(corpus) => {
                 let first = &corpus.expand()?[0];
-                formats.push(open_once(first, None)?.0);
+                formats.push(open_once(first, None, limits)?.0);
                 let name = PathBuf::from(corpus.to_string());
                 inputs.push(InputPath::new(&name));
                 vec![name]
@@ -379,7 +400,7 @@ impl ReaderArgs {
             None => Vec::new(),
         };
         for f in &self.files {
-            let (format, input) = open_once(f, None)?;
+            let (format, input) = open_once(f, None, limits)?;
             formats.push(format);
             inputs.push(input);
         }
@@ -499,9 +520,14 @@ impl ReaderArgs {
 
 /// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
 /// reads: the file itself, or its content in memory when it cannot be read twice.
-fn open_once(file: &Path, format: Option<FileFormat>) -> Result<(FileFormat, InputPath)> {
+fn open_once(
+    file: &Path,
+    format: Option<FileFormat>,
+    limits: Limits,
+) -> Result<(FileFormat, InputPath)> {
     let options = OpenOptions {
         format,
+        limits,
         ..OpenOptions::default()
     };
     let data = crate::open(file, &options)?;

@@ -163,6 +163,7 @@ impl Opened {
                             inputs: d.inputs.clone(),
                             skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
                             max_errors: d.effective_max_errors(cfg),
+                            limits: cfg.limits,
                         },
                         chunk_size: d.effective_chunk_size_bytes(cfg),
                         keep_in_memory: d.effective_keep_data_in_memory(cfg),

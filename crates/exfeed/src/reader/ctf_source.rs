@@ -7,7 +7,7 @@ use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes, InputBytes, InputPath};
+use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
 use crate::stream::StreamSpec;
 use std::fs::File;
 use std::sync::{Arc, Mutex};
@@ -260,11 +260,16 @@ impl CtfSource {
                 }
             }
             None => {
-                let bytes = open_bytes(input)?;
+                let bytes = open_bytes_as(input, Holding::CtfText(options.ctf.limits))?;
                 let ix = index_buffer(&bytes, &options).map_err(|e| e.in_file(name.clone()))?;
                 (Data::Memory(bytes), ix, IndexOrigin::Scanned)
             }
         };
+        if index.chunks.is_empty() {
+            // As when the file is read as a stream: no data lines is an error, so an empty
+            // pipe, FIFO or device (/dev/null) is not read silently as no data.
+            return Err(parser.empty_file());
+        }
         let infos = index
             .chunks
             .iter()
@@ -474,6 +479,7 @@ fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
     };
     let mut b = IndexBuilder::new(options);
     scan_sequences(buf, 0, 1, mode, |e| {
+        options.ctf.limits.check_sequence(&e)?;
         b.push(e);
         Ok(())
     })
@@ -484,8 +490,9 @@ fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
 /// Scans a file in blocks read into one reused buffer (4 MiB blocks stay in the cache while
 /// they are scanned: this measured faster than mapping them). The last sequence found in a
 /// block may continue in the next one, so it is read again from its start with the next block
-/// (twice as large when that sequence is all the block held).
+/// (twice as large when that sequence is all the block held, up to the maximum record size).
 fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<Index> {
+    let limits = options.ctf.limits;
     let mut b = IndexBuilder::new(options);
     let len = file.metadata()?.len();
     let block = block.max(1) as u64;
@@ -519,6 +526,10 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         } else {
             match memchr::memrchr(b'\n', bytes) {
                 Some(i) => i + 1,
+                None if bytes.len() as u64 > limits.max_record_bytes => {
+                    // One line fills the block: the sequence at `pos` is too long.
+                    return Err(limits.sequence_too_long(pos).resolve_in(bytes, pos, line));
+                }
                 None => {
                     want = want.saturating_mul(2);
                     continue;
@@ -527,6 +538,7 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         };
         found.clear();
         scan_sequences(&bytes[..scan_end], pos, line, mode, |e| {
+            limits.check_sequence(&e)?;
             found.push(e);
             Ok(())
         })
@@ -571,6 +583,7 @@ mod tests {
                 ],
                 skip_sequence_ids: false,
                 max_errors: 0,
+                ..CtfOptions::default()
             },
             chunk_size: chunk,
             ..Default::default()

@@ -25,14 +25,21 @@ pub fn conformance_dir() -> Option<PathBuf> {
     None
 }
 
-/// Says that the running test is skipped: on stderr, and as a line in `$EXFEED_SKIP_LOG`
-/// (`scripts/test` counts and lists them at its end, where the user sees them).
+/// Says that the running test is skipped for want of the conformance corpus (see
+/// [`record_skip_because`]).
 pub fn record_skip(dir: &Path) {
-    let test = std::thread::current().name().unwrap_or("?").to_string();
-    eprintln!(
-        "SKIPPED: {test}: conformance corpus not found at {}",
+    record_skip_because(&format!(
+        "conformance corpus not found at {}",
         dir.display()
-    );
+    ));
+}
+
+/// Says that the running test is skipped, and why: on stderr, and as a line in
+/// `$EXFEED_SKIP_LOG` (`scripts/test` counts and lists them at its end, where the user sees
+/// them).
+pub fn record_skip_because(why: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("SKIPPED: {test}: {why}");
     if let Some(log) = std::env::var_os("EXFEED_SKIP_LOG") {
         use std::io::Write;
         let crate_name = env!("CARGO_CRATE_NAME");
@@ -41,12 +48,11 @@ pub fn record_skip(dir: &Path) {
             .append(true)
             .open(log)
         {
-            let _ = writeln!(f, "{crate_name}::{test}");
+            let _ = writeln!(f, "{crate_name}::{test}: {why}");
         }
     }
 }
 
-/// A subfolder of the conformance corpus, or `None` (skipped) as for [`conformance_dir`].
 pub fn conformance(sub: &str) -> Option<PathBuf> {
     conformance_dir().map(|d| d.join(sub))
 }
