@@ -142,6 +142,7 @@ fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn Ch
             inputs: o.inputs.clone(),
             skip_sequence_ids: o.skip_sequence_ids,
             max_errors: o.max_errors,
+            limits: o.limits,
         },
         chunk_size,
         ..CtfSourceOptions::default()
