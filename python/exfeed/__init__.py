@@ -12,10 +12,12 @@ never overwritten (the reader then fills fresh buffers).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._exfeed import (
+    ArrowStream,
     ConfigError,
     ConfigWarning,
     DataError,
@@ -26,13 +28,18 @@ from ._exfeed import (
     Stream,
     StreamInfo,
     __version__,
+    _to_arrow,
     check,
     convert,
     dump,
     info,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow
+
 __all__ = [
+    "ArrowStream",
     "ConfigError",
     "ConfigWarning",
     "DataError",
@@ -48,6 +55,7 @@ __all__ = [
     "convert",
     "dump",
     "info",
+    "to_arrow",
 ]
 
 
@@ -71,3 +79,22 @@ class Input:
             raise ValueError(f"Input {self.name!r}: storage must be 'dense' or 'sparse', found {self.storage!r}")
         if not isinstance(self.dim, int) or self.dim < 1:
             raise ValueError(f"Input {self.name!r}: dim must be a positive int, found {self.dim!r}")
+
+
+def to_arrow(path: Union[str, "os.PathLike[str]"], **options: Any) -> "pyarrow.RecordBatchReader":
+    """The sequences of a file as a ``pyarrow.RecordBatchReader`` (iterate it for
+    ``pyarrow.RecordBatch``es, or ``read_all()`` for a table): one row per sequence, a ``key``
+    column and a list column per stream, the schema of ``exfeed convert data.ctf
+    data.parquet`` (docs/arrow.md). Batches hold about ``chunk_size`` bytes of data (default 32
+    MiB) and are read as they are pulled, so memory holds about one.
+
+    The batches cross from Rust to pyarrow through the Arrow C stream interface, without a copy
+    through Python objects. ``options`` are :func:`check`'s (``inputs``, ``format``,
+    ``max_errors``, ``skip_sequence_ids``, ``precision``, ``input_groups``, ``target_groups``,
+    ``nan``) and ``chunk_size``; the element type is ``precision``, else a CBF file's own, else
+    float32. Needs pyarrow; :class:`ArrowStream` (``exfeed._exfeed._to_arrow``) is the same
+    stream for any other consumer of the Arrow PyCapsule protocol.
+    """
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_stream(_to_arrow(os.fspath(path), **options))

@@ -225,6 +225,21 @@ def convert(
     **kwargs: Unpack[OpenArgs],
 ) -> dict:
     """Converts src to the file dst (`exfeed convert`), atomically: dst keeps its old content
-    or gets the whole new file. `to` (ctf, cbf, ex, bex) defaults to dst's name; an existing
-    dst is refused (FileExistsError) unless overwrite=True. Returns {"from", "to", "sequences",
+    or gets the whole new file. `to` (ctf, cbf, ex, bex, parquet, arrow) defaults to dst's
+    name; an existing dst is refused (FileExistsError) unless overwrite=True. Returns {"from", "to", "sequences",
     "chunks", "problems"}."""
+
+class ArrowStream:
+    """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+
+def _to_arrow(path: PathLike, *, chunk_size: Optional[int] = None, **kwargs: Unpack[OpenArgs]) -> ArrowStream:
+    """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow)."""
+
+def _chunks(path: PathLike, **options: Any) -> list:
+    """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks)."""
+
+def _read_chunks(path: PathLike, start: int, end: int, **options: Any) -> ArrowStream:
+    """Chunks start..end of a file, one record batch each."""

@@ -114,7 +114,7 @@ pub fn extract_equalize(
         let ranks: usize = v
             .extract()
             .map_err(|_| PyTypeError::new_err("equalize: expected a bool or a number of ranks"))?;
-        if ranks == 0 || num_workers % ranks != 0 {
+        if ranks == 0 || !num_workers.is_multiple_of(ranks) {
             return Err(bad_arg(
                 "equalize",
                 format!("{ranks} ranks do not divide num_workers ({num_workers})"),

@@ -10,6 +10,7 @@ use exfeed::convert::{convert as convert_file, ConvertOptions};
 use exfeed::format::FileFormat;
 use exfeed::reader::{ArgStyle, ReaderArgs};
 use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
+use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -27,11 +28,11 @@ fn format_arg(name: &str, v: Option<String>) -> PyResult<Option<FileFormat>> {
 }
 
 /// Keyword arguments, taken out one by one; what is left at the end was not expected.
-struct Kwargs<'py>(Bound<'py, PyDict>);
+pub(crate) struct Kwargs<'py>(Bound<'py, PyDict>);
 
 impl<'py> Kwargs<'py> {
     /// A copy of the call's keyword arguments.
-    fn new(py: Python<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+    pub(crate) fn new(py: Python<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
         Ok(Kwargs(match kwargs {
             Some(k) => k.copy()?,
             None => PyDict::new(py),
@@ -39,7 +40,7 @@ impl<'py> Kwargs<'py> {
     }
 
     /// Removes `name` and gives the object passed (`None` when absent or None).
-    fn any(&self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    pub(crate) fn any(&self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let v = self.0.get_item(name)?;
         if v.is_some() {
             self.0.del_item(name)?;
@@ -48,7 +49,7 @@ impl<'py> Kwargs<'py> {
     }
 
     /// Removes `name` and extracts it (a `TypeError` naming it when it has the wrong type).
-    fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
+    pub(crate) fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
         let Some(v) = self.any(name)? else {
             return Ok(None);
         };
@@ -59,7 +60,7 @@ impl<'py> Kwargs<'py> {
     }
 
     /// A `TypeError` for the first keyword not taken.
-    fn finish(self, function: &str) -> PyResult<()> {
+    pub(crate) fn finish(self, function: &str) -> PyResult<()> {
         match self.0.keys().iter().next() {
             Some(k) => Err(PyTypeError::new_err(format!(
                 "{function}() got an unexpected keyword argument {}",
@@ -73,13 +74,13 @@ impl<'py> Kwargs<'py> {
 /// How to read a file: the keyword arguments `check`, `dump` and `convert` share, as `exfeed
 /// check/dump/convert` take them: inputs=, config=, section=, set=, format=, max_errors=,
 /// skip_sequence_ids=, precision=, input_groups=, target_groups=, nan=.
-struct OpenArgs {
+pub(crate) struct OpenArgs {
     source: SourceArgs,
     format: Option<FileFormat>,
 }
 
 impl OpenArgs {
-    fn take(kw: &Kwargs<'_>) -> PyResult<Self> {
+    pub(crate) fn take(kw: &Kwargs<'_>) -> PyResult<Self> {
         let input_groups = extract_layout("input_groups", kw.any("input_groups")?.as_ref())?;
         let target_groups = extract_layout("target_groups", kw.any("target_groups")?.as_ref())?;
         if input_groups.is_some() != target_groups.is_some() {
@@ -117,7 +118,11 @@ impl OpenArgs {
     /// Opens `path` (call it with the GIL released): the data set, the precision to read it
     /// in, and the error budget (`max_errors`, or the configuration's). With `every_problem`
     /// the reading goes on past the budget (check lists every problem).
-    fn open(&self, path: &std::path::Path, every_problem: bool) -> exfeed::Result<Opened> {
+    pub(crate) fn open(
+        &self,
+        path: &std::path::Path,
+        every_problem: bool,
+    ) -> exfeed::Result<Opened> {
         let cfg = self.source.config_file()?;
         let mut options = self.source.args.open_options(cfg.as_ref(), path);
         options.format = self.format;
@@ -151,9 +156,9 @@ fn diagnostics_list<'py>(py: Python<'py>, ds: &[Diagnostic]) -> PyResult<Bound<'
 }
 
 /// A file opened by [`OpenArgs::open`].
-struct Opened {
-    data: DataSet,
-    precision: Precision,
+pub(crate) struct Opened {
+    pub(crate) data: DataSet,
+    pub(crate) precision: Precision,
     budget: u64,
 }
 
@@ -355,7 +360,17 @@ pub fn convert<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let kw = Kwargs::new(py, kwargs)?;
     let args = OpenArgs::take(&kw)?;
-    let to = format_arg("to", kw.get("to")?)?;
+    let to = kw
+        .get::<String>("to")?
+        .map(|t| {
+            Format::parse_name(&t).ok_or_else(|| {
+                bad_arg(
+                    "to",
+                    format!("expected ctf, cbf, ex, bex, parquet or arrow, found {t:?}"),
+                )
+            })
+        })
+        .transpose()?;
     let chunk_size: Option<u64> = kw.get("chunk_size")?;
     if chunk_size == Some(0) {
         return Err(bad_arg("chunk_size", "must be at least 1 byte"));
@@ -364,23 +379,42 @@ pub fn convert<'py>(
     let sync = kw.get("sync")?.unwrap_or(true);
     kw.finish("convert")?;
     let (done, problems) = detached(py, move || {
-        let opened = args.open(&src, false)?;
-        let options = ConvertOptions {
-            to,
-            precision: Some(opened.precision),
+        let mut options = ConvertOptions {
+            to: None,
+            precision: args.source.args.precision,
             chunk_size: chunk_size.unwrap_or(ConvertOptions::default().chunk_size),
             overwrite,
             sync,
         };
+        let target = to.unwrap_or_else(|| Format::from_name(&dst));
         let mut problems: Vec<Diagnostic> = Vec::new();
+        // Parquet and Arrow IPC, in or out: exfeed-arrow.
+        if let Some(from) = ArrowFormat::of_file(&src) {
+            let inputs = &args.source.args.inputs;
+            let sequences = read_arrow_file(&src, inputs, &dst, target, &options)?;
+            let done = (from.short_name(), target.short_name(), sequences, 0);
+            return Ok((done, problems));
+        }
+        let opened = args.open(&src, false)?;
+        options.precision = Some(opened.precision);
+        let from = opened.data.format().short_name();
+        if let Format::Arrow(format) = target {
+            let sequences = write_arrow_file(opened.data, &dst, format, &options, &mut problems)?;
+            return Ok(((from, format.short_name(), sequences, 0), problems));
+        }
+        options.to = target.exfeed();
         let done = convert_file(opened.data, &dst, &options, &mut problems)?;
-        Ok((done, problems))
+        Ok((
+            (from, done.to.short_name(), done.sequences, done.chunks),
+            problems,
+        ))
     })?;
+    let (from, to, sequences, chunks) = done;
     let out = PyDict::new(py);
-    out.set_item("from", done.from.short_name())?;
-    out.set_item("to", done.to.short_name())?;
-    out.set_item("sequences", done.sequences)?;
-    out.set_item("chunks", done.chunks)?;
+    out.set_item("from", from)?;
+    out.set_item("to", to)?;
+    out.set_item("sequences", sequences)?;
+    out.set_item("chunks", chunks)?;
     out.set_item("problems", diagnostics_list(py, &problems)?)?;
     Ok(out)
 }

@@ -84,17 +84,18 @@ def test_arguments_are_checked_and_named(tmp_path):
     write_ctf(src, 3)
     with pytest.raises(TypeError, match="convert\\(\\) got an unexpected keyword argument 'force'"):
         exfeed.convert(src, tmp_path / "o.cbf", inputs=INPUTS, force=True)
-    with pytest.raises(ValueError, match="to: expected ctf, cbf, ex or bex"):
+    with pytest.raises(ValueError, match="to: expected ctf, cbf, ex, bex, parquet or arrow"):
         exfeed.convert(src, tmp_path / "o.cbf", inputs=INPUTS, to="orc")
-    with pytest.raises(exfeed.DataError, match="writing Parquet is not part of the exfeed library"):
-        exfeed.convert(src, tmp_path / "o.parquet", inputs=INPUTS)
     with pytest.raises(exfeed.DataError, match="converting CTF to CTF is not supported"):
         exfeed.convert(src, tmp_path / "o.txt", inputs=INPUTS)
     with pytest.raises(TypeError, match="check\\(\\) got an unexpected keyword argument 'x'"):
         exfeed.check(src, inputs=INPUTS, x=1)
     assert files_in(tmp_path) == ["data.ctf"]
-    # The format from `to=` rather than the name.
+    # The format from `to=` rather than the name; Parquet too (tests/test_arrow.py).
     assert exfeed.convert(src, tmp_path / "o.data", inputs=INPUTS, to="cbf")["to"] == "cbf"
+    done = exfeed.convert(src, tmp_path / "o.pq.data", inputs=INPUTS, to="parquet")
+    assert (done["from"], done["to"], done["sequences"]) == ("ctf", "parquet", 3)
+    assert (tmp_path / "o.pq.data").read_bytes()[:4] == b"PAR1"
 
 
 def test_a_configuration_gives_the_inputs_and_the_precision(tmp_path):

@@ -21,8 +21,8 @@ enum Command {
     Dump(commands::dump::Args),
     /// Validate whole files; print every problem and a summary. Exit 1 if anything is invalid.
     Check(commands::check::Args),
-    /// Convert between CTF, CBF and Lens .ex/.bex (plain or compressed), and Lens to CTF/CBF,
-    /// atomically.
+    /// Convert between CTF, CBF and Lens .ex/.bex (plain or compressed), Lens to CTF/CBF, and
+    /// any of them to and from Parquet and Arrow IPC, atomically.
     Convert(commands::convert::Args),
     /// Feed minibatches through the reader (chunked, randomized, parallel, distributed,
     /// resumable) and print a summary.

@@ -438,7 +438,7 @@ fn exit_statuses_agree_across_commands() {
     );
     let help = run(&["convert", "--help"], None);
     assert!(
-        stdout(&help).contains("(ctf, cbf, ex, bex)"),
+        stdout(&help).contains("(ctf, cbf, ex, bex, parquet, arrow)"),
         "{}",
         stdout(&help)
     );

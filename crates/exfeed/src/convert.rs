@@ -14,7 +14,9 @@
 
 mod files;
 
-pub use files::{convert, convert_with_progress, ColumnarFormat, ConvertOptions, Converted};
+pub use files::{
+    convert, convert_with_progress, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, Converted,
+};
 
 use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};

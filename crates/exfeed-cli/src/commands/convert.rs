@@ -1,12 +1,15 @@
 //! `exfeed convert`: between CTF, CBF and Lens `.ex`/`.bex` (Lens to CTF/CBF with a layout),
+//! and to and from Parquet and Arrow IPC files ([`super::arrow`]),
 //! written atomically.
 
-use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
+use super::arrow::parse_convert_format;
+use super::source::{parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
-use exfeed::convert::{convert_with_progress, ColumnarFormat, ConvertOptions};
+use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
+use exfeed_arrow::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,17 +24,19 @@ pub struct Args {
     /// --precision is also the element type of CBF output (for CBF input: the input's by default).
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Chunk size of CBF output in bytes (suffixes K, M, G for KiB, MiB, GiB).
+    /// Chunk size of CBF output, and of Parquet row groups and Arrow record batches, in bytes
+    /// (suffixes K, M, G for KiB, MiB, GiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE_BYTES)]
     pub chunk_size: u64,
-    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
-    #[arg(long, value_parser = parse_format)]
-    pub from: Option<FileFormat>,
+    /// Format of the input (ctf, cbf, ex, bex, parquet, arrow); by default from its magic
+    /// bytes and name.
+    #[arg(long, value_parser = parse_convert_format)]
+    pub from: Option<Format>,
     /// Format of the output (ctf, cbf, ex, bex, parquet, arrow); by default from its name
-    /// (.parquet, .arrow/.feather; .cbf/.bin: CBF, .ex: Lens text, .bex: Lens binary, through
-    /// .gz/.bz2; anything else CTF).
-    #[arg(long, value_parser = Target::parse)]
-    pub to: Option<Target>,
+    /// (.parquet/.pq, .arrow/.feather/.ipc; .cbf/.bin: CBF, .ex: Lens text, .bex: Lens binary,
+    /// through .gz/.bz2; anything else CTF).
+    #[arg(long, value_parser = parse_convert_format)]
+    pub to: Option<Format>,
     /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
     /// there is one).
     #[command(flatten)]
@@ -45,41 +50,18 @@ pub struct Args {
     pub no_sync: bool,
 }
 
-/// What `exfeed convert` writes: a format of the library, or a columnar one (recognised by
-/// `--to` or the output's name before the library's formats), which the library does not write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// CTF, CBF, Lens `.ex`/`.bex`: [`exfeed::convert::convert`].
-    Exfeed(FileFormat),
-    /// Parquet or Arrow IPC.
-    Columnar(ColumnarFormat),
-}
-
-impl Target {
-    /// `--to`: a library format, or parquet, arrow.
-    fn parse(s: &str) -> Result<Self, String> {
-        match ColumnarFormat::parse_name(s) {
-            Some(c) => Ok(Target::Columnar(c)),
-            None => s
-                .parse()
-                .map(Target::Exfeed)
-                .map_err(|_| format!("unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)")),
-        }
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let target = args
+    // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
+    if let Some(code) = super::arrow::convert(&args)? {
+        return Ok(code);
+    }
+    let to = args
         .to
-        .unwrap_or_else(|| match ColumnarFormat::from_name(&args.output) {
-            Some(c) => Target::Columnar(c),
-            None => Target::Exfeed(FileFormat::from_name(&args.output)),
-        });
-    let to = match target {
-        Target::Exfeed(format) => format,
-        Target::Columnar(c) => return Err(c.unsupported(&args.output).into()),
-    };
-    let opened = args.source.open(&args.input, args.from, &args.lens)?;
+        .and_then(Format::exfeed)
+        .unwrap_or_else(|| FileFormat::from_name(&args.output));
+    let opened = args
+        .source
+        .open(&args.input, args.from.and_then(Format::exfeed), &args.lens)?;
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     if opened.is_lens() && !is_lens(to) && opened.options.lens.is_none() {
         anyhow::bail!(
@@ -111,14 +93,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bar) = bar {
         bar.finish();
     }
-    if sink.errors > 0 {
+    Ok(finish(&args, done.sequences, sink.errors))
+}
+
+/// The exit status of a conversion that wrote `sequences`: 1, with a note, when `errors` were
+/// skipped (`--max-errors`).
+pub fn finish(args: &Args, sequences: u64, errors: u64) -> ExitCode {
+    if errors > 0 {
         eprintln!(
-            "exfeed: {}: wrote {} sequences; {} errors were skipped (see above)",
+            "exfeed: {}: wrote {sequences} sequences; {errors} errors were skipped (see above)",
             args.output.display(),
-            done.sequences,
-            sink.errors
         );
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }

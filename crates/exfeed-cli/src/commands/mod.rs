@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod arrow;
 pub mod check;
 pub mod config;
 pub mod convert;

@@ -6,10 +6,11 @@ use crate::batch::SequenceBatch;
 use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
 use crate::config::DEFAULT_CHUNK_SIZE_BYTES;
 use crate::dataset::DataSet;
-use crate::element::Precision;
+use crate::element::{Element, Precision};
 use crate::error::{DiagnosticSink, Error, ErrorKind, Location, Result};
 use crate::format::FileFormat;
 use crate::io::{AtomicOutput, OutputOptions};
+use crate::stream::StreamSpec;
 use std::io::Write;
 use std::path::Path;
 
@@ -293,14 +294,9 @@ pub fn convert_with_progress(
             let out = AtomicOutput::create(output, &outputs)?;
             let mut seqs = data.sequences::<f64>()?;
             let specs = seqs.streams().to_vec();
-            let mut writer = CbfWriter::new(out, &specs, cbf_options)?;
-            let mut batch = SequenceBatch::<f64>::new(&specs);
-            while seqs.next_batch(&mut batch, sink)? {
-                writer.write_batch(&batch)?;
-            }
-            done.sequences = writer.sequences();
-            let (out, chunks) = writer.finish_with_chunks()?;
-            done.chunks = chunks.len() as u64;
+            let fill = |b: &mut SequenceBatch<f64>| seqs.next_batch(b, sink);
+            let (out, sequences, chunks) = write_cbf(&specs, fill, out, cbf_options)?;
+            (done.sequences, done.chunks) = (sequences, chunks);
             commit(out)?;
         }
         (_, _) => {
@@ -308,22 +304,56 @@ pub fn convert_with_progress(
             let out = AtomicOutput::create(output, &outputs)?;
             let mut seqs = data.sequences::<f32>()?;
             let specs = seqs.streams().to_vec();
-            let mut out = std::io::BufWriter::new(out);
-            let mut batch = SequenceBatch::<f32>::new(&specs);
-            let mut text = Vec::new();
-            while seqs.next_batch(&mut batch, sink)? {
-                for q in 0..batch.len() {
-                    text.clear();
-                    crate::ctf::write_sequence(&mut text, &batch, q, &specs)
-                        .map_err(|e| e.in_file(name.clone()))?;
-                    out.write_all(&text)?;
-                }
-                done.sequences += batch.len() as u64;
-            }
-            commit(out.into_inner().map_err(|e| e.into_error())?)?;
+            let fill = |b: &mut SequenceBatch<f32>| seqs.next_batch(b, sink);
+            let (out, sequences) = write_ctf(&specs, fill, out, &name)?;
+            done.sequences = sequences;
+            commit(out)?;
         }
     }
     Ok(done)
+}
+
+/// Writes the sequences `fill` gives (it fills a batch of `specs` and says whether it did) to
+/// `out` as CBF. Returns `out`, the sequences and the chunks written.
+pub fn write_cbf<T: Element, W: Write>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> Result<bool>,
+    out: W,
+    options: CbfWriterOptions,
+) -> Result<(W, u64, u64)> {
+    let mut writer = CbfWriter::new(out, specs, options)?;
+    let mut batch = SequenceBatch::<T>::new(specs);
+    while fill(&mut batch)? {
+        writer.write_batch(&batch)?;
+    }
+    let sequences = writer.sequences();
+    let (out, chunks) = writer.finish_with_chunks()?;
+    Ok((out, sequences, chunks.len() as u64))
+}
+
+/// Writes the sequences `fill` gives (batches of `specs`) to `out` as CTF: each sequence's key
+/// its id, each stream under its alias if it has one. `name` (the input's) is for errors.
+/// Returns `out` and the sequences written.
+pub fn write_ctf<T: Element, W: Write>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> Result<bool>,
+    out: W,
+    name: &str,
+) -> Result<(W, u64)> {
+    let mut out = std::io::BufWriter::new(out);
+    let mut batch = SequenceBatch::<T>::new(specs);
+    let mut text = Vec::new();
+    let mut sequences = 0;
+    while fill(&mut batch)? {
+        for q in 0..batch.len() {
+            text.clear();
+            crate::ctf::write_sequence(&mut text, &batch, q, specs)
+                .map_err(|e| e.in_file(name.to_string()))?;
+            out.write_all(&text)?;
+        }
+        sequences += batch.len() as u64;
+    }
+    Ok((out.into_inner().map_err(|e| e.into_error())?, sequences))
 }
 
 #[cfg(test)]

@@ -119,17 +119,25 @@ impl AtomicOutput {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let mut builder = tempfile::Builder::new();
-        // Temporary files are created 0600; the output is an ordinary file, so ask for 0666
-        // and let the process umask take its part, as for any file a program creates.
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let temp = builder
+        // The name is registered before the file exists, so that an interrupt at any moment
+        // finds it (registering after the creation left a window in which a signal left the
+        // file behind). A name taken already is retried by tempfile with another one.
+        let mut registration = None;
+        let temp = tempfile::Builder::new()
             .prefix(".exfeed-partial-")
-            .tempfile_in(dir)
+            .make_in(dir, |path| {
+                registration = Some(Registration::new(path));
+                let mut open = std::fs::OpenOptions::new();
+                open.read(true).write(true).create_new(true);
+                // An ordinary file: 0666 less the process umask, as for any file a program
+                // creates (tempfile's own files are 0600).
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o666);
+                open.open(path)
+            })
             .map_err(|e| Error::io(target, e))?;
+        let registration = registration.expect("make_in calls its function");
         let (file, temp) = temp.into_parts();
-        let registration = Registration::new(&temp);
         let buffered = BufWriter::with_capacity(1 << 20, file);
         let sink = match Compression::from_extension(target) {
             Compression::None => Sink::Plain(buffered),

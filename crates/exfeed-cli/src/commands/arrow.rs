@@ -1,0 +1,50 @@
+//! `exfeed convert` to and from Parquet and Arrow IPC files: exfeed-arrow's
+//! [`write_arrow_file`] and [`read_arrow_file`].
+
+use super::convert::{finish, Args};
+use crate::diag::Stderr;
+use exfeed::convert::ConvertOptions;
+use exfeed::Error;
+use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
+use std::process::ExitCode;
+
+/// `--from`/`--to` of convert: ctf, cbf, ex (or lens), bex, parquet, arrow (or ipc, feather).
+pub fn parse_convert_format(s: &str) -> Result<Format, Error> {
+    Format::parse_name(s).ok_or_else(|| {
+        Error::config(format!(
+            "unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)"
+        ))
+    })
+}
+
+/// Runs the conversion when its input or output is Parquet or Arrow IPC (`None` otherwise).
+pub fn convert(args: &Args) -> anyhow::Result<Option<ExitCode>> {
+    let from = match args.from {
+        Some(f) => f.arrow(),
+        None if args.input.as_os_str() == "-" => None,
+        None => ArrowFormat::of_file(&args.input),
+    };
+    let to = args.to.unwrap_or_else(|| Format::from_name(&args.output));
+    if from.is_none() && to.arrow().is_none() {
+        return Ok(None);
+    }
+    let mut options = ConvertOptions {
+        to: None,
+        precision: args.source.precision,
+        chunk_size: args.chunk_size,
+        overwrite: args.force,
+        sync: !args.no_sync,
+    };
+    let Some(format) = to.arrow().filter(|_| from.is_none()) else {
+        let sequences =
+            read_arrow_file(&args.input, &args.source.inputs, &args.output, to, &options)?;
+        return Ok(Some(finish(args, sequences, 0)));
+    };
+    let opened = args
+        .source
+        .open(&args.input, args.from.and_then(Format::exfeed), &args.lens)?;
+    options.precision = Some(opened.precision);
+    let mut sink = Stderr::new(opened.trace_level);
+    let sequences = write_arrow_file(opened.data, &args.output, format, &options, &mut sink)?;
+    Ok(Some(finish(args, sequences, sink.errors)))
+}

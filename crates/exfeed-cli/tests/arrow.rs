@@ -1,0 +1,243 @@
+//! `exfeed convert` to and from Parquet and Arrow IPC files, through the real binary: round
+//! trips from CTF, CBF and Lens that give back the same bytes, files of another schema, atomic
+//! output.
+
+mod common;
+use common::{exfeed, text};
+
+use arrow_array::{Int32Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Sequences of several samples, ids that are not 0..n, a sparse stream absent from some
+/// samples and empty in one sequence, aliases.
+const CTF: &str = "\
+3 |a 1 2 |b 3:1
+3 |a 3 4
+7 |a 5 6 |b 0:2 4:0.5
+9 |a -0.125 1e-7 |b 1:3
+9 |a 8 9
+";
+
+fn inputs() -> [&'static str; 4] {
+    ["-i", "x:dense:2:a", "-i", "y:sparse:5:b"]
+}
+
+/// Runs exfeed in `d`.
+fn run(args: &[&str], d: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .current_dir(d)
+        .output()
+        .unwrap()
+}
+
+/// Runs exfeed in `d`, which must succeed; returns its stderr.
+fn ok(args: &[&str], d: &Path) -> String {
+    let out = run(args, d);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stderr)
+}
+
+#[test]
+fn ctf_to_parquet_and_arrow_and_back_gives_the_same_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.ctf"), CTF).unwrap();
+    for out in ["out.parquet", "out.arrow"] {
+        let mut args = vec!["convert", "in.ctf", out];
+        args.extend(inputs());
+        assert_eq!(ok(&args, d), "");
+        // Back without any flag: the schema's metadata has the streams, their dims and aliases.
+        ok(&["convert", out, "back.ctf", "--force"], d);
+        let back = std::fs::read_to_string(d.join("back.ctf")).unwrap();
+        assert_eq!(back, CTF, "{out}");
+    }
+    // The Parquet file is what `--to parquet` writes under any name.
+    let mut args = vec!["convert", "in.ctf", "named.data", "--to", "parquet"];
+    args.extend(inputs());
+    ok(&args, d);
+    assert_eq!(
+        std::fs::read(d.join("named.data")).unwrap(),
+        std::fs::read(d.join("out.parquet")).unwrap()
+    );
+    // Parquet to Arrow IPC and on to CBF: the bytes of CTF straight to CBF.
+    ok(&["convert", "out.parquet", "again.arrow"], d);
+    ok(&["convert", "again.arrow", "via.cbf"], d);
+    let mut args = vec!["convert", "in.ctf", "direct.cbf"];
+    args.extend(inputs());
+    ok(&args, d);
+    assert_eq!(
+        std::fs::read(d.join("via.cbf")).unwrap(),
+        std::fs::read(d.join("direct.cbf")).unwrap()
+    );
+}
+
+#[test]
+fn a_double_cbf_file_stays_double_and_chunk_size_makes_row_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 200 sequences of values that float would round.
+    let mut ctf = String::new();
+    for k in 0..200 {
+        ctf += &format!("{k} |a {} 0.1 |b {}:0.3\n", k as f64 / 3.0, k % 5);
+    }
+    std::fs::write(d.join("in.ctf"), &ctf).unwrap();
+    let mut args = vec!["convert", "in.ctf", "in.cbf", "--precision", "double"];
+    args.extend(inputs());
+    ok(&args, d);
+    ok(
+        &["convert", "in.cbf", "small.parquet", "--chunk-size", "1K"],
+        d,
+    );
+    ok(&["convert", "in.cbf", "big.parquet"], d);
+    let groups = |name: &str| {
+        let f = std::fs::File::open(d.join(name)).unwrap();
+        let r = SerializedFileReader::new(f).unwrap();
+        let m = r.metadata();
+        let rows: i64 = m.row_groups().iter().map(|g| g.num_rows()).sum();
+        (m.num_row_groups(), rows)
+    };
+    let (small, rows) = groups("small.parquet");
+    assert_eq!(rows, 200);
+    // Each sequence holds 8 + 2*8 + 8 + 4 (+ offsets) bytes: about 1 KiB is some 25 of them.
+    assert!((5..=12).contains(&small), "{small} row groups");
+    assert_eq!(groups("big.parquet"), (1, 200));
+    // Back to CBF with the file's precision: the same bytes as the double CBF file.
+    ok(&["convert", "small.parquet", "back.cbf"], d);
+    assert_eq!(
+        std::fs::read(d.join("back.cbf")).unwrap(),
+        std::fs::read(d.join("in.cbf")).unwrap()
+    );
+    // --precision float makes a float file, whose CTF is float's shortest forms (the streams
+    // are named as the CBF file stores them).
+    ok(&["convert", "in.cbf", "f.arrow", "--precision", "float"], d);
+    ok(&["convert", "f.arrow", "f.ctf"], d);
+    let first = std::fs::read_to_string(d.join("f.ctf")).unwrap();
+    assert!(
+        first.starts_with("0 |x 0 0.1 |y 0:0.3\n1 |x 0.33333334 0.1 |y 1:0.3\n"),
+        "{first}"
+    );
+}
+
+#[test]
+fn lens_and_standard_input_convert_to_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+    let ex = samples.join("patterns.ex");
+    let layout = [
+        "--input-groups",
+        "in:4",
+        "--target-groups",
+        "out:2",
+        "--nan",
+        "0",
+    ];
+    let mut args = vec!["convert", ex.to_str().unwrap(), "lens.parquet"];
+    args.extend(layout);
+    ok(&args, d);
+    let mut args = vec!["convert", ex.to_str().unwrap(), "lens.ctf"];
+    args.extend(layout);
+    ok(&args, d);
+    ok(&["convert", "lens.parquet", "back.ctf"], d);
+    assert_eq!(
+        std::fs::read_to_string(d.join("back.ctf")).unwrap(),
+        std::fs::read_to_string(d.join("lens.ctf")).unwrap()
+    );
+    // Standard input (a pipe: read once, streaming).
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(["convert", "-", "piped.arrow"])
+        .args(inputs())
+        .current_dir(d)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), CTF.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    ok(&["convert", "piped.arrow", "piped.ctf"], d);
+    assert!(std::fs::read_to_string(d.join("piped.ctf"))
+        .unwrap()
+        .starts_with("3 |a 1 2 |b 3:1\n"));
+}
+
+/// A Parquet file with `key` and a column `label` of strings: not exfeed's schema.
+fn write_foreign(path: &Path, key: bool) {
+    let mut fields = vec![Field::new("label", DataType::Utf8, false)];
+    let mut columns: Vec<arrow_array::ArrayRef> = vec![Arc::new(StringArray::from(vec!["a"]))];
+    if key {
+        fields.insert(0, Field::new("key", DataType::UInt64, false));
+        columns.insert(0, Arc::new(UInt64Array::from(vec![0u64])));
+    } else {
+        fields.push(Field::new("n", DataType::Int32, false));
+        columns.push(Arc::new(Int32Array::from(vec![1])));
+    }
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+#[test]
+fn a_file_of_another_schema_is_an_error_naming_the_column_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_foreign(&d.join("strings.parquet"), true);
+    let out = exfeed([
+        "convert",
+        d.join("strings.parquet").to_str().unwrap(),
+        d.join("out.cbf").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("strings.parquet")
+            && err.contains("column 'label' is Utf8, which is not an exfeed stream"),
+        "{err}"
+    );
+    write_foreign(&d.join("nokey.parquet"), false);
+    let out = exfeed([
+        "convert",
+        d.join("nokey.parquet").to_str().unwrap(),
+        d.join("out.cbf").to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no column 'key'") && err.contains("label, n"),
+        "{err}"
+    );
+    assert!(!d.join("out.cbf").exists());
+    // A bad line in the CTF input: exit 1, and no Parquet file (not even a partial one).
+    std::fs::write(d.join("bad.ctf"), format!("{CTF}10 |a 1 2 3\n")).unwrap();
+    let mut args = vec!["convert", "bad.ctf", "bad.parquet"];
+    args.extend(inputs());
+    let out = run(&args, d);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bad.ctf:6:"),
+        "{}",
+        text(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("bad.parquet") || n.starts_with(".exfeed-partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // An existing output is kept unless --force.
+    std::fs::write(d.join("in.ctf"), CTF).unwrap();
+    std::fs::write(d.join("kept.parquet"), "keep").unwrap();
+    let mut args = vec!["convert", "in.ctf", "kept.parquet"];
+    args.extend(inputs());
+    let out = run(&args, d);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(d.join("kept.parquet")).unwrap(), b"keep");
+}

@@ -1,0 +1,136 @@
+"""Ray Data: exfeed files as a ``ray.data.Dataset``, read in parallel by exfeed's chunks.
+
+``read(paths, **options)`` opens every file (a path, a glob such as ``"data/train-*.ctf"``, or a
+list of them; CTF, CBF and Lens files, plain or compressed) and lists its chunks: a CTF file's
+index cut into chunks of ``chunk_size`` bytes of text (default 32 MiB), a CBF file's own
+chunks, a Lens file's. The read tasks are runs of consecutive chunks (at most the requested
+parallelism of them, balanced by bytes); each decodes only its own chunks, on whichever worker
+Ray runs it, and yields one Arrow block per chunk in the schema of ``exfeed.to_arrow`` and
+``exfeed convert data.ctf data.parquet`` (docs/arrow.md): ``key`` and a list column per stream.
+
+So a cluster converts a corpus in parallel (``exfeed.ray.read(...).write_parquet(dir)``) and
+preprocesses it with Ray Data's ``map_batches``; see docs/distributed.md. ``options`` are those
+of :func:`exfeed.to_arrow` (``inputs``, ``format``, ``max_errors``, ``skip_sequence_ids``,
+``precision``, ``input_groups``, ``target_groups``, ``nan``, ``chunk_size``).
+
+Each task opens its file again; for a CTF file that means finding the sequence boundaries of
+the whole file (a fast scan, about a seventh of a parse) in each task that reads from it.
+Importing this module imports ray and pyarrow (the ``ray`` extra); ``import exfeed`` never does.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import ray.data
+from ray.data.block import BlockMetadata
+from ray.data.datasource import Datasource, ReadTask
+
+from . import _exfeed
+
+__all__ = ["ExfeedDatasource", "read"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Options that do not change how a file is cut into chunks.
+_READ_ONLY = ("precision",)
+
+
+def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
+    """Paths in order, each glob replaced by its matches (sorted)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: List[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if glob.has_magic(p):
+            matches = sorted(glob.glob(p))
+            if not matches:
+                raise FileNotFoundError(f"{p}: no file matches")
+            out.extend(matches)
+        else:
+            out.append(p)
+    if not out:
+        raise ValueError("paths: no file given")
+    return out
+
+
+def _read_runs(runs: List[Tuple[str, int, int]], options: dict) -> Iterator[pa.Table]:
+    for path, start, end in runs:
+        stream = _exfeed._read_chunks(path, start, end, **options)
+        for batch in pa.RecordBatchReader.from_stream(stream):
+            yield pa.Table.from_batches([batch])
+
+
+class ExfeedDatasource(Datasource):
+    """A ``ray.data.Datasource`` over exfeed files whose read tasks are runs of their chunks
+    (see the module documentation)."""
+
+    def __init__(self, paths: Union[PathLike, Sequence[PathLike]], **options: Any) -> None:
+        super().__init__()
+        self._paths = _expand(paths)
+        self._options = dict(options)
+        chunking = {k: v for k, v in options.items() if k not in _READ_ONLY}
+        # (path, chunk, sequences, bytes) of every chunk of every file, in order.
+        self._chunks = [
+            (path, i, sequences, size)
+            for path in self._paths
+            for i, (sequences, _samples, size) in enumerate(_exfeed._chunks(path, **chunking))
+        ]
+        self._schema = pa.schema(_exfeed._read_chunks(self._paths[0], 0, 0, **options))
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        # The files' bytes: about the decoded size of binary files, more than that of text.
+        return sum(c[3] for c in self._chunks)
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: Optional[int] = None, data_context: Any = None
+    ) -> List[ReadTask]:
+        n = len(self._chunks)
+        tasks = max(1, min(parallelism, n))
+        # Cut the chunk list into `tasks` runs of about equal bytes.
+        total = sum(c[3] for c in self._chunks) or 1
+        groups: List[list] = [[] for _ in range(tasks)]
+        done = 0
+        for c in self._chunks:
+            groups[min(tasks - 1, done * tasks // total)].append(c)
+            done += c[3]
+        read_tasks = []
+        for group in filter(None, groups):
+            runs: List[Tuple[str, int, int]] = []
+            for path, i, _, _ in group:
+                if runs and runs[-1][0] == path and runs[-1][2] == i:
+                    runs[-1] = (path, runs[-1][1], i + 1)
+                else:
+                    runs.append((path, i, i + 1))
+            metadata = BlockMetadata(
+                num_rows=sum(c[2] for c in group),
+                size_bytes=sum(c[3] for c in group),
+                input_files=sorted({c[0] for c in group}),
+                exec_stats=None,
+            )
+            options = self._options
+            read_tasks.append(
+                ReadTask(
+                    lambda runs=runs: _read_runs(runs, options),
+                    metadata,
+                    schema=self._schema,
+                    per_task_row_limit=per_task_row_limit,
+                )
+            )
+        return read_tasks
+
+
+def read(
+    paths: Union[PathLike, Sequence[PathLike]],
+    *,
+    override_num_blocks: Optional[int] = None,
+    **options: Any,
+) -> "ray.data.Dataset":
+    """A ``ray.data.Dataset`` of the sequences of `paths` (see the module documentation):
+    one row per sequence, ``key`` and a list column per stream. ``override_num_blocks`` sets
+    the number of read tasks (by default Ray's choice, at most one per chunk)."""
+    return ray.data.read_datasource(ExfeedDatasource(paths, **options), override_num_blocks=override_num_blocks)

@@ -1,0 +1,203 @@
+//! `exfeed.to_arrow` and the read tasks of `exfeed.ray`: sequences as Arrow record batches of
+//! exfeed-arrow's schema, handed to pyarrow (or any consumer of the Arrow PyCapsule protocol)
+//! through the Arrow C stream interface. No value passes through Python objects.
+//!
+//! arrow-rs's own pyo3 integration (`pyarrow` feature) is built on another pyo3 than ours; the
+//! capsule protocol needs none: `ArrowStream.__arrow_c_stream__` hands out an
+//! `FFI_ArrowArrayStream` that pyarrow moves out of the capsule and pulls batches from.
+
+use crate::errors::{bad_arg, detached};
+use crate::tools::{Kwargs, OpenArgs};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::RecordBatchReader;
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::SchemaRef;
+use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
+use exfeed::ctf::CtfOptions;
+use exfeed::format::FileFormat;
+use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions};
+use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
+use exfeed_arrow::stream::SequenceStream;
+use exfeed_arrow::Value;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+type Batches = Box<dyn RecordBatchReader + Send>;
+
+/// A stream of Arrow record batches (exfeed's sequence schema), read as they are pulled; it
+/// can be consumed once. `pyarrow.RecordBatchReader.from_stream(s)`, `polars.from_arrow(s)` and
+/// DuckDB take it through `__arrow_c_stream__`.
+#[pyclass(module = "exfeed", name = "ArrowStream")]
+pub struct ArrowStream {
+    batches: Mutex<Option<Batches>>,
+    schema: SchemaRef,
+}
+
+impl ArrowStream {
+    fn new(batches: Batches) -> Self {
+        ArrowStream {
+            schema: batches.schema(),
+            batches: Mutex::new(Some(batches)),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// The Arrow PyCapsule protocol: the stream as an `arrow_array_stream` capsule.
+    /// `requested_schema` is not supported (the schema is exfeed's) and ignored, as the
+    /// protocol allows.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches = self
+            .batches
+            .lock()
+            .map_err(|_| PyValueError::new_err("the stream's reader failed"))?
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this ArrowStream was already consumed"))?;
+        // The capsule owns the C stream; pyarrow moves it out (leaving a released stream,
+        // which dropping then leaves alone), or dropping the capsule releases it.
+        PyCapsule::new_with_value(
+            py,
+            FFI_ArrowArrayStream::new(batches),
+            c"arrow_array_stream",
+        )
+    }
+
+    /// The Arrow PyCapsule protocol: the schema as an `arrow_schema` capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref())
+            .map_err(|e| PyValueError::new_err(format!("Arrow schema: {e}")))?;
+        PyCapsule::new_with_value(py, schema, c"arrow_schema")
+    }
+}
+
+/// The reading options (`exfeed.check`'s keyword arguments, see [`OpenArgs`]) and
+/// `chunk_size`, taken from a call's keyword arguments.
+fn take_options(kw: &Kwargs<'_>) -> PyResult<(OpenArgs, u64)> {
+    let args = OpenArgs::take(kw)?;
+    let chunk_size = match kw.get::<u64>("chunk_size")? {
+        Some(0) => return Err(bad_arg("chunk_size", "must be at least 1 byte")),
+        size => size.unwrap_or(DEFAULT_CHUNK_SIZE_BYTES),
+    };
+    Ok((args, chunk_size))
+}
+
+/// Diagnostics tolerated by the error budget, printed on standard error as the command does.
+pub(crate) struct Stderr;
+
+impl DiagnosticSink for Stderr {
+    fn report(&mut self, d: Diagnostic) {
+        eprintln!("exfeed: {d}");
+    }
+}
+
+/// The stream of a whole file (`exfeed.to_arrow`): record batches of about `chunk_size` bytes
+/// of data, in file order.
+#[pyfunction]
+#[pyo3(signature = (path, **kwargs))]
+pub fn _to_arrow<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<ArrowStream> {
+    let kw = Kwargs::new(py, kwargs)?;
+    let (args, chunk_size) = take_options(&kw)?;
+    kw.finish("to_arrow")?;
+    let batches = detached(py, move || {
+        let opened = args.open(&path, false)?;
+        fn stream<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Batches> {
+            let seqs = data.sequences::<T>()?;
+            Ok(Box::new(SequenceStream::from_sequences(
+                seqs,
+                chunk_size,
+                Box::new(Stderr),
+            )?))
+        }
+        match opened.precision {
+            Precision::Float => stream::<f32>(opened.data, chunk_size),
+            Precision::Double => stream::<f64>(opened.data, chunk_size),
+        }
+    })?;
+    Ok(ArrowStream::new(batches))
+}
+
+/// The chunk source of a file: CTF indexed in chunks of `chunk_size` bytes; CBF in its own
+/// chunks; Lens in the reader's.
+fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
+    if data.format() != FileFormat::Ctf {
+        return data.into_chunk_source::<T>();
+    }
+    let o = data.options();
+    let ctf = CtfSourceOptions {
+        ctf: CtfOptions {
+            inputs: o.inputs.clone(),
+            skip_sequence_ids: o.skip_sequence_ids,
+            max_errors: o.max_errors,
+            limits: o.limits,
+        },
+        chunk_size,
+        ..CtfSourceOptions::default()
+    };
+    Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))
+}
+
+/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads).
+#[pyfunction]
+#[pyo3(signature = (path, **kwargs))]
+pub fn _chunks<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<(usize, u64, u64)>> {
+    let kw = Kwargs::new(py, kwargs)?;
+    let (args, chunk_size) = take_options(&kw)?;
+    kw.finish("_chunks")?;
+    detached(py, move || {
+        let s = source::<f32>(args.open(&path, false)?.data, chunk_size)?;
+        Ok(s.chunks()
+            .iter()
+            .map(|c| (c.sequences, c.samples, c.bytes))
+            .collect())
+    })
+}
+
+/// Chunks `start..end` of a file as a stream, one record batch per chunk.
+#[pyfunction]
+#[pyo3(signature = (path, start, end, **kwargs))]
+pub fn _read_chunks<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    start: usize,
+    end: usize,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<ArrowStream> {
+    let kw = Kwargs::new(py, kwargs)?;
+    let (args, chunk_size) = take_options(&kw)?;
+    kw.finish("_read_chunks")?;
+    let batches = detached(py, move || {
+        fn chunks<T: Value>(
+            data: DataSet,
+            chunk_size: u64,
+            range: std::ops::Range<usize>,
+        ) -> exfeed::Result<Batches> {
+            let s = source::<T>(data, chunk_size)?;
+            let end = range.end.min(s.chunks().len());
+            Ok(Box::new(SequenceStream::from_chunks(s, range.start..end)?))
+        }
+        let opened = args.open(&path, false)?;
+        match opened.precision {
+            Precision::Float => chunks::<f32>(opened.data, chunk_size, start..end),
+            Precision::Double => chunks::<f64>(opened.data, chunk_size, start..end),
+        }
+    })?;
+    Ok(ArrowStream::new(batches))
+}

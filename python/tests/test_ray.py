@@ -1,0 +1,70 @@
+"""exfeed.ray on a real local Ray (ray.init(num_cpus=2)): a sharded corpus read by read tasks
+of exfeed chunks, every sequence exactly once, and written to Parquet by Ray."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import exfeed
+from conftest import INPUTS, require
+
+
+def write_shard(path, first_key: int, sequences: int, rng) -> dict:
+    """A CTF shard whose keys start at `first_key`; {key: (x rows as float32, label)}."""
+    truth, lines = {}, []
+    for key in range(first_key, first_key + sequences):
+        rows = np.round(rng.standard_normal((int(rng.integers(1, 4)), 3)), 4)
+        label = int(rng.integers(0, 5))
+        for i, row in enumerate(rows):
+            lines.append(f"{key} |x " + " ".join(f"{v:g}" for v in row) + (f" |y {label}:1" if i == 0 else ""))
+        truth[key] = (rows.astype(np.float32), label)
+    path.write_text("\n".join(lines) + "\n")
+    return truth
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = require("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+
+
+def test_a_sharded_corpus_arrives_exactly_once_and_ray_writes_parquet(local_ray, tmp_path):
+    pq = require("pyarrow.parquet")
+    import exfeed.ray
+
+    rng = np.random.default_rng(7)
+    truth = {}
+    for shard in range(4):
+        truth |= write_shard(tmp_path / f"train-{shard:05d}.ctf", shard * 1000, 150, rng)
+    # Chunks of 2 KiB: each shard is several chunks, so tasks read parts of files.
+    source = exfeed.ray.ExfeedDatasource(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048)
+    tasks = source.get_read_tasks(6)
+    assert len(tasks) == 6
+    assert sum(t.metadata.num_rows for t in tasks) == 600
+    ds = exfeed.ray.read(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048, override_num_blocks=6)
+    rows = ds.take_all()
+    keys = sorted(r["key"] for r in rows)
+    assert keys == sorted(truth), "every sequence exactly once"
+    for r in rows:
+        rows_x, label = truth[r["key"]]
+        np.testing.assert_array_equal(np.array([list(s) for s in r["x"]], dtype=np.float32), rows_x)
+        assert [list(s["indices"]) for s in r["y"]] == [[label]]
+    # Ray writes the dataset as Parquet; the files keep exfeed's schema and its metadata.
+    out = tmp_path / "parquet"
+    ds.write_parquet(str(out))
+    table = pq.read_table(out)
+    assert sorted(table.column("key").to_pylist()) == keys
+    written = sorted(out.glob("*.parquet"))
+    assert written
+    field = pq.read_schema(written[0]).field("y")
+    assert field.metadata[b"exfeed.storage"] == b"sparse" and field.metadata[b"exfeed.dim"] == b"5"
+    # ...so exfeed reads Ray's files back.
+    back = tmp_path / "back.ctf"
+    n = exfeed.convert(written[0], back)["sequences"]
+    assert n == pq.read_metadata(written[0]).num_rows
+    for d in exfeed.dump(back, inputs=INPUTS):
+        np.testing.assert_array_equal(d["x"], truth[d["key"]][0])
