@@ -137,6 +137,17 @@ pub fn is_binary_name(path: &Path) -> bool {
     name.ends_with(".bex")
 }
 
+/// `what` (an example, the set header) goes on past the record limit `max` at byte `at`.
+pub(crate) fn longer_than_a_record(what: &str, at: u64, max: u64, text: bool) -> crate::Error {
+    crate::Error::invalid(
+        at,
+        format!(
+            "{what} is longer than the maximum record size ({max} bytes){}",
+            if text { " or never ends" } else { "" }
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,15 +183,4 @@ mod tests {
         let e = write_stream(&mut r, true, Some(3), &mut sink).unwrap_err();
         assert!(e.message().contains("2 examples read, 3 counted"), "{e}");
     }
-}
-
-/// `what` (an example, the set header) goes on past the record limit `max` at byte `at`.
-pub(crate) fn longer_than_a_record(what: &str, at: u64, max: u64, text: bool) -> crate::Error {
-    crate::Error::invalid(
-        at,
-        format!(
-            "{what} is longer than the maximum record size ({max} bytes){}",
-            if text { " or never ends" } else { "" }
-        ),
-    )
 }
