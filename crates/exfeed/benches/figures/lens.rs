@@ -210,17 +210,7 @@ fn generated_set(name: &str, text: Vec<u8>, dir: &Path, args: &Args) -> Result {
 
 pub fn run(args: &Args) -> Result {
     conformance_files(args)?;
-    let temp;
-    let dir = match &args.write_to {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            d.clone()
-        }
-        None => {
-            temp = tempfile::tempdir()?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (dir, _temp) = args.data_dir()?;
     println!("load average: {}", load_average());
     generated_set("dense", common::lens_dense_ex(100_000), &dir, args)?;
     let sparse_mb = args.mb.unwrap_or(50);

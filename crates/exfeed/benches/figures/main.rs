@@ -54,6 +54,21 @@ pub struct Args {
 }
 
 impl Args {
+    /// Where to write generated data: `--write-to`, else a temporary directory (returned too,
+    /// so that it lives as long as the caller keeps it).
+    pub fn data_dir(&self) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+        match &self.write_to {
+            Some(d) => {
+                std::fs::create_dir_all(d)?;
+                Ok((d.clone(), None))
+            }
+            None => {
+                let temp = tempfile::tempdir()?;
+                Ok((temp.path().to_path_buf(), Some(temp)))
+            }
+        }
+    }
+
     fn parse() -> Result<Option<Args>> {
         let mut args = Args {
             what: String::new(),

@@ -12,7 +12,7 @@ use exfeed::reader::{
 };
 use exfeed::{SequenceBatch, StreamSpec};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -121,17 +121,7 @@ fn faster(a: Rate, b: Rate) -> Rate {
 }
 
 pub fn run(args: &Args) -> Result {
-    let temp;
-    let dir: PathBuf = match &args.write_to {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            d.clone()
-        }
-        None => {
-            temp = tempfile::tempdir()?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (dir, _temp) = args.data_dir()?;
     let path = dir.join("bench-read.ctf");
     let bytes = args.mb.unwrap_or(64) << 20;
     write_data(&path, bytes)?;
