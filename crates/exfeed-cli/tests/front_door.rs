@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fifo, text};
+use common::{dumped_example_names, fifo, text};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -58,6 +58,12 @@ fn stdout(out: &Output) -> String {
     text(&out.stdout)
 }
 
+/// Asserts that `text` (a command's output) contains `part`, showing the whole output if not.
+#[track_caller]
+fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
+}
+
 fn stderr(out: &Output) -> String {
     text(&out.stderr)
 }
@@ -94,19 +100,14 @@ fn fifo_ctf_loses_no_bytes_in_read_check_and_dump() {
     let f = fifo(dir.path(), "a.ctf", ctf_bytes(), 1);
     let out = run(&["read", &f, &c, &cfg, "-m", "1000"], None);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("read: 1 minibatches, 40 sequences, 96 samples"),
-        "{}",
-        stderr(&out)
+    assert_contains(
+        &stderr(&out),
+        "read: 1 minibatches, 40 sequences, 96 samples",
     );
     let f = fifo(dir.path(), "b.ctf", ctf_bytes(), 1);
     let out = run(&["check", &f, &c, &cfg], None);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("  sequences: 40\n"),
-        "{}",
-        stdout(&out)
-    );
+    assert_contains(&stdout(&out), "  sequences: 40\n");
     assert!(stdout(&out).contains("errors: 0, warnings: 0"));
     let f = fifo(dir.path(), "c", ctf_bytes(), 1);
     let out = run(&["dump", "--from", "ctf", &f, &c, &cfg], None);
@@ -123,11 +124,7 @@ fn piped_ctf_reads_like_the_file() {
     assert!(piped.status.success(), "{}", stderr(&piped));
     assert_eq!(stdout(&piped), stdout(&file));
     let read = run(&["read", "-", &c, &cfg, "-m", "1000"], Some(ctf_bytes()));
-    assert!(
-        stderr(&read).contains("40 sequences, 96 samples"),
-        "{}",
-        stderr(&read)
-    );
+    assert_contains(&stderr(&read), "40 sequences, 96 samples");
 }
 
 #[test]
@@ -144,26 +141,17 @@ fn cbf_on_standard_input_works_in_every_command() {
     }
     let out = run(&["check", "-"], Some(cbf.clone()));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("-: ok\n  sequences: 40\n  longest sequence: 4 samples (key 2)\n"),
-        "{}",
-        stdout(&out)
+    assert_contains(
+        &stdout(&out),
+        "-: ok\n  sequences: 40\n  longest sequence: 4 samples (key 2)\n",
     );
     let out = run(
         &["read", "-", "-m", "1000", "--no-randomize"],
         Some(cbf.clone()),
     );
-    assert!(
-        stderr(&out).contains("40 sequences, 96 samples"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "40 sequences, 96 samples");
     let out = run(&["info", "-"], Some(cbf.clone()));
-    assert!(
-        stdout(&out).contains("chunks: 1 (40 sequences, 96 samples)"),
-        "{}",
-        stdout(&out)
-    );
+    assert_contains(&stdout(&out), "chunks: 1 (40 sequences, 96 samples)");
     let ctf = dir.path().join("back.ctf");
     let out = run(&["convert", "-", ctf.to_str().unwrap()], Some(cbf));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -202,11 +190,7 @@ fn lens_fifo_keeps_its_first_bytes_and_a_plain_dump_does_not_hang() {
         stdout(&out),
         stderr(&out)
     );
-    assert!(
-        stdout(&out).contains("examples: 4, events: 8"),
-        "{}",
-        stdout(&out)
-    );
+    assert_contains(&stdout(&out), "examples: 4, events: 8");
     // Standard input, Lens text: --from says so.
     let out = run(&["dump", "-", "--from", "ex"], Some(ex));
     assert_eq!(stdout(&out), stdout(&from_file));
@@ -218,15 +202,7 @@ fn looping_pipe_mode_keeps_the_first_writers_first_example() {
     let ex = std::fs::read(samples().join("patterns.ex")).unwrap();
     let f = fifo(dir.path(), "loop.ex", ex, 2);
     let out = run(&["dump", &f, "--pipe", "--max-examples", "8"], None);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let names: Vec<String> = stdout(&out)
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["name"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let names = dumped_example_names(&out);
     let one = ["ab first", "ba", "flat", "sparse-pair"];
     assert_eq!(names, [one, one].concat());
 }
@@ -404,7 +380,7 @@ fn exit_statuses_agree_across_commands() {
     }
     // The fatal error counts in check's summary.
     let out = run(&["check", cut], None);
-    assert!(stdout(&out).contains("errors: 1,"), "{}", stdout(&out));
+    assert_contains(&stdout(&out), "errors: 1,");
     // Invalid CTF through convert: invalid data.
     let bad = dir.path().join("bad.ctf");
     std::fs::write(&bad, "0 |features 1 2 3 4 5\n").unwrap();
@@ -431,17 +407,9 @@ fn exit_statuses_agree_across_commands() {
         None,
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("converting CTF to CTF is not supported"),
-        "{}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "converting CTF to CTF is not supported");
     let help = run(&["convert", "--help"], None);
-    assert!(
-        stdout(&help).contains("(ctf, cbf, ex, bex, parquet, arrow)"),
-        "{}",
-        stdout(&help)
-    );
+    assert_contains(&stdout(&help), "(ctf, cbf, ex, bex, parquet, arrow)");
 }
 
 #[test]
@@ -467,7 +435,7 @@ fn info_is_text_by_default_and_json_with_json_for_every_format() {
         a.extend_from_slice(&args);
         let out = run(&a, None);
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(stdout(&out).contains(text_has), "{}", stdout(&out));
+        assert_contains(&stdout(&out), text_has);
         a.push("--json");
         let out = run(&a, None);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{dumped_example_names, exfeed, text};
 use std::process::{Command, Output, Stdio};
 
 const EX: &str = ";\nname: a I: (in 1) 0.5 T: {out} 1;\nname: b 2 I: (in 0) 1 0 T: 0 1;\n";
@@ -336,19 +336,8 @@ fn pipe_mode_loops_over_a_file_until_max_examples() {
     let ex = dir.path().join("x.ex");
     std::fs::write(&ex, EX).unwrap();
     let ex = ex.to_str().unwrap();
-    let names = |out: &Output| -> Vec<String> {
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v["name"].as_str().unwrap().to_string()
-            })
-            .collect()
-    };
     let looped = exfeed(&["dump", ex, "--pipe", "--max-examples", "4"]);
-    assert_eq!(names(&looped), ["a", "b", "a", "b"]);
+    assert_eq!(dumped_example_names(&looped), ["a", "b", "a", "b"]);
     let indices: Vec<_> = text(&looped.stdout)
         .lines()
         .skip(1)
@@ -356,7 +345,7 @@ fn pipe_mode_loops_over_a_file_until_max_examples() {
         .collect();
     assert_eq!(indices, [0, 1, 2, 3]);
     let once = exfeed(&["dump", ex, "--pipe", "--no-loop", "--max-examples", "4"]);
-    assert_eq!(names(&once), ["a", "b"]);
+    assert_eq!(dumped_example_names(&once), ["a", "b"]);
     // Materialized, looping over the binary form.
     let bex = dir.path().join("x.bex");
     let conv = exfeed(&["convert", ex, bex.to_str().unwrap()]);
@@ -384,7 +373,7 @@ fn pipe_mode_loops_over_a_file_until_max_examples() {
         .stdin(std::fs::File::open(ex).unwrap())
         .output()
         .unwrap();
-    assert_eq!(names(&piped), ["a", "b"]);
+    assert_eq!(dumped_example_names(&piped), ["a", "b"]);
 }
 
 #[cfg(unix)]
@@ -394,16 +383,7 @@ fn pipe_mode_reads_a_fifo() {
     // Opening a FIFO for writing waits for its reader, the dump below.
     let fifo = common::fifo(dir.path(), "x.fifo", EX.as_bytes().to_vec(), 1);
     let out = exfeed(&["dump", &fifo, "--from", "ex", "--pipe", "--no-loop"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let names: Vec<String> = text(&out.stdout)
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["name"].as_str().unwrap().to_string()
-        })
-        .collect();
-    assert_eq!(names, ["a", "b"]);
+    assert_eq!(dumped_example_names(&out), ["a", "b"]);
 }
 
 /// Issue 13, defect 5: a valid 721 KB `.bex` whose 14,700 examples each declare 850 events

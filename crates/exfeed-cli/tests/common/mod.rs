@@ -66,3 +66,17 @@ pub fn fifo(dir: &std::path::Path, name: &str, data: Vec<u8>, passes: usize) -> 
     });
     path.display().to_string()
 }
+
+/// The example names `exfeed dump` printed for a Lens file (one JSON line per example after the
+/// header line); the command must have succeeded.
+pub fn dumped_example_names(out: &Output) -> Vec<String> {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["name"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
