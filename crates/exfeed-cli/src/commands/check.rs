@@ -92,15 +92,7 @@ fn check(data: &DataPath, args: &Args) -> anyhow::Result<u8> {
     let (format, trace_level, precision) =
         (opened.data.format(), opened.trace_level, opened.precision);
     let tolerated = opened.options.max_errors;
-    let mut total = Summary {
-        name: name.clone(),
-        format,
-        sequences: 0,
-        longest: None,
-        streams: Vec::new(),
-        lens: None,
-        corpus: true,
-    };
+    let mut total = Summary::of_corpus(name.clone(), format);
     let (mut files, mut invalid, mut errors, mut warnings, mut worst) = (0, 0, 0, 0, 0u8);
     let mut shards = opened.data.shards();
     while let Some(shard) = shards.next() {

@@ -89,16 +89,8 @@ fn describe_corpus<T: exfeed::Element>(
     sink: &mut Stderr,
 ) -> anyhow::Result<String> {
     let name = data.name().to_string();
-    let total = exfeed::dataset::Summary {
-        name: name.clone(),
-        format: data.format(),
-        sequences: 0,
-        longest: None,
-        streams: Vec::new(),
-        lens: None,
-        corpus: true,
-    };
-    let (mut total, mut files) = (total, Vec::new());
+    let mut total = Summary::of_corpus(name.clone(), data.format());
+    let mut files = Vec::new();
     for shard in data.shards() {
         let (i, shard) = shard?;
         let bytes = shard.input().path().and_then(|p| std::fs::metadata(p).ok());

@@ -166,15 +166,7 @@ pub(super) fn summary<T: Element>(
     shards: Shards,
     sink: &mut dyn DiagnosticSink,
 ) -> SummaryOutcome {
-    let mut total = Summary {
-        name,
-        format,
-        sequences: 0,
-        longest: None,
-        streams: Vec::new(),
-        lens: None,
-        corpus: true,
-    };
+    let mut total = Summary::of_corpus(name, format);
     let result = (|| {
         for shard in shards {
             let (i, data) = shard?;
@@ -191,6 +183,19 @@ pub(super) fn summary<T: Element>(
 }
 
 impl Summary {
+    /// The summary of a corpus named `name` before any file is added ([`Summary::merge`]).
+    pub fn of_corpus(name: String, format: FileFormat) -> Summary {
+        Summary {
+            name,
+            format,
+            sequences: 0,
+            longest: None,
+            streams: Vec::new(),
+            lens: None,
+            corpus: true,
+        }
+    }
+
     /// Adds the summary of shard `shard` of a corpus: its counts, its longest sequence (with
     /// its corpus key), its streams' counts (the first shard's streams name them).
     pub fn merge(&mut self, shard: usize, other: &Summary) {
