@@ -182,13 +182,14 @@ pub fn convert_with_progress(
             to.describe()
         )));
     }
-    if !matches!(
+    // A corpus also converts CTF shards to one CTF file.
+    let supported = matches!(
         (from, to),
         (FileFormat::Ctf, FileFormat::Cbf)
             | (FileFormat::Cbf, FileFormat::Ctf | FileFormat::Cbf)
             | (FileFormat::LensText | FileFormat::LensBinary, _)
-    ) && !(corpus && to == FileFormat::Ctf)
-    {
+    ) || (corpus && to == FileFormat::Ctf);
+    if !supported {
         return Err(unsupported(format!(
             "converting {} to {} is not supported ({SUPPORTED})",
             from.describe(),
