@@ -25,8 +25,9 @@ pub(super) struct CorpusFiles {
 
 /// Opens the corpus `corpus` (a glob, a list file or files; see [`Corpus`]) as one data set:
 /// its first file is opened now (its format is the corpus's), the others when they are reached,
-/// each with `options`. Sequences come shard after shard with corpus keys; see the
-/// [module documentation](self).
+/// each with `options` ([`DataSet::shards`]; a file whose streams differ from the first's is an
+/// error naming it). Sequences come shard after shard with corpus keys (`shard << 40 | key`,
+/// see [`split_corpus_key`](crate::reader::split_corpus_key)).
 ///
 /// ```
 /// use exfeed::reader::{split_corpus_key, Corpus};
