@@ -545,6 +545,7 @@ fn a_configuration_names_a_corpus_for_check_dump_info_and_convert() {
 /// Runs `exfeed ARGS` and waits for it with `wait4`: its exit status and its own peak resident
 /// memory in bytes (not the test process's other children's).
 #[cfg(unix)]
+#[allow(clippy::zombie_processes)] // reaped by wait4, which Child does not know of
 fn peak_rss(args: &[&str]) -> (bool, u64) {
     let child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
         .args(args)
