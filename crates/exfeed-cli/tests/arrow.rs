@@ -192,6 +192,49 @@ fn lens_and_standard_input_convert_to_parquet() {
         .starts_with("3 |a 1 2 |b 3:1\n"));
 }
 
+#[test]
+fn a_file_parsed_on_every_core_is_the_parquet_of_the_same_text_streamed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 3 MB: several 1 MiB pieces parsed in parallel, and (64 KiB chunks) many row groups.
+    let mut ctf = String::new();
+    for k in 0..100_000 {
+        ctf += &format!("{} |a {k} 0.25 |b {}:1.5\n", k / 3, k % 5);
+        if k % 3 == 2 {
+            ctf += &format!("{} |a -1 {}\n", k / 3, k % 7);
+        }
+    }
+    assert!(ctf.len() > 3 << 20, "{} bytes", ctf.len());
+    std::fs::write(d.join("in.ctf"), &ctf).unwrap();
+    let mut args = vec!["convert", "in.ctf", "file.parquet", "--chunk-size", "64K"];
+    args.extend(inputs());
+    ok(&args, d);
+    // Standard input is parsed as it arrives, on one thread.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(["convert", "-", "piped.parquet", "--chunk-size", "64K"])
+        .args(inputs())
+        .current_dir(d)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), ctf.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let file = std::fs::read(d.join("file.parquet")).unwrap();
+    assert!(file == std::fs::read(d.join("piped.parquet")).unwrap());
+    let r = SerializedFileReader::new(std::fs::File::open(d.join("file.parquet")).unwrap());
+    assert!(r.unwrap().metadata().num_row_groups() > 10);
+    // A bad line past the first pieces: the error of a serial parse, and no output.
+    let bad = ctf.replacen("|a 25000 0.25", "|a 25000 x", 1);
+    std::fs::write(d.join("bad.ctf"), bad).unwrap();
+    let mut args = vec!["convert", "bad.ctf", "bad.parquet"];
+    args.extend(inputs());
+    let out = run(&args, d);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.ctf:33334:"), "{err}");
+    assert!(!d.join("bad.parquet").exists());
+}
+
 /// A Parquet file with `key` and a column `label` of strings: not exfeed's schema.
 fn write_foreign(path: &Path, key: bool) {
     let mut fields = vec![Field::new("label", DataType::Utf8, false)];

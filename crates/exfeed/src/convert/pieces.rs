@@ -26,6 +26,9 @@ pub const PIECE_BYTES: usize = 1 << 20;
 /// Bytes of CTF text in flight in the parallel pipeline (at least two pieces per worker).
 const WINDOW_BYTES: usize = 32 << 20;
 
+/// The last stage of [`PieceStages`]: takes a piece's `E` in file order.
+pub type Consume<'a, E> = dyn FnMut(E, u64, &mut Vec<E>) -> Result<()> + 'a;
+
 /// What the pieces of [`parse_ctf_pieces`] go through.
 pub struct PieceStages<'a, T, E> {
     /// On the thread that parsed the piece: turns its sequences (`batch`, which it may take
@@ -36,7 +39,7 @@ pub struct PieceStages<'a, T, E> {
     pub new: &'a (dyn Fn() -> E + Sync),
     /// On the calling thread, in file order: takes a piece's `E` and the byte offset where the
     /// piece ends; may push `E`s it is done with onto the spares (for their buffers).
-    pub consume: &'a mut dyn FnMut(E, u64, &mut Vec<E>) -> Result<()>,
+    pub consume: &'a mut Consume<'a, E>,
 }
 
 /// Parses the whole CTF file held in `ctf` (named `file` in errors) as `opts` say, in pieces of
