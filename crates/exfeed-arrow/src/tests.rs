@@ -399,10 +399,7 @@ impl parquet::file::reader::ChunkReader for Recording {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        self.read
-            .lock()
-            .unwrap()
-            .push(start..start + length as u64);
+        self.read.lock().unwrap().push(start..start + length as u64);
         self.file.get_bytes(start, length)
     }
 }
