@@ -125,19 +125,20 @@ pub fn write_arrow_file(
     }
 }
 
-/// Whether `data` is CTF text in a plain file, which is then parsed on every core
+/// Whether `data` is CTF text in one plain file, which is then parsed on every core
 /// ([`parse_ctf_pieces`] over the file mapped into memory). A pipe or a compressed file is
 /// parsed as it is read, on one thread: memory stays bounded by a chunk there too.
 fn parses_in_pieces(data: &DataSet) -> bool {
     data.format() == FileFormat::Ctf
+        && !data.is_corpus()
         && data.is_seekable()
         && data.compression() == exfeed::io::Compression::None
 }
 
 /// The CTF text of `data` (a plain file) written to `out` as Parquet or Arrow IPC: parsed in
-/// pieces of about `piece_bytes` on every core, the pieces handed to the writer in file order (whose row groups are
-/// encoded on every core too). The same file as [`write_sequences`] writes. Returns the output
-/// and the sequences written.
+/// pieces of about `piece_bytes` on every core, the pieces handed to the writer in file order
+/// (whose row groups are encoded on every core too). The same file as [`write_sequences`]
+/// writes. Returns the output and the sequences written.
 pub(crate) fn write_ctf_pieces<W: std::io::Write + Send, T: Value>(
     data: DataSet,
     out: W,

@@ -95,8 +95,8 @@ pub struct WriteOptions {
     /// Parquet row group: as exfeed's chunks, the unit a reader decodes at once. A sequence is
     /// never split; a batch ends after the sequence that reaches the size.
     pub chunk_size: u64,
-    /// Threads that encode and compress Parquet row groups, each its own (0: one per core;
-    /// 1: on the writing thread). The file's bytes are the same for any number.
+    /// Threads that encode and compress Parquet row groups, each its own (0: one per core, at
+    /// most 4; 1: on the writing thread). The file's bytes are the same for any number.
     pub threads: usize,
 }
 
@@ -110,6 +110,11 @@ impl WriteOptions {
         }
     }
 }
+
+/// The most Parquet encoding threads [`WriteOptions::threads`] 0 starts: each holds a row group
+/// and its encoder's state (rep/def levels of every value: for small values more than the data),
+/// so memory grows with them.
+const MAX_ENCODING_THREADS: usize = 4;
 
 /// Encodes a record batch into the column chunks of one Parquet row group, on any thread.
 struct RowGroupEncoder {
@@ -186,7 +191,7 @@ enum Sink<W: Write + Send> {
 /// and the file is complete only after [`SequenceWriter::finish`]. Parquet row groups are
 /// encoded and compressed on [`WriteOptions::threads`] threads, each row group on one, and
 /// written in order: memory holds the chunk being built and up to one row group per thread
-/// (two while the oldest is being written).
+/// (and one more while the oldest is waited for).
 pub struct SequenceWriter<W: Write + Send, T: Value> {
     builder: BatchBuilder<T>,
     sink: Sink<W>,
@@ -224,7 +229,9 @@ impl<W: Write + Send, T: Value> SequenceWriter<W, T> {
                     .map_err(parquet_error)?;
                 let encoder = Arc::new(RowGroupEncoder { factory, schema });
                 let threads = match options.threads {
-                    0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    0 => std::thread::available_parallelism()
+                        .map_or(1, |n| n.get())
+                        .min(MAX_ENCODING_THREADS),
                     n => n,
                 };
                 Sink::Parquet {
