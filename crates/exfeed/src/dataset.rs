@@ -95,7 +95,7 @@ pub struct LensLayout {
 
 impl OpenOptions {
     /// How CTF is read, from these options.
-    pub(crate) fn ctf(&self) -> CtfOptions {
+    pub fn ctf(&self) -> CtfOptions {
         CtfOptions {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
