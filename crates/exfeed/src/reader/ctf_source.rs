@@ -134,10 +134,12 @@ pub struct CtfSource {
 
 /// Read buffers for reuse, shared by every CTF source (fresh ones would cost a page fault per
 /// 4 KiB on every chunk). One pool for the process, not one per source: a corpus of thousands
-/// of shards keeps at most [`KEPT_BUFFERS`] chunks' worth, not a chunk per shard.
+/// of shards keeps at most [`KEPT_BUFFERS`] buffers and [`KEPT_BYTES`], not a chunk per shard.
 static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// Buffers kept in [`BUFFERS`] (about one per decoding thread).
 const KEPT_BUFFERS: usize = 8;
+/// Bytes kept in [`BUFFERS`] at most (one buffer is kept whatever its size).
+const KEPT_BYTES: usize = 64 << 20;
 
 /// Diagnostics kept per source (the rest are counted only).
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
@@ -409,7 +411,9 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         }
         if owned.capacity() > 0 {
             if let Ok(mut b) = BUFFERS.lock() {
-                if b.len() < KEPT_BUFFERS {
+                let kept: usize = b.iter().map(Vec::capacity).sum();
+                if b.is_empty() || (b.len() < KEPT_BUFFERS && kept + owned.capacity() <= KEPT_BYTES)
+                {
                     b.push(owned);
                 }
             }
