@@ -126,13 +126,39 @@ pub fn write_arrow_file(
 }
 
 /// Whether `data` is CTF text in one plain file, which is then parsed on every core
-/// ([`parse_ctf_pieces`] over the file mapped into memory). A pipe or a compressed file is
-/// parsed as it is read, on one thread: memory stays bounded by a chunk there too.
-fn parses_in_pieces(data: &DataSet) -> bool {
+/// ([`ctf_pieces`]). A pipe or a compressed file is parsed as it is read, on one thread: memory
+/// stays bounded by a chunk there too.
+pub(crate) fn parses_in_pieces(data: &DataSet) -> bool {
     data.format() == FileFormat::Ctf
         && !data.is_corpus()
         && data.is_seekable()
         && data.compression() == exfeed::io::Compression::None
+}
+
+/// Parses the CTF text of `data` (a plain file, mapped into memory) in pieces of about
+/// `piece_bytes` on every core ([`parse_ctf_pieces`]), handing each piece's sequences to `each`
+/// in file order; `each` may push batches it is done with onto the spares (for their buffers).
+pub(crate) fn ctf_pieces<T: Value>(
+    data: DataSet,
+    sink: &mut dyn DiagnosticSink,
+    piece_bytes: usize,
+    mut each: impl FnMut(SequenceBatch<T>, &mut Vec<SequenceBatch<T>>) -> Result<()>,
+) -> Result<()> {
+    let (name, ctf) = (data.name().to_string(), data.options().ctf());
+    let text = data.into_bytes()?;
+    // The parsed batches themselves are handed on.
+    let work = |parsed: &mut SequenceBatch<T>, piece: &mut SequenceBatch<T>| {
+        std::mem::swap(parsed, piece);
+        Ok(())
+    };
+    let new = || SequenceBatch::<T>::new(&ctf.inputs);
+    let mut consume = |piece, _end, spares: &mut Vec<_>| each(piece, spares);
+    let stages = PieceStages {
+        work: &work,
+        new: &new,
+        consume: &mut consume,
+    };
+    parse_ctf_pieces::<T, _>(&text, &name, &ctf, piece_bytes, sink, stages)
 }
 
 /// The CTF text of `data` (a plain file) written to `out` as Parquet or Arrow IPC: parsed in
@@ -146,26 +172,12 @@ pub(crate) fn write_ctf_pieces<W: std::io::Write + Send, T: Value>(
     sink: &mut dyn DiagnosticSink,
     piece_bytes: usize,
 ) -> Result<(W, u64)> {
-    let (name, ctf) = (data.name().to_string(), data.options().ctf());
-    let text = data.into_bytes()?;
-    let mut writer = SequenceWriter::<W, T>::new(out, &ctf.inputs, write)?;
-    // The parsed pieces themselves go to the writer, which copies them into its record batch.
-    let work = |parsed: &mut SequenceBatch<T>, piece: &mut SequenceBatch<T>| {
-        std::mem::swap(parsed, piece);
-        Ok(())
-    };
-    let new = || SequenceBatch::<T>::new(&ctf.inputs);
-    let mut consume = |piece: SequenceBatch<T>, _end: u64, spares: &mut Vec<SequenceBatch<T>>| {
+    let mut writer = SequenceWriter::<W, T>::new(out, &data.options().inputs, write)?;
+    ctf_pieces::<T>(data, sink, piece_bytes, |piece, spares| {
         writer.write_batch(&piece)?;
         spares.push(piece);
         Ok(())
-    };
-    let stages = PieceStages {
-        work: &work,
-        new: &new,
-        consume: &mut consume,
-    };
-    parse_ctf_pieces::<T, _>(&text, &name, &ctf, piece_bytes, sink, stages)?;
+    })?;
     let sequences = writer.sequences();
     Ok((writer.finish()?.0, sequences))
 }

@@ -136,20 +136,28 @@ fn parquet_is_the_same_file_on_any_number_of_threads_however_the_sequences_come(
     assert!(w.into_inner().unwrap() == one);
 }
 
-#[test]
-fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
-    let dir = tempfile::tempdir().unwrap();
-    let ctf = dir.path().join("in.ctf");
+/// 200 sequences of two lines of CTF text, of the streams of [`specs`].
+fn ctf_text() -> String {
     let mut text = String::new();
     for k in 0..400 {
         text += &format!("{} |F {k} 0.5 -1 |y {}:1.25\n", k / 2, (k * 7) % 1000);
     }
-    std::fs::write(&ctf, &text).unwrap();
-    let options = exfeed::OpenOptions {
+    text
+}
+
+fn ctf_options() -> exfeed::OpenOptions {
+    exfeed::OpenOptions {
         inputs: specs(),
         ..Default::default()
-    };
-    let open = || exfeed::open(&ctf, &options).unwrap();
+    }
+}
+
+#[test]
+fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctf, text) = (dir.path().join("in.ctf"), ctf_text());
+    std::fs::write(&ctf, &text).unwrap();
+    let open = || exfeed::open(&ctf, &ctf_options()).unwrap();
     let write = WriteOptions::new(ArrowFormat::Parquet, 1000);
     let stream = |write| {
         let seqs = open().sequences::<f32>().unwrap();
@@ -534,4 +542,47 @@ fn arrow_ipc_reads_chosen_record_batches_of_the_selected_columns() {
     assert!(last.unwrap().next_record_batch().unwrap().is_some());
     let none = ArrowSequences::open_chunks(&path, &y, Some(3..3));
     assert!(none.unwrap().next_record_batch().unwrap().is_none());
+}
+
+#[test]
+fn a_ctf_file_streams_the_record_batches_of_one_parser_when_parsed_on_every_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctf, text) = (dir.path().join("in.ctf"), ctf_text());
+    std::fs::write(&ctf, &text).unwrap();
+    let open = || exfeed::open(&ctf, &ctf_options()).unwrap();
+    let batches =
+        |stream: SequenceStream<f32>| -> Vec<RecordBatch> { stream.map(|b| b.unwrap()).collect() };
+    let seqs = open().sequences::<f32>().unwrap();
+    let want = batches(SequenceStream::from_sequences(seqs, 1000, Box::new(Vec::new())).unwrap());
+    assert!(want.len() > 5, "{} record batches", want.len());
+    for piece in [1, 100, 5000] {
+        let s =
+            SequenceStream::<f32>::from_data_in_pieces(open(), 1000, Box::new(Vec::new()), piece);
+        assert!(batches(s.unwrap()) == want, "pieces of {piece} bytes");
+    }
+    // Dropped after one record batch: the parsing thread stops (nothing hangs).
+    let mut s = SequenceStream::<f32>::from_data_in_pieces(open(), 1000, Box::new(Vec::new()), 100)
+        .unwrap();
+    assert!(s.next().unwrap().is_ok());
+    drop(s);
+    // The error of the first bad line in file order ends the stream, after the record batches
+    // before it.
+    std::fs::write(&ctf, text.replace("|F 301 0.5", "|F 301 x.5")).unwrap();
+    let in_pieces =
+        SequenceStream::<f32>::from_data_in_pieces(open(), 1000, Box::new(Vec::new()), 100);
+    let seqs = open().sequences::<f32>().unwrap();
+    let streamed = SequenceStream::from_sequences(seqs, 1000, Box::new(Vec::new()));
+    for mut s in [in_pieces.unwrap(), streamed.unwrap()] {
+        let mut rows = 0;
+        let err = loop {
+            match s.next().unwrap() {
+                Ok(rb) => rows += rb.num_rows(),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(err.contains("in.ctf:302:"), "{err}");
+        // Every sequence before the bad one (key 150).
+        assert_eq!(rows, 150);
+        assert!(s.next().is_none());
+    }
 }

@@ -6,9 +6,10 @@
 //! pieces of about [`PIECE_BYTES`] at them. Without an error budget and without a repeated
 //! sequence id, worker threads (one per thread of rayon's pool) parse pieces and pass each
 //! through the caller's `work` (encoding it, say), while the calling thread hands the results
-//! to `consume` in file order, stopping at the first error in file order: the results, and the
-//! error, are those of one parser going through the pieces in order, which is what happens
-//! with an error budget (errors must be counted in file order) or a repeated id.
+//! to `consume` in file order, stopping at the first error in file order (after the sequences
+//! complete before it): the results, and the error, are those of one parser going through the
+//! pieces in order, which is what happens with an error budget (errors must be counted in file
+//! order) or a repeated id.
 
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
@@ -67,10 +68,15 @@ pub fn parse_ctf_pieces<T: Element, E: Send>(
         let mut spares = Vec::new();
         for p in &pieces {
             batch.clear();
-            parser.parse_chunk(p.text(ctf), p.offset, p.line, mode, &mut batch, sink)?;
-            let mut e = spares.pop().unwrap_or_else(stages.new);
-            (stages.work)(&mut batch, &mut e)?;
-            (stages.consume)(e, p.end as u64, &mut spares)?;
+            let parsed = parser.parse_chunk(p.text(ctf), p.offset, p.line, mode, &mut batch, sink);
+            // On an error, the sequences complete before it go on first.
+            batch.discard_sequence();
+            if parsed.is_ok() || !batch.is_empty() {
+                let mut e = spares.pop().unwrap_or_else(stages.new);
+                (stages.work)(&mut batch, &mut e)?;
+                (stages.consume)(e, p.end as u64, &mut spares)?;
+            }
+            parsed?;
         }
         return Ok(());
     }
@@ -156,7 +162,8 @@ fn in_parallel<T: Element, E: Send>(
     // megabytes) or cores many.
     let min_pieces = 2 * workers;
     let stop = AtomicBool::new(false);
-    type Done<E> = (Result<E>, Vec<Diagnostic>);
+    // A piece's result, its error (after its sequences complete before it), its diagnostics.
+    type Done<E> = (Result<Option<E>>, Option<Error>, Vec<Diagnostic>);
     let (jobs_tx, jobs_rx) =
         crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<Done<E>>)>();
     // Spares go back to the workers (bounded by the window and what the consumer holds).
@@ -175,22 +182,26 @@ fn in_parallel<T: Element, E: Send>(
                     batch.clear();
                     let mut e = spares_rx.try_recv().unwrap_or_else(|_| new());
                     // A fresh parser per piece, as pieces are independent.
-                    let r = CtfParser::new(opts.clone())
-                        .and_then(|mut parser| {
-                            parser.set_file_name(file);
-                            parser.parse_chunk(
-                                p.text(ctf),
-                                p.offset,
-                                p.line,
-                                mode,
-                                &mut batch,
-                                &mut diags,
-                            )
-                        })
-                        .and_then(|()| work(&mut batch, &mut e))
-                        .map(|()| e);
+                    let parsed = CtfParser::new(opts.clone()).and_then(|mut parser| {
+                        parser.set_file_name(file);
+                        parser.parse_chunk(
+                            p.text(ctf),
+                            p.offset,
+                            p.line,
+                            mode,
+                            &mut batch,
+                            &mut diags,
+                        )
+                    });
+                    batch.discard_sequence();
+                    let error = parsed.err();
+                    let r = if error.is_none() || !batch.is_empty() {
+                        work(&mut batch, &mut e).map(|()| Some(e))
+                    } else {
+                        Ok(None)
+                    };
                     // The consumer may have stopped and dropped the receiver.
-                    let _ = done.send((r, diags));
+                    let _ = done.send((r, error, diags));
                 }
             });
         }
@@ -215,13 +226,18 @@ fn in_parallel<T: Element, E: Send>(
                     return Ok(());
                 };
                 in_flight -= pieces[i].len();
-                let (r, diags): Done<E> = rx
+                let (r, error, diags): Done<E> = rx
                     .recv()
                     .map_err(|_| Error::config("a conversion worker stopped"))?;
                 for d in diags {
                     sink.report(d);
                 }
-                consume(r?, pieces[i].end as u64, &mut spares)?;
+                if let Some(e) = r? {
+                    consume(e, pieces[i].end as u64, &mut spares)?;
+                }
+                if let Some(error) = error {
+                    return Err(error);
+                }
                 for spare in spares.drain(..) {
                     let _ = spares_tx.send(spare);
                 }
