@@ -29,6 +29,7 @@ mod input;
 mod lens_files;
 mod output;
 mod positioned;
+mod read_ahead;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{
@@ -39,3 +40,4 @@ pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};
 pub use output::{remove_unfinished_outputs, replace_file, AtomicOutput, OutputOptions};
 pub use positioned::{read_at, read_at_most, read_exact_at};
+pub use read_ahead::ReadAhead;

@@ -50,6 +50,10 @@ pub struct PipeReader {
     max_record_bytes: u64,
     /// Whether this pass's set header has been read.
     header_done: bool,
+    /// Allocations of examples handed back by [`PipeReader::recycle`].
+    spare: Spare,
+    /// Text examples are skimmed (see [`PipeReader::skim`]).
+    skim: bool,
 }
 
 impl PipeReader {
@@ -85,6 +89,8 @@ impl PipeReader {
             total: 0,
             max_record_bytes: limits.max_record_bytes,
             header_done: false,
+            spare: Spare::default(),
+            skim: false,
         };
         r.read_header()?;
         Ok(r)
@@ -301,6 +307,7 @@ impl PipeReader {
                     &self.buf[self.pos..self.end],
                     &self.header,
                     self.max_record_bytes,
+                    &mut self.spare,
                 ) {
                     Ok((ex, used)) => {
                         self.check_record(self.pos, self.pos + used)?;
@@ -326,6 +333,8 @@ impl PipeReader {
                 index,
                 &self.header,
                 self.max_record_bytes,
+                &mut self.spare,
+                self.skim,
             ) {
                 Ok(Some((ex, used_to))) => {
                     self.check_record(self.pos, used_to)?;
@@ -358,6 +367,20 @@ impl PipeReader {
             return Err(self.positioned(e));
         }
         Ok(())
+    }
+
+    /// Skims text examples from now on: their ranges come without values (dense values and
+    /// sparse unit lists empty), their numbers passed over unchecked; names, frequencies,
+    /// events and groups are as read. For counting examples and events a few times faster (a
+    /// number that would not parse is not found then). Binary examples are read as ever.
+    pub fn skim(&mut self) {
+        self.skim = true;
+    }
+
+    /// Hands back an example done with: the next examples reuse its allocations, so a loop
+    /// that recycles each example allocates only when one needs more than those before.
+    pub fn recycle(&mut self, example: Example) {
+        self.spare.keep(example);
     }
 
     /// Examples returned so far (over all passes).
