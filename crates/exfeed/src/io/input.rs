@@ -282,17 +282,7 @@ pub(crate) fn open_peeked(
     let buffered = BufReader::with_capacity(1 << 16, raw);
     let (buffered, magic) = Replay::peek(buffered, 4).map_err(|e| io_error(input, e))?;
     let compression = Compression::sniff(&magic);
-    let decoded: Box<dyn BufRead + Send> = match compression {
-        Compression::None => Box::new(buffered),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(buffered),
-        )),
-        Compression::Bzip2 => Box::new(BufReader::with_capacity(
-            1 << 16,
-            bzip2::bufread::MultiBzDecoder::new(buffered),
-        )),
-    };
+    let decoded = super::decompress::decoder(compression, buffered);
     if n == 0 {
         return Ok((decoded, Vec::new(), compression));
     }

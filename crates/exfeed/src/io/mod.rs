@@ -25,6 +25,7 @@
 //! ```
 
 mod cbf_files;
+mod decompress;
 mod input;
 mod lens_files;
 mod output;
@@ -38,6 +39,8 @@ pub use input::{
 };
 pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};
-pub use output::{remove_unfinished_outputs, replace_file, AtomicOutput, OutputOptions};
+pub use output::{
+    remove_unfinished_outputs, replace_file, stdout_was_closed, AtomicOutput, OutputOptions,
+};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
