@@ -237,7 +237,7 @@ pub fn convert_with_progress(
         ) => {
             // One example at a time; `.bex` starts with the example count, which a text
             // input gives only when read to its end: a file is counted in a first pass, the
-            // examples of a pipe are spooled to a temporary file beside the output.
+            // examples of a pipe are spooled to a temporary file.
             let binary = to == FileFormat::LensBinary;
             let counted = match (binary, from) {
                 (true, FileFormat::LensText) => data.lens_counts()?.map(|(examples, _)| examples),
@@ -246,7 +246,11 @@ pub fn convert_with_progress(
             let mut out = AtomicOutput::create(output, &outputs)?;
             let mut examples = data.lens_examples(false)?;
             let count = examples.declared_examples().or(counted);
+            // Beside the output (on the disk that takes it), or in the temporary directory
+            // when the output is standard output.
+            let temp = std::env::temp_dir();
             let spool_in = match output.parent() {
+                _ if output == Path::new("-") => &temp,
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };

@@ -1122,16 +1122,20 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let d0 = i;
-        while self.buf.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        let mut value = 0u64;
+        i = number::digits(self.buf, d0, &mut value);
         if i == d0 {
             return Err(self.unexpected("a sparse unit number"));
         }
-        // Saturating: anything past i32 is out of range anyway.
-        let magnitude = self.buf[d0..i]
-            .iter()
-            .fold(0i64, |n, &c| (n * 10 + (c - b'0') as i64).min(1 << 40));
+        // Past 10 digits (leading zeros allowed), saturating: anything past i32 is out of
+        // range anyway.
+        let magnitude = if i - d0 <= 10 {
+            value as i64
+        } else {
+            self.buf[d0..i]
+                .iter()
+                .fold(0i64, |n, &c| (n * 10 + (c - b'0') as i64).min(1 << 40))
+        };
         if magnitude > i32::MAX as i64 {
             let text = String::from_utf8_lossy(&self.buf[start..i]);
             return Err(Error::invalid(

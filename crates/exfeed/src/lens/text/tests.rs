@@ -350,3 +350,24 @@ fn skimming_finds_what_parsing_finds() {
         skim_agrees(text);
     }
 }
+
+#[test]
+fn unit_numbers_with_leading_zeros_and_out_of_range() {
+    let set = ex(";\ni: 00000000000003 2147483647 T: 1;\n");
+    let list = &set.examples[0].lists[set.examples[0].events[0].input.unwrap()][0];
+    assert_eq!(
+        list.kind,
+        RangeKind::Sparse {
+            value: 1.0,
+            units: SparseUnits::List(vec![3, 2147483647])
+        }
+    );
+    for big in ["2147483648", "99999999999", "000000000002147483648"] {
+        let e = err(&format!(";\ni: {big};\n"));
+        assert!(
+            e.message()
+                .contains(&format!("unit number {big} out of range")),
+            "{e}"
+        );
+    }
+}
