@@ -176,7 +176,7 @@ fn gzip(data: &[u8], path: &Path) -> Result {
 }
 
 /// One generated set as `.ex`, `.bex` and their gzip forms in `dir`; prints its figures. With
-/// a `layout` (input groups, target groups), `exfeed read` of each file too.
+/// a `layout` (input groups, target groups), `exfeed read` of each file too (minibatches of 256).
 fn generated_set(
     name: &str,
     text: Vec<u8>,
@@ -207,6 +207,8 @@ fn generated_set(
                     let read = [
                         "read",
                         f,
+                        "-m",
+                        "256",
                         "--input-groups",
                         inputs,
                         "--target-groups",
