@@ -419,24 +419,37 @@ impl Spare {
         self.events.push(events);
         for mut ranges in lists.drain(..) {
             for range in ranges.drain(..) {
+                // Only allocations: an empty vector (a skimmed range's) is worth nothing, and
+                // would pile up where nothing takes it back.
                 match range.kind {
-                    RangeKind::Dense { mut values, .. } => {
+                    RangeKind::Dense { mut values, .. } if values.capacity() > 0 => {
                         values.clear();
                         self.values.push(values);
                     }
                     RangeKind::Sparse {
                         units: SparseUnits::List(mut units),
                         ..
-                    } => {
+                    } if units.capacity() > 0 => {
                         units.clear();
                         self.units.push(units);
                     }
-                    RangeKind::Sparse { .. } => {}
+                    _ => {}
                 }
             }
             self.ranges.push(ranges);
         }
         self.lists.push(lists);
+    }
+
+    /// How many allocations it holds.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.events.len()
+            + self.lists.len()
+            + self.ranges.len()
+            + self.values.len()
+            + self.units.len()
+            + self.names.len()
     }
 
     /// `num_events` events as [`Event::from_header`] makes them.

@@ -477,6 +477,32 @@ mod tests {
     }
 
     #[test]
+    fn recycled_allocations_stay_those_of_one_example() {
+        let mut text = String::from(";\n");
+        for k in 0..2000 {
+            text.push_str(&format!(
+                "name: {{e {k}}} 2 I: 0.5 1 T: {{out}} 2 3 I: (g) 1 t: 4;\n"
+            ));
+        }
+        let set = text::parse(text.as_bytes()).unwrap();
+        for bytes in [text.clone().into_bytes(), binary::write(&set).unwrap()] {
+            for skim in [false, true] {
+                let mut r = reader(&bytes);
+                if skim {
+                    r.skim();
+                }
+                let mut held = Vec::new();
+                while let Some(ex) = r.next_example().unwrap() {
+                    r.recycle(ex);
+                    held.push(r.spare.held());
+                }
+                assert_eq!(held.len(), 2000);
+                assert!(held.iter().all(|&n| n <= held[0]), "skim {skim}: {held:?}");
+            }
+        }
+    }
+
+    #[test]
     fn looping_reopens_and_stops_on_an_empty_source() {
         let passes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = passes.clone();
