@@ -34,8 +34,8 @@ mod read_ahead;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{
-    open_bytes, open_bytes_as, open_reader, read_into_memory, Compression, Holding, InputBytes,
-    InputPath,
+    open_bytes, open_bytes_as, open_reader, read_into_memory, spool, Compression, Holding,
+    InputBytes, InputPath,
 };
 pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};

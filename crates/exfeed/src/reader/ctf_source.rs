@@ -111,8 +111,10 @@ pub enum IndexOrigin {
 /// blocks so only a block (or one sequence, if larger) is in memory; whole sequences are grouped
 /// into chunks of about `chunkSizeInBytes`. Decoding a chunk reads just its byte
 /// range (`pread`) and parses it with a fresh [`CtfParser`] at the chunk's true byte offset and
-/// line, so every error names its real place in the file. Compressed files and standard input
-/// cannot be read by offset and are held in memory; so is the file with `keepDataInMemory`.
+/// line, so every error names its real place in the file. A compressed file cannot be read by
+/// offset: it is decompressed once, at open, into an unlinked temporary file (in `TMPDIR`: disk
+/// for its decompressed size, memory for a buffer) that is then read as a plain file. Standard
+/// input, and any file with `keepDataInMemory`, is held in memory.
 ///
 /// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
 /// sequence id repeated in two different chunks is not detected (both are kept).
@@ -128,10 +130,14 @@ pub struct CtfSource {
     infos: Vec<ChunkInfo>,
     origin: IndexOrigin,
     diagnostics: Mutex<Vec<Diagnostic>>,
-    /// Read buffers for reuse (one per decoding thread at most): fresh ones would cost a
-    /// page fault per 4 KiB on every chunk.
-    buffers: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Read buffers for reuse, shared by every CTF source (fresh ones would cost a page fault per
+/// 4 KiB on every chunk). One pool for the process, not one per source: a corpus of thousands
+/// of shards keeps at most [`KEPT_BUFFERS`] chunks' worth, not a chunk per shard.
+static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Buffers kept in [`BUFFERS`] (about one per decoding thread).
+const KEPT_BUFFERS: usize = 8;
 
 /// Diagnostics kept per source (the rest are counted only).
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
@@ -259,6 +265,14 @@ impl CtfSource {
                     }
                 }
             }
+            // A compressed file: decompressed once into a temporary file, then read by offset
+            // as a plain one, so memory holds chunks, not the file.
+            None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => {
+                let spooled = crate::io::spool(input, Holding::CtfText(options.ctf.limits))?;
+                let ix = index_file(&spooled, &options, SCAN_BLOCK)
+                    .map_err(|e| e.in_file(name.clone()))?;
+                (Data::File(spooled), ix, IndexOrigin::Scanned)
+            }
             None => {
                 let bytes = open_bytes_as(input, Holding::CtfText(options.ctf.limits))?;
                 let ix = index_buffer(&bytes, &options).map_err(|e| e.in_file(name.clone()))?;
@@ -288,7 +302,6 @@ impl CtfSource {
             infos,
             origin,
             diagnostics: Mutex::new(warnings),
-            buffers: Mutex::new(Vec::new()),
         })
     }
 
@@ -372,8 +385,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                         &map[skip..skip + len]
                     }
                     None => {
-                        owned = self
-                            .buffers
+                        owned = BUFFERS
                             .lock()
                             .ok()
                             .and_then(|mut b| b.pop())
@@ -396,8 +408,8 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             }
         }
         if owned.capacity() > 0 {
-            if let Ok(mut b) = self.buffers.lock() {
-                if b.len() < 4 {
+            if let Ok(mut b) = BUFFERS.lock() {
+                if b.len() < KEPT_BUFFERS {
                     b.push(owned);
                 }
             }
