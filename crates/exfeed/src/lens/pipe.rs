@@ -371,8 +371,9 @@ impl PipeReader {
 
     /// Skims text examples from now on: their ranges come without values (dense values and
     /// sparse unit lists empty), their numbers passed over unchecked; names, frequencies,
-    /// events and groups are as read. For counting examples and events a few times faster (a
-    /// number that would not parse is not found then). Binary examples are read as ever.
+    /// events and groups are as read. For counting examples and events without converting
+    /// their numbers (a number that would not parse is not found then). Binary examples are
+    /// read as ever.
     pub fn skim(&mut self) {
         self.skim = true;
     }

@@ -37,7 +37,7 @@ pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)
 /// succeeds the skim ends at the same byte; where the skim fails, the full parse gives the
 /// error (or, should it succeed, the example); a bad number may skim without error (the full
 /// parse of that example then reports it). For finding where examples end and how many events
-/// they have, a few times faster than parsing them.
+/// they have without converting their numbers or storing them.
 pub(crate) fn parse_example_at(
     buf: &[u8],
     pos: usize,
