@@ -193,6 +193,10 @@ pub struct ReaderState {
     /// See `sweep_minibatches`.
     #[serde(default)]
     pub sweep_sequences: u64,
+    /// The chunks were byte ranges of the files, read without an index
+    /// ([`ChunkSource::chunks_by_byte_range`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub byte_ranges: bool,
 }
 
 /// What [`Reader::run`] delivered.
@@ -425,6 +429,7 @@ impl<T: Element> Reader<T> {
             chunks: "number of chunks",
             total_samples: "number of samples",
             equalize: "equalize (minibatches per sweep)",
+            byte_ranges: "chunks as byte ranges without an index (index none)",
         );
         if state.corpus != now.corpus {
             mismatch.push(corpus_difference(
@@ -492,6 +497,7 @@ impl<T: Element> Reader<T> {
             equalize: self.opts.equalize,
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
+            byte_ranges: self.source.chunks_by_byte_range(),
         }
     }
 
@@ -664,6 +670,12 @@ impl<T: Element> Reader<T> {
             .map(|&c| self.source.chunks()[c].sequences as u64)
             .sum();
         let (o, got) = (&self.opts, self.sweep_sequences);
+        // Without an index the part's sequences are only estimated before it is decoded.
+        let about = if self.source.chunks_by_byte_range() {
+            "about "
+        } else {
+            ""
+        };
         let what = match got.cmp(&part) {
             std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
             std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
@@ -671,7 +683,7 @@ impl<T: Element> Reader<T> {
         };
         self.notes.push(format!(
             "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences; \
-             its part has {part} sequences: {what}",
+             its part has {about}{part} sequences: {what}",
             self.sweep, o.worker_rank, o.num_workers
         ));
         if let Some(l) = self.loaded.take() {
