@@ -130,14 +130,22 @@ fn generated_files_give_the_same_sequences_with_and_without_an_index() {
                 bytes: Arc::from(text.as_bytes()),
             };
             let none = CtfSource::open(&memory, options(chunk, IndexMode::None)).unwrap();
-            assert_eq!(decode_all::<f32>(&none).unwrap(), want, "case {case} {chunk}");
+            assert_eq!(
+                decode_all::<f32>(&none).unwrap(),
+                want,
+                "case {case} {chunk}"
+            );
         }
     }
 }
 
 /// The sequences each of `workers` readers delivers in one sweep, all together, sorted; and
 /// checks that no worker delivered a sequence twice.
-fn read_by_workers(source: Arc<dyn ChunkSource<f32>>, workers: usize, threads: usize) -> Vec<String> {
+fn read_by_workers(
+    source: Arc<dyn ChunkSource<f32>>,
+    workers: usize,
+    threads: usize,
+) -> Vec<String> {
     let mut all = Vec::new();
     for rank in 0..workers {
         let options = ReaderOptions {
@@ -237,7 +245,10 @@ fn checkpoints_resume_exactly_and_name_the_index_mode() {
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("chunks as byte ranges without an index"), "{err}");
+    assert!(
+        err.contains("chunks as byte ranges without an index"),
+        "{err}"
+    );
 }
 
 /// (config, section) of CNTK's reader tests over CTF files (conformance/cntk/config).

@@ -45,7 +45,9 @@ pub(super) trait ReadAt {
 
 impl ReadAt for [u8] {
     fn bytes_at<'a>(&'a self, offset: u64, len: usize, _: &'a mut Vec<u8>) -> Result<&'a [u8]> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
         Ok(&self[start..start.saturating_add(len).min(self.len())])
     }
 }
@@ -111,7 +113,13 @@ impl ByteRanges {
         if known != UNKNOWN {
             return Ok(known);
         }
-        let at = first_sequence_start(data, self.len, self.nominal_start(i), self.mode, self.limits)?;
+        let at = first_sequence_start(
+            data,
+            self.len,
+            self.nominal_start(i),
+            self.mode,
+            self.limits,
+        )?;
         self.starts[i].store(at, Ordering::Relaxed);
         Ok(at)
     }
@@ -411,7 +419,24 @@ mod tests {
         t
     }
 
-    const CHUNKS: &[u64] = &[1, 2, 3, 4, 5, 7, 9, 13, 17, 31, 50, 64, 100, 257, 1000, 1 << 20];
+    const CHUNKS: &[u64] = &[
+        1,
+        2,
+        3,
+        4,
+        5,
+        7,
+        9,
+        13,
+        17,
+        31,
+        50,
+        64,
+        100,
+        257,
+        1000,
+        1 << 20,
+    ];
 
     #[test]
     fn every_sequence_in_exactly_one_range_whatever_the_chunk_size() {
@@ -490,7 +515,9 @@ mod tests {
                 .collect::<Vec<_>>();
             assert!(!errors.is_empty(), "{chunk}");
             assert!(
-                errors[0].message().contains("longer than the maximum record size"),
+                errors[0]
+                    .message()
+                    .contains("longer than the maximum record size"),
                 "{}",
                 errors[0]
             );

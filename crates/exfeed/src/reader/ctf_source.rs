@@ -573,7 +573,10 @@ impl<T: Element> ChunkSource<T> for CtfSource {
 /// The byte-range layout of `data` and its chunks' estimated sizes, when `options` read it
 /// without an index (see [`IndexMode`]); `None` for the full index (also for data with no line,
 /// which the index reports as empty).
-fn byte_ranges(data: &Data, options: &CtfSourceOptions) -> Result<Option<(ByteRanges, Vec<ChunkInfo>)>> {
+fn byte_ranges(
+    data: &Data,
+    options: &CtfSourceOptions,
+) -> Result<Option<(ByteRanges, Vec<ChunkInfo>)>> {
     let wanted = match options.index {
         IndexMode::Full => false,
         IndexMode::None => true,
