@@ -188,8 +188,11 @@ class Reader(Iterator[Minibatch]):
     def __exit__(self, *args: object) -> bool: ...
 
 class OpenArgs(TypedDict, total=False):
-    """How check, dump and convert read a file (as `exfeed check/dump/convert` take it)."""
+    """How check, dump and convert read a file (as `exfeed check/dump/convert` take it).
+    ``corpus`` (a glob, ``"@LIST"`` or a list of paths) reads many files as one data set in
+    place of the path: keys are ``"SHARD:KEY"``."""
 
+    corpus: Optional[Union[PathLike, Sequence[PathLike]]]
     inputs: Optional[InputsArg]
     config: Optional[PathLike]
     section: Optional[str]
@@ -204,10 +207,11 @@ class OpenArgs(TypedDict, total=False):
     max_record_size: Optional[int]
 
 def check(
-    path: PathLike,
+    path: Optional[PathLike] = None,
     **kwargs: Unpack[OpenArgs],
 ) -> dict:
-    """Reads the whole file: its summary and every problem (`exfeed check`)."""
+    """Reads the whole file: its summary and every problem (`exfeed check`). For a corpus,
+    the whole corpus's and, under "shards", each file's."""
 
 def info(path: PathLike, *, format: Optional[str] = None) -> dict:
     """A CBF header or a Lens set's summary (`exfeed info`)."""
@@ -216,14 +220,15 @@ class Dump(Iterator[dict]):
     def __next__(self) -> dict: ...
 
 def dump(
-    path: PathLike,
+    path: Optional[PathLike] = None,
     **kwargs: Unpack[OpenArgs],
 ) -> Dump:
-    """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}."""
+    """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}; of a
+    corpus, file after file, keys "SHARD:KEY"."""
 
 def convert(
-    src: PathLike,
-    dst: PathLike,
+    src: Optional[PathLike] = None,
+    dst: Optional[PathLike] = None,
     *,
     to: Optional[str] = None,
     chunk_size: Optional[int] = None,
@@ -234,7 +239,8 @@ def convert(
     """Converts src to the file dst (`exfeed convert`), atomically: dst keeps its old content
     or gets the whole new file. `to` (ctf, cbf, ex, bex, parquet, arrow) defaults to dst's
     name; an existing dst is refused (FileExistsError) unless overwrite=True. Returns {"from", "to", "sequences",
-    "chunks", "problems"}."""
+    "chunks", "problems"}. ``convert(dst=..., corpus=...)`` writes every file of a corpus into
+    the one file dst (keys SHARD << 40 | KEY)."""
 
 class ArrowStream:
     """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""

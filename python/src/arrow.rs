@@ -113,7 +113,7 @@ pub fn _to_arrow<'py>(
     let (args, chunk_size) = take_options(&kw)?;
     kw.finish("to_arrow")?;
     let batches = detached(py, move || {
-        let opened = args.open(&path, false)?;
+        let opened = args.open(Some(&path), false)?;
         fn stream<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Batches> {
             let seqs = data.sequences::<T>()?;
             Ok(Box::new(SequenceStream::from_sequences(
@@ -164,7 +164,7 @@ pub fn _chunks<'py>(
     let (args, chunk_size) = take_options(&kw)?;
     kw.finish("_chunks")?;
     detached(py, move || {
-        let s = source::<f32>(args.open(&path, false)?.data, chunk_size)?;
+        let s = source::<f32>(args.open(Some(&path), false)?.data, chunk_size)?;
         Ok(s.chunks()
             .iter()
             .map(|c| (c.sequences, c.samples, c.bytes))
@@ -195,7 +195,7 @@ pub fn _read_chunks<'py>(
             let end = range.end.min(s.chunks().len());
             Ok(Box::new(SequenceStream::from_chunks(s, range.start..end)?))
         }
-        let opened = args.open(&path, false)?;
+        let opened = args.open(Some(&path), false)?;
         match opened.precision {
             Precision::Float => chunks::<f32>(opened.data, chunk_size, start..end),
             Precision::Double => chunks::<f64>(opened.data, chunk_size, start..end),

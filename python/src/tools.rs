@@ -3,20 +3,22 @@
 
 use crate::errors::{bad_arg, detached};
 use crate::options::{
-    extract_inputs, extract_layout, extract_overrides, extract_precision, SourceArgs,
+    extract_corpus, extract_inputs, extract_layout, extract_overrides, extract_precision,
+    SourceArgs,
 };
 use exfeed::config::ConfigOptions;
 use exfeed::convert::{convert as convert_file, ConvertOptions};
+use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
-use exfeed::reader::{ArgStyle, ReaderArgs};
+use exfeed::reader::{split_corpus_key, ArgStyle, DataPath, ReaderArgs};
 use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
 use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyDict, PyList};
-use std::path::PathBuf;
+use pyo3::types::{PyDict, PyList};
+use std::path::{Path, PathBuf};
 
 /// `format=`, `to=`: ctf, cbf, ex (or lens), bex.
 fn format_arg(name: &str, v: Option<String>) -> PyResult<Option<FileFormat>> {
@@ -72,8 +74,8 @@ impl<'py> Kwargs<'py> {
 }
 
 /// How to read a file: the keyword arguments `check`, `dump` and `convert` share, as `exfeed
-/// check/dump/convert` take them: inputs=, config=, section=, set=, format=, max_errors=,
-/// skip_sequence_ids=, precision=, input_groups=, target_groups=, nan=.
+/// check/dump/convert` take them: corpus=, inputs=, config=, section=, set=, format=,
+/// max_errors=, skip_sequence_ids=, precision=, input_groups=, target_groups=, nan=.
 pub(crate) struct OpenArgs {
     source: SourceArgs,
     format: Option<FileFormat>,
@@ -104,6 +106,7 @@ impl OpenArgs {
                 target_groups,
                 nan: kw.get("nan")?,
                 max_record_size: kw.get("max_record_size")?,
+                corpus: extract_corpus(kw.any("corpus")?.as_ref())?,
                 style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },
@@ -115,23 +118,47 @@ impl OpenArgs {
         })
     }
 
-    /// Opens `path` (call it with the GIL released): the data set, the precision to read it
-    /// in, and the error budget (`max_errors`, or the configuration's). With `every_problem`
-    /// the reading goes on past the budget (check lists every problem).
-    pub(crate) fn open(
-        &self,
-        path: &std::path::Path,
-        every_problem: bool,
-    ) -> exfeed::Result<Opened> {
-        let cfg = self.source.config_file()?;
-        let mut options = self.source.args.open_options(cfg.as_ref(), path);
-        options.format = self.format;
-        let budget = options.max_errors;
-        if every_problem {
-            options.max_errors = u64::MAX;
+    /// Refuses a path with corpus=, before anything is opened (`what`: the path's name).
+    pub(crate) fn check_path(&self, path: Option<&PathBuf>, what: &str) -> PyResult<()> {
+        if path.is_some() && self.source.args.corpus.is_some() {
+            return Err(bad_arg(
+                "corpus",
+                format!("give {what} or corpus=, not both"),
+            ));
         }
-        let data = open(path, &options)?;
-        let precision = self.source.args.precision_for(cfg.as_ref(), &data);
+        Ok(())
+    }
+
+    /// Opens `path`, else corpus=, else what config= names (call it with the GIL released): the
+    /// data set, the precision to read it in, and the error budget (`max_errors`, or the
+    /// configuration's). With `every_problem` the reading goes on past the budget (check lists
+    /// every problem).
+    pub(crate) fn open(&self, path: Option<&Path>, every_problem: bool) -> exfeed::Result<Opened> {
+        let cfg = self.source.config_file()?;
+        let args = &self.source.args;
+        let data = match (path, &args.corpus) {
+            (Some(_), Some(_)) => {
+                return Err(exfeed::Error::config(
+                    "corpus: give a path or corpus=, not both",
+                ))
+            }
+            (Some(path), None) => DataPath::File(path.to_path_buf()),
+            (None, Some(corpus)) => DataPath::Corpus(corpus.clone()),
+            (None, None) => match cfg.as_ref().map(|c| c.data_paths()).as_deref() {
+                Some([one]) => one.clone(),
+                _ => {
+                    return Err(exfeed::Error::config(
+                        "path: give a file, corpus=, or a config= whose reader names one file",
+                    ))
+                }
+            },
+        };
+        let mut data = args.open(cfg.as_ref(), &data, self.format)?;
+        let budget = data.options().max_errors;
+        if every_problem {
+            data.set_max_errors(u64::MAX);
+        }
+        let precision = args.precision_for(cfg.as_ref(), &data);
         Ok(Opened {
             data,
             precision,
@@ -166,59 +193,148 @@ pub(crate) struct Opened {
 /// `{"path", "format", "ok", "sequences", "longest": {"samples", "key"} | None, "streams":
 /// [{"name", "storage", "dim", "samples", "non_zeros"}], "problems": [...], "error": str | None}`.
 /// `ok` is False when the reading stopped on an error or more than `max_errors` errors were found.
+/// A corpus (`corpus=`, or a config= that names one) gives that for the whole corpus (keys
+/// `"SHARD:KEY"`, every problem) and `"shards"`: the same for each file, in corpus order.
 #[pyfunction]
-#[pyo3(signature = (path, **kwargs))]
+#[pyo3(signature = (path=None, **kwargs))]
 pub fn check<'py>(
     py: Python<'py>,
-    path: PathBuf,
+    path: Option<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let kw = Kwargs::new(py, kwargs)?;
     let args = OpenArgs::take(&kw)?;
     kw.finish("check")?;
-    let (outcome, problems, max_errors) = detached(py, move || {
+    args.check_path(path.as_ref(), "path")?;
+    let (whole, shards) = detached(py, move || {
         // Every problem is listed: the budget decides only whether the file is usable.
-        let opened = args.open(&path, true)?;
-        let mut problems: Vec<Diagnostic> = Vec::new();
-        let outcome = match opened.precision {
-            Precision::Float => opened.data.summary::<f32>(&mut problems),
-            Precision::Double => opened.data.summary::<f64>(&mut problems),
+        let opened = args.open(path.as_deref(), true)?;
+        let (budget, precision) = (opened.budget, opened.precision);
+        if !opened.data.is_corpus() {
+            return Ok((Checked::of(opened.data, precision, budget), Vec::new()));
+        }
+        let corpus = opened.data;
+        let mut total = Checked {
+            summary: Summary::of_corpus(corpus.name().to_string(), corpus.format()),
+            problems: Vec::new(),
+            error: None,
+            ok: true,
         };
-        Ok((outcome, problems, opened.budget))
+        let mut shards = Vec::new();
+        let mut files = corpus.shards();
+        while let Some(shard) = files.next() {
+            let one = match shard {
+                Ok((i, data)) => {
+                    let one = Checked::of(data, precision, budget);
+                    total.summary.merge(i, &one.summary);
+                    one
+                }
+                Err(e) => Checked::unopened(files.files()[shards.len()].display().to_string(), e),
+            };
+            total.problems.extend_from_slice(&one.problems);
+            total.ok &= one.ok;
+            if total.error.is_none() {
+                total.error.clone_from(&one.error);
+            }
+            shards.push(one);
+        }
+        let errors = total
+            .problems
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        total.ok &= errors as u64 <= budget;
+        Ok((total, shards))
     })?;
-    let s = &outcome.summary;
-    let errors = problems
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count() as u64;
-    let out = PyDict::new(py);
-    out.set_item("path", &s.name)?;
-    out.set_item("format", s.format.describe())?;
-    out.set_item("ok", outcome.result.is_ok() && errors <= max_errors)?;
-    out.set_item("sequences", s.sequences)?;
-    out.set_item(
-        "longest",
-        s.longest
-            .map(|(samples, key)| [("samples", samples as u64), ("key", key)].into_py_dict(py))
-            .transpose()?,
-    )?;
-    let streams = PyList::empty(py);
-    for st in &s.streams {
-        let d = PyDict::new(py);
-        d.set_item("name", &st.spec.name)?;
-        d.set_item("storage", st.spec.storage.as_str())?;
-        d.set_item("dim", st.spec.dim)?;
-        d.set_item("samples", st.samples)?;
-        d.set_item("non_zeros", st.non_zeros)?;
-        streams.append(d)?;
+    let out = whole.to_dict(py)?;
+    if whole.summary.corpus {
+        let list = PyList::empty(py);
+        for shard in &shards {
+            list.append(shard.to_dict(py)?)?;
+        }
+        out.set_item("shards", list)?;
     }
-    out.set_item("streams", streams)?;
-    out.set_item("problems", diagnostics_list(py, &problems)?)?;
-    out.set_item(
-        "error",
-        outcome.result.as_ref().err().map(|e| e.to_string()),
-    )?;
     Ok(out)
+}
+
+/// What checking one file (or a whole corpus) found.
+struct Checked {
+    summary: Summary,
+    problems: Vec<Diagnostic>,
+    error: Option<String>,
+    ok: bool,
+}
+
+impl Checked {
+    /// Checks `data` in `precision`; `budget` errors are tolerated.
+    fn of(data: DataSet, precision: Precision, budget: u64) -> Checked {
+        let mut problems: Vec<Diagnostic> = Vec::new();
+        let outcome = match precision {
+            Precision::Float => data.summary::<f32>(&mut problems),
+            Precision::Double => data.summary::<f64>(&mut problems),
+        };
+        let errors = problems
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count() as u64;
+        Checked {
+            ok: outcome.result.is_ok() && errors <= budget,
+            error: outcome.result.err().map(|e| e.to_string()),
+            summary: outcome.summary,
+            problems,
+        }
+    }
+
+    /// A corpus file that could not be opened (or whose streams differ from the first's).
+    fn unopened(name: String, e: exfeed::Error) -> Checked {
+        Checked {
+            summary: Summary {
+                corpus: false,
+                ..Summary::of_corpus(name, FileFormat::Ctf)
+            },
+            problems: Vec::new(),
+            error: Some(e.to_string()),
+            ok: false,
+        }
+    }
+
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.summary;
+        let out = PyDict::new(py);
+        out.set_item("path", &s.name)?;
+        out.set_item("format", s.format.describe())?;
+        out.set_item("ok", self.ok)?;
+        out.set_item("sequences", s.sequences)?;
+        let longest = s
+            .longest
+            .map(|(samples, key)| -> PyResult<Bound<'py, PyDict>> {
+                let d = PyDict::new(py);
+                d.set_item("samples", samples)?;
+                match s.corpus {
+                    true => {
+                        let (shard, key) = split_corpus_key(key);
+                        d.set_item("key", format!("{shard}:{key}"))?
+                    }
+                    false => d.set_item("key", key)?,
+                }
+                Ok(d)
+            });
+        out.set_item("longest", longest.transpose()?)?;
+        let streams = PyList::empty(py);
+        for st in &s.streams {
+            let d = PyDict::new(py);
+            d.set_item("name", &st.spec.name)?;
+            d.set_item("storage", st.spec.storage.as_str())?;
+            d.set_item("dim", st.spec.dim)?;
+            d.set_item("samples", st.samples)?;
+            d.set_item("non_zeros", st.non_zeros)?;
+            streams.append(d)?;
+        }
+        out.set_item("streams", streams)?;
+        out.set_item("problems", diagnostics_list(py, &self.problems)?)?;
+        out.set_item("error", self.error.as_deref())?;
+        Ok(out)
+    }
 }
 
 /// What a file's header says, as `exfeed info`: for CBF `{"path", "format", "streams":
@@ -312,7 +428,8 @@ pub fn info<'py>(
 
 /// The sequences of a file in file order, as `exfeed dump`: an iterator of
 /// `{"key": int, name: array, ...}`, a dense stream as float [samples, dim], a sparse one as
-/// `(indptr, indices, data)` of its samples.
+/// `(indptr, indices, data)` of its samples. A corpus's files one after the other, keys
+/// `"SHARD:KEY"` strings.
 #[pyclass(module = "exfeed", name = "Dump")]
 pub struct Dump {
     inner: std::sync::Mutex<Option<DumpState>>,
@@ -326,13 +443,18 @@ struct DumpState {
 }
 
 #[pyfunction]
-#[pyo3(signature = (path, **kwargs))]
-pub fn dump(py: Python<'_>, path: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dump> {
+#[pyo3(signature = (path=None, **kwargs))]
+pub fn dump(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Dump> {
     let kw = Kwargs::new(py, kwargs)?;
     let args = OpenArgs::take(&kw)?;
     kw.finish("dump")?;
+    args.check_path(path.as_ref(), "path")?;
     let (sequences, precision) = detached(py, move || {
-        let opened = args.open(&path, false)?;
+        let opened = args.open(path.as_deref(), false)?;
         Ok((opened.data.sequences::<f64>()?, opened.precision))
     })?;
     let batch = SequenceBatch::new(sequences.streams());
@@ -349,17 +471,25 @@ pub fn dump(py: Python<'_>, path: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -
 /// Converts `src` to the file `dst` as `exfeed convert` does (see `exfeed::convert`): atomically
 /// (`dst` keeps its old content, or gets the whole new file), refusing an existing `dst` unless
 /// `overwrite`. Returns `{"from", "to", "sequences", "chunks", "problems": [...]}` (problems:
-/// those skipped under `max_errors`).
+/// those skipped under `max_errors`). With `corpus=` (no `src`) every file of the corpus goes
+/// into the one file `dst`, keys `SHARD << 40 | KEY`.
 #[pyfunction]
-#[pyo3(signature = (src, dst, **kwargs))]
+#[pyo3(signature = (src=None, dst=None, **kwargs))]
 pub fn convert<'py>(
     py: Python<'py>,
-    src: PathBuf,
-    dst: PathBuf,
+    src: Option<PathBuf>,
+    dst: Option<PathBuf>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let kw = Kwargs::new(py, kwargs)?;
     let args = OpenArgs::take(&kw)?;
+    args.check_path(src.as_ref(), "src")?;
+    let Some(dst) = dst else {
+        return Err(bad_arg(
+            "dst",
+            "give the file to write (with corpus=: convert(dst=..., corpus=...))",
+        ));
+    };
     let to = kw
         .get::<String>("to")?
         .map(|t| {
@@ -389,13 +519,16 @@ pub fn convert<'py>(
         let target = to.unwrap_or_else(|| Format::from_name(&dst));
         let mut problems: Vec<Diagnostic> = Vec::new();
         // Parquet and Arrow IPC, in or out: exfeed-arrow.
-        if let Some(from) = ArrowFormat::of_file(&src) {
+        if let Some((src, from)) = src
+            .as_ref()
+            .and_then(|s| Some((s, ArrowFormat::of_file(s)?)))
+        {
             let inputs = &args.source.args.inputs;
-            let sequences = read_arrow_file(&src, inputs, &dst, target, &options)?;
+            let sequences = read_arrow_file(src, inputs, &dst, target, &options)?;
             let done = (from.short_name(), target.short_name(), sequences, 0);
             return Ok((done, problems));
         }
-        let opened = args.open(&src, false)?;
+        let opened = args.open(src.as_deref(), false)?;
         options.precision = Some(opened.precision);
         let from = opened.data.format().short_name();
         if let Format::Arrow(format) = target {
@@ -455,7 +588,13 @@ impl Dump {
         let q = state.next;
         state.next += 1;
         let out = PyDict::new(py);
-        out.set_item("key", state.batch.keys()[q])?;
+        let key = state.batch.keys()[q];
+        if state.sequences.is_corpus() {
+            let (shard, key) = split_corpus_key(key);
+            out.set_item("key", format!("{shard}:{key}"))?;
+        } else {
+            out.set_item("key", key)?;
+        }
         let specs = state.sequences.streams();
         for (spec, s) in specs.iter().zip(state.batch.streams()) {
             let rows = s.sequence_samples(q);

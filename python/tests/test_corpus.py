@@ -81,6 +81,60 @@ def test_files_and_corpus_are_refused_together(shards):
         exfeed.Reader(inputs=INPUTS, minibatch_size=16)
 
 
+def test_check_reports_each_shard_and_the_corpus(shards):
+    d, truth = shards
+    (d / "train-3.ctf").write_text("0 |x 1 2 3 |y 1:1\n1 |x 1 2 q |y 0:1\n")
+    report = exfeed.check(corpus=str(d / "train-*"), inputs=INPUTS)
+    assert [s["path"].rsplit("/", 1)[1] for s in report["shards"]] == [
+        "train-0.ctf", "train-1.ctf.gz", "train-2.ctf", "train-3.ctf"]
+    assert [s["ok"] for s in report["shards"]] == [True, True, True, False]
+    assert [s["sequences"] for s in report["shards"][:3]] == list(SIZES)
+    assert not report["ok"]
+    assert report["sequences"] == sum(s["sequences"] for s in report["shards"])
+    assert report["streams"][0]["samples"] == sum(s["streams"][0]["samples"] for s in report["shards"])
+    bad = [p for p in report["problems"] if p["severity"] == "error"]
+    assert bad and all(p["path"].endswith("train-3.ctf") for p in bad)
+    assert bad[0]["line"] == 2
+    (d / "train-3.ctf").unlink()
+    report = exfeed.check(corpus=str(d / "train-*"), inputs=INPUTS)
+    assert report["ok"] and report["error"] is None
+    shard, key = report["longest"]["key"].split(":")
+    assert len(truth[(int(shard), int(key))]) == report["longest"]["samples"] == 4
+
+
+def test_dump_gives_every_shard_in_order_keyed_shard_key(shards):
+    d, truth = shards
+    seen = []
+    for seq in exfeed.dump(corpus=str(d / "train-*"), inputs=INPUTS):
+        shard, key = map(int, seq["key"].split(":"))
+        np.testing.assert_array_equal(seq["x"], truth[(shard, key)].astype(np.float32))
+        seen.append((shard, key))
+    assert seen == sorted(truth)
+    with pytest.raises(ValueError, match="corpus"):
+        exfeed.dump(d / "train-0.ctf", corpus=str(d / "train-*"), inputs=INPUTS)
+
+
+def test_convert_writes_the_corpus_as_one_file(shards, tmp_path_factory):
+    d, truth = shards
+    out = tmp_path_factory.mktemp("out")
+    done = exfeed.convert(dst=out / "all.cbf", corpus=str(d / "train-*"), inputs=INPUTS)
+    assert done["sequences"] == len(truth) and done["from"] == "ctf" and done["to"] == "cbf"
+    rows = [seq["x"] for seq in exfeed.dump(out / "all.cbf")]
+    for got, want in zip(rows, sorted(truth)):
+        np.testing.assert_array_equal(got, truth[want].astype(np.float32))
+    assert len(rows) == len(truth)
+    # Shards whose streams differ: the first one that differs is named, nothing is written.
+    (d / "train-3.ctf").write_text("0 |x 1 2 3\n")
+    exfeed.convert(d / "train-3.ctf", out / "three.cbf", inputs={"x": ("dense", 3)})
+    (d / "train-3.ctf").unlink()
+    (out / "three.cbf").rename(d / "train-3.cbf")
+    with pytest.raises(ValueError, match="train-3.cbf: input 'y': the file has no stream 'y'"):
+        exfeed.convert(dst=out / "again.cbf", corpus=str(d / "train-*"), inputs=INPUTS)
+    assert not (out / "again.cbf").exists()
+    with pytest.raises(ValueError, match="dst"):
+        exfeed.convert(corpus=str(d / "train-*"), inputs=INPUTS)
+
+
 def test_torch_dataset_reads_a_corpus(shards):
     require("torch")
     import exfeed.torch

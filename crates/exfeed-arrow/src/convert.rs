@@ -65,10 +65,11 @@ impl Format {
     }
 }
 
-fn outputs(options: &ConvertOptions, input: Option<&Path>) -> OutputOptions {
+/// The output options: never onto one of `inputs` (a corpus has many).
+fn outputs(options: &ConvertOptions, inputs: Vec<PathBuf>) -> OutputOptions {
     OutputOptions {
         force: options.overwrite,
-        inputs: input.map(PathBuf::from).into_iter().collect(),
+        inputs,
     }
 }
 
@@ -92,7 +93,7 @@ pub fn write_arrow_file(
     options: &ConvertOptions,
     sink: &mut dyn DiagnosticSink,
 ) -> Result<u64> {
-    let outs = outputs(options, data.input().path());
+    let outs = outputs(options, data.files());
     let precision = options
         .precision
         .or(data.stored_precision())
@@ -145,7 +146,7 @@ pub fn read_arrow_file(
             ),
         ));
     }
-    let out = AtomicOutput::create(output, &outputs(options, Some(input)))?;
+    let out = AtomicOutput::create(output, &outputs(options, vec![input.to_path_buf()]))?;
     fn run<T: Value>(
         file: &mut ArrowSequences,
         out: AtomicOutput,

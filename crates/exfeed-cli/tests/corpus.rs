@@ -158,14 +158,19 @@ fn cbf(dir: &Path, name: &str, ctf_text: &str, input: &str) {
     std::fs::remove_file(ctf).unwrap();
 }
 
-#[test]
-fn shards_with_other_streams_are_refused_naming_the_first_that_differs() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// `d/a-0.cbf`, `d/a-1.cbf` of stream x:dense:2, then `d/a-2.cbf` and `d/a-3.cbf` of x:dense:3.
+fn shards_of_two_shapes(d: &Path) {
     cbf(d, "a-0.cbf", &shard_text(0, 5), "x:dense:2");
     cbf(d, "a-1.cbf", &shard_text(1, 5), "x:dense:2");
     cbf(d, "a-2.cbf", "0 |x 1 2 3\n", "x:dense:3");
     std::fs::copy(d.join("a-2.cbf"), d.join("a-3.cbf")).unwrap();
+}
+
+#[test]
+fn shards_with_other_streams_are_refused_naming_the_first_that_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    shards_of_two_shapes(d);
     // Without --input every CBF shard has the streams it stores.
     let glob = d.join("a-*").display().to_string();
     let out = exfeed(["read", "--corpus", &glob, "-m", "5"]);
@@ -206,28 +211,28 @@ fn a_pattern_that_names_no_file_and_files_with_a_corpus_are_refused() {
     );
 }
 
+/// `dir/corpus.cntk`, a configuration whose reader reads the corpus `dir/train-*` (an absolute
+/// glob: a config's paths are relative to the working directory, as CNTK opens `file =`).
+fn corpus_config(dir: &Path) -> String {
+    let cfg = dir.join("corpus.cntk");
+    std::fs::write(
+        &cfg,
+        format!(
+            "reader = [ readerType = CNTKTextFormatReader; corpus = \"{}\"\n\
+             input = [ x = [ dim = 2; format = dense ] ] ]\n",
+            dir.join("train-*").display()
+        ),
+    )
+    .unwrap();
+    cfg.display().to_string()
+}
+
 #[test]
 fn a_configuration_names_a_corpus() {
     let dir = tempfile::tempdir().unwrap();
     make_corpus(dir.path());
-    let cfg = dir.path().join("corpus.cntk");
-    std::fs::write(
-        &cfg,
-        format!(
-            "reader = [ readerType = CNTKTextFormatReader; corpus = \"{}\"; randomize = false\n\
-             input = [ x = [ dim = 2; format = dense ] ] ]\n",
-            dir.path().join("train-*").display()
-        ),
-    )
-    .unwrap();
-    let out = exfeed([
-        "read",
-        "--config",
-        cfg.to_str().unwrap(),
-        "-m",
-        "5",
-        "--dump",
-    ]);
+    let cfg = corpus_config(dir.path());
+    let out = exfeed(["read", "--config", &cfg, "-m", "5", "--dump"]);
     let mut keys: Vec<String> = dumped(&out).into_iter().map(|(_, k)| k).collect();
     keys.sort();
     assert_eq!(keys, every_key());
@@ -311,4 +316,228 @@ fn a_saved_state_moves_with_the_corpus_to_another_directory() {
         &state,
     ])));
     assert_eq!(got, whole);
+}
+
+// check, dump, info and convert of a corpus.
+
+/// `exfeed ARGS... --input x:dense:2`.
+fn with_input(args: &[&str]) -> std::process::Output {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--input", "x:dense:2"]);
+    exfeed(all)
+}
+
+/// The keys (as dumped: "SHARD:KEY" strings or numbers) and each sequence's values of a dump.
+fn dump_lines(out: &std::process::Output) -> Vec<(serde_json::Value, Vec<f64>)> {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let seq: serde_json::Value = serde_json::from_str(l).unwrap();
+            let values = seq["streams"]["x"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+                .collect();
+            (seq["key"].clone(), values)
+        })
+        .collect()
+}
+
+#[test]
+fn check_reports_each_shard_and_the_corpus_and_names_the_bad_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    make_corpus(dir.path());
+    let glob = dir.path().join("train-*").display().to_string();
+    let out = with_input(&["check", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for shard in ["train-0.ctf: ok", "train-1.ctf.gz: ok", "train-2.cbf: ok"] {
+        assert!(stdout.contains(shard), "{stdout}");
+    }
+    let total: u64 = SIZES.iter().sum();
+    let samples: u64 = SIZES
+        .iter()
+        .map(|&n| (0..n).map(|k| k % 3 + 1).sum::<u64>())
+        .sum();
+    let summary = format!(
+        "corpus {glob}: ok\n  files: 3\n  sequences: {total}\n  longest sequence: 3 samples \
+         (key 0:2)\n  input 'x' (dense 2): {samples} samples\n  errors: 0, warnings: 0\n"
+    );
+    assert!(stdout.ends_with(&summary), "{stdout}");
+
+    // A bad shard: its error names it (line and byte), the others stay ok, the total says 1 of 4.
+    std::fs::write(
+        dir.path().join("train-3.ctf"),
+        "0 |x 1 2\n1 |x 3 y\n2 |x 5 6\n",
+    )
+    .unwrap();
+    let out = with_input(&["check", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("train-3.ctf:2:8 (byte 16)"), "{stdout}");
+    assert!(stdout.contains("train-3.ctf: invalid\n"), "{stdout}");
+    assert!(stdout.contains("train-2.cbf: ok\n"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "corpus {glob}: invalid (1 of 4 files)\n  files: 4\n  sequences: {}",
+            total + 2
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn dump_prints_every_shard_in_corpus_order_keyed_shard_key() {
+    let dir = tempfile::tempdir().unwrap();
+    make_corpus(dir.path());
+    let glob = dir.path().join("train-*").display().to_string();
+    let lines = dump_lines(&with_input(&["dump", "--corpus", &glob]));
+    let keys: Vec<String> = lines
+        .iter()
+        .map(|(k, _)| k.as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = SIZES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &n)| (0..n).map(move |k| format!("{i}:{k}")))
+        .collect();
+    assert_eq!(keys, want);
+    // Each sample's first value is its shard (shard_text), the second key * 10 + t.
+    for (key, values) in &lines {
+        let (shard, k) = key.as_str().unwrap().split_once(':').unwrap();
+        assert_eq!(values[0], shard.parse::<f64>().unwrap(), "{key}");
+        assert_eq!(values[1], k.parse::<f64>().unwrap() * 10.0, "{key}");
+    }
+}
+
+#[test]
+fn convert_writes_one_file_of_every_shard_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    make_corpus(dir.path());
+    let glob = dir.path().join("train-*").display().to_string();
+    let corpus = dump_lines(&with_input(&["dump", "--corpus", &glob]));
+    let values: Vec<&Vec<f64>> = corpus.iter().map(|(_, v)| v).collect();
+    let out_dir = tempfile::tempdir().unwrap();
+    for name in ["all.cbf", "all.ctf", "all.parquet"] {
+        let output = out_dir.path().join(name).display().to_string();
+        let out = with_input(&["convert", "--corpus", &glob, &output]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let back = if name.ends_with("parquet") {
+            // Back through CBF (dump reads exfeed's own formats).
+            let cbf = out_dir
+                .path()
+                .join("from-parquet.cbf")
+                .display()
+                .to_string();
+            let out = exfeed(["convert", &output, &cbf]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            dump_lines(&exfeed(["dump", &cbf]))
+        } else {
+            dump_lines(&with_input(&["dump", &output]))
+        };
+        let got: Vec<&Vec<f64>> = back.iter().map(|(_, v)| v).collect();
+        assert_eq!(got, values, "{name}");
+        if name.ends_with("ctf") {
+            // CTF keeps the corpus keys: SHARD << 40 | KEY.
+            let keys: Vec<u64> = back.iter().map(|(k, _)| k.as_u64().unwrap()).collect();
+            assert_eq!(keys[SIZES[0] as usize], 1 << 40);
+            assert_eq!(keys.last(), Some(&(2 << 40 | (SIZES[2] - 1))));
+        }
+    }
+    // Lens output is refused for a corpus, and nothing is written.
+    let ex = out_dir.path().join("all.ex");
+    let out = with_input(&["convert", "--corpus", &glob, ex.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("a corpus converts to one CTF or CBF file"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!ex.exists());
+}
+
+#[test]
+fn info_describes_each_shard_and_the_whole_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    make_corpus(dir.path());
+    let glob = dir.path().join("train-*").display().to_string();
+    let out = with_input(&["info", "--corpus", &glob, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["corpus"], glob.as_str());
+    let files = info["files"].as_array().unwrap();
+    let formats: Vec<&str> = files
+        .iter()
+        .map(|f| f["format"].as_str().unwrap())
+        .collect();
+    assert_eq!(formats, ["ctf", "ctf", "cbf"]);
+    let counts: Vec<u64> = files
+        .iter()
+        .map(|f| f["sequences"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, SIZES);
+    assert_eq!(info["sequences"], SIZES.iter().sum::<u64>());
+    assert_eq!(info["longestSequence"]["key"], "0:2");
+    let out = with_input(&["info", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("files: 3 (") && stdout.contains("train-2.cbf: CBF"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_dump_and_convert_name_the_first_shard_whose_streams_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    shards_of_two_shapes(d);
+    let glob = d.join("a-*").display().to_string();
+    let differs = "a-2.cbf has the streams x:dense:3, not those of";
+    let out = exfeed(["check", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains(differs) && stdout.contains("a-2.cbf: invalid"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("a-1.cbf: ok"), "{stdout}");
+    let out = exfeed(["dump", "--corpus", &glob]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains(differs) && !err.contains("a-3.cbf"), "{err}");
+    let output = d.join("out.cbf");
+    let out = exfeed(["convert", "--corpus", &glob, output.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(differs), "{}", text(&out.stderr));
+    assert!(!output.exists(), "no partial output");
+}
+
+#[test]
+fn a_configuration_names_a_corpus_for_check_dump_info_and_convert() {
+    let dir = tempfile::tempdir().unwrap();
+    make_corpus(dir.path());
+    let cfg = corpus_config(dir.path());
+    let cfg = cfg.as_str();
+    let out = exfeed(["check", "--config", cfg]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("train-2.cbf: ok") && stdout.contains(": ok\n  files: 3\n"),
+        "{stdout}"
+    );
+    let lines = dump_lines(&exfeed(["dump", "--config", cfg]));
+    assert_eq!(lines.len() as u64, SIZES.iter().sum::<u64>());
+    assert_eq!(lines[0].0, "0:0");
+    let out = exfeed(["info", "--config", cfg, "--json"]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["files"].as_array().unwrap().len(), 3);
+    let output = dir.path().join("all.cbf");
+    let out = exfeed(["convert", "--config", cfg, output.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        dump_lines(&exfeed(["dump", output.to_str().unwrap()])).len(),
+        lines.len()
+    );
 }

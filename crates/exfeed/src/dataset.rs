@@ -53,7 +53,11 @@ use crate::reader::{
 };
 use crate::stream::{Storage, StreamSpec};
 use std::io::BufRead;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+mod corpus;
+pub use corpus::{open_corpus, Shards};
 
 /// How to open and read an input. Every field has a default; what a format does not use is
 /// ignored.
@@ -117,6 +121,8 @@ enum Content {
     Stream(Box<dyn BufRead + Send>),
     /// A CBF file (its header read: CBF is read by chunk, from memory or a mapped file).
     Cbf(Box<CbfFile<InputBytes>>),
+    /// A corpus ([`open_corpus`]): its first file opened, the others opened when reached.
+    Corpus(Box<corpus::CorpusFiles>),
 }
 
 /// Opens `input` (a path; `-` is standard input) and recognises its format (see the
@@ -165,7 +171,8 @@ impl DataSet {
         self.format
     }
 
-    /// The name used in messages (the path as given, `-` for standard input).
+    /// The name used in messages (the path as given, `-` for standard input; a corpus's glob,
+    /// `@LIST`, or its first file and count).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -180,9 +187,63 @@ impl DataSet {
         self.compression
     }
 
-    /// The input (after the `.gz`/`.bz2` lookup).
+    /// The input (after the `.gz`/`.bz2` lookup; a corpus's first file).
     pub fn input(&self) -> &InputPath {
         &self.input
+    }
+
+    /// Whether this is a corpus ([`open_corpus`]).
+    pub fn is_corpus(&self) -> bool {
+        matches!(self.content, Content::Corpus(_))
+    }
+
+    /// The files read: the input's path (none for standard input), or every file of a corpus.
+    pub fn files(&self) -> Vec<PathBuf> {
+        match &self.content {
+            Content::Corpus(c) => c.files.clone(),
+            _ => self.input.path().map(PathBuf::from).into_iter().collect(),
+        }
+    }
+
+    /// A corpus's files, each opened when reached, with its number; a single input is the
+    /// one shard of itself. See [`Shards`].
+    pub fn shards(self) -> Shards {
+        let options = self.options.clone();
+        match self.content {
+            Content::Corpus(files) => Shards::new(*files, options),
+            _ => {
+                let files = self.files();
+                Shards::new(corpus::CorpusFiles { files, first: self }, options)
+            }
+        }
+    }
+
+    /// The streams of the sequences, when known before reading: the inputs of CTF, the
+    /// (selected) streams of CBF, `input` and `target` of a Lens file with a layout.
+    pub fn declared_streams(&self) -> Option<Vec<StreamSpec>> {
+        match &self.content {
+            Content::Cbf(f) => Some(f.stream_specs()),
+            Content::Corpus(c) => c.first.declared_streams(),
+            Content::Stream(_) if self.format == FileFormat::Ctf => {
+                Some(self.options.inputs.clone()).filter(|i| !i.is_empty())
+            }
+            Content::Stream(_) => self.options.lens.as_ref().map(|l| {
+                Materializer::new(l.input_groups.clone(), l.target_groups.clone())
+                    .stream_specs("input", "target")
+            }),
+        }
+    }
+
+    /// The error for what a corpus cannot do as a whole (`what`).
+    fn refuse_corpus(&self, what: &str) -> Result<()> {
+        if !self.is_corpus() {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            Location::default().with_file(self.name.clone()),
+            format!("a corpus {what}"),
+        ))
     }
 
     /// Whether the input can be read again (a regular file): the minibatch reader then reads it
@@ -200,6 +261,7 @@ impl DataSet {
             }
             Content::Cbf(_) => Some(Precision::Double),
             Content::Stream(_) => None,
+            Content::Corpus(c) => c.first.stored_precision(),
         }
     }
 
@@ -207,7 +269,7 @@ impl DataSet {
     pub fn cbf(&self) -> Option<&CbfFile<InputBytes>> {
         match &self.content {
             Content::Cbf(f) => Some(f),
-            Content::Stream(_) => None,
+            Content::Stream(_) | Content::Corpus(_) => None,
         }
     }
 
@@ -215,6 +277,7 @@ impl DataSet {
     /// the file itself when it can be read again, else the whole (decompressed) content, read
     /// now, in memory.
     pub fn into_input(self) -> Result<InputPath> {
+        self.refuse_corpus("is many inputs, not one (see into_chunk_source)")?;
         if self.input.is_seekable() {
             return Ok(self.input);
         }
@@ -228,6 +291,7 @@ impl DataSet {
                 Some(b) => Arc::from(b),
                 None => return Ok(self.input),
             },
+            Content::Corpus(_) => unreachable!("refused above"),
         };
         Ok(InputPath::Memory {
             name: self.name.into(),
@@ -239,6 +303,15 @@ impl DataSet {
     /// the default chunk size (see [`CtfSource`], [`CbfSource`], [`LensSource`]). A Lens file
     /// needs [`OpenOptions::lens`]. Inputs that cannot seek are read into memory first.
     pub fn into_chunk_source<T: Element>(self) -> Result<Arc<dyn ChunkSource<T>>> {
+        if self.is_corpus() {
+            // Every shard's chunks, shard after shard (CorpusSource).
+            let mut shards = Vec::new();
+            for shard in self.shards() {
+                let (_, data) = shard?;
+                shards.push((data.name().to_string(), data.into_chunk_source::<T>()?));
+            }
+            return Ok(Arc::new(crate::reader::CorpusSource::new(shards)?));
+        }
         let (format, options) = (self.format, self.options.clone());
         let name = self.name.clone();
         let input = self.into_input()?;
@@ -280,11 +353,15 @@ impl DataSet {
     /// read: `check` lists every problem of a file however many there are.
     pub fn set_max_errors(&mut self, max_errors: u64) {
         self.options.max_errors = max_errors;
+        if let Content::Corpus(c) = &mut self.content {
+            c.first.set_max_errors(max_errors);
+        }
     }
 
     /// The whole content in memory (a plain regular file is memory-mapped; a stream is read
     /// whole, CTF text checked as it arrives: see [`Holding`]).
     pub fn into_bytes(self) -> Result<InputBytes> {
+        self.refuse_corpus("is read file by file, not whole (see sequences)")?;
         let holding = self.holding();
         match self.content {
             Content::Stream(_)
@@ -297,6 +374,7 @@ impl DataSet {
                 Some(b) => Ok(InputBytes::Owned(b.to_vec())),
                 None => crate::io::open_bytes(&self.input),
             },
+            Content::Corpus(_) => unreachable!("refused above"),
         }
     }
 
@@ -342,6 +420,9 @@ impl DataSet {
     }
 
     fn expect_lens(&self) -> Result<()> {
+        self.refuse_corpus(
+            "of Lens files is read as sequences, with the network's layout (or file by file)",
+        )?;
         if matches!(self.format, FileFormat::LensText | FileFormat::LensBinary) {
             Ok(())
         } else {
@@ -361,6 +442,16 @@ impl DataSet {
         let name = self.name.clone();
         let in_file = |e: Error| e.in_file(name.clone());
         let inner = match (self.format, self.content) {
+            (_, Content::Corpus(files)) => {
+                let (corpus, streams) = corpus::CorpusSequences::new(*files, self.options)?;
+                return Ok(Sequences {
+                    name: self.name,
+                    streams,
+                    inner: Inner::Corpus(Box::new(corpus)),
+                    pending: None,
+                    _t: std::marker::PhantomData,
+                });
+            }
             (FileFormat::Cbf, Content::Cbf(file)) => Inner::Cbf { file, next: 0 },
             (FileFormat::Ctf, Content::Stream(reader)) => {
                 if self.options.inputs.is_empty() {
@@ -400,6 +491,7 @@ impl DataSet {
             Inner::Ctf { .. } => self.options.inputs.clone(),
             Inner::Cbf { file, .. } => file.stream_specs(),
             Inner::Lens { materializer, .. } => materializer.stream_specs("input", "target"),
+            Inner::Corpus(_) => unreachable!("returned above"),
         };
         Ok(Sequences {
             name: self.name,
@@ -412,7 +504,12 @@ impl DataSet {
 
     /// Reads the whole input and summarizes it (what `exfeed check` prints). Diagnostics go to
     /// `sink`. A fatal error still gives the summary of what was read before it.
+    /// A corpus is summarized file after file, its counts added up ([`Summary::merge`]).
     pub fn summary<T: Element>(self, sink: &mut dyn DiagnosticSink) -> SummaryOutcome {
+        if self.is_corpus() {
+            let (name, format) = (self.name.clone(), self.format);
+            return corpus::summary::<T>(name, format, self.shards(), sink);
+        }
         let mut summary = Summary {
             name: self.name.clone(),
             format: self.format,
@@ -420,6 +517,7 @@ impl DataSet {
             longest: None,
             streams: Vec::new(),
             lens: None,
+            corpus: false,
         };
         let result = self.summarize::<T>(&mut summary, sink);
         SummaryOutcome {
@@ -511,6 +609,8 @@ pub struct Summary {
     pub streams: Vec<StreamSummary>,
     /// A Lens file read without a layout: its examples, events, groups and value ranges.
     pub lens: Option<Info>,
+    /// The summary of a corpus: keys are corpus keys (`shard << 40 | key`).
+    pub corpus: bool,
 }
 
 /// The counts of one stream.
@@ -549,13 +649,13 @@ impl Summary {
 pub struct Sequences<T: Element> {
     name: String,
     streams: Vec<StreamSpec>,
-    inner: Inner,
+    inner: Inner<T>,
     /// An error met after some sequences of the batch were complete: returned next time.
     pending: Option<Error>,
     _t: std::marker::PhantomData<T>,
 }
 
-enum Inner {
+enum Inner<T: Element> {
     Ctf {
         stream: Box<CtfStream>,
         reader: Box<dyn BufRead + Send>,
@@ -572,6 +672,7 @@ enum Inner {
         nan: Option<f32>,
         next_key: u64,
     },
+    Corpus(Box<corpus::CorpusSequences<T>>),
 }
 
 /// Lens examples per batch.
@@ -612,6 +713,7 @@ impl<T: Element> Sequences<T> {
     ) -> Result<bool> {
         let name = &self.name;
         match &mut self.inner {
+            Inner::Corpus(corpus) => corpus.fill(batch, sink),
             Inner::Cbf { file, next } => {
                 if *next >= file.num_chunks() {
                     return Ok(false);

@@ -20,5 +20,5 @@
 //! assert_eq!(line, b"{\"key\":7,\"streams\":{\"x\":[[1,0.5]]}}\n");
 //! ```
 
-pub use crate::json::write_sequence;
+pub use crate::json::{write_keyed_sequence, write_sequence};
 pub use crate::lens::dump::{write_example, write_header, write_materialized, write_set_header};

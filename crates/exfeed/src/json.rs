@@ -49,6 +49,17 @@ pub fn write_integer(out: &mut Vec<u8>, v: impl std::fmt::Display) {
     write!(out, "{v}").expect("writing to a Vec cannot fail");
 }
 
+/// Appends a sequence key: an integer, or for a corpus key (see
+/// [`split_corpus_key`](crate::reader::split_corpus_key)) the string `"SHARD:KEY"`.
+pub fn write_key(out: &mut Vec<u8>, key: u64, corpus: bool) {
+    if corpus {
+        let (shard, key) = crate::reader::split_corpus_key(key);
+        write_str(out, &format!("{shard}:{key}"));
+    } else {
+        write_integer(out, key);
+    }
+}
+
 /// Appends one line (with `\n`) for sequence `seq` of `batch`, its streams named by `names`
 /// (in the batch's stream order).
 pub fn write_sequence<T: Element, S: AsRef<str>>(
@@ -57,8 +68,20 @@ pub fn write_sequence<T: Element, S: AsRef<str>>(
     seq: usize,
     names: &[S],
 ) {
+    write_keyed_sequence(out, batch, seq, names, false)
+}
+
+/// [`write_sequence`] of a batch whose keys are corpus keys when `corpus` (a
+/// [`Sequences::is_corpus`](crate::Sequences::is_corpus)): the key is written `"SHARD:KEY"`.
+pub fn write_keyed_sequence<T: Element, S: AsRef<str>>(
+    out: &mut Vec<u8>,
+    batch: &SequenceBatch<T>,
+    seq: usize,
+    names: &[S],
+    corpus: bool,
+) {
     out.extend_from_slice(b"{\"key\":");
-    write_integer(out, batch.keys()[seq]);
+    write_key(out, batch.keys()[seq], corpus);
     out.extend_from_slice(b",\"streams\":{");
     for (i, (stream, name)) in batch.streams().iter().zip(names).enumerate() {
         if i > 0 {

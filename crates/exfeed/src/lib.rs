@@ -61,7 +61,7 @@ pub mod reader;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
-pub use dataset::{open, DataSet, LensLayout, OpenOptions, Sequences, Summary};
+pub use dataset::{open, open_corpus, DataSet, LensLayout, OpenOptions, Sequences, Summary};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};

@@ -4,8 +4,10 @@
 use super::convert::{finish, Args};
 use crate::diag::Stderr;
 use exfeed::convert::ConvertOptions;
+use exfeed::reader::DataPath;
 use exfeed::Error;
 use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// `--from`/`--to` of convert: ctf, cbf, ex (or lens), bex, parquet, arrow (or ipc, feather).
@@ -18,13 +20,14 @@ pub fn parse_convert_format(s: &str) -> Result<Format, Error> {
 }
 
 /// Runs the conversion when its input or output is Parquet or Arrow IPC (`None` otherwise).
-pub fn convert(args: &Args) -> anyhow::Result<Option<ExitCode>> {
-    let from = match args.from {
-        Some(f) => f.arrow(),
-        None if args.input.as_os_str() == "-" => None,
-        None => ArrowFormat::of_file(&args.input),
+pub fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<Option<ExitCode>> {
+    let from = match (args.from, data) {
+        (Some(f), _) => f.arrow(),
+        (None, DataPath::File(input)) if input.as_os_str() != "-" => ArrowFormat::of_file(input),
+        // A corpus is read by exfeed (its files CTF, CBF or Lens).
+        (None, _) => None,
     };
-    let to = args.to.unwrap_or_else(|| Format::from_name(&args.output));
+    let to = args.to.unwrap_or_else(|| Format::from_name(output));
     if from.is_none() && to.arrow().is_none() {
         return Ok(None);
     }
@@ -36,15 +39,17 @@ pub fn convert(args: &Args) -> anyhow::Result<Option<ExitCode>> {
         sync: !args.no_sync,
     };
     let Some(format) = to.arrow().filter(|_| from.is_none()) else {
-        let sequences =
-            read_arrow_file(&args.input, &args.source.inputs, &args.output, to, &options)?;
-        return Ok(Some(finish(args, sequences, 0)));
+        let DataPath::File(input) = data else {
+            anyhow::bail!("a corpus of Parquet or Arrow IPC files is not read: convert each file");
+        };
+        let sequences = read_arrow_file(input, &args.source.inputs, output, to, &options)?;
+        return Ok(Some(finish(output, sequences, 0)));
     };
     let opened = args
         .source
-        .open(&args.input, args.from.and_then(Format::exfeed), &args.lens)?;
+        .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
     options.precision = Some(opened.precision);
     let mut sink = Stderr::new(opened.trace_level);
-    let sequences = write_arrow_file(opened.data, &args.output, format, &options, &mut sink)?;
-    Ok(Some(finish(args, sequences, sink.errors)))
+    let sequences = write_arrow_file(opened.data, output, format, &options, &mut sink)?;
+    Ok(Some(finish(output, sequences, sink.errors)))
 }

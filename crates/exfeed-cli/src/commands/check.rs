@@ -1,11 +1,12 @@
 //! `exfeed check`: validate whole files, list every problem, print each file's summary.
 
-use super::source::{exit_code_for, parse_format, LayoutArgs, SourceArgs};
+use super::source::{exit_code_for, parse_format, LayoutArgs, Opened, SourceArgs};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
+use exfeed::reader::DataPath;
 use exfeed::{Diagnostic, DiagnosticSink, Severity, Storage};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `exfeed check`.
@@ -61,31 +62,101 @@ impl DiagnosticSink for Problems {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut worst = 0u8;
-    for file in &args.source.data_files(&args.files)? {
-        worst = worst.max(check(file, &args)?);
+    for data in &args.source.data(&args.files)? {
+        worst = worst.max(check(data, &args)?);
     }
     Ok(ExitCode::from(worst))
 }
 
-/// Checks one file; returns its exit status (0 ok, 1 invalid, 2 unreadable).
-fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
-    let mut out = crate::diag::Stdout::lock();
-    let opened = match args.source.open(file, args.from, &args.lens) {
+/// What one check found: its exit status (0 ok, 1 invalid, 2 unreadable), its summary (when
+/// the input could be opened) and its problems.
+struct Checked {
+    code: u8,
+    summary: Option<Summary>,
+    errors: u64,
+    warnings: u64,
+}
+
+/// Checks a file, or every file of a corpus and then the corpus as a whole; returns the exit
+/// status.
+fn check(data: &DataPath, args: &Args) -> anyhow::Result<u8> {
+    let opened = match args.source.open(data, args.from, &args.lens) {
         Ok(o) => o,
-        Err(e) => match e.downcast::<exfeed::Error>() {
-            Ok(e) => {
-                writeln!(out, "error: {e}")?;
-                writeln!(
-                    out,
-                    "{}: invalid (stopped at the error above)",
-                    file.display()
-                )?;
-                writeln!(out, "  errors: 1, warnings: 0")?;
-                return Ok(exit_code_for(&e));
-            }
-            Err(e) => return Err(e),
-        },
+        Err(e) => return Ok(report_unopened(&data.to_string(), e)?.code),
     };
+    if !opened.data.is_corpus() {
+        return Ok(check_one(opened, args)?.code);
+    }
+    // File by file, each reported as a file is; then the totals.
+    let name = opened.data.name().to_string();
+    let (format, trace_level, precision) =
+        (opened.data.format(), opened.trace_level, opened.precision);
+    let tolerated = opened.options.max_errors;
+    let mut total = Summary::of_corpus(name.clone(), format);
+    let (mut files, mut invalid, mut errors, mut warnings, mut worst) = (0, 0, 0, 0, 0u8);
+    let mut shards = opened.data.shards();
+    while let Some(shard) = shards.next() {
+        files += 1;
+        let checked = match shard {
+            Ok((i, data)) => {
+                let shard = Opened {
+                    options: data.options().clone(),
+                    data,
+                    precision,
+                    trace_level,
+                };
+                let checked = check_one(shard, args)?;
+                if let Some(s) = &checked.summary {
+                    total.merge(i, s);
+                }
+                checked
+            }
+            Err(e) => {
+                let file = shards.files()[files - 1].display().to_string();
+                report_unopened(&file, e.into())?
+            }
+        };
+        invalid += u64::from(checked.code != 0);
+        errors += checked.errors;
+        warnings += checked.warnings;
+        worst = worst.max(checked.code);
+    }
+    let mut out = crate::diag::Stdout::lock();
+    let verdict = match invalid {
+        0 => "ok".to_string(),
+        n => format!("invalid ({n} of {files} files)"),
+    };
+    writeln!(out, "corpus {name}: {verdict}")?;
+    writeln!(out, "  files: {files}")?;
+    write_summary(&mut out, &total)?;
+    writeln!(out, "  errors: {errors}, warnings: {warnings}")?;
+    if worst == 1 && invalid > 0 && errors <= tolerated {
+        writeln!(
+            out,
+            "  (within --max-errors {tolerated}: reading with it would skip these)"
+        )?;
+    }
+    Ok(worst)
+}
+
+/// Reports an input that could not be opened: its error, and it as invalid.
+fn report_unopened(name: &str, e: anyhow::Error) -> anyhow::Result<Checked> {
+    let e = e.downcast::<exfeed::Error>()?;
+    let mut out = crate::diag::Stdout::lock();
+    writeln!(out, "error: {e}")?;
+    writeln!(out, "{name}: invalid (stopped at the error above)")?;
+    writeln!(out, "  errors: 1, warnings: 0")?;
+    Ok(Checked {
+        code: exit_code_for(&e),
+        summary: None,
+        errors: 1,
+        warnings: 0,
+    })
+}
+
+/// Checks one opened file and reports it.
+fn check_one(opened: Opened, args: &Args) -> anyhow::Result<Checked> {
+    let mut out = crate::diag::Stdout::lock();
     // check lists every problem; --max-errors only says how many make the file fatal to others.
     let tolerated = opened.options.max_errors;
     let mut data = opened.data;
@@ -134,7 +205,12 @@ fn check(file: &Path, args: &Args) -> anyhow::Result<u8> {
             "  (within --max-errors {tolerated}: reading with it would skip these)"
         )?;
     }
-    Ok(code)
+    Ok(Checked {
+        code,
+        summary: Some(outcome.summary),
+        errors: sink.errors,
+        warnings: sink.warnings,
+    })
 }
 
 /// The summary lines of `check` (and `info` of a CTF file).
@@ -146,13 +222,21 @@ pub fn write_summary(out: &mut impl Write, s: &Summary) -> std::io::Result<()> {
             lens.examples, lens.events
         )?;
         if let Some((len, key)) = s.longest {
-            writeln!(out, "  longest example: {len} events (example {key})")?;
+            writeln!(
+                out,
+                "  longest example: {len} events (example {})",
+                key_text(s, key)
+            )?;
         }
         return Ok(());
     }
     writeln!(out, "  sequences: {}", s.sequences)?;
     if let Some((len, key)) = s.longest {
-        writeln!(out, "  longest sequence: {len} samples (key {key})")?;
+        writeln!(
+            out,
+            "  longest sequence: {len} samples (key {})",
+            key_text(s, key)
+        )?;
     }
     for st in &s.streams {
         write!(
@@ -170,4 +254,14 @@ pub fn write_summary(out: &mut impl Write, s: &Summary) -> std::io::Result<()> {
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// A key as the summary's data names it: `SHARD:KEY` in a corpus.
+pub fn key_text(s: &Summary, key: u64) -> String {
+    if s.corpus {
+        let (shard, key) = exfeed::reader::split_corpus_key(key);
+        format!("{shard}:{key}")
+    } else {
+        key.to_string()
+    }
 }

@@ -9,17 +9,22 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
+use exfeed::reader::DataPath;
 use exfeed_arrow::Format;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `exfeed convert`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to read (`-` for standard input).
-    pub input: PathBuf,
-    /// The file to write (atomically: a temporary file renamed into place when complete).
-    pub output: PathBuf,
+    /// The file to read (`-` for standard input); left out with --corpus (or a --config whose
+    /// reader names its file or corpus).
+    #[arg(value_name = "INPUT")]
+    pub input: Option<PathBuf>,
+    /// The file to write (atomically: a temporary file renamed into place when complete). A
+    /// corpus is written as one file, its shards one after the other (keys SHARD << 40 | KEY).
+    #[arg(value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
     /// How to read CTF input (--input, or --config [--section], and CNTK's reader parameters);
     /// --precision is also the element type of CBF output (for CBF input: the input's by default).
     #[command(flatten)]
@@ -50,18 +55,33 @@ pub struct Args {
     pub no_sync: bool,
 }
 
+impl Args {
+    /// What to read and the file to write: INPUT OUTPUT, or OUTPUT alone with --corpus or a
+    /// --config that names the data.
+    pub fn paths(&self) -> anyhow::Result<(DataPath, PathBuf)> {
+        match (&self.input, &self.output) {
+            (Some(input), Some(output)) => {
+                Ok((self.source.one(Some(input), "convert")?, output.clone()))
+            }
+            (Some(output), None) => Ok((self.source.one(None, "convert")?, output.clone())),
+            _ => anyhow::bail!("give INPUT OUTPUT (or OUTPUT with --corpus)"),
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (data, output) = args.paths()?;
     // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
-    if let Some(code) = super::arrow::convert(&args)? {
+    if let Some(code) = super::arrow::convert(&args, &data, &output)? {
         return Ok(code);
     }
     let to = args
         .to
         .and_then(Format::exfeed)
-        .unwrap_or_else(|| FileFormat::from_name(&args.output));
+        .unwrap_or_else(|| FileFormat::from_name(&output));
     let opened = args
         .source
-        .open(&args.input, args.from.and_then(Format::exfeed), &args.lens)?;
+        .open(&data, args.from.and_then(Format::exfeed), &args.lens)?;
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     if opened.is_lens() && !is_lens(to) && opened.options.lens.is_none() {
         anyhow::bail!(
@@ -82,7 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut bar: Option<Progress> = None;
     let done = convert_with_progress(
         opened.data,
-        &args.output,
+        &output,
         &options,
         &mut sink,
         &mut |done, total| {
@@ -93,16 +113,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bar) = bar {
         bar.finish();
     }
-    Ok(finish(&args, done.sequences, sink.errors))
+    Ok(finish(&output, done.sequences, sink.errors))
 }
 
-/// The exit status of a conversion that wrote `sequences`: 1, with a note, when `errors` were
-/// skipped (`--max-errors`).
-pub fn finish(args: &Args, sequences: u64, errors: u64) -> ExitCode {
+/// The exit status of a conversion that wrote `sequences` to `output`: 1, with a note, when
+/// `errors` were skipped (`--max-errors`).
+pub fn finish(output: &Path, sequences: u64, errors: u64) -> ExitCode {
     if errors > 0 {
         eprintln!(
             "exfeed: {}: wrote {sequences} sequences; {errors} errors were skipped (see above)",
-            args.output.display(),
+            output.display(),
         );
         return ExitCode::from(1);
     }

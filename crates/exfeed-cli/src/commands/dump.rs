@@ -13,7 +13,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// The file to print (`-` for standard input; pipes and FIFOs are read once, as they come);
-    /// by default the --config's `file =`.
+    /// by default the --config's `file =` (or `corpus =`). A --corpus is printed file after
+    /// file, keys as "SHARD:KEY".
     pub file: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -40,16 +41,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let given: Vec<PathBuf> = args.file.iter().cloned().collect();
-    let file = match args.source.data_files(&given)?.as_slice() {
-        [one] => one.clone(),
-        many => anyhow::bail!(
-            "the config's reader has {} files; dump prints one: give FILE",
-            many.len()
-        ),
-    };
-    let opened = args.source.open(&file, args.from, &args.lens)?;
-    if opened.is_lens() {
+    let data = args.source.one(args.file.as_deref(), "dump")?;
+    let opened = args.source.open(&data, args.from, &args.lens)?;
+    // A corpus is dumped as sequences (Lens shards materialized with the layout).
+    if opened.is_lens() && !opened.data.is_corpus() {
         return dump_lens(opened, &args);
     }
     if args.pipe || args.no_loop || args.max_examples.is_some() {
@@ -62,6 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
     let mut sink = Stderr::new(opened.trace_level);
     let mut sequences = opened.data.sequences::<T>()?;
+    let corpus = sequences.is_corpus();
     let names: Vec<String> = sequences.streams().iter().map(|s| s.name.clone()).collect();
     let mut batch = SequenceBatch::<T>::new(sequences.streams());
     let mut out = std::io::BufWriter::with_capacity(1 << 16, crate::diag::Stdout::lock());
@@ -80,7 +76,7 @@ fn dump_sequences<T: Element>(opened: Opened) -> anyhow::Result<()> {
         }
         for seq in 0..batch.len() {
             line.clear();
-            exfeed::dump::write_sequence(&mut line, &batch, seq, &names);
+            exfeed::dump::write_keyed_sequence(&mut line, &batch, seq, &names, corpus);
             out.write_all(&line)?;
         }
     }

@@ -18,8 +18,9 @@ use std::process::ExitCode;
 /// Arguments of `exfeed info`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to describe (`-` for standard input).
-    pub file: PathBuf,
+    /// The file to describe (`-` for standard input); by default the --config's `file =` (or
+    /// `corpus =`). A --corpus is described file by file (each one read), then as a whole.
+    pub file: Option<PathBuf>,
     /// List every chunk of a CBF file, however many there are.
     #[arg(long)]
     pub all_chunks: bool,
@@ -41,9 +42,13 @@ pub struct Args {
 const LIST_CHUNKS: usize = 20;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opened = args.source.open(&args.file, args.from, &args.lens)?;
+    let data = args.source.one(args.file.as_deref(), "info")?;
+    let opened = args.source.open(&data, args.from, &args.lens)?;
     let data = opened.data;
-    let text = if let Some(file) = data.cbf() {
+    let text = if data.is_corpus() {
+        let mut sink = Stderr::new(opened.trace_level);
+        crate::with_precision!(opened.precision, T => describe_corpus::<T>(data, args.json, &mut sink))?
+    } else if let Some(file) = data.cbf() {
         if args.json {
             cbf_json(data.name(), file).to_string()
         } else {
@@ -73,6 +78,55 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.flush()?;
         anyhow::Ok(())
     })())
+}
+
+/// A corpus: each file (its format, size and sequences; each one read), then the whole
+/// corpus's summary. With `json`, one object: `{"corpus", "files": [{"file", "format",
+/// "bytes", "sequences"}], ...}` and the summary's keys.
+fn describe_corpus<T: exfeed::Element>(
+    data: exfeed::DataSet,
+    json: bool,
+    sink: &mut Stderr,
+) -> anyhow::Result<String> {
+    let name = data.name().to_string();
+    let mut total = Summary::of_corpus(name.clone(), data.format());
+    let mut files = Vec::new();
+    for shard in data.shards() {
+        let (i, shard) = shard?;
+        let bytes = shard.input().path().and_then(|p| std::fs::metadata(p).ok());
+        let bytes = bytes.map_or(0, |m| m.len());
+        let summary = shard.summary::<T>(sink).result?;
+        total.merge(i, &summary);
+        files.push((summary, bytes));
+    }
+    if json {
+        let mut object = summary_json(&total);
+        object["corpus"] = json!(name);
+        object["files"] = files
+            .iter()
+            .map(|(s, bytes)| {
+                json!({"file": s.name, "format": s.format.short_name(), "bytes": bytes,
+                       "sequences": s.sequences})
+            })
+            .collect();
+        return Ok(object.to_string());
+    }
+    let mut out = Vec::new();
+    use std::io::Write;
+    writeln!(out, "corpus: {name}")?;
+    let bytes: u64 = files.iter().map(|f| f.1).sum();
+    writeln!(out, "files: {} ({bytes} bytes)", files.len())?;
+    for (s, bytes) in &files {
+        writeln!(
+            out,
+            "  {}: {}, {bytes} bytes, {} sequences",
+            s.name,
+            s.format.describe(),
+            s.sequences
+        )?;
+    }
+    super::check::write_summary(&mut out, &total)?;
+    Ok(String::from_utf8(out)?)
 }
 
 fn writeln_summary(out: &mut Vec<u8>, s: &Summary) -> std::io::Result<()> {
@@ -231,7 +285,13 @@ fn summary_json(s: &Summary) -> serde_json::Value {
         "file": s.name,
         "format": s.format.short_name(),
         "sequences": s.sequences,
-        "longestSequence": s.longest.map(|(len, key)| json!({"samples": len, "key": key})),
+        "longestSequence": s.longest.map(|(len, key)| {
+            let key = match s.corpus {
+                true => json!(super::check::key_text(s, key)),
+                false => json!(key),
+            };
+            json!({"samples": len, "key": key})
+        }),
         "streams": s.streams.iter().map(|st| json!({
             "name": st.spec.name,
             "storage": st.spec.storage.to_string(),

@@ -6,8 +6,8 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    AnyReader, ArgStyle, Corpus, EpochLimit, Equalize, IndexMode, IndexOrigin, ReadSummary,
-    ReaderArgs, ReaderState, RunOptions,
+    AnyReader, ArgStyle, Corpus, DataPath, EpochLimit, Equalize, IndexMode, IndexOrigin,
+    ReadSummary, ReaderArgs, ReaderState, RunOptions,
 };
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
@@ -18,15 +18,13 @@ use std::time::Instant;
 /// Arguments of `exfeed read`.
 #[derive(clap::Args)]
 pub struct Args {
+    /// The corpus to read (from --corpus or the config), set by `run`.
+    #[arg(skip)]
+    pub corpus: Option<Corpus>,
     /// The data files: one per deserializer of --config (in its order, or matched by name;
     /// by default the config's `file =`), or CBF files (every stream), or one CTF file with
     /// --input. Several files are joined by sequence key.
     pub files: Vec<PathBuf>,
-    /// One data set of many files (shards), instead of FILE: a glob such as
-    /// 'data/train-*.ctf' (quoted: exfeed expands it, in sorted order) or @LIST, a file of
-    /// paths, one a line. CTF and CBF shards may be mixed; their streams must agree.
-    #[arg(long, value_name = "GLOB|@LIST", conflicts_with = "files")]
-    pub corpus: Option<String>,
     #[command(flatten)]
     pub source: SourceArgs,
     /// Minibatch size in samples (whole sequences; the first sequence is always taken).
@@ -139,7 +137,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let (input_groups, target_groups) = args.lens.layouts()?.unzip();
     let reader_args = ReaderArgs {
         files: args.files.clone(),
-        corpus: args.corpus.as_deref().map(Corpus::parse),
+        corpus: args.corpus.clone(),
         inputs: s.inputs.clone(),
         precision: s.precision,
         skip_sequence_ids: s.skip_sequence_ids,
@@ -168,8 +166,14 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    if args.corpus.is_none() {
-        args.files = args.source.data_files(&args.files)?;
+    // The files or corpus given, else the config's.
+    let data = args.source.data(&args.files)?;
+    args.files.clear();
+    for d in data {
+        match d {
+            DataPath::File(f) => args.files.push(f),
+            DataPath::Corpus(c) => args.corpus = Some(c),
+        }
     }
     if args.num_workers == 0 {
         anyhow::bail!("--num-workers must be at least 1");

@@ -3,7 +3,7 @@
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::ReaderArgs;
+use exfeed::reader::{Corpus, DataPath, ReaderArgs};
 use exfeed::{DataSet, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,12 @@ use std::path::{Path, PathBuf};
 /// configuration file, or both (flags given explicitly win over the configuration).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SourceArgs {
+    /// One data set of many files (shards), instead of FILE: a glob such as
+    /// 'data/train-*.ctf' (quoted: exfeed expands it, in sorted order) or @LIST, a file of
+    /// paths, one a line. CTF and CBF shards may be mixed; their streams must agree. Keys are
+    /// SHARD:KEY.
+    #[arg(long, value_name = "GLOB|@LIST")]
+    pub corpus: Option<String>,
     /// An input (stream): NAME:FORMAT:DIM[:ALIAS], FORMAT dense or sparse. Repeat for each input,
     /// in the order the output should have.
     #[arg(long = "input", short = 'i', value_name = "NAME:FORMAT:DIM[:ALIAS]")]
@@ -63,30 +69,58 @@ impl SourceArgs {
         ReaderConfig::load(path, &options).map(Some)
     }
 
-    /// The data files to read: `given`, else the --config's `file =` (as CNTK opens it). Says on
-    /// standard error which section the config gave, its warnings, and a given file that
-    /// overrides the config's.
-    pub fn data_files(&self, given: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    /// The data to read: the files `given`, or --corpus, else what the --config's reader
+    /// names (`file =`, as CNTK opens it, or `corpus =`). Says on standard error which section
+    /// the config gave, its warnings, and a given file that overrides the config's.
+    pub fn data(&self, given: &[PathBuf]) -> anyhow::Result<Vec<DataPath>> {
+        if let Some(corpus) = &self.corpus {
+            if !given.is_empty() {
+                anyhow::bail!("give FILE or --corpus, not both");
+            }
+            return Ok(vec![DataPath::Corpus(Corpus::parse(corpus))]);
+        }
         let Some(r) = self.section_reader()? else {
             if given.is_empty() {
-                anyhow::bail!("no data file: give FILE, or a --config whose reader names its file");
+                anyhow::bail!(
+                    "no data file: give FILE, --corpus, or a --config whose reader names its file"
+                );
             }
-            return Ok(given.to_vec());
+            return Ok(given.iter().cloned().map(DataPath::File).collect());
         };
-        let (files, overridden) = r.data_files(given);
-        for note in r.notes().into_iter().chain(overridden) {
+        for note in r.notes() {
             eprintln!("exfeed: {note}");
         }
-        Ok(files)
+        if given.is_empty() {
+            return Ok(r.config.data_paths());
+        }
+        let (files, overridden) = r.data_files(given);
+        for note in overridden {
+            eprintln!("exfeed: {note}");
+        }
+        Ok(files.into_iter().map(DataPath::File).collect())
     }
 
-    /// Opens `file` (`-`: standard input) as these flags and the configuration say: the
-    /// format (`from`, else detected), the inputs, the Lens layout (flags, else the
-    /// configuration's `inputGroups`/`targetGroups`), the precision (flag, else the
-    /// configuration's, else what a CBF file stores, else float) and the trace level.
+    /// The one data set `dump`, `info` and `convert` read: `given`, --corpus, or the
+    /// --config's.
+    pub fn one(&self, given: Option<&Path>, command: &str) -> anyhow::Result<DataPath> {
+        let given: Vec<PathBuf> = given.map(PathBuf::from).into_iter().collect();
+        match self.data(&given)?.as_slice() {
+            [one] => Ok(one.clone()),
+            many => anyhow::bail!(
+                "the config's reader has {} files; {command} reads one: give FILE or --corpus",
+                many.len()
+            ),
+        }
+    }
+
+    /// Opens `data` (a file, `-` for standard input, or a corpus) as these flags and the
+    /// configuration say (see [`ReaderArgs::open`]): the format (`from`, else detected), the
+    /// inputs, the Lens layout (flags, else the configuration's
+    /// `inputGroups`/`targetGroups`), the precision (flag, else the configuration's, else what
+    /// a CBF file stores, else float) and the trace level.
     pub fn open(
         &self,
-        file: &Path,
+        data: &DataPath,
         from: Option<FileFormat>,
         lens: &LayoutArgs,
     ) -> anyhow::Result<Opened> {
@@ -103,18 +137,17 @@ impl SourceArgs {
             max_record_size: self.max_record_size,
             ..ReaderArgs::default()
         };
-        let mut options = args.open_options(cfg.as_ref(), file);
-        options.format = from;
+        let file = PathBuf::from(data.to_string());
         let trace_level = self.trace_level.unwrap_or_else(|| {
             cfg.as_ref()
-                .and_then(|c| Some(c.deserializer_for(file)?.effective_trace_level(c)))
+                .and_then(|c| Some(c.deserializer_for(&file)?.effective_trace_level(c)))
                 .unwrap_or(1)
         });
-        let data = exfeed::open(file, &options)?;
+        let data = args.open(cfg.as_ref(), data, from)?;
         let precision = args.precision_for(cfg.as_ref(), &data);
         Ok(Opened {
+            options: data.options().clone(),
             data,
-            options,
             precision,
             trace_level,
         })

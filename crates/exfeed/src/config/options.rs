@@ -253,6 +253,18 @@ impl ReaderConfig {
             .or(self.deserializers.first())
     }
 
+    /// What each deserializer reads: its corpus, else its file.
+    pub fn data_paths(&self) -> Vec<crate::reader::DataPath> {
+        use crate::reader::DataPath;
+        self.deserializers
+            .iter()
+            .map(|d| match &d.corpus {
+                Some(c) => DataPath::Corpus(c.clone()),
+                None => DataPath::File(d.file.clone()),
+            })
+            .collect()
+    }
+
     /// Resolves every deserializer's file against `dir` (see [`DeserializerConfig::resolve_file`]).
     pub fn resolve_files(&mut self, dir: &Path) {
         for d in &mut self.deserializers {

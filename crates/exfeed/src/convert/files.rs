@@ -116,7 +116,10 @@ const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
 ///
 /// The conversions: CTF to CBF and back, CBF to CBF (re-chunked, another element type), a Lens
 /// file to Lens (text or binary), and a Lens file to CTF or CBF (one sequence per example, one
-/// sample per event, streams `input` and `target`: this needs the layout). An output named as a
+/// sample per event, streams `input` and `target`: this needs the layout). A corpus
+/// ([`crate::open_corpus`]) converts to one CTF or CBF file, its shards one after the other, each
+/// sequence keyed by its corpus key (`shard << 40 | key`, the key `exfeed read` gives it; CBF
+/// stores no keys). An output named as a
 /// [`ColumnarFormat`] is refused unless [`ConvertOptions::to`] says otherwise. Problems tolerated by
 /// the error budget (CTF's `max_errors`) go to `sink`; the first one beyond it stops the
 /// conversion, and the output is then not written.
@@ -170,12 +173,23 @@ pub fn convert_with_progress(
             what,
         )
     };
-    if !matches!(
+    // A corpus is read as sequences, shard after shard: to CTF or CBF (its shards joined).
+    let corpus = data.is_corpus();
+    if corpus && is_lens(to) {
+        return Err(unsupported(format!(
+            "a corpus converts to one CTF or CBF file (Lens shards with the network's layout), \
+             not to {}: convert each file on its own",
+            to.describe()
+        )));
+    }
+    // A corpus also converts CTF shards to one CTF file.
+    let supported = matches!(
         (from, to),
         (FileFormat::Ctf, FileFormat::Cbf)
             | (FileFormat::Cbf, FileFormat::Ctf | FileFormat::Cbf)
             | (FileFormat::LensText | FileFormat::LensBinary, _)
-    ) {
+    ) || (corpus && to == FileFormat::Ctf);
+    if !supported {
         return Err(unsupported(format!(
             "converting {} to {} is not supported ({SUPPORTED})",
             from.describe(),
@@ -192,12 +206,7 @@ pub fn convert_with_progress(
     }
     let outputs = OutputOptions {
         force: options.overwrite,
-        inputs: data
-            .input()
-            .path()
-            .map(Path::to_path_buf)
-            .into_iter()
-            .collect(),
+        inputs: data.files(),
     };
     let commit = |out: AtomicOutput| {
         if options.sync {
@@ -265,7 +274,7 @@ pub fn convert_with_progress(
             } as u64;
             commit(out)?;
         }
-        (FileFormat::Ctf, FileFormat::Cbf) => {
+        (FileFormat::Ctf, FileFormat::Cbf) if !corpus => {
             let ctf = data.options().ctf();
             let out = AtomicOutput::create(output, &outputs)?;
             let bytes = data.into_bytes()?;
@@ -279,7 +288,7 @@ pub fn convert_with_progress(
             commit(out)?;
             (done.sequences, done.chunks) = (stats.sequences, stats.chunks);
         }
-        (FileFormat::Cbf, FileFormat::Ctf) => {
+        (FileFormat::Cbf, FileFormat::Ctf) if !corpus => {
             let out = AtomicOutput::create(output, &outputs)?;
             let bytes = data.into_bytes()?;
             let total = bytes.len() as u64;
@@ -300,7 +309,7 @@ pub fn convert_with_progress(
             commit(out)?;
         }
         (_, _) => {
-            // A Lens file materialized, to CTF.
+            // A Lens file materialized, or a corpus, to CTF.
             let out = AtomicOutput::create(output, &outputs)?;
             let mut seqs = data.sequences::<f32>()?;
             let specs = seqs.streams().to_vec();

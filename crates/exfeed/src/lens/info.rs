@@ -77,6 +77,32 @@ impl Info {
         }
     }
 
+    /// Adds the summary of another set (a corpus's next file).
+    pub fn merge(&mut self, other: &Info) {
+        self.examples += other.examples;
+        self.events += other.events;
+        self.max_events = self.max_events.max(other.max_events);
+        self.input_groups.extend(other.input_groups.iter().cloned());
+        self.target_groups
+            .extend(other.target_groups.iter().cloned());
+        self.ungrouped_inputs |= other.ungrouped_inputs;
+        self.ungrouped_targets |= other.ungrouped_targets;
+        for (mine, theirs) in [
+            (&mut self.input_values, other.input_values),
+            (&mut self.target_values, other.target_values),
+        ] {
+            if let Some((lo, hi)) = theirs {
+                widen(mine, lo);
+                widen(mine, hi);
+            }
+        }
+        self.ungrouped_input_units = self.ungrouped_input_units.max(other.ungrouped_input_units);
+        self.ungrouped_target_units = self
+            .ungrouped_target_units
+            .max(other.ungrouped_target_units);
+        self.has_nan |= other.has_nan;
+    }
+
     fn add_range(&mut self, r: &Range, is_target: bool) {
         let (groups, ungrouped, values, units) = if is_target {
             (

@@ -2,7 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use super::{Corpus, IndexMode};
+use super::{Corpus, DataPath, IndexMode};
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -320,6 +320,25 @@ impl ReaderArgs {
             });
         }
         options
+    }
+
+    /// Opens `data` alone, to check, dump, describe or convert it: a file with
+    /// [`crate::open`], a corpus with [`crate::open_corpus`] (every file of it), as
+    /// [`ReaderArgs::open_options`] says for it (a corpus is read as the configuration's
+    /// deserializer of it, else its first); `format` overrides detection (for every file of a
+    /// corpus).
+    pub fn open(
+        &self,
+        config: Option<&ReaderConfig>,
+        data: &DataPath,
+        format: Option<FileFormat>,
+    ) -> Result<DataSet> {
+        let mut options = self.open_options(config, Path::new(&data.to_string()));
+        options.format = format;
+        match data {
+            DataPath::File(file) => crate::open(file, &options),
+            DataPath::Corpus(corpus) => crate::open_corpus(corpus, &options),
+        }
     }
 
     /// The record limits: [`ReaderArgs::max_record_size`], else the configuration's, else the

@@ -30,6 +30,68 @@ pub fn split_corpus_key(key: u64) -> (u64, u64) {
     (key >> CORPUS_KEY_BITS, key & ((1 << CORPUS_KEY_BITS) - 1))
 }
 
+/// Rewrites the keys of shard `shard` (named `name` in messages) as corpus keys: `shard << 40 |
+/// key`; a key of `2^40` or more is an error naming the file.
+pub(crate) fn to_corpus_keys(keys: &mut [u64], shard: usize, name: &str) -> Result<()> {
+    let high = (shard as u64) << CORPUS_KEY_BITS;
+    for key in keys {
+        if *key >> CORPUS_KEY_BITS != 0 {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                Location::default().with_file(name.to_string()),
+                format!(
+                    "sequence key {key} is too large for a corpus (keys below 2^{CORPUS_KEY_BITS})"
+                ),
+            ));
+        }
+        *key |= high;
+    }
+    Ok(())
+}
+
+/// Checks that shard `name` has the streams of the corpus's first shard (name, storage,
+/// dimension); the error names both files and their streams.
+pub(crate) fn same_streams(
+    name: &str,
+    specs: &[StreamSpec],
+    first_name: &str,
+    first: &[StreamSpec],
+) -> Result<()> {
+    let shape = |s: &[StreamSpec]| -> Vec<String> {
+        s.iter()
+            .map(|s| format!("{}:{}:{}", s.name, s.storage.as_str(), s.dim))
+            .collect()
+    };
+    if shape(specs) == shape(first) {
+        return Ok(());
+    }
+    Err(Error::config(format!(
+        "corpus file {name} has the streams {}, not those of {first_name}: {}",
+        shape(specs).join(" "),
+        shape(first).join(" ")
+    )))
+}
+
+/// What `check`, `dump`, `info` and `convert` read: one input (`-`: standard input) or a
+/// corpus (see [`ReaderArgs::open`](super::ReaderArgs::open)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataPath {
+    /// A file, or `-`.
+    File(PathBuf),
+    /// Shard files read as one data set.
+    Corpus(Corpus),
+}
+
+impl std::fmt::Display for DataPath {
+    /// The path, or the corpus as [`Corpus`] shows it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataPath::File(p) => write!(f, "{}", p.display()),
+            DataPath::Corpus(c) => write!(f, "{c}"),
+        }
+    }
+}
+
 /// The files of a corpus, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Corpus {
@@ -145,20 +207,9 @@ impl<T: Element> CorpusSource<T> {
             return Err(Error::config("a corpus needs at least one file"));
         };
         let specs = first.streams().to_vec();
-        let shape = |s: &[StreamSpec]| -> Vec<String> {
-            s.iter()
-                .map(|s| format!("{}:{}:{}", s.name, s.storage.as_str(), s.dim))
-                .collect()
-        };
         let (mut infos, mut starts) = (Vec::new(), Vec::new());
         for (name, shard) in &shards {
-            if shape(shard.streams()) != shape(&specs) {
-                return Err(Error::config(format!(
-                    "corpus file {name} has the streams {}, not those of {first_name}: {}",
-                    shape(shard.streams()).join(" "),
-                    shape(&specs).join(" ")
-                )));
-            }
+            same_streams(name, shard.streams(), first_name, &specs)?;
             starts.push(infos.len());
             infos.extend_from_slice(shard.chunks());
         }
@@ -196,20 +247,7 @@ impl<T: Element> ChunkSource<T> for CorpusSource<T> {
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
         let (shard, local) = self.locate(chunk);
         self.shards[shard].read_chunk(local, out)?;
-        let high = (shard as u64) << CORPUS_KEY_BITS;
-        for key in out.keys_mut() {
-            if *key >> CORPUS_KEY_BITS != 0 {
-                return Err(Error::new(
-                    ErrorKind::Invalid,
-                    Location::default().with_file(self.names[shard].clone()),
-                    format!(
-                        "sequence key {key} is too large for a corpus (keys below 2^{CORPUS_KEY_BITS})"
-                    ),
-                ));
-            }
-            *key |= high;
-        }
-        Ok(())
+        to_corpus_keys(out.keys_mut(), shard, &self.names[shard])
     }
 
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {

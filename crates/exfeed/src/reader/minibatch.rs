@@ -77,12 +77,7 @@ pub fn write_minibatch_json<T: Element>(out: &mut Vec<u8>, mb: &Minibatch<T>) {
             out.push(b',');
         }
         let _ = write!(out, "{{\"sweep\":{},\"key\":", s.sweep);
-        let _ = if s.corpus {
-            let (shard, key) = super::split_corpus_key(s.key);
-            write!(out, "\"{shard}:{key}\"")
-        } else {
-            write!(out, "{}", s.key)
-        };
+        crate::json::write_key(out, s.key, s.corpus);
         let _ = write!(out, ",\"samples\":{}}}", s.samples);
     }
     out.extend_from_slice(b"]}\n");

@@ -121,7 +121,8 @@ pub use build::{
     ConfiguredSource,
 };
 pub use cbf_source::CbfSource;
-pub use corpus::{split_corpus_key, Corpus, CorpusSource, CORPUS_KEY_BITS};
+pub(crate) use corpus::{same_streams, to_corpus_keys};
+pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
