@@ -338,16 +338,14 @@ impl CtfSource {
         };
         let in_file = |e: Error| e.in_file(name.clone());
         let mut warnings = Vec::new();
-        let layout = match byte_ranges(&data, &options).map_err(in_file)? {
-            Some(ranges) => {
-                parser.set_keys_by_offset(ranges.0.mode() == KeyMode::Lines);
-                Ok(ranges)
+        let (layout, infos, origin) = match byte_ranges(&data, &options).map_err(in_file)? {
+            Some((ranges, infos)) => {
+                parser.set_keys_by_offset(ranges.mode() == KeyMode::Lines);
+                (Layout::Ranges(ranges), infos, IndexOrigin::ByteRanges)
             }
-            None => Err(index(&data, file, &options, &mut warnings).map_err(in_file)?),
-        };
-        let (layout, infos, origin) = match layout {
-            Ok((ranges, infos)) => (Layout::Ranges(ranges), infos, IndexOrigin::ByteRanges),
-            Err((index, origin)) => {
+            None => {
+                let (index, origin) =
+                    index(&data, file, &options, &mut warnings).map_err(in_file)?;
                 let infos = index
                     .chunks
                     .iter()
