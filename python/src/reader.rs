@@ -300,7 +300,8 @@ impl Reader {
         dtype_of(py, self.precision)
     }
 
-    /// Samples of one sweep over the whole data set (all workers), by the index.
+    /// Samples of one sweep over the whole data set (all workers), by the index (estimated from
+    /// the file's first 64 KiB without one: see `index`).
     #[getter]
     fn total_samples(&self) -> PyResult<u64> {
         let reader = self

@@ -215,3 +215,31 @@ fn a_corpus_of_plain_and_compressed_shards_without_an_index() {
     want.sort();
     assert_eq!(all, want);
 }
+
+#[test]
+fn equalize_keeps_ranks_in_step_without_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ctf_data(&dir, 120);
+    let mut counts = Vec::new();
+    for rank in ["0", "1", "2"] {
+        let args = [
+            "--equalize",
+            "--chunk-size",
+            "300",
+            "--num-workers",
+            "3",
+            "--worker-rank",
+            rank,
+        ];
+        let out = read(&file, &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        // The quota comes from the estimated samples, the same on every rank.
+        let note = "sequences (its part's sequences are not counted without an index)";
+        assert!(text(&out.stderr).contains(note), "{}", text(&out.stderr));
+        counts.push(text(&out.stdout).lines().count());
+    }
+    assert!(
+        counts[0] > 0 && counts.iter().all(|&c| c == counts[0]),
+        "{counts:?}"
+    );
+}

@@ -670,22 +670,21 @@ impl<T: Element> Reader<T> {
             .map(|&c| self.source.chunks()[c].sequences as u64)
             .sum();
         let (o, got) = (&self.opts, self.sweep_sequences);
-        // Without an index the part's sequences are only estimated before it is decoded.
-        let about = if self.source.chunks_by_byte_range() {
-            "about "
-        } else {
-            ""
-        };
-        let what = match got.cmp(&part) {
-            std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
-            std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
-            std::cmp::Ordering::Equal => "all of them once".to_string(),
-        };
-        self.notes.push(format!(
-            "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences; \
-             its part has {about}{part} sequences: {what}",
+        let head = format!(
+            "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences",
             self.sweep, o.worker_rank, o.num_workers
-        ));
+        );
+        // Without an index a part's sequences are not counted before they are decoded.
+        self.notes.push(if self.source.chunks_by_byte_range() {
+            format!("{head} (its part's sequences are not counted without an index)")
+        } else {
+            let what = match got.cmp(&part) {
+                std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
+                std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
+                std::cmp::Ordering::Equal => "all of them once".to_string(),
+            };
+            format!("{head}; its part has {part} sequences: {what}")
+        });
         if let Some(l) = self.loaded.take() {
             self.release(l);
         }
