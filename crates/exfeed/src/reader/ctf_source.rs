@@ -291,9 +291,9 @@ impl CtfSource {
     /// assert_eq!(ranges.index_origin(), IndexOrigin::ByteRanges);
     /// let mut keys = Vec::new();
     /// for c in 0..ChunkSource::<f32>::chunks(&ranges).len() {
+    ///     batch.clear();
     ///     ranges.read_chunk(c, &mut batch)?;
     ///     keys.extend_from_slice(batch.keys());
-    ///     batch.clear();
     /// }
     /// assert_eq!(keys, [0, 1, 2]); // sequence 0's two lines cross the first range's end
     /// # Ok::<(), Box<dyn std::error::Error>>(())
