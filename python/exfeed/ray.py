@@ -8,8 +8,10 @@ parallelism of them, balanced by bytes); each decodes only its own chunks, on wh
 Ray runs it, and yields one Arrow block per chunk in the schema of ``exfeed.to_arrow`` and
 ``exfeed convert data.ctf data.parquet`` (docs/arrow.md): ``key`` and a list column per stream.
 
-So a cluster converts a corpus in parallel (``exfeed.ray.read(...).write_parquet(dir)``) and
-preprocesses it with Ray Data's ``map_batches``; see docs/distributed.md. ``options`` are those
+So a cluster converts a corpus in parallel (``exfeed.ray.read(...).write_parquet(dir)``),
+preprocesses it with Ray Data's ``map_batches``, and feeds PyTorch with
+``ds.iter_torch_batches(collate_fn=exfeed.ray.TorchCollate(...))`` (sequences of samples are
+ragged: :class:`TorchCollate` pads them); see docs/distributed.md. ``options`` are those
 of :func:`exfeed.to_arrow` (``inputs``, ``format``, ``max_errors``, ``skip_sequence_ids``,
 ``precision``, ``input_groups``, ``target_groups``, ``nan``, ``chunk_size``).
 
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import pyarrow as pa
 import ray.data
 from ray.data.block import BlockMetadata
@@ -31,7 +34,7 @@ from ray.data.datasource import Datasource, ReadTask
 
 from . import _exfeed
 
-__all__ = ["ExfeedDatasource", "read"]
+__all__ = ["ExfeedDatasource", "TorchCollate", "read"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -134,3 +137,61 @@ def read(
     one row per sequence, ``key`` and a list column per stream. ``override_num_blocks`` sets
     the number of read tasks (by default Ray's choice, at most one per chunk)."""
     return ray.data.read_datasource(ExfeedDatasource(paths, **options), override_num_blocks=override_num_blocks)
+
+
+try:  # Ray 2.47 and later: collate functions are classes (a plain function is deprecated).
+    from ray.data.collate_fn import NumpyBatchCollateFn as _CollateBase
+except ImportError:  # pragma: no cover - older Ray takes any callable
+    _CollateBase = object
+
+
+class TorchCollate(_CollateBase):
+    """A ``collate_fn`` for ``Dataset.iter_torch_batches`` on exfeed's schema, whose sequences
+    are lists of samples of any length (which Ray's default conversion refuses as ragged):
+
+    - ``key``: a ``uint64`` tensor ``[batch]``;
+    - a dense stream ``NAME``: a float tensor ``[batch, longest, dim]``, zero-padded after each
+      sequence's samples, and ``NAME_lengths``, an ``int64`` tensor ``[batch]`` of the sample
+      counts;
+    - a sparse stream ``NAME``: its samples made dense, ``[batch, longest, dim]`` (e.g. one-hot
+      labels), and ``NAME_lengths``. Its dim is ``dims[NAME]`` (the ``DIM`` of
+      ``NAME:sparse:DIM``; a batch does not carry it).
+
+    ``ds.iter_torch_batches(batch_size=64, collate_fn=exfeed.ray.TorchCollate({"labels": 10}))``.
+    Tensors are on the CPU; move them with ``.to(device)``. Needs torch, and Ray Train's extra
+    (``ray[train]``), which ``iter_torch_batches`` imports."""
+
+    def __init__(self, dims: Optional[Dict[str, int]] = None) -> None:
+        super().__init__()
+        self.dims = dict(dims or {})
+
+    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, Any]:
+        import torch
+
+        out: Dict[str, Any] = {}
+        for name, column in batch.items():
+            if name == "key":
+                out[name] = torch.from_numpy(np.ascontiguousarray(column))
+                continue
+            lengths = np.fromiter((len(s) for s in column), dtype=np.int64, count=len(column))
+            longest = int(lengths.max(initial=0))
+            first = next((s for seq in column for s in seq), None)
+            if isinstance(first, dict):
+                if name not in self.dims:
+                    raise ValueError(
+                        f"TorchCollate: sparse stream '{name}' needs its dim: TorchCollate({{'{name}': DIM}})"
+                    )
+                padded = np.zeros((len(column), longest, self.dims[name]), dtype=first["values"].dtype)
+                for b, seq in enumerate(column):
+                    for t, s in enumerate(seq):
+                        padded[b, t, s["indices"]] = s["values"]
+            else:
+                dim = 0 if first is None else len(first)
+                dtype = np.float32 if first is None else first.dtype
+                padded = np.zeros((len(column), longest, dim), dtype=dtype)
+                for b, seq in enumerate(column):
+                    if len(seq):
+                        padded[b, : len(seq)] = np.stack(seq)
+            out[name] = torch.from_numpy(padded)
+            out[f"{name}_lengths"] = torch.from_numpy(lengths)
+        return out

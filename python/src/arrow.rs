@@ -115,12 +115,9 @@ pub fn _to_arrow<'py>(
     let batches = detached(py, move || {
         let opened = args.open(Some(&path), false)?;
         fn stream<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Batches> {
-            let seqs = data.sequences::<T>()?;
-            Ok(Box::new(SequenceStream::from_sequences(
-                seqs,
-                chunk_size,
-                Box::new(Stderr),
-            )?))
+            // A plain CTF file is parsed on every core.
+            let s = SequenceStream::<T>::from_data(data, chunk_size, Box::new(Stderr))?;
+            Ok(Box::new(s))
         }
         match opened.precision {
             Precision::Float => stream::<f32>(opened.data, chunk_size),

@@ -68,3 +68,43 @@ def test_a_sharded_corpus_arrives_exactly_once_and_ray_writes_parquet(local_ray,
     assert n == pq.read_metadata(written[0]).num_rows
     for d in exfeed.dump(back, inputs=INPUTS):
         np.testing.assert_array_equal(d["x"], truth[d["key"]][0])
+
+
+def test_iter_torch_batches_feeds_every_sequence_once_as_padded_tensors(local_ray, tmp_path):
+    torch = require("torch")
+    import exfeed.ray
+
+    rng = np.random.default_rng(11)
+    truth = {}
+    for shard in range(3):
+        truth |= write_shard(tmp_path / f"train-{shard:05d}.ctf", shard * 1000, 120, rng)
+    ds = exfeed.ray.read(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048, override_num_blocks=4)
+    # Without a collate_fn Ray refuses the ragged sequences, saying to pass one.
+    with pytest.raises(Exception, match="collate_fn"):
+        next(iter(ds.iter_torch_batches(batch_size=32)))
+    seen, sizes = [], []
+    for batch in ds.iter_torch_batches(batch_size=32, collate_fn=exfeed.ray.TorchCollate({"y": 5})):
+        assert set(batch) == {"key", "x", "x_lengths", "y", "y_lengths"}
+        keys = batch["key"]
+        n = len(keys)
+        sizes.append(n)
+        assert keys.dtype == torch.uint64 and keys.shape == (n,)
+        x, lengths = batch["x"], batch["x_lengths"]
+        assert x.dtype == torch.float32 and lengths.dtype == torch.int64
+        assert x.shape == (n, int(lengths.max()), 3)
+        assert batch["y"].shape == (n, int(batch["y_lengths"].max()), 5)
+        for b, key in enumerate(keys.tolist()):
+            rows, label = truth[key]
+            length = int(lengths[b])
+            assert length == len(rows)
+            np.testing.assert_array_equal(x[b, :length].numpy(), rows)
+            assert not x[b, length:].any(), "padding is zeros"
+            # One label sample, one-hot.
+            assert int(batch["y_lengths"][b]) == 1
+            assert batch["y"][b, 0].tolist() == [float(i == label) for i in range(5)]
+            seen.append(key)
+    assert sorted(seen) == sorted(truth), "every sequence exactly once"
+    assert sum(sizes) == 360 and max(sizes) == 32
+    # A sparse stream without its dim: the error says what to pass.
+    with pytest.raises(Exception, match=r"TorchCollate\(\{'y': DIM\}\)"):
+        next(iter(ds.iter_torch_batches(batch_size=8, collate_fn=exfeed.ray.TorchCollate())))

@@ -6,7 +6,9 @@
 use crate::file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};
 use crate::Value;
 use exfeed::cbf::CbfWriterOptions;
-use exfeed::convert::{write_cbf, write_ctf, ConvertOptions};
+use exfeed::convert::{
+    parse_ctf_pieces, write_cbf, write_ctf, ConvertOptions, PieceStages, PIECE_BYTES,
+};
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
 use exfeed::{DataSet, DiagnosticSink, Error, ErrorKind, Location, Precision, Result};
@@ -98,10 +100,7 @@ pub fn write_arrow_file(
         .precision
         .or(data.stored_precision())
         .unwrap_or_default();
-    let write = WriteOptions {
-        format,
-        chunk_size: options.chunk_size,
-    };
+    let write = WriteOptions::new(format, options.chunk_size);
     fn run<T: Value>(
         data: DataSet,
         output: &Path,
@@ -110,9 +109,13 @@ pub fn write_arrow_file(
         options: &ConvertOptions,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<u64> {
-        let seqs = data.sequences::<T>()?;
         let out = AtomicOutput::create(output, outs)?;
-        let (out, sequences, _) = write_sequences(seqs, out, write, sink)?;
+        let (out, sequences) = if parses_in_pieces(&data) {
+            write_ctf_pieces::<_, T>(data, out, write, sink, PIECE_BYTES)?
+        } else {
+            let (out, sequences, _) = write_sequences(data.sequences::<T>()?, out, write, sink)?;
+            (out, sequences)
+        };
         commit(out, options)?;
         Ok(sequences)
     }
@@ -120,6 +123,63 @@ pub fn write_arrow_file(
         Precision::Float => run::<f32>(data, output, &outs, write, options, sink),
         Precision::Double => run::<f64>(data, output, &outs, write, options, sink),
     }
+}
+
+/// Whether `data` is CTF text in one plain file, which is then parsed on every core
+/// ([`ctf_pieces`]). A pipe or a compressed file is parsed as it is read, on one thread: memory
+/// stays bounded by a chunk there too.
+pub(crate) fn parses_in_pieces(data: &DataSet) -> bool {
+    data.format() == FileFormat::Ctf
+        && !data.is_corpus()
+        && data.is_seekable()
+        && data.compression() == exfeed::io::Compression::None
+}
+
+/// Parses the CTF text of `data` (a plain file, mapped into memory) in pieces of about
+/// `piece_bytes` on every core ([`parse_ctf_pieces`]), handing each piece's sequences to `each`
+/// in file order; `each` may push batches it is done with onto the spares (for their buffers).
+pub(crate) fn ctf_pieces<T: Value>(
+    data: DataSet,
+    sink: &mut dyn DiagnosticSink,
+    piece_bytes: usize,
+    mut each: impl FnMut(SequenceBatch<T>, &mut Vec<SequenceBatch<T>>) -> Result<()>,
+) -> Result<()> {
+    let (name, ctf) = (data.name().to_string(), data.options().ctf());
+    let text = data.into_bytes()?;
+    // The parsed batches themselves are handed on.
+    let work = |parsed: &mut SequenceBatch<T>, piece: &mut SequenceBatch<T>| {
+        std::mem::swap(parsed, piece);
+        Ok(())
+    };
+    let new = || SequenceBatch::<T>::new(&ctf.inputs);
+    let mut consume = |piece, _end, spares: &mut Vec<_>| each(piece, spares);
+    let stages = PieceStages {
+        work: &work,
+        new: &new,
+        consume: &mut consume,
+    };
+    parse_ctf_pieces::<T, _>(&text, &name, &ctf, piece_bytes, sink, stages)
+}
+
+/// The CTF text of `data` (a plain file) written to `out` as Parquet or Arrow IPC: parsed in
+/// pieces of about `piece_bytes` on every core, the pieces handed to the writer in file order
+/// (whose row groups are encoded on every core too). The same file as [`write_sequences`]
+/// writes. Returns the output and the sequences written.
+pub(crate) fn write_ctf_pieces<W: std::io::Write + Send, T: Value>(
+    data: DataSet,
+    out: W,
+    write: WriteOptions,
+    sink: &mut dyn DiagnosticSink,
+    piece_bytes: usize,
+) -> Result<(W, u64)> {
+    let mut writer = SequenceWriter::<W, T>::new(out, &data.options().inputs, write)?;
+    ctf_pieces::<T>(data, sink, piece_bytes, |piece, spares| {
+        writer.write_batch(&piece)?;
+        spares.push(piece);
+        Ok(())
+    })?;
+    let sequences = writer.sequences();
+    Ok((writer.finish()?.0, sequences))
 }
 
 /// Converts the Parquet or Arrow IPC file `input` (of exfeed's schema, see
@@ -159,10 +219,7 @@ pub fn read_arrow_file(
         let fill = |b: &mut SequenceBatch<T>| file.next_batch(b);
         let (out, sequences) = match to {
             Format::Arrow(format) => {
-                let write = WriteOptions {
-                    format,
-                    chunk_size: options.chunk_size,
-                };
+                let write = WriteOptions::new(format, options.chunk_size);
                 let mut writer = SequenceWriter::<_, T>::new(out, &specs, write)?;
                 let mut fill = fill;
                 let mut batch = SequenceBatch::<T>::new(&specs);

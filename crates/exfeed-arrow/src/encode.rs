@@ -136,6 +136,24 @@ impl<T: Value> Column<T> {
     }
 }
 
+/// What sequence `q` of `batch` adds to [`BatchBuilder::bytes`]: its key, and per stream its
+/// values, its sparse indices, its entry in the sequence offsets and (sparse) its samples'.
+fn sequence_bytes<T: Value>(batch: &SequenceBatch<T>, q: usize) -> usize {
+    8 + batch
+        .streams()
+        .iter()
+        .map(|s| {
+            let entries = s.sequence_nnz(q);
+            4 + match s.storage() {
+                Storage::Dense => entries * std::mem::size_of::<T>(),
+                Storage::Sparse => {
+                    entries * (std::mem::size_of::<T>() + 4) + 4 * s.sequence_samples(q).len()
+                }
+            }
+        })
+        .sum::<usize>()
+}
+
 pub(crate) fn arrow_error(e: arrow_schema::ArrowError) -> Error {
     Error::config(format!("Arrow: {e}"))
 }
@@ -186,7 +204,9 @@ impl<T: Value> BatchBuilder<T> {
 
     /// Appends the run of sequences of `batch` from `start` that brings the data held to
     /// `chunk_size` bytes (at least one sequence, at most the rest of the batch); returns where
-    /// the run ends.
+    /// the run ends. The run ends after the first sequence that brings [`BatchBuilder::bytes`]
+    /// to `chunk_size`, so record batches end at the same sequences however the sequences come
+    /// in batches.
     pub fn fill_from(
         &mut self,
         batch: &SequenceBatch<T>,
@@ -197,15 +217,7 @@ impl<T: Value> BatchBuilder<T> {
         let mut end = batch.len();
         let mut bytes = 0;
         for q in start..batch.len() {
-            bytes += 8 + batch
-                .streams()
-                .iter()
-                .map(|s| {
-                    let index = if s.storage() == Storage::Sparse { 4 } else { 0 };
-                    let n = s.sequence_samples(q).len();
-                    s.sequence_nnz(q) * (std::mem::size_of::<T>() + index) + 4 * (n + 1)
-                })
-                .sum::<usize>();
+            bytes += sequence_bytes::<T>(batch, q);
             if bytes >= room {
                 end = q + 1;
                 break;

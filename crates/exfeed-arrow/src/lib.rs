@@ -23,7 +23,7 @@
 //! batch.finish_sequence(42);
 //!
 //! let path = std::env::temp_dir().join(format!("exfeed-arrow-doc-{}.parquet", std::process::id()));
-//! let options = WriteOptions { format: ArrowFormat::Parquet, chunk_size: 32 << 20 };
+//! let options = WriteOptions::new(ArrowFormat::Parquet, 32 << 20);
 //! let mut writer = SequenceWriter::<_, f32>::new(std::fs::File::create(&path)?, &specs, options)?;
 //! writer.write_batch(&batch)?;
 //! writer.finish()?;

@@ -2,16 +2,22 @@
 //! [`RecordBatchReader`], which [`arrow_array::ffi_stream`] exports through the Arrow C stream
 //! interface: Python's `exfeed.to_arrow` and `exfeed.ray`).
 
+use crate::convert::{ctf_pieces, parses_in_pieces};
 use crate::encode::BatchBuilder;
 use crate::Value;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use exfeed::convert::PIECE_BYTES;
 use exfeed::reader::ChunkSource;
-use exfeed::{DiagnosticSink, Result, SequenceBatch, Sequences};
+use exfeed::{DataSet, DiagnosticSink, Result, SequenceBatch, Sequences};
 use std::ops::Range;
 use std::sync::Arc;
 
 type Fill<T> = Box<dyn FnMut(&mut SequenceBatch<T>) -> Result<bool> + Send>;
+
+/// Parsed pieces (about 1 MiB of text each) the parsing thread of
+/// [`SequenceStream::from_data`] may hold ready beyond those its workers are parsing.
+const PIECES_AHEAD: usize = 4;
 
 /// Record batches of the [schema](crate::schema), each about `chunk_size` bytes of data (or
 /// one per chunk of a [`ChunkSource`]), made as they are pulled: memory holds one.
@@ -24,6 +30,8 @@ pub struct SequenceStream<T: Value> {
     /// Bytes of data per record batch; `None`: one record batch per filled batch (chunk).
     chunk_size: Option<usize>,
     done: bool,
+    /// An error met with sequences gathered: returned after their record batch.
+    pending: Option<exfeed::Error>,
 }
 
 impl<T: Value> SequenceStream<T> {
@@ -36,6 +44,54 @@ impl<T: Value> SequenceStream<T> {
     ) -> Result<Self> {
         let specs = sequences.streams().to_vec();
         let fill: Fill<T> = Box::new(move |b| sequences.next_batch(b, sink.as_mut()));
+        Self::new(
+            &specs,
+            fill,
+            Some(chunk_size.clamp(1, usize::MAX as u64) as usize),
+        )
+    }
+
+    /// Every sequence of an opened input, in file order, in record batches of about
+    /// `chunk_size` bytes of data: the record batches of [`SequenceStream::from_sequences`].
+    /// CTF text in a plain file is parsed on every core, on a thread of its own that stays a
+    /// few pieces ahead (see [`exfeed::convert::parse_ctf_pieces`]); it stops when the stream
+    /// is dropped. Tolerated problems (`maxErrors`) go to `sink`.
+    pub fn from_data(
+        data: DataSet,
+        chunk_size: u64,
+        sink: Box<dyn DiagnosticSink + Send>,
+    ) -> Result<Self> {
+        Self::from_data_in_pieces(data, chunk_size, sink, PIECE_BYTES)
+    }
+
+    pub(crate) fn from_data_in_pieces(
+        data: DataSet,
+        chunk_size: u64,
+        mut sink: Box<dyn DiagnosticSink + Send>,
+        piece_bytes: usize,
+    ) -> Result<Self> {
+        if !parses_in_pieces(&data) {
+            return Self::from_sequences(data.sequences()?, chunk_size, sink);
+        }
+        let specs = data.options().inputs.clone();
+        // Parsed pieces in order; an error ends them.
+        let (tx, rx) = crossbeam_channel::bounded::<Result<SequenceBatch<T>>>(PIECES_AHEAD);
+        std::thread::spawn(move || {
+            let sent = |piece, _: &mut Vec<_>| {
+                tx.send(Ok(piece))
+                    .map_err(|_| exfeed::Error::config("the record batch stream was dropped"))
+            };
+            if let Err(e) = ctf_pieces::<T>(data, sink.as_mut(), piece_bytes, sent) {
+                let _ = tx.send(Err(e));
+            }
+        });
+        let fill: Fill<T> = Box::new(move |b| match rx.recv() {
+            Ok(piece) => {
+                *b = piece?;
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        });
         Self::new(
             &specs,
             fill,
@@ -67,10 +123,14 @@ impl<T: Value> SequenceStream<T> {
             next: 0,
             chunk_size,
             done: false,
+            pending: None,
         })
     }
 
     fn next_record_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
         let size = self.chunk_size.unwrap_or(usize::MAX);
         loop {
             if self.next >= self.batch.len() {
@@ -78,9 +138,20 @@ impl<T: Value> SequenceStream<T> {
                     break;
                 }
                 self.next = 0;
-                if !(self.fill)(&mut self.batch)? {
-                    self.done = true;
-                    self.batch.clear();
+                match (self.fill)(&mut self.batch) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.done = true;
+                        self.batch.clear();
+                    }
+                    // The sequences gathered before the error come first.
+                    Err(e) if !self.builder.is_empty() => {
+                        self.pending = Some(e);
+                        self.done = true;
+                        self.batch.clear();
+                        break;
+                    }
+                    Err(e) => return Err(e),
                 }
                 continue;
             }
@@ -105,6 +176,7 @@ impl<T: Value> Iterator for SequenceStream<T> {
             Err(e) => {
                 // The error ends the stream.
                 self.done = true;
+                self.batch.clear();
                 Some(Err(ArrowError::ExternalError(Box::new(e))))
             }
         }

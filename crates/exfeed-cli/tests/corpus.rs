@@ -541,3 +541,69 @@ fn a_configuration_names_a_corpus_for_check_dump_info_and_convert() {
         lines.len()
     );
 }
+
+/// Runs `exfeed ARGS` and waits for it with `wait4`: its exit status and its own peak resident
+/// memory in bytes (not the test process's other children's).
+#[cfg(unix)]
+#[allow(clippy::zombie_processes)] // reaped by wait4, which Child does not know of
+fn peak_rss(args: &[&str]) -> (bool, u64) {
+    let child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: waits for our own child; rusage is plain data the call fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Linux reports ru_maxrss in KiB.
+    (ok, usage.ru_maxrss as u64 * 1024)
+}
+
+#[cfg(unix)]
+#[test]
+fn compressed_shards_are_not_held_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // Shards of about 2.9 MB of CTF text each, gzip-compressed by the real gzip.
+    let line = " 0.25".repeat(16);
+    let mut bytes = 0;
+    for shard in 0..7 {
+        let text: String = (0..32_000)
+            .map(|k| format!("{k} |x {shard}{line}\n"))
+            .collect();
+        bytes += text.len() as u64;
+        let path = dir.path().join(format!("s-{shard}.ctf"));
+        std::fs::write(&path, text).unwrap();
+        let gzip = Command::new("gzip").arg("-1").arg(&path).status();
+        assert!(gzip.unwrap().success());
+    }
+    let read = |glob: &str, extra: &[&str]| {
+        let glob = dir.path().join(glob).display().to_string();
+        // A window of 2 chunks: the decoded data held is the window's (by design), so what
+        // the shards themselves cost shows.
+        let mut args = vec!["read", "--corpus", &glob, "-i", "x:dense:17", "-m", "64"];
+        args.extend_from_slice(&["--chunk-size", "256K", "--window-chunks", "2"]);
+        args.extend_from_slice(extra);
+        let (ok, peak) = peak_rss(&args);
+        assert!(ok, "{args:?}");
+        peak
+    };
+    let one = read("s-0.ctf.gz", &[]);
+    let seven = read("s-*.ctf.gz", &[]);
+    // Six more shards (about 17 MB decompressed) add their indexes (32,000 keys each) and
+    // nothing like their text: memory follows the chunks read, not the corpus.
+    let six = bytes * 6 / 7;
+    let report = format!("1 shard: {one} bytes, 7 shards: {seven} bytes, text {bytes} bytes");
+    assert!(seven < one + six / 3, "{report}");
+    // Held in memory (keepDataInMemory), the same corpus costs its decompressed size: the
+    // measure sees the difference.
+    let held = read("s-*.ctf.gz", &["--keep-in-memory"]);
+    assert!(
+        held > seven + six * 2 / 3,
+        "{report}, in memory: {held} bytes"
+    );
+}

@@ -1,40 +1,31 @@
 //! Conversion: whole inputs of any format to files of any format ([`convert`], what
 //! `exfeed convert` does), and the cores between CTF and CBF ([`ctf_to_cbf`], [`cbf_to_ctf`]).
 //!
-//! CTF to CBF first finds the sequence boundaries ([`crate::ctf::scan_sequences`]) and cuts
-//! the text into pieces of whole sequences, so memory stays bounded by the pieces in flight and
-//! the open chunk. Without an error budget, worker threads (one per core of rayon's pool) parse
-//! and encode pieces while this thread writes them out in order;
-//! the bytes, chunks and first error are those of the serial path, which is taken with an error
-//! budget (errors must be counted in file order) or a repeated sequence id. Values are parsed
+//! CTF to CBF parses the text in pieces of whole sequences on every core ([`parse_ctf_pieces`]),
+//! encoding each where it was parsed, while this thread writes them out in order: memory stays
+//! bounded by the pieces in flight and the open chunk, and the bytes, chunks and first error
+//! are those of one parser in file order (which is what runs with an error budget, as errors
+//! must be counted in file order, or a repeated sequence id). Values are parsed
 //! to double and rounded once to the output precision, as CNTK's `ctf2bin.py` does (Python
 //! floats are doubles), which makes our output byte-identical to ctf2bin's wherever it writes a
 //! single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
 //! sequence index as the id.
 
 mod files;
+mod pieces;
 
 pub use files::{
     convert, convert_with_progress, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, Converted,
 };
+pub use pieces::{parse_ctf_pieces, PieceStages, PIECE_BYTES};
 
 use crate::batch::SequenceBatch;
-use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions};
-use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
+use crate::cbf::{CbfFile, CbfWriter, CbfWriterOptions, EncodedBatch};
+use crate::ctf::CtfOptions;
 use crate::element::{Element, Precision};
-use crate::error::{DiagnosticSink, Error, Result};
+use crate::error::{DiagnosticSink, Result};
 use std::io::Write;
 use std::ops::Deref;
-
-/// Bytes of CTF text parsed at a time (whole sequences; a longer sequence makes a longer piece).
-/// Pieces are parsed on all cores when no error may be tolerated and no sequence id repeats.
-/// About 1 MiB, as the CTF parse benchmark parses: the parsed values of a piece (doubles) then stay in the
-/// cache until they are encoded, and fewer bytes are in flight (measured: 1 MiB pieces took
-/// less CPU time and fewer page faults than 4 MiB ones).
-const PIECE_BYTES: usize = 1 << 20;
-
-/// Bytes of CTF text in flight in the parallel pipeline (at least two pieces per worker).
-const WINDOW_BYTES: usize = 32 << 20;
 
 /// What a conversion did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -96,165 +87,26 @@ fn ctf_to_cbf_in_pieces<W: Write>(
     piece_bytes: usize,
 ) -> Result<(W, ConvertStats)> {
     let (file, opts) = (options.file.as_str(), &options.ctf);
-    let mut parser = CtfParser::new(opts.clone())?;
-    parser.set_file_name(file);
-    let mode = detect_key_mode(ctf, opts.skip_sequence_ids).ok_or_else(|| parser.empty_file())?;
     let mut writer = CbfWriter::new(out, &opts.inputs, options.cbf.clone())?;
-    // Piece boundaries: (byte offset, 1-based line) of the first sequence of each piece.
-    let mut starts: Vec<(u64, u64)> = Vec::new();
-    let mut piece_start = 0u64;
-    // Whether a sequence id repeats (only then do pieces depend on each other).
-    let mut ids = std::collections::HashSet::new();
-    let mut repeated = false;
-    scan_sequences(ctf, 0, 1, mode, |e| {
-        opts.limits.check_sequence(&e)?;
-        if starts.is_empty() || e.offset - piece_start >= piece_bytes as u64 {
-            let first = if starts.is_empty() {
-                (0, 1)
-            } else {
-                (e.offset, e.line)
-            };
-            starts.push(first);
-            piece_start = first.0;
-        }
-        if mode == KeyMode::Ids && !repeated {
-            repeated = !ids.insert(e.key);
-        }
+    // Pieces are encoded where they are parsed; the writer writes each chunk straight from
+    // them, in order, and returns written pieces for their buffers.
+    let encoder = writer.encoder();
+    let work =
+        |batch: &mut SequenceBatch<f64>, enc: &mut EncodedBatch| encoder.encode_into(batch, enc);
+    let mut consume = |enc: EncodedBatch, end: u64, spares: &mut Vec<EncodedBatch>| {
+        writer
+            .write_encoded(enc)
+            .map_err(|e| e.in_file(file.to_string()))?;
+        spares.extend(std::iter::from_fn(|| writer.take_spare()));
+        progress(end);
         Ok(())
-    })
-    .map_err(|e| e.resolve_in(ctf, 0, 1).in_file(file.to_string()))?;
-    drop(ids);
-    let pieces: Vec<(u64, u64, usize)> = starts
-        .iter()
-        .enumerate()
-        .map(|(i, &(offset, line))| {
-            (
-                offset,
-                line,
-                starts.get(i + 1).map_or(ctf.len(), |s| s.0 as usize),
-            )
-        })
-        .collect();
-    // Pieces parse independently (in parallel) when no error may be tolerated (the first one
-    // in file order is fatal, as in a serial parse) and no id repeats; otherwise the error
-    // budget and the repeated-id check need one parser over the whole file.
-    let parallel = opts.max_errors == 0 && !repeated && pieces.len() > 1;
-    if !parallel {
-        let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
-        for &(offset, line, end) in &pieces {
-            batch.clear();
-            parser.parse_chunk(
-                &ctf[offset as usize..end],
-                offset,
-                line,
-                mode,
-                &mut batch,
-                sink,
-            )?;
-            writer
-                .write_batch(&batch)
-                .map_err(|e| e.in_file(file.to_string()))?;
-            progress(end as u64);
-        }
-    } else {
-        // A bounded in-order pipeline: worker threads parse and encode pieces (a window of them
-        // ahead of the writer); this thread reports their diagnostics and hands the encoded
-        // pieces to the writer in file order (which writes each chunk straight from them),
-        // stopping at the first error as the serial path does, and returns written pieces to
-        // the workers for their buffers.
-        let workers = rayon::current_num_threads().clamp(1, pieces.len());
-        // Pieces in flight (bounding memory): up to WINDOW_BYTES of text, enough that the
-        // workers keep going while the writer is in the write of a whole chunk (32 MiB by
-        // default, about 18 MiB of MNIST-like text), or two per worker when pieces are larger
-        // (sequences of many megabytes) or cores many.
-        let min_pieces = 2 * workers;
-        let encoder = writer.encoder();
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        type Done = (
-            Result<crate::cbf::EncodedBatch>,
-            Vec<crate::error::Diagnostic>,
-        );
-        let (jobs_tx, jobs_rx) =
-            crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<Done>)>();
-        // Written batches go back to the workers for their buffers (bounded by the window and
-        // the batches of one chunk).
-        let (spares_tx, spares_rx) = crossbeam_channel::unbounded::<crate::cbf::EncodedBatch>();
-        std::thread::scope(|scope| -> Result<()> {
-            for _ in 0..workers {
-                let (jobs_rx, spares) = (jobs_rx.clone(), spares_rx.clone());
-                let (pieces, encoder, stop) = (&pieces, &encoder, &stop);
-                scope.spawn(move || {
-                    let mut batch = SequenceBatch::<f64>::new(&opts.inputs);
-                    for (i, done) in jobs_rx {
-                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                            break;
-                        }
-                        let (offset, line, end) = pieces[i];
-                        let mut diags = Vec::new();
-                        batch.clear();
-                        // A fresh parser per piece, as pieces are independent.
-                        let mut enc = spares.try_recv().unwrap_or_default();
-                        let r = CtfParser::new(opts.clone())
-                            .and_then(|mut p| {
-                                p.set_file_name(file);
-                                p.parse_chunk(
-                                    &ctf[offset as usize..end],
-                                    offset,
-                                    line,
-                                    mode,
-                                    &mut batch,
-                                    &mut diags,
-                                )
-                            })
-                            .and_then(|()| encoder.encode_into(&batch, &mut enc))
-                            .map(|()| enc);
-                        // The writer may have stopped and dropped the receiver.
-                        let _ = done.send((r, diags));
-                    }
-                });
-            }
-            drop((jobs_rx, spares_rx));
-            let result = (|| {
-                let mut queue = std::collections::VecDeque::new();
-                let (mut next, mut in_flight) = (0, 0);
-                let len = |i: usize| pieces[i].2 - pieces[i].0 as usize;
-                loop {
-                    while next < pieces.len()
-                        && (queue.len() < min_pieces || in_flight + len(next) <= WINDOW_BYTES)
-                    {
-                        let (tx, rx) = crossbeam_channel::bounded(1);
-                        jobs_tx
-                            .send((next, tx))
-                            .map_err(|_| Error::config("conversion workers stopped"))?;
-                        queue.push_back((rx, next));
-                        in_flight += len(next);
-                        next += 1;
-                    }
-                    let Some((rx, i)) = queue.pop_front() else {
-                        return Ok(());
-                    };
-                    in_flight -= len(i);
-                    let end = pieces[i].2;
-                    let (r, diags): Done = rx
-                        .recv()
-                        .map_err(|_| Error::config("a conversion worker stopped"))?;
-                    for d in diags {
-                        sink.report(d);
-                    }
-                    writer
-                        .write_encoded(r?)
-                        .map_err(|e| e.in_file(file.to_string()))?;
-                    while let Some(spare) = writer.take_spare() {
-                        let _ = spares_tx.send(spare);
-                    }
-                    progress(end as u64);
-                }
-            })();
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            drop(jobs_tx);
-            result
-        })?;
-    }
+    };
+    let stages = PieceStages {
+        work: &work,
+        new: &EncodedBatch::default,
+        consume: &mut consume,
+    };
+    parse_ctf_pieces::<f64, _>(ctf, file, opts, piece_bytes, sink, stages)?;
     let sequences = writer.sequences();
     let (out, chunks) = writer.finish_with_chunks()?;
     Ok((

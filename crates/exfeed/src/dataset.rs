@@ -95,7 +95,7 @@ pub struct LensLayout {
 
 impl OpenOptions {
     /// How CTF is read, from these options.
-    pub(crate) fn ctf(&self) -> CtfOptions {
+    pub fn ctf(&self) -> CtfOptions {
         CtfOptions {
             inputs: self.inputs.clone(),
             skip_sequence_ids: self.skip_sequence_ids,
@@ -132,13 +132,13 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
     let input = input.into().with_compressed_lookup();
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;
-    let format = options.format.unwrap_or_else(|| match input.path() {
-        Some(path) => FileFormat::detect(path, &head),
-        None => FileFormat::from_magic(&head).unwrap_or(FileFormat::Ctf),
-    });
+    let format = options
+        .format
+        .unwrap_or_else(|| detect_format(&input, &head));
     let in_file = |e: Error| e.in_file(name.clone());
     let mut content = match format {
-        FileFormat::Cbf if input.is_seekable() && compression == Compression::None => {
+        // A file, mapped (or, compressed, decompressed to a temporary file: see open_cbf).
+        FileFormat::Cbf if input.is_seekable() => {
             drop(reader);
             Content::Cbf(Box::new(crate::io::open_cbf(&input)?))
         }
@@ -163,6 +163,21 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
         content,
         options: options.clone(),
     })
+}
+
+/// The format of `input` whose first (decompressed) bytes are `head`: magic bytes, then the
+/// name (see the [module documentation](self)).
+fn detect_format(input: &InputPath, head: &[u8]) -> FileFormat {
+    match input.path() {
+        Some(path) => FileFormat::detect(path, head),
+        None => FileFormat::from_magic(head).unwrap_or(FileFormat::Ctf),
+    }
+}
+
+/// The format of the file `input`, recognised as [`open`] does, reading only its first bytes.
+pub(crate) fn format_of(input: &InputPath) -> Result<FileFormat> {
+    let (_, head, _) = open_peeked(input, 8)?;
+    Ok(detect_format(input, &head))
 }
 
 impl DataSet {

@@ -42,6 +42,12 @@ pub fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<Op
         let DataPath::File(input) = data else {
             anyhow::bail!("a corpus of Parquet or Arrow IPC files is not read: convert each file");
         };
+        if input.as_os_str() == "-" {
+            anyhow::bail!(
+                "Parquet and Arrow IPC files are not read from standard input: their footer, \
+                 at the end, says where everything is; give a file"
+            );
+        }
         let sequences = read_arrow_file(input, &args.source.inputs, output, to, &options)?;
         return Ok(Some(finish(output, sequences, 0)));
     };

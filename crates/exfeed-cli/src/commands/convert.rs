@@ -11,6 +11,7 @@ use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
 use exfeed::reader::DataPath;
 use exfeed_arrow::Format;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,8 +22,10 @@ pub struct Args {
     /// reader names its file or corpus).
     #[arg(value_name = "INPUT")]
     pub input: Option<PathBuf>,
-    /// The file to write (atomically: a temporary file renamed into place when complete). A
-    /// corpus is written as one file, its shards one after the other (keys SHARD << 40 | KEY).
+    /// The file to write (atomically: a temporary file renamed into place when complete); `-`
+    /// writes standard output (CTF unless --to says otherwise; binary formats to a pipe or
+    /// file, not a terminal). A corpus is written as one file, its shards one after the other
+    /// (keys SHARD << 40 | KEY).
     #[arg(value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
     /// How to read CTF input (--input, or --config [--section], and CNTK's reader parameters);
@@ -71,8 +74,33 @@ impl Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (data, output) = args.paths()?;
+    if output != Path::new("-") {
+        return convert(&args, &data, &output);
+    }
+    // Standard output: every format is written front to back, so any may go to a pipe; binary
+    // ones not to a terminal. A reader that stops early (`| head`) ends the conversion quietly.
+    let to = args.to.unwrap_or_else(|| Format::from_name(&output));
+    let binary = match to {
+        Format::Arrow(f) => Some(f.describe()),
+        Format::Exfeed(f @ (FileFormat::Cbf | FileFormat::LensBinary)) => Some(f.describe()),
+        Format::Exfeed(_) => None,
+    };
+    if let (Some(binary), true) = (binary, std::io::stdout().is_terminal()) {
+        anyhow::bail!(
+            "standard output is a terminal: {binary} is binary; redirect it to a file or a pipe"
+        );
+    }
+    match convert(&args, &data, &output) {
+        Err(_) if exfeed::io::stdout_was_closed() => Ok(ExitCode::SUCCESS),
+        result => result,
+    }
+}
+
+/// Converts `data` to `output` (`-`: standard output).
+fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<ExitCode> {
+    let (args, data, output) = (args, data, output.to_path_buf());
     // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
-    if let Some(code) = super::arrow::convert(&args, &data, &output)? {
+    if let Some(code) = super::arrow::convert(args, data, &output)? {
         return Ok(code);
     }
     let to = args
@@ -81,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| FileFormat::from_name(&output));
     let opened = args
         .source
-        .open(&data, args.from.and_then(Format::exfeed), &args.lens)?;
+        .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     if opened.is_lens() && !is_lens(to) && opened.options.lens.is_none() {
         anyhow::bail!(

@@ -8,8 +8,9 @@ use std::path::Path;
 
 /// Opens a CBF file from a path or standard input; errors name the file. A plain file is
 /// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered fallback,
-/// as [`open_cbf_buffered`]); standard input, other non-regular files and compressed files
-/// are read into memory.
+/// as [`open_cbf_buffered`]); a compressed file is decompressed into an unlinked temporary
+/// file (see [`spool`](super::spool)) and read from it a chunk at a time; standard input and
+/// other non-regular files are read into memory.
 pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
     let name = input.display_name();
     let in_file = |e: Error| e.in_file(name.clone());
@@ -23,7 +24,7 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
                 Ok(map) if Compression::sniff(&map) == Compression::None => {
                     return CbfFile::open(InputBytes::Mapped(map)).map_err(in_file);
                 }
-                Ok(_) => {} // compressed: decompressed into memory below
+                Ok(_) => {} // compressed: decompressed below
                 Err(_) => {
                     let mut head = [0u8; 4];
                     let n = head.len().min(meta.len() as usize);
@@ -32,6 +33,12 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
                         return CbfFile::open_file(file).map_err(in_file);
                     }
                 }
+            }
+            if meta.is_file() {
+                // Compressed: decompressed once into a temporary file, each chunk then read
+                // from it when decoded (memory holds chunks, not the file).
+                let spooled = super::spool(input, super::Holding::Binary)?;
+                return CbfFile::open_file(spooled).map_err(in_file);
             }
         }
     }

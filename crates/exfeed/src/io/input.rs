@@ -219,45 +219,85 @@ pub enum Holding {
 
 /// Reads the rest of `reader` into memory, checking it as `holding` says; errors name `name`.
 pub(crate) fn read_all(
-    mut reader: Box<dyn BufRead + Send>,
+    reader: Box<dyn BufRead + Send>,
     name: &str,
     holding: Holding,
 ) -> Result<InputBytes> {
-    let Holding::CtfText(limits) = holding else {
-        let mut buf = Vec::new();
-        reader
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::from(e).in_file(name.to_string()))?;
-        return Ok(InputBytes::Owned(buf));
-    };
     let mut buf = Vec::new();
-    let mut line_start = 0usize;
+    copy_checked(reader, name, holding, |bytes| {
+        buf.extend_from_slice(bytes);
+        Ok(())
+    })?;
+    Ok(InputBytes::Owned(buf))
+}
+
+/// Decompresses `input` into a temporary file (in the temporary directory, `TMPDIR`; unlinked
+/// at once, so nothing is left behind whatever happens), checking it as `holding` says: what
+/// random access into a compressed file needs, with memory bounded by a buffer (and a line of
+/// CTF text) rather than by the file. Errors name the input; a failed write names the directory.
+pub fn spool(input: &InputPath, holding: Holding) -> Result<File> {
+    let dir = std::env::temp_dir();
+    let failed = |e: std::io::Error| {
+        let what = format!("decompressing {} to a temporary file", input.display_name());
+        Error::io(&dir, e).within(what)
+    };
+    let file = tempfile::tempfile_in(&dir).map_err(failed)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    copy_checked(
+        open_reader(input)?,
+        &input.display_name(),
+        holding,
+        |bytes| std::io::Write::write_all(&mut out, bytes).map_err(failed),
+    )?;
+    out.into_inner().map_err(|e| failed(e.into_error()))
+}
+
+/// Passes the rest of `reader` to `put` block by block, checking it as `holding` says; errors
+/// name `name`. Only the current line of text is kept (for an error's line and column).
+fn copy_checked(
+    mut reader: Box<dyn BufRead + Send>,
+    name: &str,
+    holding: Holding,
+    mut put: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let in_file = |e: Error| e.in_file(name.to_string());
+    // The bytes since the current line's start (absolute offset `line_start`, line `line`).
+    let (mut total, mut line_start, mut line, mut tail) = (0u64, 0u64, 1u64, Vec::new());
     loop {
         let got = match reader.fill_buf() {
-            Ok([]) => return Ok(InputBytes::Owned(buf)),
+            Ok([]) => return Ok(()),
             Ok(got) => got,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::from(e).in_file(name.to_string())),
+            Err(e) => return Err(in_file(Error::from(e))),
         };
-        let (old, n) = (buf.len(), got.len());
-        buf.extend_from_slice(got);
-        reader.consume(n);
-        let fresh = &buf[old..];
-        let err = if let Some(k) = memchr::memchr(0, fresh) {
-            Some(Error::syntax(
-                (old + k) as u64,
-                "found a NUL byte: CTF is text",
-            ))
-        } else {
-            if let Some(k) = memchr::memrchr(b'\n', fresh) {
-                line_start = old + k + 1;
+        let n = got.len();
+        if let Holding::CtfText(limits) = holding {
+            let err = if let Some(k) = memchr::memchr(0, got) {
+                tail.extend_from_slice(&got[..k]);
+                Some(Error::syntax(
+                    total + k as u64,
+                    "found a NUL byte: CTF is text",
+                ))
+            } else {
+                match memchr::memrchr(b'\n', got) {
+                    Some(k) => {
+                        line += memchr::memchr_iter(b'\n', &got[..=k]).count() as u64;
+                        line_start = total + k as u64 + 1;
+                        tail.clear();
+                        tail.extend_from_slice(&got[k + 1..]);
+                    }
+                    None => tail.extend_from_slice(got),
+                }
+                (total + n as u64 - line_start > limits.max_record_bytes)
+                    .then(|| limits.line_too_long(line_start))
+            };
+            if let Some(e) = err {
+                return Err(in_file(e.resolve_in(&tail, line_start, line)));
             }
-            ((buf.len() - line_start) as u64 > limits.max_record_bytes)
-                .then(|| limits.line_too_long(line_start as u64))
-        };
-        if let Some(e) = err {
-            return Err(e.resolve_in(&buf, 0, 1).in_file(name.to_string()));
         }
+        put(got)?;
+        total += n as u64;
+        reader.consume(n);
     }
 }
 
@@ -282,17 +322,7 @@ pub(crate) fn open_peeked(
     let buffered = BufReader::with_capacity(1 << 16, raw);
     let (buffered, magic) = Replay::peek(buffered, 4).map_err(|e| io_error(input, e))?;
     let compression = Compression::sniff(&magic);
-    let decoded: Box<dyn BufRead + Send> = match compression {
-        Compression::None => Box::new(buffered),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(buffered),
-        )),
-        Compression::Bzip2 => Box::new(BufReader::with_capacity(
-            1 << 16,
-            bzip2::bufread::MultiBzDecoder::new(buffered),
-        )),
-    };
+    let decoded = super::decompress::decoder(compression, buffered);
     if n == 0 {
         return Ok((decoded, Vec::new(), compression));
     }
@@ -443,6 +473,43 @@ mod tests {
             let mut all = Vec::new();
             replay.read_to_end(&mut all).unwrap();
             assert_eq!(all, text);
+        }
+    }
+
+    #[test]
+    fn a_spooled_file_holds_the_stream_and_fails_as_reading_it_whole_does() {
+        use std::io::Seek;
+        let dir = tempfile::tempdir().unwrap();
+        let gz = |name: &str, text: &[u8]| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(text).unwrap();
+            let path = dir.path().join(name);
+            std::fs::write(&path, enc.finish().unwrap()).unwrap();
+            InputPath::new(path)
+        };
+        let limits = Limits {
+            max_record_bytes: 100,
+        };
+        let text = b"0 |a 1 2\n1 |a 3 4\n".repeat(10_000);
+        let good = gz("good.gz", &text);
+        let mut file = spool(&good, Holding::CtfText(limits)).unwrap();
+        let mut back = Vec::new();
+        file.rewind().unwrap();
+        file.read_to_end(&mut back).unwrap();
+        assert_eq!(back, text);
+        // A NUL on line 3, and a line longer than the limit: the same error either way.
+        let nul = gz("nul.gz", b"0 |a 1\n1 |a 2\n2 |a \x003\n");
+        let long = gz("long.gz", &[&b"0 |a 1\n"[..], &[b'7'; 300]].concat());
+        for (input, want) in [
+            (&nul, "nul.gz:3:6 (byte 19)"),
+            (&long, "long.gz:2:101 (byte 107)"),
+        ] {
+            let whole = open_bytes_as(input, Holding::CtfText(limits))
+                .err()
+                .unwrap();
+            let spooled = spool(input, Holding::CtfText(limits)).err().unwrap();
+            assert_eq!(whole.to_string(), spooled.to_string());
+            assert!(spooled.to_string().contains(want), "{spooled}");
         }
     }
 

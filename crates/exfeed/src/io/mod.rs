@@ -25,6 +25,7 @@
 //! ```
 
 mod cbf_files;
+mod decompress;
 mod input;
 mod lens_files;
 mod output;
@@ -32,10 +33,12 @@ mod positioned;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{
-    open_bytes, open_bytes_as, open_reader, read_into_memory, Compression, Holding, InputBytes,
-    InputPath,
+    open_bytes, open_bytes_as, open_reader, read_into_memory, spool, Compression, Holding,
+    InputBytes, InputPath,
 };
 pub(crate) use input::{open_peeked, read_all};
 pub use lens_files::{load_lens, save_lens};
-pub use output::{remove_unfinished_outputs, replace_file, AtomicOutput, OutputOptions};
+pub use output::{
+    remove_unfinished_outputs, replace_file, stdout_was_closed, AtomicOutput, OutputOptions,
+};
 pub use positioned::{read_at, read_at_most, read_exact_at};

@@ -67,21 +67,28 @@ enum Sink {
     Plain(BufWriter<File>),
     Gzip(flate2::write::GzEncoder<BufWriter<File>>),
     Bzip2(bzip2::write::BzEncoder<BufWriter<File>>),
+    /// Standard output (the target `-`): written as it comes, flushed at commit.
+    Stdout(BufWriter<io::Stdout>),
 }
 
 /// An output file being written. Write through [`AtomicOutput`]'s `Write` impl, then
 /// [`AtomicOutput::commit`]; dropping it without committing removes the temporary file.
 /// Names ending in `.gz` or `.bz2` are compressed.
+///
+/// The target `-` is standard output, written as the bytes come (every format exfeed writes is
+/// written front to back, so a pipe takes any of them): nothing is renamed, and an error
+/// part-way leaves what was written in the pipe (the exit status tells).
 pub struct AtomicOutput {
     sink: Sink,
-    temp: TempPath,
+    /// The temporary file (none for standard output).
+    temp: Option<TempPath>,
     target: PathBuf,
     force: bool,
     written: u64,
     /// `written` when writeback was last started.
     writeback_at: u64,
     /// Dropped (unregistered) only after the temporary file is renamed or deleted.
-    _registration: Registration,
+    _registration: Option<Registration>,
 }
 
 fn refused(path: &Path, message: String) -> Error {
@@ -103,6 +110,17 @@ impl AtomicOutput {
     /// Starts writing `target`. Fails at once if it is one of the inputs, or exists and
     /// `force` is not set.
     pub fn create(target: &Path, options: &OutputOptions) -> Result<Self> {
+        if target == Path::new("-") {
+            return Ok(AtomicOutput {
+                sink: Sink::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())),
+                temp: None,
+                target: target.to_path_buf(),
+                force: options.force,
+                written: 0,
+                writeback_at: 0,
+                _registration: None,
+            });
+        }
         if options.inputs.iter().any(|i| same_file(i, target)) {
             return Err(refused(
                 target,
@@ -152,12 +170,12 @@ impl AtomicOutput {
         };
         Ok(AtomicOutput {
             sink,
-            temp,
+            temp: Some(temp),
             target: target.to_path_buf(),
             force: options.force,
             written: 0,
             writeback_at: 0,
-            _registration: registration,
+            _registration: Some(registration),
         })
     }
 
@@ -171,11 +189,12 @@ impl AtomicOutput {
         self.written
     }
 
-    fn file(&self) -> &File {
+    fn file(&self) -> Option<&File> {
         match &self.sink {
-            Sink::Plain(w) => w.get_ref(),
-            Sink::Gzip(w) => w.get_ref().get_ref(),
-            Sink::Bzip2(w) => w.get_ref().get_ref(),
+            Sink::Plain(w) => Some(w.get_ref()),
+            Sink::Gzip(w) => Some(w.get_ref().get_ref()),
+            Sink::Bzip2(w) => Some(w.get_ref().get_ref()),
+            Sink::Stdout(_) => None,
         }
     }
 
@@ -185,10 +204,11 @@ impl AtomicOutput {
         #[cfg(target_os = "linux")]
         {
             use std::os::unix::io::AsRawFd;
+            let Some(file) = self.file() else { return };
             // SAFETY: a plain system call on a file descriptor we own; offset 0 and length 0
             // mean the whole file.
             unsafe {
-                libc::sync_file_range(self.file().as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+                libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
             }
         }
         #[cfg(not(target_os = "linux"))]
@@ -214,16 +234,25 @@ impl AtomicOutput {
             Sink::Plain(w) => w,
             Sink::Gzip(w) => w.finish().map_err(io)?,
             Sink::Bzip2(w) => w.finish().map_err(io)?,
+            Sink::Stdout(mut w) => {
+                return w.flush().map_err(|e| {
+                    if e.kind() == io::ErrorKind::BrokenPipe {
+                        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    io(e)
+                })
+            }
         };
         let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
         if sync {
             file.sync_all().map_err(io)?;
         }
         drop(file);
+        let temp = self.temp.expect("a file output has its temporary file");
         let result = if self.force {
-            self.temp.persist(&target).map(|_| ())
+            temp.persist(&target).map(|_| ())
         } else {
-            self.temp.persist_noclobber(&target).map(|_| ())
+            temp.persist_noclobber(&target).map(|_| ())
         };
         result.map_err(|e| {
             if e.error.kind() == io::ErrorKind::AlreadyExists {
@@ -238,10 +267,23 @@ impl AtomicOutput {
     }
 }
 
+/// Whether a write to standard output (the target `-`) found it closed (the reader at the
+/// other end of the pipe stopped early, as `head` does), however the error was wrapped after.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether an [`AtomicOutput`] to standard output found it closed by its reader (a broken
+/// pipe): a command then ends quietly, as it would had it been killed by SIGPIPE.
+pub fn stdout_was_closed() -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl AtomicOutput {
     /// A write error as an I/O error naming the output (a full disk is the output's problem,
     /// whatever the caller was reading).
     fn failed(&self, e: io::Error) -> io::Error {
+        if matches!(self.sink, Sink::Stdout(_)) && e.kind() == io::ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Error::io(&self.target, e).into_io()
     }
 }
@@ -252,6 +294,7 @@ impl Write for AtomicOutput {
             Sink::Plain(w) => w.write(buf),
             Sink::Gzip(w) => w.write(buf),
             Sink::Bzip2(w) => w.write(buf),
+            Sink::Stdout(w) => w.write(buf),
         }
         .map_err(|e| self.failed(e))?;
         self.written += n as u64;
@@ -267,6 +310,7 @@ impl Write for AtomicOutput {
             Sink::Plain(w) => w.flush(),
             Sink::Gzip(w) => w.flush(),
             Sink::Bzip2(w) => w.flush(),
+            Sink::Stdout(w) => w.flush(),
         }
         .map_err(|e| self.failed(e))
     }

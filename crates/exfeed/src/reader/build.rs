@@ -263,13 +263,14 @@ fn open_corpus<T: Element>(
     let corpus = d.corpus.as_ref().expect("a corpus deserializer");
     let mut shards = Vec::new();
     for file in corpus.expand()? {
-        let data = crate::open(&file, &crate::OpenOptions::default())?;
-        let kind = match data.format() {
+        // The first bytes say the format; the source opens the file (a compressed one is
+        // decompressed to a temporary file there, once).
+        let input = InputPath::new(&file);
+        let kind = match crate::dataset::format_of(&input)? {
             FileFormat::Ctf => DeserializerKind::Ctf,
             FileFormat::Cbf => DeserializerKind::Cbf,
             FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
         };
-        let input = data.into_input()?;
         let shard = DeserializerConfig {
             kind,
             file: file.clone(),

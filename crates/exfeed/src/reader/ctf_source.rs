@@ -206,16 +206,19 @@ pub enum IndexOrigin {
 /// sequence, if larger) is in memory; whole sequences are grouped into chunks of about
 /// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (`pread`) and parses it with a
 /// fresh [`CtfParser`] at the chunk's true byte offset and line, so every error names its real
-/// place in the file. Compressed files and standard input cannot be read by offset and are held
-/// in memory; so is the file with `keepDataInMemory`.
+/// place in the file. A compressed file cannot be read by offset: it is decompressed once, at
+/// open, into an unlinked temporary file (in `TMPDIR`: disk for its decompressed size, memory
+/// for a buffer) that is then read as a plain file. Standard input, and any file with
+/// `keepDataInMemory`, is held in memory.
 ///
 /// Without an index ([`IndexMode::None`], the default when nothing needs the index, see
-/// [`IndexMode::Auto`]), opening reads only the first 64 KiB of the file: the chunks are byte
-/// ranges fixed from the file's size, each starting at the first sequence that starts at or
-/// after its nominal start, found when the chunk is decoded (a sequence belongs to the chunk it
-/// starts in: see the `byte_ranges` module). Every sequence is still read exactly once, as with
-/// the index. What the plan knows of a chunk before decoding it ([`ChunkInfo`]'s sequences and
-/// samples) is then estimated from the lines per byte of the file's first 64 KiB; see
+/// [`IndexMode::Auto`]), opening reads only the first 64 KiB of the file (of a compressed
+/// file, its decompressed text): the chunks are byte ranges fixed from the file's size, each
+/// starting at the first sequence that starts at or after its nominal start, found when the
+/// chunk is decoded (a sequence belongs to the chunk it starts in: see the `byte_ranges`
+/// module). Every sequence is still read exactly once, as with the index. What the plan knows
+/// of a chunk before decoding it ([`ChunkInfo`]'s sequences and samples) is then estimated
+/// from the lines per byte of the file's first 64 KiB; see
 /// [`ChunkSource::chunks_by_byte_range`].
 ///
 /// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
@@ -232,9 +235,6 @@ pub struct CtfSource {
     infos: Vec<ChunkInfo>,
     origin: IndexOrigin,
     diagnostics: Mutex<Vec<Diagnostic>>,
-    /// Read buffers for reuse (one per decoding thread at most): fresh ones would cost a
-    /// page fault per 4 KiB on every chunk.
-    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 /// How the chunks were found.
@@ -242,6 +242,13 @@ enum Layout {
     Indexed(Index),
     Ranges(ByteRanges),
 }
+
+/// Read buffers for reuse, shared by every CTF source (fresh ones would cost a page fault per
+/// 4 KiB on every chunk). One pool for the process, not one per source: a corpus of thousands
+/// of shards keeps at most [`KEPT_BUFFERS`] chunks' worth, not a chunk per shard.
+static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Buffers kept in [`BUFFERS`] (about one per decoding thread).
+const KEPT_BUFFERS: usize = 8;
 
 /// Diagnostics kept per source (the rest are counted only).
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
@@ -331,6 +338,15 @@ impl CtfSource {
                 };
                 (data, Some((path, meta)))
             }
+            // A compressed file: decompressed once into a temporary file, then read by offset
+            // as a plain one, so memory holds chunks, not the file.
+            None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => (
+                Data::File(crate::io::spool(
+                    input,
+                    Holding::CtfText(options.ctf.limits),
+                )?),
+                None,
+            ),
             None => (
                 Data::Memory(open_bytes_as(input, Holding::CtfText(options.ctf.limits))?),
                 None,
@@ -380,7 +396,6 @@ impl CtfSource {
             infos,
             origin,
             diagnostics: Mutex::new(warnings),
-            buffers: Mutex::new(Vec::new()),
         })
     }
 
@@ -509,8 +524,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                         &map[skip..skip + len]
                     }
                     None => {
-                        owned = self
-                            .buffers
+                        owned = BUFFERS
                             .lock()
                             .ok()
                             .and_then(|mut b| b.pop())
@@ -542,8 +556,8 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             }
         }
         if owned.capacity() > 0 {
-            if let Ok(mut b) = self.buffers.lock() {
-                if b.len() < 4 {
+            if let Ok(mut b) = BUFFERS.lock() {
+                if b.len() < KEPT_BUFFERS {
                     b.push(owned);
                 }
             }
