@@ -479,7 +479,8 @@ fn text_converts_to_bex_from_a_file_and_from_a_pipe_alike() {
     let from_file = dir.path().join("file.bex");
     let out = exfeed(["convert", ex.to_str().unwrap(), from_file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // Standard input cannot be counted first: it is held whole, then written.
+    // Standard input cannot be counted first: its examples are spooled to a temporary file,
+    // then written after the header with their count.
     let from_pipe = dir.path().join("pipe.bex");
     let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
         .args(["convert", "-", "--from", "ex", from_pipe.to_str().unwrap()])
@@ -495,4 +496,73 @@ fn text_converts_to_bex_from_a_file_and_from_a_pipe_alike() {
     assert_eq!(&a[..4], &[0xaa; 4]);
     let check = exfeed(["check", from_file.to_str().unwrap()]);
     assert!(text(&check.stdout).contains("examples: 2, events: 3"));
+}
+
+/// The peak RSS (VmHWM, KiB) of a running process, 0 once it has gone.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn bex_conversion_from_a_pipe_holds_one_example_not_the_set() {
+    // 400,000 examples of 30 one-digit inputs: 27 MB of text, about 150 MB as a set in memory.
+    let mut ex = String::from(";\n");
+    for k in 0..400_000 {
+        ex.push_str("I:");
+        for j in 0..30 {
+            ex.push_str(if (k + j) % 3 == 0 { " 1" } else { " 0" });
+        }
+        ex.push_str(" T: 1;\n");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.ex");
+    std::fs::write(&file, &ex).unwrap();
+    let from_pipe = dir.path().join("pipe.bex");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(["convert", "-", "--from", "ex", from_pipe.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        for piece in ex.as_bytes().chunks(64 << 10) {
+            stdin.write_all(piece).unwrap();
+        }
+    });
+    // The child's own high-water mark (its rusage would start from this process's).
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        peak = peak.max(peak_rss_kib(child.id()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    feeder.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        peak > 0 && peak < 40 << 10,
+        "peak RSS {peak} KiB converting 27 MB from a pipe"
+    );
+    // The same file as the conversion of the file (counted in a first pass), and nothing
+    // left beside it.
+    let from_file = dir.path().join("file.bex");
+    let out = exfeed([
+        "convert",
+        file.to_str().unwrap(),
+        from_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&from_pipe).unwrap() == std::fs::read(&from_file).unwrap());
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["big.ex", "file.bex", "pipe.bex"]);
 }

@@ -408,6 +408,14 @@ impl DataSet {
         let Content::Stream(reader) = self.content else {
             unreachable!("Lens input is a stream")
         };
+        // A compressed file is decompressed on a thread of its own, beside the parse. (Not
+        // standard input: its thread could wait for input long after the reader is gone.)
+        let reader = match (&self.input, self.compression) {
+            (InputPath::File(_), Compression::Gzip | Compression::Bzip2) => {
+                Box::new(crate::io::ReadAhead::new(Box::new(reader), 256 << 10, 4))
+            }
+            _ => reader,
+        };
         let reopen = match (&self.input, looping) {
             (InputPath::File(_), true) => {
                 let input = self.input.clone();
@@ -419,17 +427,20 @@ impl DataSet {
     }
 
     /// A Lens file's example and event counts, from a pass over it of its own (the file is
-    /// opened again; one example in memory at a time). `None` when the input cannot be read
-    /// twice (a pipe, standard input).
+    /// opened again; one example in memory at a time; text is skimmed, see
+    /// [`PipeReader::skim`], so a bad number is not found here but when the examples are
+    /// read). `None` when the input cannot be read twice (a pipe, standard input).
     pub fn lens_counts(&self) -> Result<Option<(usize, usize)>> {
         self.expect_lens()?;
         if !self.is_seekable() {
             return Ok(None);
         }
         let mut examples = open(self.input.clone(), &self.options)?.lens_examples(false)?;
+        examples.skim();
         let mut events = 0;
         while let Some(ex) = examples.next_example()? {
             events += ex.events.len();
+            examples.recycle(ex);
         }
         Ok(Some((examples.examples_read(), events)))
     }
@@ -559,6 +570,7 @@ impl DataSet {
                 }
                 info.add(&ex);
                 summary.sequences = info.examples as u64;
+                examples.recycle(ex);
             }
             return Ok(());
         }
@@ -773,6 +785,7 @@ impl<T: Element> Sequences<T> {
                     materializer
                         .push_example_as(&ex, *next_key, *nan, false, batch, sink)
                         .map_err(|e| e.in_file(name.clone()))?;
+                    examples.recycle(ex);
                     *next_key += 1;
                 }
                 Ok(!batch.is_empty())

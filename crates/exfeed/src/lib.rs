@@ -57,6 +57,7 @@ pub mod io;
 mod json;
 pub mod lens;
 pub mod limits;
+mod number;
 pub mod reader;
 pub mod stream;
 

@@ -127,6 +127,7 @@ fn dump_lens(opened: Opened, args: &Args) -> anyhow::Result<ExitCode> {
                 Some(m) => exfeed::dump::write_materialized(&mut line, &ex, m, &mut sink)
                     .map_err(|e: Error| e.within(format!("example {i}")).in_file(name.clone()))?,
             }
+            examples.recycle(ex);
             w.write_all(&line)?;
             if streaming {
                 // A reader at the other end sees each example as soon as it is parsed.

@@ -2,8 +2,8 @@
 //! files); then the set of issue 13 (100,000 examples of 3 events, 50 dense inputs and sparse
 //! targets: 97 MB of `.ex`) and a set of long sparse lists, each as `.ex`, `.bex`, `.ex.gz` and
 //! `.bex.gz`: the streaming decode in MB per CPU-second, and `exfeed check` and `exfeed dump`
-//! as fresh processes (wall-clock time and peak RSS), with the decompression alone beside the
-//! gzip forms. `--write-to DIR` keeps the files (scripts/bench-lens-peer times Lens on them).
+//! as fresh processes (wall-clock time and peak RSS; `exfeed read` too for the first set),
+//! with the decompression alone beside the gzip forms. `--write-to DIR` keeps the files (scripts/bench-lens-peer times Lens on them).
 
 use super::timing::{load_average, median, thread_cpu_secs};
 use super::{common, Args, Result};
@@ -75,7 +75,8 @@ fn conformance_files(args: &Args) -> Result {
     Ok(())
 }
 
-/// The streaming decode `check` does (one example at a time), from memory: median MB per
+/// The streaming decode `check` does (one example at a time, each handed back for the next to
+/// reuse its allocations), from memory: median MB per
 /// CPU-second and wall-clock second, and the number of examples.
 fn decode(data: &Arc<[u8]>, runs: usize) -> Result<(f64, f64, usize)> {
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
@@ -87,6 +88,7 @@ fn decode(data: &Arc<[u8]>, runs: usize) -> Result<(f64, f64, usize)> {
         let mut r = exfeed::lens::pipe::PipeReader::from_reader(source, "generated")?;
         while let Some(ex) = r.next_example()? {
             std::hint::black_box(&ex);
+            r.recycle(ex);
         }
         wall.push(t.elapsed().as_secs_f64());
         cpu.push(thread_cpu_secs() - c);
@@ -173,8 +175,15 @@ fn gzip(data: &[u8], path: &Path) -> Result {
     Ok(())
 }
 
-/// One generated set as `.ex`, `.bex` and their gzip forms in `dir`; prints its figures.
-fn generated_set(name: &str, text: Vec<u8>, dir: &Path, args: &Args) -> Result {
+/// One generated set as `.ex`, `.bex` and their gzip forms in `dir`; prints its figures. With
+/// a `layout` (input groups, target groups), `exfeed read` of each file too (minibatches of 256).
+fn generated_set(
+    name: &str,
+    text: Vec<u8>,
+    layout: Option<(&str, &str)>,
+    dir: &Path,
+    args: &Args,
+) -> Result {
     let binary = exfeed::lens::binary::write(&exfeed::lens::parse(&text)?)?;
     let exe = super::exfeed_bin();
     for (ext, data) in [("ex", text), ("bex", binary)] {
@@ -193,6 +202,23 @@ fn generated_set(name: &str, text: Vec<u8>, dir: &Path, args: &Args) -> Result {
             let f = file.to_str().ok_or("a UTF-8 path")?;
             let (check, check_rss) = process_figures(&exe, &["check", f], args.runs)?;
             let (dump, dump_rss) = process_figures(&exe, &["dump", f], args.runs)?;
+            let read = match layout {
+                Some((inputs, targets)) => {
+                    let read = [
+                        "read",
+                        f,
+                        "-m",
+                        "256",
+                        "--input-groups",
+                        inputs,
+                        "--target-groups",
+                        targets,
+                    ];
+                    let (secs, rss) = process_figures(&exe, &read, args.runs)?;
+                    format!("; read {secs:.3} s, peak RSS {rss:.1} MiB")
+                }
+                None => String::new(),
+            };
             let gunzip = if file == &gz {
                 format!("; gunzip alone {:.3} s", gunzip_secs(file, args.runs)?)
             } else {
@@ -200,7 +226,7 @@ fn generated_set(name: &str, text: Vec<u8>, dir: &Path, args: &Args) -> Result {
             };
             println!(
                 "  {}: check {check:.3} s, peak RSS {check_rss:.1} MiB; dump {dump:.3} s, peak \
-                 RSS {dump_rss:.1} MiB{gunzip}",
+                 RSS {dump_rss:.1} MiB{read}{gunzip}",
                 file.file_name().unwrap_or_default().to_string_lossy()
             );
         }
@@ -212,11 +238,20 @@ pub fn run(args: &Args) -> Result {
     conformance_files(args)?;
     let (dir, _temp) = args.data_dir()?;
     println!("load average: {}", load_average());
-    generated_set("dense", common::lens_dense_ex(100_000), &dir, args)?;
+    // 50 dense inputs and targets among 20 units an event.
+    let dense_layout = Some(("in:50", "out:20"));
+    generated_set(
+        "dense",
+        common::lens_dense_ex(100_000),
+        dense_layout,
+        &dir,
+        args,
+    )?;
     let sparse_mb = args.mb.unwrap_or(50);
     generated_set(
         "sparse",
         common::lens_sparse_ex(sparse_mb << 20),
+        None,
         &dir,
         args,
     )?;

@@ -236,7 +236,8 @@ pub fn convert_with_progress(
             FileFormat::LensText | FileFormat::LensBinary,
         ) => {
             // One example at a time; `.bex` starts with the example count, which a text
-            // input gives only when read to its end: a file is counted in a first pass.
+            // input gives only when read to its end: a file is counted in a first pass, the
+            // examples of a pipe are spooled to a temporary file.
             let binary = to == FileFormat::LensBinary;
             let counted = match (binary, from) {
                 (true, FileFormat::LensText) => data.lens_counts()?.map(|(examples, _)| examples),
@@ -245,33 +246,25 @@ pub fn convert_with_progress(
             let mut out = AtomicOutput::create(output, &outputs)?;
             let mut examples = data.lens_examples(false)?;
             let count = examples.declared_examples().or(counted);
-            done.sequences = if binary && count.is_none() {
-                // Text from a pipe: the whole set, then its count.
-                let mut set = crate::lens::ExampleSet {
-                    header: examples.header().clone(),
-                    examples: Vec::new(),
-                };
-                while let Some(ex) = examples.next_example()? {
-                    set.examples.push(ex);
-                }
-                let bytes = crate::lens::binary::write(&set)
-                    .map_err(|e| e.in_file(output.display().to_string()))?;
-                out.write_all(&bytes).map_err(|e| Error::io(output, e))?;
-                set.examples.len()
-            } else {
-                let mut write =
-                    |bytes: &[u8]| out.write_all(bytes).map_err(|e| Error::io(output, e));
-                crate::lens::write_stream(&mut examples, binary, count, &mut write).map_err(
-                    |e| {
+            // Beside the output (on the disk that takes it), or in the temporary directory
+            // when the output is standard output.
+            let temp = std::env::temp_dir();
+            let spool_in = match output.parent() {
+                _ if output == Path::new("-") => &temp,
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| Error::io(output, e));
+            done.sequences =
+                crate::lens::write_stream(&mut examples, binary, count, spool_in, &mut write)
+                    .map_err(|e| {
                         // Reading errors name the input already; writing ones name the output.
                         if e.location().file.is_some() {
                             e
                         } else {
                             e.in_file(output.display().to_string())
                         }
-                    },
-                )?
-            } as u64;
+                    })? as u64;
             commit(out)?;
         }
         (FileFormat::Ctf, FileFormat::Cbf) if !corpus => {

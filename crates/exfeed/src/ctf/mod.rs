@@ -39,7 +39,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub(crate) mod number;
 mod parse;
 mod scan;
 

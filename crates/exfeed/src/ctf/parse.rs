@@ -1,6 +1,5 @@
 //! The CTF parser: whole sequences from a buffer of whole lines into a [`SequenceBatch`].
 
-use super::number::{parse_number, six_decimals, BadNumber};
 use super::scan::{
     detect_key_mode, is_blank, is_blank_line, line_id, scan_sequences, KeyMode, BOM,
 };
@@ -10,6 +9,7 @@ use crate::element::Element;
 use crate::error::{
     Diagnostic, DiagnosticSink, Error, ErrorBudget, ErrorKind, Location, Result, Severity,
 };
+use crate::number::{parse_number, six_decimals, BadNumber};
 use crate::stream::Storage;
 use std::collections::HashSet;
 use std::sync::Arc;

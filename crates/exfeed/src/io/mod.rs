@@ -30,6 +30,7 @@ mod input;
 mod lens_files;
 mod output;
 mod positioned;
+mod read_ahead;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use input::{
@@ -42,3 +43,4 @@ pub use output::{
     remove_unfinished_outputs, replace_file, stdout_was_closed, AtomicOutput, OutputOptions,
 };
 pub use positioned::{read_at, read_at_most, read_exact_at};
+pub use read_ahead::ReadAhead;

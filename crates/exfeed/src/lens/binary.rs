@@ -97,12 +97,18 @@ impl<'a> Cursor<'a> {
         }
     }
     fn string(&mut self, what: &str) -> Result<String> {
+        let mut s = String::new();
+        self.string_into(what, &mut s)?;
+        Ok(s)
+    }
+    /// [`Cursor::string`] into `out` (replacing what it held).
+    fn string_into(&mut self, what: &str, out: &mut String) -> Result<()> {
         let rest = &self.buf[self.pos..];
-        match rest.iter().position(|&b| b == 0) {
+        match memchr::memchr(0, rest) {
             Some(n) => {
-                let s = String::from_utf8_lossy(&rest[..n]).into_owned();
+                super::set_lossy(out, &rest[..n]);
                 self.pos += n + 1;
-                Ok(s)
+                Ok(())
             }
             None => Err(Error::eof(
                 self.pos as u64,
@@ -147,8 +153,10 @@ pub fn read(bytes: &[u8]) -> Result<ExampleSet> {
     let n = c.count("the number of examples", 0)?;
     let mut examples = Vec::new();
     for i in 0..n {
-        examples
-            .push(read_example(&mut c, &header).map_err(|e| e.in_context(format!("example {i}")))?);
+        examples.push(
+            read_example(&mut c, &header, &mut Spare::default())
+                .map_err(|e| e.in_context(format!("example {i}")))?,
+        );
     }
     if c.left() != 0 {
         return Err(Error::corrupt(
@@ -201,19 +209,21 @@ pub(crate) fn read_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, usize)
 }
 
 /// Streaming: one example at the start of `buf`, and the bytes it takes; its events must fit
-/// in `max_record_bytes` of memory.
+/// in `max_record_bytes` of memory. Its allocations come from `spare` where it has them.
 pub(crate) fn read_example_prefix(
     buf: &[u8],
     h: &SetHeader,
     max_record_bytes: u64,
+    spare: &mut Spare,
 ) -> Result<(Example, usize)> {
     let mut c = Cursor::new(buf, true, max_record_bytes);
-    let ex = read_example(&mut c, h)?;
+    let ex = read_example(&mut c, h, spare)?;
     Ok((ex, c.pos))
 }
 
-fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
-    let name = c.string("the example name")?;
+fn read_example(c: &mut Cursor<'_>, h: &SetHeader, spare: &mut Spare) -> Result<Example> {
+    let mut name = spare.name();
+    c.string_into("the example name", &mut name)?;
     let proc = c.string("the example proc")?;
     let frequency = c.real("the example frequency")?;
     let at = c.pos;
@@ -240,7 +250,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
             ),
         ));
     }
-    let mut events = vec![Event::from_header(h); num_events];
+    let mut events = spare.events(h, num_events);
     let specials = c.count("the number of special events", 4 + 1 + 28)?;
     for _ in 0..specials {
         let at = c.pos;
@@ -264,7 +274,8 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
     // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
     let n_in = c.count("the number of input sets", 9)?;
-    let mut lists: Vec<RangeList> = Vec::with_capacity(n_in);
+    let mut lists = spare.lists();
+    lists.reserve_exact(n_in);
     let mut push = |ranges: RangeList| {
         (!ranges.is_empty()).then(|| {
             lists.push(ranges);
@@ -294,7 +305,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     };
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
-        let id = push(read_ranges(c)?);
+        let id = push(read_ranges(c, spare)?);
         assign(&mut events, &evs, id, false, c.pos)?;
         if c.flag("the shared-targets flag")? {
             let evs = read_event_list(c, num_events)?;
@@ -304,7 +315,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader) -> Result<Example> {
     let n_t = c.count("the number of target sets", 8)?;
     for _ in 0..n_t {
         let evs = read_event_list(c, num_events)?;
-        let id = push(read_ranges(c)?);
+        let id = push(read_ranges(c, spare)?);
         assign(&mut events, &evs, id, true, c.pos)?;
     }
     Ok(Example {
@@ -383,9 +394,10 @@ fn read_event_list<'a>(c: &mut Cursor<'a>, num_events: usize) -> Result<EventLis
     Ok(list)
 }
 
-fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {
+fn read_ranges(c: &mut Cursor<'_>, spare: &mut Spare) -> Result<RangeList> {
     let n = c.count("the number of ranges", 1 + 4 + 1 + 4)?;
-    let mut out = Vec::with_capacity(n);
+    let mut out = spare.ranges();
+    out.reserve_exact(n);
     for _ in 0..n {
         let group = c.string("a group name")?;
         let group = if group.is_empty() { None } else { Some(group) };
@@ -397,10 +409,12 @@ fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {
             let start = c.pos;
             let block = &c.buf[c.pos..c.pos + units * 4];
             c.pos += units * 4;
-            let list: Vec<i32> = block
-                .chunks_exact(4)
-                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            let mut list = spare.units();
+            list.extend(
+                block
+                    .chunks_exact(4)
+                    .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+            );
             if units == 1 && list[0] < 0 {
                 SparseUnits::All
             } else {
@@ -423,10 +437,12 @@ fn read_ranges(c: &mut Cursor<'_>) -> Result<RangeList> {
             // Checked above: decode the whole block at once.
             let block = &c.buf[c.pos..c.pos + units * 4];
             c.pos += units * 4;
-            let values: Vec<f32> = block
-                .chunks_exact(4)
-                .map(|b| f32::from_bits(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
-                .collect();
+            let mut values = spare.values();
+            values.extend(
+                block
+                    .chunks_exact(4)
+                    .map(|b| f32::from_bits(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))),
+            );
             RangeKind::Dense {
                 first: first as u32,
                 values,

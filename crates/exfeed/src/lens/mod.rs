@@ -65,45 +65,101 @@ use std::path::Path;
 
 /// Writes the examples `examples` reads, one at a time, as `.bex` (`binary`) or `.ex`, handing
 /// the bytes to `write` example by example: memory holds one example. `.bex` starts with the
-/// number of examples: `count` must give it (a `.bex` input declares it, see
-/// [`PipeReader::declared_examples`](pipe::PipeReader::declared_examples); a text input can be
-/// counted first, see [`crate::DataSet::lens_counts`]); a different number read is an error.
+/// number of examples: `count` gives it when it is known before (a `.bex` input declares it,
+/// see [`PipeReader::declared_examples`](pipe::PipeReader::declared_examples); a text file can
+/// be counted first, see [`crate::DataSet::lens_counts`]), and a different number read is an
+/// error. Without it (text from a pipe) the examples are written to an unnamed temporary file
+/// in the directory `spool_in` first, and copied after the header once they are counted:
+/// memory still holds one example, the disk holds the examples twice until the end.
 /// Returns the number of examples written.
 pub fn write_stream(
     examples: &mut pipe::PipeReader,
     binary: bool,
     count: Option<usize>,
+    spool_in: &Path,
     write: &mut dyn FnMut(&[u8]) -> crate::Result<()>,
 ) -> crate::Result<usize> {
     let header = examples.header().clone();
-    let mut out = match (binary, count) {
-        (true, Some(n)) => binary::write_header(&header, n)?,
+    let n = match (binary, count) {
         (true, None) => {
-            return Err(crate::Error::config(
-                "writing .bex one example at a time needs the number of examples first",
-            ))
+            use std::io::{Read, Seek, Write};
+            let io = |e| crate::Error::io(spool_in, e);
+            let mut spool = std::io::BufWriter::with_capacity(
+                SPOOL_BUFFER,
+                tempfile::tempfile_in(spool_in).map_err(io)?,
+            );
+            let n = write_examples(examples, true, &header, &mut |b| {
+                spool.write_all(b).map_err(io)
+            })?;
+            let mut spool = spool.into_inner().map_err(|e| io(e.into_error()))?;
+            spool.rewind().map_err(io)?;
+            write(&binary::write_header(&header, n)?)?;
+            let mut buf = vec![0; SPOOL_BUFFER];
+            loop {
+                match spool.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(k) => write(&buf[..k])?,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io(e)),
+                }
+            }
+            return Ok(n);
         }
-        (false, _) => text::write_header(&header)?,
+        (true, Some(n)) => {
+            write(&binary::write_header(&header, n)?)?;
+            n
+        }
+        (false, _) => {
+            write(&text::write_header(&header)?)?;
+            return write_examples(examples, false, &header, write);
+        }
     };
+    let written = write_examples(examples, true, &header, write)?;
+    if written != n {
+        return Err(crate::Error::corrupt(
+            0,
+            format!(
+                "{written} examples read, {n} counted before: the input changed while it was read"
+            ),
+        ));
+    }
+    Ok(written)
+}
+
+/// Buffer of the spool file of [`write_stream`], each way.
+const SPOOL_BUFFER: usize = 1 << 20;
+
+/// The examples of [`write_stream`] without the header: the number written.
+fn write_examples(
+    examples: &mut pipe::PipeReader,
+    binary: bool,
+    header: &SetHeader,
+    write: &mut dyn FnMut(&[u8]) -> crate::Result<()>,
+) -> crate::Result<usize> {
+    let mut out = Vec::new();
     let mut n = 0;
     while let Some(ex) = examples.next_example()? {
         if binary {
-            binary::write_example(&mut out, &ex, &header)
+            binary::write_example(&mut out, &ex, header)
         } else {
-            text::write_example(&mut out, &ex, &header)
+            text::write_example(&mut out, &ex, header)
         }
         .map_err(|e| e.in_context(format!("example {n}")))?;
         write(&out)?;
         out.clear();
+        examples.recycle(ex);
         n += 1;
     }
-    write(&out)?;
-    match count {
-        Some(c) if binary && c != n => Err(crate::Error::corrupt(
-            0,
-            format!("{n} examples read, {c} counted before: the input changed while it was read"),
-        )),
-        _ => Ok(n),
+    Ok(n)
+}
+
+/// Sets `out` to `bytes` as text, invalid UTF-8 replaced (checked at once first: names are
+/// nearly always valid).
+pub(crate) fn set_lossy(out: &mut String, bytes: &[u8]) {
+    out.clear();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => out.push_str(s),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -157,30 +213,31 @@ mod tests {
         let src = b"max:2;\nname:a 2 I: 1 2 T: 0;\nname:b [0] t: 3 i: 4;\n";
         let set = text::parse(src).unwrap();
         let expected = [text::write(&set).unwrap(), binary::write(&set).unwrap()];
+        let spool = tempfile::tempdir().unwrap();
+        let open = |bytes: &[u8]| {
+            pipe::PipeReader::from_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "x")
+                .unwrap()
+        };
         for input in [src.to_vec(), expected[1].clone()] {
             for (binary, want) in [(false, &expected[0]), (true, &expected[1])] {
-                let mut r = pipe::PipeReader::from_reader(
-                    Box::new(std::io::Cursor::new(input.clone())),
-                    "x",
-                )
-                .unwrap();
-                let count = r.declared_examples().or(Some(2));
-                let mut out = Vec::new();
-                let n = write_stream(&mut r, binary, count, &mut |b: &[u8]| {
-                    out.extend_from_slice(b);
-                    Ok(())
-                })
-                .unwrap();
-                assert_eq!((n, &out), (2, want));
+                // The count known before (declared or counted), or not (spooled).
+                for count in [open(&input).declared_examples().or(Some(2)), None] {
+                    let mut out = Vec::new();
+                    let n =
+                        write_stream(&mut open(&input), binary, count, spool.path(), &mut |b| {
+                            out.extend_from_slice(b);
+                            Ok(())
+                        })
+                        .unwrap();
+                    assert_eq!((n, &out), (2, want));
+                }
             }
         }
-        // `.bex` needs its count first, and the right one.
-        let mut r =
-            pipe::PipeReader::from_reader(Box::new(std::io::Cursor::new(src.to_vec())), "x")
-                .unwrap();
+        // The spool is an unnamed file: nothing is left in its directory.
+        assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
+        // A count given must be the right one.
         let mut sink = |_: &[u8]| Ok(());
-        assert!(write_stream(&mut r, true, None, &mut sink).is_err());
-        let e = write_stream(&mut r, true, Some(3), &mut sink).unwrap_err();
+        let e = write_stream(&mut open(src), true, Some(3), spool.path(), &mut sink).unwrap_err();
         assert!(e.message().contains("2 examples read, 3 counted"), "{e}");
     }
 }

@@ -389,3 +389,113 @@ pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
     }
     Ok(())
 }
+
+/// The allocations of examples a consumer is done with, for the parsers to reuse: a stream of
+/// examples then allocates only when an example needs more than those before it. It holds at
+/// most what the largest example held.
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    /// The text parser's buffers, kept from one example to the next.
+    pub scratch: Scratch,
+    events: Vec<Vec<Event>>,
+    lists: Vec<Vec<RangeList>>,
+    ranges: Vec<RangeList>,
+    values: Vec<Vec<f32>>,
+    units: Vec<Vec<i32>>,
+    names: Vec<String>,
+}
+
+impl Spare {
+    /// Takes `ex` apart into its (emptied) allocations.
+    pub fn keep(&mut self, ex: Example) {
+        let Example {
+            mut name,
+            events,
+            mut lists,
+            ..
+        } = ex;
+        name.clear();
+        self.names.push(name);
+        self.events.push(events);
+        for mut ranges in lists.drain(..) {
+            for range in ranges.drain(..) {
+                // Only allocations: an empty vector (a skimmed range's) is worth nothing, and
+                // would pile up where nothing takes it back.
+                match range.kind {
+                    RangeKind::Dense { mut values, .. } if values.capacity() > 0 => {
+                        values.clear();
+                        self.values.push(values);
+                    }
+                    RangeKind::Sparse {
+                        units: SparseUnits::List(mut units),
+                        ..
+                    } if units.capacity() > 0 => {
+                        units.clear();
+                        self.units.push(units);
+                    }
+                    _ => {}
+                }
+            }
+            self.ranges.push(ranges);
+        }
+        self.lists.push(lists);
+    }
+
+    /// How many allocations it holds.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.events.len()
+            + self.lists.len()
+            + self.ranges.len()
+            + self.values.len()
+            + self.units.len()
+            + self.names.len()
+    }
+
+    /// `num_events` events as [`Event::from_header`] makes them.
+    pub fn events(&mut self, h: &SetHeader, num_events: usize) -> Vec<Event> {
+        let mut events = self.events.pop().unwrap_or_default();
+        events.clear();
+        events.resize(num_events, Event::from_header(h));
+        events
+    }
+
+    /// An empty list of range lists.
+    pub fn lists(&mut self) -> Vec<RangeList> {
+        self.lists.pop().unwrap_or_default()
+    }
+
+    /// An empty range list.
+    pub fn ranges(&mut self) -> RangeList {
+        self.ranges.pop().unwrap_or_default()
+    }
+
+    /// An empty vector of dense values.
+    pub fn values(&mut self) -> Vec<f32> {
+        self.values.pop().unwrap_or_default()
+    }
+
+    /// An empty list of sparse units.
+    pub fn units(&mut self) -> Vec<i32> {
+        self.units.pop().unwrap_or_default()
+    }
+
+    /// An empty string for a name.
+    pub fn name(&mut self) -> String {
+        self.names.pop().unwrap_or_default()
+    }
+}
+
+/// Buffers the text parser reads an example's parts into (then copies them at their exact size
+/// into the example): kept in [`Spare`] so that they are allocated once, not per example.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Dense values.
+    pub values: Vec<f32>,
+    /// Sparse units, and the byte where each starts.
+    pub units: Vec<i32>,
+    pub unit_starts: Vec<usize>,
+    /// A block string's bytes, and the closing delimiters it awaits.
+    pub block: Vec<u8>,
+    pub stack: Vec<u8>,
+}

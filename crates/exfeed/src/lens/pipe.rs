@@ -50,6 +50,10 @@ pub struct PipeReader {
     max_record_bytes: u64,
     /// Whether this pass's set header has been read.
     header_done: bool,
+    /// Allocations of examples handed back by [`PipeReader::recycle`].
+    spare: Spare,
+    /// Text examples are skimmed (see [`PipeReader::skim`]).
+    skim: bool,
 }
 
 impl PipeReader {
@@ -85,6 +89,8 @@ impl PipeReader {
             total: 0,
             max_record_bytes: limits.max_record_bytes,
             header_done: false,
+            spare: Spare::default(),
+            skim: false,
         };
         r.read_header()?;
         Ok(r)
@@ -301,6 +307,7 @@ impl PipeReader {
                     &self.buf[self.pos..self.end],
                     &self.header,
                     self.max_record_bytes,
+                    &mut self.spare,
                 ) {
                     Ok((ex, used)) => {
                         self.check_record(self.pos, self.pos + used)?;
@@ -326,6 +333,8 @@ impl PipeReader {
                 index,
                 &self.header,
                 self.max_record_bytes,
+                &mut self.spare,
+                self.skim,
             ) {
                 Ok(Some((ex, used_to))) => {
                     self.check_record(self.pos, used_to)?;
@@ -358,6 +367,21 @@ impl PipeReader {
             return Err(self.positioned(e));
         }
         Ok(())
+    }
+
+    /// Skims text examples from now on: their ranges come without values (dense values and
+    /// sparse unit lists empty), their numbers passed over unchecked; names, frequencies,
+    /// events and groups are as read. For counting examples and events without converting
+    /// their numbers (a number that would not parse is not found then). Binary examples are
+    /// read as ever.
+    pub fn skim(&mut self) {
+        self.skim = true;
+    }
+
+    /// Hands back an example done with: the next examples reuse its allocations, so a loop
+    /// that recycles each example allocates only when one needs more than those before.
+    pub fn recycle(&mut self, example: Example) {
+        self.spare.keep(example);
     }
 
     /// Examples returned so far (over all passes).
@@ -449,6 +473,32 @@ mod tests {
                     let got = r.next_example().unwrap().unwrap();
                     assert!(got.same_content(want), "read {capacity} bytes at a time");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn recycled_allocations_stay_those_of_one_example() {
+        let mut text = String::from(";\n");
+        for k in 0..2000 {
+            text.push_str(&format!(
+                "name: {{e {k}}} 2 I: 0.5 1 T: {{out}} 2 3 I: (g) 1 t: 4;\n"
+            ));
+        }
+        let set = text::parse(text.as_bytes()).unwrap();
+        for bytes in [text.clone().into_bytes(), binary::write(&set).unwrap()] {
+            for skim in [false, true] {
+                let mut r = reader(&bytes);
+                if skim {
+                    r.skim();
+                }
+                let mut held = Vec::new();
+                while let Some(ex) = r.next_example().unwrap() {
+                    r.recycle(ex);
+                    held.push(r.spare.held());
+                }
+                assert_eq!(held.len(), 2000);
+                assert!(held.iter().all(|&n| n <= held[0]), "skim {skim}: {held:?}");
             }
         }
     }

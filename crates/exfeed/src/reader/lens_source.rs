@@ -7,7 +7,7 @@ use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes, read_into_memory, InputBytes, InputPath};
 use crate::lens::materialize::{Layout, Materializer};
-use crate::lens::model::{Example, SetHeader};
+use crate::lens::model::{Example, SetHeader, Spare};
 use crate::lens::select::SelectionMode;
 use crate::lens::{binary, shifted, text};
 use crate::stream::{Storage, StreamSpec};
@@ -55,10 +55,11 @@ impl Default for LensSourceOptions {
 /// [`Materializer`]). Sequence keys are 0-based example indices; the examples' `freq:` values
 /// are the source's [`ChunkSource::chunk_weights`] when asked for (Lens's PROBABILISTIC mode).
 ///
-/// Opening indexes the file once: every example is parsed to find where it ends, how many
-/// events it has and its frequency, and examples are grouped into chunks of about
-/// `chunk_size` bytes. Decoding a chunk parses its examples again from their
-/// bytes and materializes them. A plain file is memory-mapped; a compressed file (`.gz`,
+/// Opening indexes the file once: every example is skimmed (text: its structure read, its
+/// numbers passed over unchecked; binary: read) to find where it ends, how many events it has
+/// and its frequency, and examples are grouped into chunks of about `chunk_size` bytes.
+/// Decoding a chunk parses its examples from their bytes (the one full parse of a text file's
+/// numbers, where their errors are found) and materializes them. A plain file is memory-mapped; a compressed file (`.gz`,
 /// `.bz2`, by content) or standard input is decompressed into memory once, whole.
 pub struct LensSource {
     bytes: InputBytes,
@@ -127,6 +128,7 @@ impl LensSource {
             return Err(fail(crate::lens::too_short(), None));
         }
         let mut chunker = Chunker::new(self.options.chunk_size);
+        let mut spare = Spare::default();
         let mut unknown = BTreeSet::new();
         let max = self.options.limits.max_record_bytes;
         // The bound `--max-record-size` sets, as when the file is read a record at a time.
@@ -152,10 +154,12 @@ impl LensSource {
                 binary::read_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             for i in 0..count {
-                let (ex, used) = binary::read_example_prefix(&bytes[pos..], &self.header, max)
-                    .map_err(|e| fail(shifted(e, pos), Some(i)))?;
+                let (ex, used) =
+                    binary::read_example_prefix(&bytes[pos..], &self.header, max, &mut spare)
+                        .map_err(|e| fail(shifted(e, pos), Some(i)))?;
                 within_limit(i, pos, pos + used)?;
                 push(&mut chunker, &ex, pos, pos + used);
+                spare.keep(ex);
                 pos += used;
             }
             if pos != bytes.len() {
@@ -172,11 +176,13 @@ impl LensSource {
                 text::parse_header_prefix(bytes).map_err(|e| fail(e, None))?;
             self.header = header;
             let mut i = 0;
-            while let Some((ex, end)) = text::parse_example_at(bytes, pos, i, &self.header, max)
-                .map_err(|e| fail(e, None))?
+            while let Some((ex, end)) =
+                text::parse_example_at(bytes, pos, i, &self.header, max, &mut spare, true)
+                    .map_err(|e| fail(e, None))?
             {
                 within_limit(i, pos, end)?;
                 push(&mut chunker, &ex, pos, end);
+                spare.keep(ex);
                 pos = end;
                 i += 1;
             }
@@ -234,7 +240,7 @@ impl LensSource {
     fn parse_chunk(
         &self,
         chunk: usize,
-        mut each: impl FnMut(usize, usize, Example) -> Result<()>,
+        mut each: impl FnMut(usize, usize, &Example) -> Result<()>,
     ) -> Result<()> {
         let c = self
             .chunks
@@ -242,12 +248,14 @@ impl LensSource {
             .ok_or_else(|| Error::invalid(0, format!("no chunk {chunk}")))?;
         let bytes: &[u8] = &self.bytes;
         let mut pos = c.offset as usize;
+        let mut spare = Spare::default();
         for i in c.first_sequence..c.first_sequence + c.sequences {
             let (ex, end) = if self.binary {
                 let (ex, used) = binary::read_example_prefix(
                     &bytes[pos..],
                     &self.header,
                     self.options.limits.max_record_bytes,
+                    &mut spare,
                 )
                 .map_err(|e| shifted(e, pos))?;
                 (ex, pos + used)
@@ -258,6 +266,8 @@ impl LensSource {
                     i,
                     &self.header,
                     self.options.limits.max_record_bytes,
+                    &mut spare,
+                    false,
                 )?
                 .ok_or_else(|| {
                     Error::corrupt(pos as u64, "the file changed since it was indexed")
@@ -265,7 +275,8 @@ impl LensSource {
             };
             let start = pos;
             pos = end;
-            each(i, start, ex)?;
+            each(i, start, &ex)?;
+            spare.keep(ex);
         }
         Ok(())
     }
@@ -350,7 +361,7 @@ impl<T: Element> ChunkSource<T> for LensSource {
         self.parse_chunk(chunk, |i, _start, ex| {
             ignored.clear();
             // An example that does not fit the layout: the error names the example and event.
-            m.push_example_as(&ex, i as u64, self.options.nan, true, out, &mut ignored)
+            m.push_example_as(ex, i as u64, self.options.nan, true, out, &mut ignored)
         })
         .map_err(|e| resolved(e, &self.bytes, self.binary).in_file(self.name.clone()))
     }

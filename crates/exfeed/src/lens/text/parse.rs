@@ -1,8 +1,8 @@
 //! The `.ex` parser: a byte slice in, the set (or the first error, positioned) out.
 
-use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::lens::model::*;
+use crate::number;
 
 /// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
@@ -25,29 +25,113 @@ pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)
     Ok((h, used, at_end))
 }
 
-/// Streaming: one example at the start of `buf` and the bytes it takes; `Ok(None)` when `buf`
-/// holds only whitespace and comments.
 /// Indexing a whole buffer: example `index`, starting at or after byte `pos` of `buf` (the
 /// whole file, so that comment lines and error positions are judged as in [`parse`], and errors
 /// read the same), and the byte where it ends; `Ok(None)` when only whitespace and comments
-/// are left. The example's events must fit in `max_record_bytes` of memory.
+/// are left. The example's events must fit in `max_record_bytes` of memory; its allocations
+/// come from `spare` where it has them.
+///
+/// With `skim`, the numbers of the ranges are passed over, unchecked, so the example comes
+/// with its ranges (and their groups) but without their values (dense values and sparse unit
+/// lists empty); its name, frequency, events and end are as parsed. Where the full parse
+/// succeeds the skim ends at the same byte; where the skim fails, the full parse gives the
+/// error (or, should it succeed, the example); a bad number may skim without error (the full
+/// parse of that example then reports it). For finding where examples end and how many events
+/// they have without converting their numbers or storing them.
 pub(crate) fn parse_example_at(
     buf: &[u8],
     pos: usize,
     index: usize,
     h: &SetHeader,
     max_record_bytes: u64,
+    spare: &mut Spare,
+    skim: bool,
 ) -> Result<Option<(Example, usize)>> {
     let mut p = Parser::new(buf);
     p.max_record_bytes = max_record_bytes;
     p.pos = pos.min(buf.len());
-    if p.tok()? == Tok::Eof {
-        return Ok(None);
+    p.spare = std::mem::take(spare);
+    p.skim = skim;
+    let got = match p.tok() {
+        Ok(Tok::Eof) => Ok(None),
+        Ok(_) => p
+            .parse_example(h)
+            .map(|ex| Some((ex, p.pos)))
+            .map_err(|e| e.in_context(format!("example {index}"))),
+        Err(e) => Err(e),
+    };
+    *spare = std::mem::take(&mut p.spare);
+    match got {
+        Err(_) if skim => parse_example_at(buf, pos, index, h, max_record_bytes, spare, false),
+        got => got,
     }
-    let ex = p
-        .parse_example(h)
-        .map_err(|e| e.in_context(format!("example {index}")))?;
-    Ok(Some((ex, p.pos)))
+}
+
+/// The start of a number at `b[pos..]`: `-?digits(.digits)?` or `-?.digits`
+/// (possibly no digits at all), read by the digit loop the CTF parser uses.
+#[inline(always)]
+fn mantissa(b: &[u8], pos: usize) -> Mantissa {
+    let neg = b.get(pos) == Some(&b'-');
+    let d0 = pos + neg as usize;
+    let mut m = Mantissa {
+        neg,
+        mantissa: 0,
+        digits: 0,
+        exp10: 0,
+        dot: false,
+        end: 0,
+    };
+    let mut i = number::digits(b, d0, &mut m.mantissa);
+    m.digits = i - d0;
+    if b.get(i) == Some(&b'.') {
+        m.dot = true;
+        let f0 = i + 1;
+        i = number::digits(b, f0, &mut m.mantissa);
+        m.digits += i - f0;
+        m.exp10 = -((i - f0) as i64);
+    }
+    m.end = i;
+    m
+}
+
+/// The number at `b[pos..]` when it has the common form `-?digits(.digits)?` or
+/// `-?.digits`, at most 19 digits, is followed by a delimiter and is exact in one
+/// floating-point operation (see [`number::fast`], as in the CTF parser): its value and
+/// end. Anything else (a lone `-`, an exponent, a long mantissa, an error) is left to
+/// [`Parser::lex_number`], which gives the same value where both apply.
+#[inline(always)]
+fn fast_number(b: &[u8], pos: usize) -> Option<(f32, usize)> {
+    let neg = b.get(pos) == Some(&b'-');
+    // Most often `D+.D*` in a few bytes, read at once.
+    if let Some((mantissa, fraction, end)) = number::short_decimal(b, pos + neg as usize) {
+        if matches!(b.get(end), Some(b'e' | b'E')) || !delim_at(b, end) {
+            return None;
+        }
+        return number::fast::<f32>(mantissa, -(fraction as i64), neg).map(|v| (v, end));
+    }
+    let m = mantissa(b, pos);
+    if m.digits == 0
+        || m.digits > 19
+        || matches!(b.get(m.end), Some(b'e' | b'E'))
+        || !delim_at(b, m.end)
+    {
+        return None;
+    }
+    number::fast::<f32>(m.mantissa, m.exp10, m.neg).map(|v| (v, m.end))
+}
+
+/// The start of a number as read by [`mantissa`].
+struct Mantissa {
+    neg: bool,
+    /// The digits' value (wrapping past 19 digits).
+    mantissa: u64,
+    /// Digits before and after the `.`, leading zeros included.
+    digits: usize,
+    /// Minus the number of digits after the `.`.
+    exp10: i64,
+    dot: bool,
+    /// Where the digits end.
+    end: usize,
 }
 
 /// The events inputs or targets go to: the next one, or an event list's.
@@ -75,8 +159,10 @@ struct Parser<'a> {
     events_total: usize,
     /// One example's events must fit in this many bytes of memory (see [`max_events`]).
     max_record_bytes: u64,
-    /// Dense values being read (kept to be reused).
-    values: Vec<f32>,
+    /// Where the example's allocations come from, and the buffers it is read through.
+    spare: Spare,
+    /// Skimming (see [`parse_example_at`]): the numbers of ranges are passed over, not read.
+    skim: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -87,7 +173,8 @@ impl<'a> Parser<'a> {
             work: 0,
             events_total: 0,
             max_record_bytes: crate::limits::Limits::default().max_record_bytes,
-            values: Vec::new(),
+            spare: Spare::default(),
+            skim: false,
         }
     }
 }
@@ -100,26 +187,44 @@ enum Tok<'a> {
     Other,
 }
 
-#[inline]
+#[inline(always)]
 fn is_ws(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+    CLASS[c as usize] & WS != 0
 }
 
 /// Whether position `i` is the end of the buffer or a delimiter.
-#[inline]
+#[inline(always)]
 fn delim_at(b: &[u8], i: usize) -> bool {
-    b.get(i).map_or(true, |&c| c == b' ' || is_delim(c))
+    b.get(i).map_or(true, |&c| is_delim(c))
 }
 
 /// Characters that end a number or an unquoted string without whitespace.
-#[inline]
+#[inline(always)]
 fn is_delim(c: u8) -> bool {
-    is_ws(c)
-        || matches!(
-            c,
-            b';' | b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'"' | b'*'
-        )
+    CLASS[c as usize] & (WS | DELIM) != 0
 }
+
+/// [`CLASS`] bits: white space, and the other characters that end a number.
+const WS: u8 = 1;
+const DELIM: u8 = 2;
+
+/// The class of each byte (one load instead of a chain of comparisons).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let ws = b" \t\r\n\x0b\x0c";
+    let mut i = 0;
+    while i < ws.len() {
+        t[ws[i] as usize] = WS;
+        i += 1;
+    }
+    let delim = b";(){}[]\"*";
+    let mut i = 0;
+    while i < delim.len() {
+        t[delim[i] as usize] = DELIM;
+        i += 1;
+    }
+    t
+};
 
 const EVENT_FIELDS: &[&[u8]] = &[
     b"proc", b"max", b"min", b"grace", b"defI", b"actI", b"defT", b"actT",
@@ -210,87 +315,36 @@ impl<'a> Parser<'a> {
     }
 
     /// Lexes a number at the current position: `9 .9 -9 -.9 1e5`, or a lone `-` (NaN).
-    /// Returns the value and the end offset, or `None` when there is no number here.
+    /// Returns the value, the end offset and whether it is an integer (no `.`, no exponent),
+    /// or `None` when there is no number here. An `e` not followed by an exponent is not part
+    /// of the number.
     fn lex_number(&self) -> Option<(f32, usize, bool)> {
         let b = self.buf;
         let start = self.pos;
-        let mut i = start;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        let d0 = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        let int_digits = i - d0;
-        let mut integral = true;
-        let mut frac_digits = 0;
-        if b.get(i) == Some(&b'.') {
-            integral = false;
-            i += 1;
-            let f0 = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            frac_digits = i - f0;
-        }
-        if int_digits + frac_digits == 0 {
+        let mut m = mantissa(b, start);
+        if m.digits == 0 {
             // A lone '-' is NaN.
-            if i == start + 1 && b[start] == b'-' && delim_at(b, i) {
-                return Some((f32::NAN, i, false));
+            if m.end == start + 1 && m.neg && delim_at(b, m.end) {
+                return Some((f32::NAN, m.end, false));
             }
             return None;
         }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            let mut j = i + 1;
-            if matches!(b.get(j), Some(b'+' | b'-')) {
-                j += 1;
-            }
-            let e0 = j;
-            while b.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-            if j > e0 {
+        let mut integral = !m.dot;
+        if matches!(b.get(m.end), Some(b'e' | b'E')) {
+            if let Ok((e, end)) = number::exponent(b, m.end + 1) {
                 integral = false;
-                i = j;
+                m.exp10 += e;
+                m.end = end;
             }
         }
-        let v = f32::parse_decimal(&b[start..i])?;
-        Some((v, i, integral))
+        let v = number::value::<f32>(&b[start..m.end], m.mantissa, m.digits, m.exp10, m.neg)?;
+        Some((v, m.end, integral))
     }
 
-    /// The number at the current position when it has the common form `-?digits(.digits)?` or
-    /// `-?.digits`, at most 19 digits, is followed by a delimiter and is exact in one
-    /// floating-point operation (see [`crate::ctf::number::fast`], shared with the CTF parser):
-    /// its value and end. Anything else (a lone `-`, an exponent, a long mantissa, an error) is
-    /// left to [`Parser::lex_number`], which gives the same value where both apply.
-    #[inline]
+    /// [`fast_number`] at the current position.
+    #[inline(always)]
     fn fast_number(&self) -> Option<(f32, usize)> {
-        let b = self.buf;
-        let mut i = self.pos;
-        let neg = b.get(i) == Some(&b'-');
-        i += neg as usize;
-        let mut mantissa: u64 = 0;
-        let mut digits = |i: &mut usize| {
-            let from = *i;
-            while let Some(d) = b.get(*i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
-                mantissa = mantissa.wrapping_mul(10).wrapping_add(d as u64);
-                *i += 1;
-            }
-            *i - from
-        };
-        let mut count = digits(&mut i);
-        let mut exp10 = 0i64;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            let fraction = digits(&mut i);
-            count += fraction;
-            exp10 = -(fraction as i64);
-        }
-        if count == 0 || count > 19 || matches!(b.get(i), Some(b'e' | b'E')) || !delim_at(b, i) {
-            return None;
-        }
-        crate::ctf::number::fast::<f32>(mantissa, exp10, neg).map(|v| (v, i))
+        fast_number(self.buf, self.pos)
     }
 
     /// A real number (or `-`) followed by a delimiter.
@@ -360,14 +414,29 @@ impl<'a> Parser<'a> {
     /// A string: a `{}`/`()`/`[]`/`""` block (delimiters dropped, nesting kept) or a run of
     /// characters up to whitespace or one of `{}()[]"`.
     fn string(&mut self, what: &str) -> Result<String> {
+        let mut s = String::new();
+        self.string_into(what, &mut s)?;
+        Ok(s)
+    }
+
+    /// [`Parser::string`] into `out` (replacing what it held).
+    fn string_into(&mut self, what: &str, out: &mut String) -> Result<()> {
         self.skip_ws()?;
         let Some(c) = self.peek() else {
             return Err(self.unexpected(what));
         };
+        let buf = self.buf;
+        let mut block = std::mem::take(&mut self.spare.scratch.block);
+        block.clear();
         let bytes = if matches!(c, b'{' | b'(' | b'[' | b'"') {
-            self.block()?
+            let read = self.block(&mut block);
+            if let Err(e) = read {
+                self.spare.scratch.block = block;
+                return Err(e);
+            }
+            &block[..]
         } else {
-            let rest = &self.buf[self.pos..];
+            let rest = &buf[self.pos..];
             let n = rest
                 .iter()
                 .position(|&c| {
@@ -375,22 +444,36 @@ impl<'a> Parser<'a> {
                 })
                 .unwrap_or(rest.len());
             if n == 0 {
+                self.spare.scratch.block = block;
                 return Err(self.unexpected(what));
             }
             self.pos += n;
-            rest[..n].to_vec()
+            &rest[..n]
         };
-        if bytes.contains(&0) {
-            return Err(Error::syntax(
+        let got = if memchr::memchr(0, bytes).is_some() {
+            Err(Error::syntax(
                 self.pos as u64,
                 format!("{what} contains a NUL byte"),
-            ));
-        }
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+            ))
+        } else {
+            crate::lens::set_lossy(out, bytes);
+            Ok(())
+        };
+        self.spare.scratch.block = block;
+        got
     }
 
-    /// A bracketed block at the current position.
-    fn block(&mut self) -> Result<Vec<u8>> {
+    /// A bracketed block at the current position, its content appended to `out`.
+    fn block(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        let mut stack = std::mem::take(&mut self.spare.scratch.stack);
+        stack.clear();
+        let read = self.block_with(out, &mut stack);
+        self.spare.scratch.stack = stack;
+        read
+    }
+
+    /// [`Parser::block`] with `stack` (empty) for the closing delimiters awaited.
+    fn block_with(&mut self, out: &mut Vec<u8>, stack: &mut Vec<u8>) -> Result<()> {
         let open_at = self.pos;
         let closer = |c: u8| match c {
             b'{' => b'}',
@@ -398,9 +481,8 @@ impl<'a> Parser<'a> {
             b'[' => b']',
             _ => b'"',
         };
-        let mut stack = vec![closer(self.buf[self.pos])];
+        stack.push(closer(self.buf[self.pos]));
         self.pos += 1;
-        let mut out = Vec::new();
         // A line break right after the opening delimiter is dropped, as Lens does.
         if self.buf[self.pos..].starts_with(b"\r\n") {
             self.pos += 2;
@@ -436,7 +518,7 @@ impl<'a> Parser<'a> {
             if c == top {
                 stack.pop();
                 if stack.is_empty() {
-                    return Ok(out);
+                    return Ok(());
                 }
             } else if matches!(c, b'{' | b'(' | b'[' | b'"') {
                 stack.push(closer(c));
@@ -508,7 +590,7 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_example(&mut self, h: &SetHeader) -> Result<Example> {
-        let mut name = String::new();
+        let mut name = self.spare.name();
         let mut proc = String::new();
         let mut frequency = 1.0f32;
         let mut num_events = 1usize;
@@ -516,7 +598,7 @@ impl<'a> Parser<'a> {
             match self.tok()? {
                 Tok::Key(k @ b"name") => {
                     self.eat_key(k);
-                    name = self.string("the example name")?;
+                    self.string_into("the example name", &mut name)?;
                 }
                 Tok::Key(k @ b"proc") => {
                     self.eat_key(k);
@@ -561,8 +643,8 @@ impl<'a> Parser<'a> {
             name,
             proc,
             frequency,
-            events: vec![Event::from_header(h); num_events],
-            lists: Vec::new(),
+            events: self.spare.events(h, num_events),
+            lists: self.spare.lists(),
         };
         let mut pending_in: Option<Vec<usize>> = None;
         let mut pending_t: Option<Vec<usize>> = None;
@@ -807,7 +889,7 @@ impl<'a> Parser<'a> {
     /// The ranges after `I:`/`T:`/...; `sparse` for the lowercase forms. Returns the ranges and
     /// whether a sparse range took `act` as its value.
     fn ranges(&mut self, sparse: bool, act: f32) -> Result<(RangeList, bool)> {
-        let mut out = Vec::new();
+        let mut out = self.spare.ranges();
         let mut implicit = false;
         let mut first = true;
         loop {
@@ -840,7 +922,7 @@ impl<'a> Parser<'a> {
                             }
                         }
                     }
-                    let values = self.dense_values()?;
+                    let (values, _) = self.dense_values()?;
                     out.push(Range {
                         group,
                         kind: RangeKind::Dense {
@@ -870,7 +952,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                     implicit |= value.is_none();
-                    let units = self.sparse_units()?;
+                    let (units, _) = self.sparse_units()?;
                     out.push(Range {
                         group,
                         kind: RangeKind::Sparse {
@@ -883,8 +965,8 @@ impl<'a> Parser<'a> {
                     // An implicit first range with nothing in it is no range at all (Lens
                     // gives `i: t:0` no inputs).
                     if sparse {
-                        let units = self.sparse_units()?;
-                        if units != SparseUnits::List(Vec::new()) {
+                        let (units, any) = self.sparse_units()?;
+                        if any {
                             implicit = true;
                             out.push(Range {
                                 group: None,
@@ -892,8 +974,8 @@ impl<'a> Parser<'a> {
                             });
                         }
                     } else {
-                        let values = self.dense_values()?;
-                        if !values.is_empty() {
+                        let (values, any) = self.dense_values()?;
+                        if any {
                             out.push(Range {
                                 group: None,
                                 kind: RangeKind::Dense { first: 0, values },
@@ -908,9 +990,16 @@ impl<'a> Parser<'a> {
         Ok((out, implicit))
     }
 
-    fn dense_values(&mut self) -> Result<Vec<f32>> {
-        // Gathered in a buffer kept across ranges, then copied once at their exact size.
-        let mut v = std::mem::take(&mut self.values);
+    /// The values of a dense range, and whether there were any (skimming: none kept).
+    fn dense_values(&mut self) -> Result<(Vec<f32>, bool)> {
+        if self.skim {
+            return self
+                .pass_over(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'))
+                .map(|any| (Vec::new(), any));
+        }
+        // Gathered in a buffer kept across ranges, then copied once at their exact size into
+        // a spare vector (or a new one).
+        let mut v = std::mem::take(&mut self.spare.scratch.values);
         v.clear();
         let got = loop {
             // The common case first: spaces, then a number of the common form.
@@ -924,21 +1013,54 @@ impl<'a> Parser<'a> {
             }
             match self.try_real() {
                 Ok(Some(x)) => v.push(x),
-                Ok(None) => break Ok(v.as_slice().to_vec()),
+                Ok(None) => {
+                    let mut out = self.spare.values();
+                    out.extend_from_slice(&v);
+                    break Ok((out, !v.is_empty()));
+                }
                 Err(e) => break Err(e),
             }
         };
-        self.values = v;
+        self.spare.scratch.values = v;
         got
     }
 
-    fn sparse_units(&mut self) -> Result<SparseUnits> {
+    /// The units of a sparse range, and whether there were any (skimming: none kept).
+    fn sparse_units(&mut self) -> Result<(SparseUnits, bool)> {
         if self.tok()? == Tok::Punct(b'*') {
             self.pos += 1;
-            return Ok(SparseUnits::All);
+            return Ok((SparseUnits::All, true));
         }
-        let mut list: Vec<i32> = Vec::new();
-        let mut starts: Vec<usize> = Vec::new();
+        if self.skim {
+            return self
+                .pass_over(|c| c.is_ascii_digit() || c == b'-')
+                .map(|any| (SparseUnits::List(Vec::new()), any));
+        }
+        // Gathered in buffers kept across ranges (the entries and where each starts), then
+        // copied once at their exact size into a spare vector (or a new one).
+        let mut list = std::mem::take(&mut self.spare.scratch.units);
+        let mut starts = std::mem::take(&mut self.spare.scratch.unit_starts);
+        list.clear();
+        starts.clear();
+        let read = self.unit_list(&mut list, &mut starts);
+        let got = read.and_then(|()| match check_unit_list(&list) {
+            Err(i) => Err(Error::invalid(
+                starts[i] as u64,
+                format!("invalid sparse unit range (entry {})", list[i]),
+            )),
+            Ok(()) => {
+                let mut out = self.spare.units();
+                out.extend_from_slice(&list);
+                Ok((SparseUnits::List(out), !list.is_empty()))
+            }
+        });
+        self.spare.scratch.units = list;
+        self.spare.scratch.unit_starts = starts;
+        got
+    }
+
+    /// The entries of a sparse unit list, into `list`, and the byte where each starts.
+    fn unit_list(&mut self, list: &mut Vec<i32>, starts: &mut Vec<usize>) -> Result<()> {
         loop {
             self.skip_ws()?;
             let at = self.pos;
@@ -949,7 +1071,7 @@ impl<'a> Parser<'a> {
                     ))
                 }
                 Some(c) if c == b'-' || c.is_ascii_digit() => {}
-                _ => break,
+                _ => return Ok(()),
             }
             let a = self.unit_number()?;
             list.push(a);
@@ -971,13 +1093,25 @@ impl<'a> Parser<'a> {
                 return Err(self.unexpected("a sparse unit number"));
             }
         }
-        if let Err(i) = check_unit_list(&list) {
-            return Err(Error::invalid(
-                starts[i] as u64,
-                format!("invalid sparse unit range (entry {})", list[i]),
-            ));
+    }
+
+    /// Skimming: passes over the runs of bytes `part` accepts (the characters of a range's
+    /// numbers) and the white space and comments between them; whether there were any. The
+    /// numbers are not checked: the full parse does that. On text the full parse accepts,
+    /// this ends where its list of numbers ends (the next token starts with none of these
+    /// characters), so an example skimmed ends where it ends when parsed.
+    fn pass_over(&mut self, part: impl Fn(u8) -> bool) -> Result<bool> {
+        let mut any = false;
+        loop {
+            self.skip_ws()?;
+            let rest = &self.buf[self.pos..];
+            let n = rest.iter().position(|&c| !part(c)).unwrap_or(rest.len());
+            if n == 0 {
+                return Ok(any);
+            }
+            self.pos += n;
+            any = true;
         }
-        Ok(SparseUnits::List(list))
     }
 
     /// `-?digits`, stopping before a `-` that follows the digits.
@@ -988,16 +1122,20 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let d0 = i;
-        while self.buf.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        let mut value = 0u64;
+        i = number::digits(self.buf, d0, &mut value);
         if i == d0 {
             return Err(self.unexpected("a sparse unit number"));
         }
-        // Saturating: anything past i32 is out of range anyway.
-        let magnitude = self.buf[d0..i]
-            .iter()
-            .fold(0i64, |n, &c| (n * 10 + (c - b'0') as i64).min(1 << 40));
+        // Past 10 digits (leading zeros allowed), saturating: anything past i32 is out of
+        // range anyway.
+        let magnitude = if i - d0 <= 10 {
+            value as i64
+        } else {
+            self.buf[d0..i]
+                .iter()
+                .fold(0i64, |n, &c| (n * 10 + (c - b'0') as i64).min(1 << 40))
+        };
         if magnitude > i32::MAX as i64 {
             let text = String::from_utf8_lossy(&self.buf[start..i]);
             return Err(Error::invalid(

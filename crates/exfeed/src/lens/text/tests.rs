@@ -273,3 +273,101 @@ fn a_nan_dash_glued_to_a_bracket_is_refused_as_in_lens() {
     };
     assert!(value.is_nan());
 }
+
+/// Each example of `text` skimmed and parsed from the same place: the same end, events,
+/// frequency, name, lists and groups; or, where the parse fails, the same error.
+fn skim_agrees(text: &str) {
+    let b = text.as_bytes();
+    let (h, mut pos, _) = parse_header_prefix(b).unwrap();
+    let mut spare = Spare::default();
+    for i in 0.. {
+        let max = crate::limits::Limits::default().max_record_bytes;
+        let parsed = parse_example_at(b, pos, i, &h, max, &mut Spare::default(), false);
+        let skimmed = parse_example_at(b, pos, i, &h, max, &mut spare, true);
+        match (parsed, skimmed) {
+            (Ok(None), Ok(None)) => return,
+            (Ok(Some((p, end))), Ok(Some((s, skim_end)))) => {
+                assert_eq!(end, skim_end, "{text:?}: example {i} ends");
+                assert_eq!(
+                    (
+                        p.events.len(),
+                        p.frequency.to_bits(),
+                        &p.name,
+                        p.lists.len()
+                    ),
+                    (
+                        s.events.len(),
+                        s.frequency.to_bits(),
+                        &s.name,
+                        s.lists.len()
+                    ),
+                    "{text:?}: example {i}"
+                );
+                let groups = |e: &Example| -> Vec<Vec<Option<String>>> {
+                    let lists = e.lists.iter();
+                    lists
+                        .map(|l| l.iter().map(|r| r.group.clone()).collect())
+                        .collect()
+                };
+                assert_eq!(groups(&p), groups(&s), "{text:?}: example {i}");
+                spare.keep(s);
+                pos = end;
+            }
+            (Err(p), Ok(Some(_))) => {
+                // A bad number or unit list: left to the full parse (reported when the
+                // example is read).
+                let p = p.to_string();
+                assert!(p.contains("number") || p.contains("unit"), "{text:?}: {p}");
+                return;
+            }
+            (Err(p), Err(s)) => {
+                assert_eq!(p.to_string(), s.to_string(), "{text:?}");
+                return;
+            }
+            (p, s) => panic!("{text:?}: example {i}: parsed {p:?}, skimmed {s:?}"),
+        }
+    }
+}
+
+#[test]
+fn skimming_finds_what_parsing_finds() {
+    for text in [
+        ";\nname: a I: 1 2.5 -3e2 - .5 T: 0;\nname: {b c} freq: 0.25 2 I: (g 3) 1\n# x;y\n 2 t: 4-9 12;\n",
+        "max: 2;\n3 [0 2] I: 1 [1] i: {g 0.5} 1 -4 7 B: 3 4;\nname: z b: * i: 2;\n",
+        ";\nI: 1 2 ; I: 3\n;\n",
+        ";\nproc: {set x ;} name: \"q;\" I: 1;\n",
+        ";\nI: (in) 1 2 3 t: {out} 2 3 I:;\n",
+        // Errors: the skim's are the parse's.
+        ";\ni: 3 *;\n",
+        ";\nI: 1 2 x;\n",
+        ";\ni: 5-2;\n",
+        ";\nI: 1 2",
+        ";\n2 I: 1 I: 2 I: 3;\n",
+        // Bad numbers and unit lists pass the skim.
+        ";\nI: 1.2.3;\n",
+        ";\nI: 1e;\n",
+    ] {
+        skim_agrees(text);
+    }
+}
+
+#[test]
+fn unit_numbers_with_leading_zeros_and_out_of_range() {
+    let set = ex(";\ni: 00000000000003 2147483647 T: 1;\n");
+    let list = &set.examples[0].lists[set.examples[0].events[0].input.unwrap()][0];
+    assert_eq!(
+        list.kind,
+        RangeKind::Sparse {
+            value: 1.0,
+            units: SparseUnits::List(vec![3, 2147483647])
+        }
+    );
+    for big in ["2147483648", "99999999999", "000000000002147483648"] {
+        let e = err(&format!(";\ni: {big};\n"));
+        assert!(
+            e.message()
+                .contains(&format!("unit number {big} out of range")),
+            "{e}"
+        );
+    }
+}
