@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from typing_extensions import TypedDict, Unpack
@@ -117,6 +117,12 @@ class Reader(Iterator[Minibatch]):
     ``take_notes()`` says per sweep what was repeated or dropped. A worker whose share of a
     sweep is empty or under half the mean is warned (``UserWarning``) when the reader opens.
 
+    ``index`` says how a CTF file's chunks are found: ``"full"`` indexes the whole file first;
+    ``"none"`` cuts it into byte ranges resolved to whole sequences as they are read, so the
+    first minibatch comes without a pass over the file and a worker reads only its own
+    ranges; ``"auto"`` (the default) is ``"none"`` unless ``cache_index``, ``max_errors``, a
+    file without sequence ids or a join by key needs the index (see docs/reader.md).
+
     Defaults of the options left None: those of the configuration (config=), else
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
     precision="float", threads=the available cores, max_record_size=64 MiB (the most bytes one
@@ -155,6 +161,7 @@ class Reader(Iterator[Minibatch]):
         nan: Optional[float] = None,
         equalize: Optional[Union[bool, int]] = None,
         max_record_size: Optional[int] = None,
+        index: Optional[Literal["auto", "full", "none"]] = None,
     ) -> None: ...
     @property
     def streams(self) -> list[StreamInfo]: ...

@@ -15,7 +15,7 @@ use arrow_schema::SchemaRef;
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
-use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions};
+use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode};
 use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
 use exfeed_arrow::stream::SequenceStream;
 use exfeed_arrow::Value;
@@ -142,6 +142,8 @@ fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn Ch
             limits: o.limits,
         },
         chunk_size,
+        // Ray's read tasks are planned from every chunk's sequence count: the index's.
+        index: IndexMode::Full,
         ..CtfSourceOptions::default()
     };
     Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))

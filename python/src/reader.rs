@@ -143,7 +143,7 @@ impl Reader {
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
-        lens_mode=None, nan=None, equalize=None, max_record_size=None))]
+        lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -176,6 +176,7 @@ impl Reader {
         nan: Option<f32>,
         equalize: Option<&Bound<'_, PyAny>>,
         max_record_size: Option<u64>,
+        index: Option<String>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -204,6 +205,12 @@ impl Reader {
                 chunk_size: chunk_size.and_then(|c| c.extract::<u64>().ok()),
                 keep_in_memory,
                 cache_index,
+                index: index
+                    .map(|m| {
+                        m.parse()
+                            .map_err(|e: exfeed::Error| bad_arg("index", e.message()))
+                    })
+                    .transpose()?,
                 frame_mode,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,
@@ -293,7 +300,8 @@ impl Reader {
         dtype_of(py, self.precision)
     }
 
-    /// Samples of one sweep over the whole data set (all workers), by the index.
+    /// Samples of one sweep over the whole data set (all workers), by the index (estimated from
+    /// the file's first 64 KiB without one: see `index`).
     #[getter]
     fn total_samples(&self) -> PyResult<u64> {
         let reader = self

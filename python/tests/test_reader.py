@@ -288,3 +288,22 @@ def test_every_read_option_reaches_the_reader(ctf, tmp_path):
     r = exfeed.Reader(bad, **base, max_errors=2)
     assert [k for _, k in read_all(r)] == [0, 2]
     assert any("has 4 dense values" in d for d in r.diagnostics)
+
+
+def test_index_none_reads_the_same_sequences_as_the_full_index(ctf):
+    path, truth = ctf
+    base = dict(inputs=INPUTS, minibatch_size=16, randomize=False, chunk_size=300)
+    full = read_all(exfeed.Reader(path, **base, index="full"))
+    assert full == read_all(exfeed.Reader(path, **base, index="none"))
+    assert full == read_all(exfeed.Reader(path, **base))  # auto: none, for a file with ids
+    # Randomized and split between two workers: each sequence once.
+    keys = []
+    for rank in range(2):
+        r = exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size=300, index="none",
+                          num_workers=2, worker_rank=rank, seed=4)
+        keys += [k for _, k in read_all(r)]
+    assert sorted(keys) == sorted(truth)
+    with pytest.raises(ValueError, match="index: index 'some' is not one of auto, full, none"):
+        exfeed.Reader(path, **base, index="some")
+    with pytest.raises(ValueError, match="cacheIndex asks for one"):
+        exfeed.Reader(path, **base, index="none", cache_index=True)

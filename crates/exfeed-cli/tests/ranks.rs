@@ -80,7 +80,8 @@ fn a_worker_with_far_less_than_the_others_is_warned() {
     let f = dir.path().join("uneven.ctf");
     std::fs::write(&f, text_).unwrap();
     let f = f.to_str().unwrap();
-    let args = ["--chunk-size", "8", "--no-randomize"];
+    // The index's chunks and sample counts (without one they are byte ranges and estimates).
+    let args = ["--chunk-size", "8", "--no-randomize", "--index", "full"];
     // File order: worker 0 reads chunks 0 and 2 (41 samples), worker 1 chunks 1 and 3 (2).
     let out = read(f, 2, 1, &args);
     assert_eq!(minibatches(&out).len(), 1);
@@ -136,6 +137,7 @@ fn equalize_gives_every_worker_the_same_minibatches_per_sweep() {
     let quota = (total_samples(50) / (3 * 8)) as usize;
     let mut outcomes = Vec::new();
     for rank in 0..3 {
+        // The index's counts, which the notes compare with (see the next test without one).
         let args = [
             "--equalize",
             "--chunk-size",
@@ -144,6 +146,8 @@ fn equalize_gives_every_worker_the_same_minibatches_per_sweep() {
             "2",
             "--seed",
             "4",
+            "--index",
+            "full",
         ];
         let out = read(&f, 3, rank, &args);
         let mbs = minibatches(&out);

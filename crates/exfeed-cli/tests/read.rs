@@ -166,7 +166,7 @@ fn cache_index_is_written_and_reused() {
     args.extend_from_slice(COMMON);
     let (first, err) = read_ok(&args);
     assert!(
-        err.contains("(indexing ") && err.contains("s, index scanned and cached)"),
+        err.contains("(opening ") && err.contains("s, index scanned and cached)"),
         "{err}"
     );
     assert!(std::path::Path::new(&format!("{f}.exfeed-index")).exists());

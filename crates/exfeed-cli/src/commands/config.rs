@@ -116,6 +116,7 @@ fn reader_options(c: &ReaderConfig) -> Vec<(&'static str, String)> {
         ("keepDataInMemory", c.keep_data_in_memory.to_string()),
         ("frameMode", c.frame_mode.to_string()),
         ("cacheIndex", c.cache_index.to_string()),
+        ("index", c.index.to_string()),
         ("equalize", c.equalize.to_string()),
         (
             "lensMode",

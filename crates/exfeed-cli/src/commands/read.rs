@@ -6,8 +6,8 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    AnyReader, ArgStyle, Corpus, DataPath, EpochLimit, Equalize, IndexOrigin, ReadSummary,
-    ReaderArgs, ReaderState, RunOptions,
+    AnyReader, ArgStyle, Corpus, DataPath, EpochLimit, Equalize, IndexMode, IndexOrigin,
+    ReadSummary, ReaderArgs, ReaderState, RunOptions,
 };
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
@@ -73,6 +73,12 @@ pub struct Args {
     /// cacheIndex: keep the CTF index beside the data file (FILE.exfeed-index).
     #[arg(long)]
     pub cache_index: bool,
+    /// CTF files: full (index the whole file before the first minibatch), none (chunks are
+    /// byte ranges of the file, resolved to whole sequences as they are read: a worker reads
+    /// only its own), or auto (none unless --cache-index, --max-errors, a file without
+    /// sequence ids or a join by key needs the index). Default: the config's, else auto.
+    #[arg(long, value_name = "auto|full|none", value_parser = parse_index)]
+    pub index: Option<IndexMode>,
     /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread;
     /// at most 4 per core).
     #[arg(long, value_name = "N")]
@@ -115,6 +121,10 @@ fn parse_chunk_size(s: &str) -> Result<ChunkSize, String> {
     parse_size(s).map(ChunkSize::Bytes)
 }
 
+fn parse_index(s: &str) -> Result<IndexMode, String> {
+    s.parse().map_err(|e: Error| e.message().to_string())
+}
+
 fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, String> {
     s.parse().map_err(|e: Error| e.message().to_string())
 }
@@ -143,6 +153,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         },
         keep_in_memory: args.keep_in_memory,
         cache_index: args.cache_index,
+        index: args.index,
         frame_mode: args.frame_mode,
         input_groups,
         target_groups,
@@ -291,7 +302,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "read: {} minibatches, {} sequences, {} samples{}; {:.1} MB/s, {:.0} samples/s; {:.3} s (indexing {:.3} s{}); peak RSS {}",
+        "read: {} minibatches, {} sequences, {} samples{}; {:.1} MB/s, {:.0} samples/s; {:.3} s (opening {:.3} s{}); peak RSS {}",
         summary.minibatches,
         summary.sequences,
         summary.samples,
@@ -313,6 +324,7 @@ fn index_origins(origins: &[IndexOrigin]) -> String {
         IndexOrigin::Scanned => "scanned",
         IndexOrigin::ScannedAndCached => "scanned and cached",
         IndexOrigin::Cache => "from cache",
+        IndexOrigin::ByteRanges => "none (byte ranges)",
     };
     if origins.len() <= 4 {
         return origins.iter().map(word).collect::<Vec<_>>().join(",");

@@ -15,6 +15,7 @@ mod cbf;
 mod ctf;
 mod lens;
 mod read;
+mod start;
 mod timing;
 
 use std::path::PathBuf;
@@ -32,14 +33,18 @@ WHAT:
         ../shared/conformance), text against binary; the set of issue 13 (97 MB .ex) and one of
         long sparse lists (--mb, default 50) as .ex, .bex, .ex.gz, .bex.gz: streaming decode,
         `exfeed check` and `exfeed dump` time and peak RSS (--write-to DIR keeps the files)
-  read  the minibatch reader end to end against the parse, index cache start-up, and peak RSS
-        of `exfeed read` ($EXFEED_BIN, default target/release/exfeed)
+  read  the minibatch reader end to end against the parse (with the index built, indexing
+        included, and without an index), index cache start-up, and peak RSS of `exfeed read`
+        ($EXFEED_BIN, default target/release/exfeed)
+  start rank 0 of 8 as `exfeed read` with --index full and none on a cold page cache: time to
+        the first minibatch and bytes read from storage over its sweep (--mb, default 256;
+        --chunk-mb; the file is removed at the end)
 options:
   --mb N        size of each generated file in MB (default 64; cbf 200, lens 100)
   --runs N      runs per measure; medians are reported (default 5)
-  --chunk-mb N  read: chunk size in MB (default 32)
+  --chunk-mb N  read, start: chunk size in MB (default 32)
   --window N    read: randomization window in chunks (default 4)
-  --write-to D  ctf, read, lens: keep the generated data in directory D
+  --write-to D  ctf, read, lens: keep the generated data in directory D (start: write it there)
   --dir D       cbf: put the temporary directory in D";
 
 /// The command line.
@@ -110,6 +115,7 @@ fn main() -> Result {
         "cbf" => cbf::run(&args),
         "lens" => lens::run(&args),
         "read" => read::run(&args),
+        "start" => start::run(&args),
         other => Err(format!("unknown benchmark '{other}'\n{USAGE}").into()),
     }
 }

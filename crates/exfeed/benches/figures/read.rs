@@ -7,8 +7,8 @@ use exfeed::ctf::{CtfOptions, CtfParser};
 use exfeed::error::Ignore;
 use exfeed::io::InputPath;
 use exfeed::reader::{
-    index_cache_path, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, IndexOrigin, Reader,
-    ReaderOptions, Window,
+    index_cache_path, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode, IndexOrigin,
+    Reader, ReaderOptions, Window,
 };
 use exfeed::{SequenceBatch, StreamSpec};
 use std::io::Write;
@@ -29,7 +29,12 @@ fn write_data(path: &Path, bytes: usize) -> Result {
     Ok(())
 }
 
-fn source_options(inputs: &[StreamSpec], chunk: u64, cache: bool) -> CtfSourceOptions {
+fn source_options(
+    inputs: &[StreamSpec],
+    chunk: u64,
+    cache: bool,
+    index: IndexMode,
+) -> CtfSourceOptions {
     CtfSourceOptions {
         ctf: CtfOptions {
             inputs: inputs.to_vec(),
@@ -37,6 +42,7 @@ fn source_options(inputs: &[StreamSpec], chunk: u64, cache: bool) -> CtfSourceOp
         },
         chunk_size: chunk,
         cache_index: cache,
+        index,
         ..CtfSourceOptions::default()
     }
 }
@@ -64,25 +70,39 @@ fn medians(v: &[Rate]) -> Rate {
     }
 }
 
-fn open(path: &Path, inputs: &[StreamSpec], chunk: u64, cache: bool) -> Result<CtfSource> {
-    let options = source_options(inputs, chunk, cache);
+/// Opens the file with the full index (scanned, or from the cache) or without one.
+fn open(
+    path: &Path,
+    inputs: &[StreamSpec],
+    chunk: u64,
+    cache: bool,
+    index: IndexMode,
+) -> Result<CtfSource> {
+    let options = source_options(inputs, chunk, cache, index);
     Ok(CtfSource::open(&InputPath::new(path), options)?)
 }
 
-/// One randomized sweep through the reader, indexing first unless `source` is given.
+/// What a sweep reads: a source opened beforehand, or the file opened (and timed) with the
+/// full index or without one.
+enum Over<'a> {
+    Built(&'a Arc<CtfSource>),
+    Open(IndexMode),
+}
+
+/// One randomized sweep through the reader.
 fn sweep(
     path: &Path,
     inputs: &[StreamSpec],
     chunk: u64,
     window: u64,
     threads: usize,
-    source: Option<&Arc<CtfSource>>,
+    source: Over<'_>,
 ) -> Result<Rate> {
     let mb = std::fs::metadata(path)?.len() as f64 / 1e6;
     timed(mb, || {
         let src: Arc<dyn ChunkSource<f32>> = match source {
-            Some(s) => s.clone(),
-            None => Arc::new(open(path, inputs, chunk, false)?),
+            Over::Built(s) => s.clone(),
+            Over::Open(index) => Arc::new(open(path, inputs, chunk, false, index)?),
         };
         let options = ReaderOptions {
             window: Window::Chunks(window as usize),
@@ -201,11 +221,13 @@ pub fn run(args: &Args) -> Result {
 
     // The reader over one randomized sweep: decoding on the caller's thread (everything on
     // one core), with one decoding thread (the caller packs minibatches meanwhile), and with
-    // one per core; over an index built beforehand, and indexing included.
-    let indexed = Arc::new(open(&path, &inputs, chunk, false)?);
+    // one per core; over an index built beforehand, indexing included, and without an index
+    // (byte ranges: the file has no sequence ids, so its keys are byte offsets).
+    let indexed = Arc::new(open(&path, &inputs, chunk, false, IndexMode::Full)?);
     let counts = [0, 1, threads];
     let mut built = vec![Vec::new(); counts.len()];
     let mut fresh = vec![Vec::new(); counts.len()];
+    let mut ranges = vec![Vec::new(); counts.len()];
     let mut paired = |f: &mut dyn FnMut() -> Result<Rate>| -> Result<(Rate, Rate)> {
         let before = parse_once_timed()?;
         let r = f()?;
@@ -215,11 +237,28 @@ pub fn run(args: &Args) -> Result {
     for _ in 0..runs {
         for (i, &t) in counts.iter().enumerate() {
             built[i].push(paired(&mut || {
-                sweep(&path, &inputs, chunk, args.window, t, Some(&indexed))
+                sweep(&path, &inputs, chunk, args.window, t, Over::Built(&indexed))
             })?);
             if t != 1 {
                 fresh[i].push(paired(&mut || {
-                    sweep(&path, &inputs, chunk, args.window, t, None)
+                    sweep(
+                        &path,
+                        &inputs,
+                        chunk,
+                        args.window,
+                        t,
+                        Over::Open(IndexMode::Full),
+                    )
+                })?);
+                ranges[i].push(paired(&mut || {
+                    sweep(
+                        &path,
+                        &inputs,
+                        chunk,
+                        args.window,
+                        t,
+                        Over::Open(IndexMode::None),
+                    )
                 })?);
             }
         }
@@ -233,6 +272,7 @@ pub fn run(args: &Args) -> Result {
         line(&format!("{what}, index built"), &built[i]);
         if !fresh[i].is_empty() {
             line(&format!("{what}, indexing included"), &fresh[i]);
+            line(&format!("{what}, no index"), &ranges[i]);
         }
     }
     drop(indexed);
@@ -240,14 +280,14 @@ pub fn run(args: &Args) -> Result {
     // Index: scanning against the cache.
     let cache = index_cache_path(&path);
     let _ = std::fs::remove_file(&cache);
-    open(&path, &inputs, chunk, true)?;
+    open(&path, &inputs, chunk, true, IndexMode::Full)?;
     let (mut scan, mut cached) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
-        open(&path, &inputs, chunk, false)?;
+        open(&path, &inputs, chunk, false, IndexMode::Full)?;
         scan.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let s = open(&path, &inputs, chunk, true)?;
+        let s = open(&path, &inputs, chunk, true, IndexMode::Full)?;
         cached.push(t.elapsed().as_secs_f64());
         if s.index_origin() != IndexOrigin::Cache {
             return Err("the index was not read from the cache".into());

@@ -33,6 +33,7 @@ const READER_PARAMS: &[&str] = &[
     "keepDataInMemory",
     "frameMode",
     "cacheIndex",
+    "index",
     "lensMode",
     "maxRecordSizeInBytes",
     "equalize",
@@ -63,6 +64,7 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "keepDataInMemory",
     "frameMode",
     "cacheIndex",
+    "index",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -235,6 +237,18 @@ impl<'f> Cx<'f> {
     }
 
     /// The text value of `e` (variables substituted), recorded as read.
+    /// `index = auto | full | none`.
+    fn index_mode<'a>(
+        &self,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        ctx: Option<&str>,
+    ) -> Result<crate::reader::IndexMode> {
+        let t = self.text(e, scope, "index", ctx)?;
+        t.parse()
+            .map_err(|err: Error| self.err(e.node.pos, ctx, err.message().to_string()))
+    }
+
     fn text<'a>(
         &self,
         e: &'a Entry,
@@ -433,6 +447,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
+                "index" => cfg.index = self.index_mode(e, &rs, None)?,
                 "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
@@ -679,6 +694,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => d.frame_mode = Some(self.get::<bool>(e, ds, "frameMode", c)?),
                 "cacheIndex" => d.cache_index = Some(self.get::<bool>(e, ds, "cacheIndex", c)?),
+                "index" => d.index = Some(self.index_mode(e, ds, c)?),
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;

@@ -80,6 +80,8 @@ pub struct DeserializerConfig {
     pub frame_mode: Option<bool>,
     /// `cacheIndex` set in this deserializer's block (overrides the reader's).
     pub cache_index: Option<bool>,
+    /// `index` set in this deserializer's block (overrides the reader's).
+    pub index: Option<crate::reader::IndexMode>,
     /// Lens (exfeed): `inputGroups = "NAME:SIZE,..."`, the network's input groups in order.
     pub input_groups: Option<Layout>,
     /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
@@ -148,6 +150,11 @@ impl DeserializerConfig {
     pub fn effective_cache_index(&self, reader: &ReaderConfig) -> bool {
         self.cache_index.unwrap_or(reader.cache_index)
     }
+
+    /// `index` in effect: this block's, else the reader's.
+    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::reader::IndexMode {
+        self.index.unwrap_or(reader.index)
+    }
 }
 
 /// Everything a `reader = [ ... ]` block says, one field per documented parameter.
@@ -179,6 +186,10 @@ pub struct ReaderConfig {
     pub frame_mode: bool,
     /// `cacheIndex` (default false).
     pub cache_index: bool,
+    /// `index` (exfeed; `auto`, `full` or `none`, default `auto`): whether a CTF file is indexed
+    /// before reading or read in byte ranges without an index (see
+    /// [`IndexMode`](crate::reader::IndexMode)).
+    pub index: crate::reader::IndexMode,
     /// `lensMode` (exfeed): Lens's example selection (ORDERED, PERMUTED, RANDOMIZED,
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
@@ -208,6 +219,7 @@ impl Default for ReaderConfig {
             keep_data_in_memory: false,
             frame_mode: false,
             cache_index: false,
+            index: crate::reader::IndexMode::Auto,
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,

@@ -83,6 +83,7 @@ reader = [
     keepDataInMemory = true
     frameMode = 0
     cacheIndex = true
+    index = "full"
     input = [
         Some_very_long_input_name = [ alias = "a"; dim = 3; format = "dense" ]
         Some_other_also_very_long_input_name = [ alias = "b"; dim = 2; format = "dense" ]
@@ -103,6 +104,7 @@ reader = [
         keep_data_in_memory: true,
         frame_mode: false,
         cache_index: true,
+        index: crate::reader::IndexMode::Full,
         lens_mode: None,
         limits: Default::default(),
         equalize: false,

@@ -44,6 +44,7 @@ mod scan;
 
 pub use parse::{CtfParser, CtfStream};
 pub use scan::{detect_key_mode, scan_sequences, KeyMode, SequenceExtent, BOM};
+pub(crate) use scan::{is_blank, is_blank_line, line_id};
 
 use crate::batch::SequenceBatch;
 use crate::element::Element;
@@ -151,4 +152,4 @@ fn write_value<T: Element>(out: &mut Vec<u8>, v: T, key: u64) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -25,6 +25,9 @@ pub struct CtfParser {
     seen_ids: HashSet<u64>,
     on_line: Vec<bool>,
     file: Option<Arc<str>>,
+    /// Without ids, key each line by its byte offset rather than its line number (when the
+    /// line numbers are not known: a chunk read without an index).
+    keys_by_offset: bool,
 }
 
 /// A sequence being read.
@@ -112,12 +115,20 @@ impl CtfParser {
             seen_ids: HashSet::new(),
             on_line,
             file: None,
+            keys_by_offset: false,
         })
     }
 
     /// Names the file in every error and diagnostic.
     pub fn set_file_name(&mut self, file: impl Into<Arc<str>>) {
         self.file = Some(file.into());
+    }
+
+    /// Without sequence ids, key each line by its byte offset instead of its 0-based line number
+    /// (for chunks parsed without knowing their line numbers; see
+    /// [`IndexMode::None`](crate::reader::IndexMode::None)).
+    pub fn set_keys_by_offset(&mut self, on: bool) {
+        self.keys_by_offset = on;
     }
 
     /// The options.
@@ -260,7 +271,11 @@ impl CtfParser {
                         };
                         if self.parse_line(line, from, at, batch, sink)? {
                             let s = OpenSeq {
-                                key: line_no.saturating_sub(1),
+                                key: if self.keys_by_offset {
+                                    at.byte
+                                } else {
+                                    line_no.saturating_sub(1)
+                                },
                                 byte: at.byte,
                                 line: line_no,
                                 lines: 1,
@@ -352,6 +367,7 @@ impl CtfParser {
         // Only formatted for a message (this runs once per sequence).
         let what = || match mode {
             KeyMode::Ids => format!("sequence {}", s.key),
+            KeyMode::Lines if self.keys_by_offset => format!("the line at byte {}", s.byte),
             KeyMode::Lines => format!("line {}", s.line),
         };
         if let Some(i) = batch

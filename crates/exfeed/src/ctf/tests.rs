@@ -346,7 +346,7 @@ fn cntk_invalid_inputs() {
         .any(|d| d.severity == Severity::Info && d.message.contains("'C'")));
 }
 
-fn crate_conformance(sub: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn crate_conformance(sub: &str) -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("EXFEED_CONFORMANCE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {

@@ -2,7 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use super::{Corpus, DataPath};
+use super::{Corpus, DataPath, IndexMode};
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -128,6 +128,9 @@ pub struct ReaderArgs {
     pub keep_in_memory: bool,
     /// `cacheIndex`, for every deserializer.
     pub cache_index: bool,
+    /// `index`, for every deserializer: whether CTF files are indexed before reading (see
+    /// [`IndexMode`]).
+    pub index: Option<IndexMode>,
     /// `frameMode`.
     pub frame_mode: bool,
     /// Lens files: the network's input groups (`inputGroups`).
@@ -265,6 +268,9 @@ impl ReaderArgs {
             }
             if self.cache_index {
                 d.cache_index = Some(true);
+            }
+            if self.index.is_some() {
+                d.index = self.index;
             }
             if self.frame_mode {
                 d.frame_mode = Some(true);

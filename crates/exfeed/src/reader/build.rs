@@ -3,8 +3,8 @@
 //! parameters say.
 
 use super::{
-    CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, JoinedSource,
-    LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
+    CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode,
+    JoinedSource, LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
 };
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
@@ -99,7 +99,24 @@ pub fn open_configured_source_with<T: Element>(
             ));
         }
     }
-    let mut opened = Opened::default();
+    let joined = cfg.deserializers.len() > 1;
+    if joined {
+        if let Some(d) = cfg
+            .deserializers
+            .iter()
+            .find(|d| d.kind == DeserializerKind::Ctf && d.effective_index(cfg) == IndexMode::None)
+        {
+            return Err(Error::config(format!(
+                "{}: index none cannot be joined by key with other deserializers (the join \
+                 needs every chunk's keys: the full index)",
+                d.file.display()
+            )));
+        }
+    }
+    let mut opened = Opened {
+        joined,
+        ..Opened::default()
+    };
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
     for (i, d) in cfg.deserializers.iter().enumerate() {
         if d.corpus.is_some() {
@@ -117,7 +134,9 @@ pub fn open_configured_source_with<T: Element>(
         };
         sources.push(opened.open(cfg, d, &input)?);
     }
-    let Opened { ctf, lens, unused } = opened;
+    let Opened {
+        ctf, lens, unused, ..
+    } = opened;
     if sources.len() == 1 {
         return Ok(ConfiguredSource {
             source: sources.pop().expect("one"),
@@ -144,6 +163,8 @@ struct Opened {
     lens: Vec<Arc<LensSource>>,
     /// Parameters given that do not apply to the files read.
     unused: Vec<Diagnostic>,
+    /// The sources are joined by key (so CTF files need the full index).
+    joined: bool,
 }
 
 impl Opened {
@@ -169,6 +190,10 @@ impl Opened {
                         keep_in_memory: d.effective_keep_data_in_memory(cfg),
                         frame_mode: d.effective_frame_mode(cfg),
                         cache_index: d.effective_cache_index(cfg),
+                        index: match d.effective_index(cfg) {
+                            IndexMode::Auto if self.joined => IndexMode::Full,
+                            mode => mode,
+                        },
                     },
                 )?);
                 self.ctf.push(s.clone());
@@ -217,6 +242,9 @@ impl Opened {
                 }
                 if d.effective_max_errors(cfg) > 0 {
                     unused("maxErrors", "as in Lens, one bad example refuses the file");
+                }
+                if d.effective_index(cfg) == IndexMode::None {
+                    unused("index none", "a Lens file is indexed when it is opened");
                 }
                 self.lens.push(s.clone());
                 Ok(s)

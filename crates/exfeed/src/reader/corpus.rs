@@ -9,9 +9,10 @@
 //! the corpus; `--dump` shows it as `"shard:key"`, e.g. `"3:17"`. A key of `2^40` or more in a
 //! shard is an error naming the file.
 //!
-//! Every shard is opened (a CTF shard indexed, or its index read from its cache) when the
-//! corpus is opened: the plan needs every shard's chunk count. A worker decodes only its own
-//! chunks.
+//! Every shard is opened when the corpus is (the plan needs every shard's chunk count): a CTF
+//! shard without an index reads just its first 64 KiB then (see
+//! [`IndexMode`](super::IndexMode)), one with the index is scanned or its index read from its
+//! cache. A worker decodes only its own chunks.
 
 use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
@@ -263,5 +264,9 @@ impl<T: Element> ChunkSource<T> for CorpusSource<T> {
 
     fn shard_names(&self) -> Option<&[String]> {
         Some(&self.names)
+    }
+
+    fn chunks_by_byte_range(&self) -> bool {
+        self.shards.iter().any(|s| s.chunks_by_byte_range())
     }
 }

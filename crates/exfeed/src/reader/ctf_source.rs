@@ -1,5 +1,6 @@
 //! [`CtfSource`]: a CTF file as a [`ChunkSource`].
 
+use super::byte_ranges::{ByteRanges, ReadAt, HEAD};
 use super::chunker::{Chunker, SequenceSpan};
 use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
 use super::{ChunkInfo, ChunkSource};
@@ -25,6 +26,60 @@ pub struct CtfSourceOptions {
     pub frame_mode: bool,
     /// `cacheIndex`.
     pub cache_index: bool,
+    /// Whether the file is indexed before reading, or read in byte ranges (`index`).
+    pub index: IndexMode,
+}
+
+/// How a CTF file's chunks are found: by a full index (a scan of the whole file at open, or
+/// its cache), or as byte ranges fixed from the file's size, each resolved to whole sequences
+/// when it is decoded (see [`CtfSource`]). `--index`, the configuration's `index`, Python's
+/// `index=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexMode {
+    /// `none` when nothing asks for the full index, else `full`: the full index with
+    /// `cacheIndex` (to use or write the cache), `maxErrors` above 0 (its warnings then name
+    /// lines, which a byte range does not know), a file without sequence ids (its keys are
+    /// line numbers) and files joined by key (the join needs every chunk's keys).
+    #[default]
+    Auto,
+    /// Always the full index.
+    Full,
+    /// Never an index: the first minibatch after reading only the first bytes of the file and
+    /// the chunks it needs. A file without sequence ids keys each line by its byte offset; an
+    /// error's line number is found by counting the lines before it.
+    None,
+}
+
+impl IndexMode {
+    /// The name: `auto`, `full`, `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexMode::Auto => "auto",
+            IndexMode::Full => "full",
+            IndexMode::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for IndexMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(IndexMode::Auto),
+            "full" => Ok(IndexMode::Full),
+            "none" => Ok(IndexMode::None),
+            _ => Err(Error::config(format!(
+                "index '{s}' is not one of auto, full, none"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for IndexMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Default for CtfSourceOptions {
@@ -35,6 +90,7 @@ impl Default for CtfSourceOptions {
             keep_in_memory: false,
             frame_mode: false,
             cache_index: false,
+            index: IndexMode::Auto,
         }
     }
 }
@@ -72,7 +128,43 @@ enum Data {
     Memory(InputBytes),
 }
 
+impl ReadAt for Data {
+    fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        match self {
+            Data::File(f) => f.bytes_at(offset, len, buf),
+            Data::Memory(b) => b[..].bytes_at(offset, len, buf),
+        }
+    }
+}
+
 impl Data {
+    /// The data's length in bytes.
+    fn len(&self) -> Result<u64> {
+        match self {
+            Data::File(f) => Ok(f.metadata()?.len()),
+            Data::Memory(b) => Ok(b.len() as u64),
+        }
+    }
+
+    /// The 1-based line and column of byte `at`, by counting the lines before it.
+    fn line_column(&self, at: u64) -> Result<(u64, u64)> {
+        let (mut pos, mut lines, mut line_start) = (0u64, 1u64, 0u64);
+        let mut buf = Vec::new();
+        while pos < at {
+            let block = (at - pos).min(SCAN_BLOCK as u64) as usize;
+            let bytes = self.bytes_at(pos, block, &mut buf)?;
+            if bytes.is_empty() {
+                break;
+            }
+            lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+            if let Some(i) = memchr::memrchr(b'\n', bytes) {
+                line_start = pos + i as u64 + 1;
+            }
+            pos += bytes.len() as u64;
+        }
+        Ok((lines, at - line_start + 1))
+    }
+
     /// Whether every chunk of `ix` starts at a line start of this data (see
     /// [`index_cache::check_line_starts`]).
     fn check_line_starts(&self, ix: &Index) -> std::result::Result<(), String> {
@@ -103,18 +195,31 @@ pub enum IndexOrigin {
     ScannedAndCached,
     /// Read from the cache file.
     Cache,
+    /// No index: the chunks are byte ranges ([`IndexMode::None`]).
+    ByteRanges,
 }
 
 /// A CTF file as a [`ChunkSource`].
 ///
-/// Opening it makes one indexing pass ([`scan_sequences`], memchr speed) over the file, read in
-/// blocks so only a block (or one sequence, if larger) is in memory; whole sequences are grouped
-/// into chunks of about `chunkSizeInBytes`. Decoding a chunk reads just its byte
-/// range (`pread`) and parses it with a fresh [`CtfParser`] at the chunk's true byte offset and
-/// line, so every error names its real place in the file. A compressed file cannot be read by
-/// offset: it is decompressed once, at open, into an unlinked temporary file (in `TMPDIR`: disk
-/// for its decompressed size, memory for a buffer) that is then read as a plain file. Standard
-/// input, and any file with `keepDataInMemory`, is held in memory.
+/// With the full index ([`IndexMode::Full`]), opening it makes one indexing pass
+/// ([`scan_sequences`], memchr speed) over the file, read in blocks so only a block (or one
+/// sequence, if larger) is in memory; whole sequences are grouped into chunks of about
+/// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (`pread`) and parses it with a
+/// fresh [`CtfParser`] at the chunk's true byte offset and line, so every error names its real
+/// place in the file. A compressed file cannot be read by offset: it is decompressed once, at
+/// open, into an unlinked temporary file (in `TMPDIR`: disk for its decompressed size, memory
+/// for a buffer) that is then read as a plain file. Standard input, and any file with
+/// `keepDataInMemory`, is held in memory.
+///
+/// Without an index ([`IndexMode::None`], the default when nothing needs the index, see
+/// [`IndexMode::Auto`]), opening reads only the first 64 KiB of the file (of a compressed
+/// file, its decompressed text): the chunks are byte ranges fixed from the file's size, each
+/// starting at the first sequence that starts at or after its nominal start, found when the
+/// chunk is decoded (a sequence belongs to the chunk it starts in: see the `byte_ranges`
+/// module). Every sequence is still read exactly once, as with the index. What the plan knows
+/// of a chunk before decoding it ([`ChunkInfo`]'s sequences and samples) is then estimated
+/// from the lines per byte of the file's first 64 KiB; see
+/// [`ChunkSource::chunks_by_byte_range`].
 ///
 /// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
 /// sequence id repeated in two different chunks is not detected (both are kept).
@@ -126,10 +231,16 @@ pub struct CtfSource {
     specs: Vec<StreamSpec>,
     parser: CtfParser,
     data: Data,
-    index: Index,
+    layout: Layout,
     infos: Vec<ChunkInfo>,
     origin: IndexOrigin,
     diagnostics: Mutex<Vec<Diagnostic>>,
+}
+
+/// How the chunks were found.
+enum Layout {
+    Indexed(Index),
+    Ranges(ByteRanges),
 }
 
 /// Read buffers for reuse, shared by every CTF source (fresh ones would cost a page fault per
@@ -147,18 +258,19 @@ const MAX_KEPT_DIAGNOSTICS: usize = 1000;
 const SCAN_BLOCK: usize = 4 << 20;
 
 impl CtfSource {
-    /// Opens and indexes `input`. With `cache_index` and a file path, a valid cache beside the
-    /// file is used instead of scanning; a cache is valid when it is newer than the data file,
-    /// records the data file's current size and modification time, was built with the same
-    /// chunk size, `skipSequenceIds`, `frameMode` and cache format version, and passes every
-    /// consistency check. Otherwise the file is scanned and the cache (re)written through a
-    /// temporary file and a rename; a stale or corrupt cache is reported as a warning
-    /// ([`CtfSource::diagnostics`]). Failing to write the cache is a warning too.
+    /// Opens `input`: without an index (see [`IndexMode`]), or indexed. With `cache_index` and a
+    /// file path, a valid cache beside the file is used instead of scanning; a cache is valid
+    /// when it is newer than the data file, records the data file's current size and
+    /// modification time, was built with the same chunk size, `skipSequenceIds`, `frameMode`
+    /// and cache format version, and passes every consistency check. Otherwise the file is
+    /// scanned and the cache (re)written through a temporary file and a rename; a stale or
+    /// corrupt cache is reported as a warning ([`CtfSource::diagnostics`]). Failing to write the
+    /// cache is a warning too.
     ///
     /// ```
     /// use exfeed::ctf::CtfOptions;
     /// use exfeed::io::InputPath;
-    /// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexOrigin};
+    /// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
     /// use exfeed::SequenceBatch;
     ///
     /// let dir = tempfile::tempdir()?;
@@ -179,23 +291,32 @@ impl CtfSource {
     /// source.read_chunk(chunks.len() - 1, &mut batch)?;
     /// assert_eq!(batch.keys().last(), Some(&2));
     /// // Opened again, the index comes from the cache beside the file.
-    /// let again = CtfSource::open(&InputPath::new(&path), options)?;
+    /// let again = CtfSource::open(&InputPath::new(&path), options.clone())?;
     /// assert_eq!(again.index_origin(), IndexOrigin::Cache);
+    ///
+    /// // Without an index: byte ranges of about 20 bytes, each decoded to whole sequences.
+    /// let options = CtfSourceOptions { cache_index: false, index: IndexMode::None, ..options };
+    /// let ranges = CtfSource::open(&InputPath::new(&path), options)?;
+    /// assert_eq!(ranges.index_origin(), IndexOrigin::ByteRanges);
+    /// let mut keys = Vec::new();
+    /// for c in 0..ChunkSource::<f32>::chunks(&ranges).len() {
+    ///     batch.clear();
+    ///     ranges.read_chunk(c, &mut batch)?;
+    ///     keys.extend_from_slice(batch.keys());
+    /// }
+    /// assert_eq!(keys, [0, 1, 2]); // sequence 0's two lines cross the first range's end
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(input: &InputPath, options: CtfSourceOptions) -> Result<Self> {
         let name: Arc<str> = input.display_name().into();
         let mut parser = CtfParser::new(options.ctf.clone())?;
         parser.set_file_name(name.clone());
-        let mut warnings = Vec::new();
-        let warn = |warnings: &mut Vec<Diagnostic>, message: String| {
-            warnings.push(Diagnostic {
-                severity: Severity::Warning,
-                location: Location::default().with_file(name.clone()),
-                message,
-            })
-        };
-        let params = CacheParams::of(&options);
+        if options.index == IndexMode::None && options.cache_index {
+            return Err(Error::config(format!(
+                "{name}: index none reads the file without an index, and cacheIndex asks for \
+                 one: give one or the other"
+            )));
+        }
         let plain_file = match input {
             InputPath::File(path) => {
                 let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -207,25 +328,9 @@ impl CtfSource {
             }
             InputPath::Stdin | InputPath::Memory { .. } => None,
         };
-        let (data, index, origin) = match plain_file {
+        let (data, file) = match plain_file {
             Some((path, file)) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
-                let stamp = DataStamp::of(&meta);
-                let cache = index_cache_path(&path);
-                let mut from_cache = None;
-                if options.cache_index {
-                    match index_cache::read(&cache, &meta, stamp, params) {
-                        Ok(Some(ix)) => from_cache = Some(ix),
-                        Ok(None) => {}
-                        Err(why) => warn(
-                            &mut warnings,
-                            format!(
-                                "index cache {} not used ({why}); re-indexing",
-                                cache.display()
-                            ),
-                        ),
-                    }
-                }
                 let data = if options.keep_in_memory {
                     Data::Memory(InputBytes::Owned(
                         std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
@@ -233,66 +338,55 @@ impl CtfSource {
                 } else {
                     Data::File(file)
                 };
-                if let Some(ix) = &from_cache {
-                    if let Err(why) = data.check_line_starts(ix) {
-                        warn(
-                            &mut warnings,
-                            format!(
-                                "index cache {} not used ({why}); re-indexing",
-                                cache.display()
-                            ),
-                        );
-                        from_cache = None;
-                    }
-                }
-                match from_cache {
-                    Some(ix) => (data, ix, IndexOrigin::Cache),
-                    None => {
-                        let ix = match &data {
-                            Data::Memory(b) => index_buffer(b, &options),
-                            Data::File(f) => index_file(f, &options, SCAN_BLOCK),
-                        }
-                        .map_err(|e| e.in_file(name.clone()))?;
-                        let mut origin = IndexOrigin::Scanned;
-                        if options.cache_index {
-                            match index_cache::write(&cache, &ix, stamp, params) {
-                                Ok(()) => origin = IndexOrigin::ScannedAndCached,
-                                Err(e) => warn(
-                                    &mut warnings,
-                                    format!("could not write the index cache: {e}"),
-                                ),
-                            }
-                        }
-                        (data, ix, origin)
-                    }
-                }
+                (data, Some((path, meta)))
             }
             // A compressed file: decompressed once into a temporary file, then read by offset
             // as a plain one, so memory holds chunks, not the file.
-            None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => {
-                let spooled = crate::io::spool(input, Holding::CtfText(options.ctf.limits))?;
-                let ix = index_file(&spooled, &options, SCAN_BLOCK)
-                    .map_err(|e| e.in_file(name.clone()))?;
-                (Data::File(spooled), ix, IndexOrigin::Scanned)
+            None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => (
+                Data::File(crate::io::spool(
+                    input,
+                    Holding::CtfText(options.ctf.limits),
+                )?),
+                None,
+            ),
+            None => (
+                Data::Memory(open_bytes_as(input, Holding::CtfText(options.ctf.limits))?),
+                None,
+            ),
+        };
+        let in_file = |e: Error| e.in_file(name.clone());
+        let mut warnings = Vec::new();
+        let (layout, infos, origin) = match byte_ranges(&data, &options).map_err(in_file)? {
+            Some((ranges, infos)) => {
+                parser.set_keys_by_offset(ranges.mode() == KeyMode::Lines);
+                (Layout::Ranges(ranges), infos, IndexOrigin::ByteRanges)
             }
             None => {
-                let bytes = open_bytes_as(input, Holding::CtfText(options.ctf.limits))?;
-                let ix = index_buffer(&bytes, &options).map_err(|e| e.in_file(name.clone()))?;
-                (Data::Memory(bytes), ix, IndexOrigin::Scanned)
+                let (index, origin) =
+                    index(&data, file, &options, &mut warnings).map_err(in_file)?;
+                let infos = index
+                    .chunks
+                    .iter()
+                    .map(|c| ChunkInfo {
+                        sequences: c.sequences as usize,
+                        samples: c.samples,
+                        bytes: c.bytes,
+                    })
+                    .collect();
+                (Layout::Indexed(index), infos, origin)
             }
         };
-        if index.chunks.is_empty() {
+        if infos.is_empty() {
             // As when the file is read as a stream: no data lines is an error, so an empty
             // pipe, FIFO or device (/dev/null) is not read silently as no data.
             return Err(parser.empty_file());
         }
-        let infos = index
-            .chunks
-            .iter()
-            .map(|c| ChunkInfo {
-                sequences: c.sequences as usize,
-                samples: c.samples,
-                bytes: c.bytes,
+        let warnings = warnings
+            .into_iter()
+            .map(|message| Diagnostic {
+                severity: Severity::Warning,
+                location: Location::default().with_file(name.clone()),
+                message,
             })
             .collect();
         Ok(CtfSource {
@@ -300,7 +394,7 @@ impl CtfSource {
             specs: options.ctf.inputs.clone(),
             parser,
             data,
-            index,
+            layout,
             infos,
             origin,
             diagnostics: Mutex::new(warnings),
@@ -312,9 +406,12 @@ impl CtfSource {
         self.origin
     }
 
-    /// Total number of sequences by the index.
-    pub fn num_sequences(&self) -> usize {
-        self.index.keys.len()
+    /// Total number of sequences by the index (`None` without one: see [`IndexMode::None`]).
+    pub fn num_sequences(&self) -> Option<usize> {
+        match &self.layout {
+            Layout::Indexed(ix) => Some(ix.keys.len()),
+            Layout::Ranges(_) => None,
+        }
     }
 
     /// Warnings and errors tolerated so far (index cache problems, bad samples skipped under
@@ -330,6 +427,32 @@ impl CtfSource {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// `e` with the file named and, without an index, its line made the file's: counted from
+    /// `chunk_start` when the parser counted from there (1 at the chunk's first line), else
+    /// found for its byte. Lines are counted only when there is an error to report.
+    fn placed(&self, mut e: Error, chunk_start: Option<u64>) -> Error {
+        if matches!(self.layout, Layout::Ranges(_)) {
+            let loc = e.location_mut();
+            match (loc.line, chunk_start, loc.byte) {
+                (Some(line), Some(start), _) => {
+                    if let Ok((before, _)) = self.data.line_column(start) {
+                        loc.line = Some(line + before - 1);
+                    }
+                }
+                (None, _, Some(byte)) => {
+                    if let Ok((line, column)) = self.data.line_column(byte) {
+                        (loc.line, loc.column) = (Some(line), Some(column));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if e.location().file.is_none() {
+            e = e.in_file(self.name.clone());
+        }
+        e
+    }
 }
 
 impl<T: Element> ChunkSource<T> for CtfSource {
@@ -342,22 +465,38 @@ impl<T: Element> ChunkSource<T> for CtfSource {
     }
 
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
-        let Some(c) = self.index.chunks.get(chunk) else {
+        if chunk >= self.infos.len() {
             return Err(Error::config(format!("chunk {chunk} does not exist")));
+        }
+        // The chunk's bytes, the line they start at (1 when it is not known) and the key mode.
+        let (offset, bytes, line, mode) = match &self.layout {
+            Layout::Indexed(ix) => {
+                let c = &ix.chunks[chunk];
+                (c.offset, c.bytes, c.line, ix.mode)
+            }
+            Layout::Ranges(r) => {
+                let (start, end) = r
+                    .range(&self.data, chunk)
+                    .map_err(|e| self.placed(e, None))?;
+                (start, end - start, 1, r.mode())
+            }
         };
+        if bytes == 0 {
+            return Ok(()); // a range inside a sequence that started before it
+        }
         let mut owned = Vec::new();
         let map;
         let buf: &[u8] = match &self.data {
             Data::Memory(b) => {
-                let end = usize::try_from(c.offset + c.bytes)
+                let end = usize::try_from(offset + bytes)
                     .ok()
                     .filter(|&e| e <= b.len())
-                    .ok_or_else(|| Error::corrupt(c.offset, "chunk beyond the end of the data"))?;
-                &b[c.offset as usize..end]
+                    .ok_or_else(|| Error::corrupt(offset, "chunk beyond the end of the data"))?;
+                &b[offset as usize..end]
             }
             Data::File(f) => {
-                let len = usize::try_from(c.bytes)
-                    .map_err(|_| Error::corrupt(c.offset, "chunk too large"))?;
+                let len = usize::try_from(bytes)
+                    .map_err(|_| Error::corrupt(offset, "chunk too large"))?;
                 let io_error = |e: std::io::Error| {
                     Error::from(e)
                         .in_file(self.name.clone())
@@ -366,21 +505,21 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                 // Map just this chunk's pages (no copy; unmapped when done, so memory stays
                 // bounded by the chunks being decoded); read it if mapping fails.
                 let page = 4096u64;
-                let start = c.offset / page * page;
-                let skip = (c.offset - start) as usize;
+                let start = offset / page * page;
+                let skip = (offset - start) as usize;
                 let size = f.metadata().map(|m| m.len()).unwrap_or(0);
                 // SAFETY: a read-only private map of a range checked against the file's size;
                 // a file truncated by another process meanwhile is outside what any reader can
                 // defend against (as for every mmap user).
-                let mapped = (c.offset + c.bytes <= size)
+                let mapped = (offset + bytes <= size)
                     .then(|| unsafe {
                         memmap2::MmapOptions::new()
                             .offset(start)
                             .len(skip + len)
-                            .populate()
                             .map(f)
                     })
-                    .and_then(|m| m.ok());
+                    .and_then(|m| m.ok())
+                    .inspect(read_in);
                 match mapped {
                     Some(m) => {
                         map = m;
@@ -394,7 +533,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                             .unwrap_or_default();
                         owned.clear();
                         owned.resize(len, 0);
-                        crate::io::read_exact_at(f, &mut owned, c.offset).map_err(io_error)?;
+                        crate::io::read_exact_at(f, &mut owned, offset).map_err(io_error)?;
                         &owned
                     }
                 }
@@ -402,8 +541,17 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         };
         let mut parser = self.parser.clone();
         let mut sink: Vec<Diagnostic> = Vec::new();
-        let r = parser.parse_chunk(buf, c.offset, c.line, self.index.mode, out, &mut sink);
+        let r = parser.parse_chunk(buf, offset, line, mode, out, &mut sink);
+        let r = r.map_err(|e| self.placed(e, Some(offset)));
         if !sink.is_empty() {
+            if matches!(self.layout, Layout::Ranges(_)) {
+                let lines_before = self.data.line_column(offset).ok().map(|(l, _)| l - 1);
+                for d in &mut sink {
+                    if let (Some(line), Some(before)) = (&mut d.location.line, lines_before) {
+                        *line += before;
+                    }
+                }
+            }
             if let Ok(mut d) = self.diagnostics.lock() {
                 let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(d.len());
                 d.extend(sink.into_iter().take(room));
@@ -422,13 +570,161 @@ impl<T: Element> ChunkSource<T> for CtfSource {
     }
 
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
-        let c = self.index.chunks.get(chunk)?;
+        let Layout::Indexed(index) = &self.layout else {
+            return None;
+        };
+        let c = index.chunks.get(chunk)?;
         let start = c.first_sequence as usize;
-        self.index
+        index
             .keys
             .get(start..start + c.sequences as usize)
             .map(<[u64]>::to_vec)
     }
+
+    fn chunks_by_byte_range(&self) -> bool {
+        matches!(self.layout, Layout::Ranges(_))
+    }
+}
+
+/// The byte-range layout of `data` and its chunks' estimated sizes, when `options` read it
+/// without an index (see [`IndexMode`]); `None` for the full index (also for data with no line,
+/// which the index reports as empty).
+fn byte_ranges(
+    data: &Data,
+    options: &CtfSourceOptions,
+) -> Result<Option<(ByteRanges, Vec<ChunkInfo>)>> {
+    let wanted = match options.index {
+        IndexMode::Full => false,
+        IndexMode::None => true,
+        IndexMode::Auto => !options.cache_index && options.ctf.max_errors == 0,
+    };
+    if !wanted {
+        return Ok(None);
+    }
+    let len = data.len()?;
+    let Some(mode) = key_mode(data, len, options.ctf.skip_sequence_ids)? else {
+        return Ok(None);
+    };
+    if mode == KeyMode::Lines && options.index == IndexMode::Auto {
+        return Ok(None); // its keys are line numbers
+    }
+    let ranges = ByteRanges::new(len, options.chunk_size, mode, options.ctf.limits);
+    // The plan's sample and sequence counts: those of the head's whole lines, per byte.
+    let mut buf = Vec::new();
+    let head = data.bytes_at(0, HEAD, &mut buf)?;
+    let whole = if head.len() as u64 == len {
+        head.len()
+    } else {
+        memchr::memrchr(b'\n', head).map_or(head.len(), |i| i + 1)
+    };
+    let (mut sequences, mut lines) = (0u64, 0u64);
+    let _ = scan_sequences(&head[..whole], 0, 1, mode, |e| {
+        sequences += 1;
+        lines += e.lines;
+        Ok(())
+    });
+    let samples = if options.frame_mode { sequences } else { lines };
+    let per_byte = |n: u64| n.max(1) as f64 / whole.max(1) as f64;
+    let estimate = |bytes: u64, rate: f64| ((bytes as f64 * rate).round() as u64).max(1);
+    let infos = (0..ranges.len())
+        .map(|i| {
+            let bytes = ranges.nominal_start(i + 1) - ranges.nominal_start(i);
+            ChunkInfo {
+                sequences: estimate(bytes, per_byte(sequences)) as usize,
+                samples: estimate(bytes, per_byte(samples)),
+                bytes,
+            }
+        })
+        .collect();
+    Ok(Some((ranges, infos)))
+}
+
+/// The key mode, from the first byte of `data` (after a BOM) that is not whitespace; `None`
+/// when there is none.
+fn key_mode(data: &Data, len: u64, skip_ids: bool) -> Result<Option<KeyMode>> {
+    let (mut pos, mut buf) = (0u64, Vec::new());
+    while pos < len {
+        let bytes = data.bytes_at(pos, HEAD, &mut buf)?;
+        if bytes.is_empty() {
+            break;
+        }
+        // The BOM only at the file's start; elsewhere from the first byte of text on.
+        let from = if pos == 0 {
+            0
+        } else {
+            bytes
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(bytes.len())
+        };
+        if let Some(mode) = detect_key_mode(&bytes[from..], skip_ids) {
+            return Ok(Some(mode));
+        }
+        pos += bytes.len() as u64;
+    }
+    Ok(None)
+}
+
+/// The full index of `data` (`file`: its path and metadata, for the cache), from the cache
+/// when `options` allow and it is valid; `warnings` get the cache's problems.
+fn index(
+    data: &Data,
+    file: Option<(std::path::PathBuf, std::fs::Metadata)>,
+    options: &CtfSourceOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(Index, IndexOrigin)> {
+    let scan = || match data {
+        Data::Memory(b) => index_buffer(b, options),
+        Data::File(f) => index_file(f, options, SCAN_BLOCK),
+    };
+    let Some((path, meta)) = file else {
+        return Ok((scan()?, IndexOrigin::Scanned));
+    };
+    let params = CacheParams::of(options);
+    let stamp = DataStamp::of(&meta);
+    let cache = index_cache_path(&path);
+    if options.cache_index {
+        let not_used = |why: String| {
+            format!(
+                "index cache {} not used ({why}); re-indexing",
+                cache.display()
+            )
+        };
+        match index_cache::read(&cache, &meta, stamp, params) {
+            Ok(Some(ix)) => match data.check_line_starts(&ix) {
+                Ok(()) => return Ok((ix, IndexOrigin::Cache)),
+                Err(why) => warnings.push(not_used(why)),
+            },
+            Ok(None) => {}
+            Err(why) => warnings.push(not_used(why)),
+        }
+    }
+    let ix = scan()?;
+    let mut origin = IndexOrigin::Scanned;
+    if options.cache_index {
+        match index_cache::write(&cache, &ix, stamp, params) {
+            Ok(()) => origin = IndexOrigin::ScannedAndCached,
+            Err(e) => warnings.push(format!("could not write the index cache: {e}")),
+        }
+    }
+    Ok((ix, origin))
+}
+
+/// Reads a mapped chunk's pages in, and only them: on a page fault the kernel reads around the
+/// page (up to the device's read-ahead: 8 MiB on the benchmark machine), so faulting a chunk in
+/// would also read the neighbouring chunks, which belong to other workers. So: no read-around
+/// (random access), the range itself read ahead in large requests, then its page tables filled
+/// in one call (as `MAP_POPULATE` would). Advice only: where it fails, pages fault on use.
+fn read_in(map: &memmap2::Mmap) {
+    #[cfg(target_os = "linux")]
+    {
+        use memmap2::Advice;
+        let _ = map.advise(Advice::Random);
+        let _ = map.advise(Advice::WillNeed);
+        let _ = map.advise(Advice::PopulateRead);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = map;
 }
 
 /// Builds the index from sequences found in file order.
@@ -602,7 +898,17 @@ mod tests {
                 ..CtfOptions::default()
             },
             chunk_size: chunk,
+            index: IndexMode::Full,
             ..Default::default()
+        }
+    }
+
+    impl CtfSource {
+        fn index(&self) -> &Index {
+            match &self.layout {
+                Layout::Indexed(ix) => ix,
+                Layout::Ranges(_) => panic!("no index"),
+            }
         }
     }
 
@@ -697,7 +1003,7 @@ mod tests {
         assert!(cache.exists());
         let again = CtfSource::open(&input, o.clone()).unwrap();
         assert_eq!(again.index_origin(), IndexOrigin::Cache);
-        assert_eq!(again.index, first.index);
+        assert_eq!(again.index(), first.index());
         assert!(again.diagnostics().is_empty());
         // Other parameters: rebuilt, with a warning.
         let other = CtfSource::open(
@@ -718,7 +1024,7 @@ mod tests {
         for cut in [0, 10, good.len() - 1] {
             std::fs::write(&cache, &good[..cut]).unwrap();
             let s = CtfSource::open(&input, o.clone()).unwrap();
-            assert_eq!(s.index, first.index);
+            assert_eq!(s.index(), first.index());
             assert_eq!(s.diagnostics().len(), 1, "{cut}");
         }
         // Any damaged byte (a key, a record, the checksum itself) is caught, and the rebuilt
@@ -728,14 +1034,14 @@ mod tests {
             bad[at] ^= 0x55;
             std::fs::write(&cache, &bad).unwrap();
             let s = CtfSource::open(&input, o.clone()).unwrap();
-            assert_eq!(s.index, first.index, "{at}");
+            assert_eq!(s.index(), first.index(), "{at}");
             assert_eq!(s.diagnostics().len(), 1, "{at}");
             assert!(s.diagnostics()[0].message.contains("re-indexing"), "{at}");
             assert_eq!(std::fs::read(&cache).unwrap(), good, "{at}");
         }
         // A record moved off a line start, with a checksum made to match, is caught too.
         let shifted = {
-            let mut ix = first.index.clone();
+            let mut ix = first.index().clone();
             ix.chunks[1].offset += 1;
             ix.chunks[1].bytes -= 1;
             let meta = std::fs::metadata(&p).unwrap();
@@ -743,7 +1049,7 @@ mod tests {
         };
         std::fs::write(&cache, &shifted).unwrap();
         let s = CtfSource::open(&input, o.clone()).unwrap();
-        assert_eq!(s.index, first.index);
+        assert_eq!(s.index(), first.index());
         assert!(s.diagnostics()[0]
             .message
             .contains("chunk 1 does not start at a line start"));
@@ -751,7 +1057,7 @@ mod tests {
         CtfSource::open(&input, o.clone()).unwrap();
         std::fs::write(&p, "5 |a 1 1\n").unwrap();
         let s = CtfSource::open(&input, o).unwrap();
-        assert_eq!(s.index.keys, vec![5]);
+        assert_eq!(s.index().keys, vec![5]);
         assert_eq!(s.diagnostics().len(), 1);
     }
 }

@@ -193,6 +193,10 @@ pub struct ReaderState {
     /// See `sweep_minibatches`.
     #[serde(default)]
     pub sweep_sequences: u64,
+    /// The chunks were byte ranges of the files, read without an index
+    /// ([`ChunkSource::chunks_by_byte_range`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub byte_ranges: bool,
 }
 
 /// What [`Reader::run`] delivered.
@@ -425,6 +429,7 @@ impl<T: Element> Reader<T> {
             chunks: "number of chunks",
             total_samples: "number of samples",
             equalize: "equalize (minibatches per sweep)",
+            byte_ranges: "chunks as byte ranges without an index (index none)",
         );
         if state.corpus != now.corpus {
             mismatch.push(corpus_difference(
@@ -492,6 +497,7 @@ impl<T: Element> Reader<T> {
             equalize: self.opts.equalize,
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
+            byte_ranges: self.source.chunks_by_byte_range(),
         }
     }
 
@@ -664,16 +670,21 @@ impl<T: Element> Reader<T> {
             .map(|&c| self.source.chunks()[c].sequences as u64)
             .sum();
         let (o, got) = (&self.opts, self.sweep_sequences);
-        let what = match got.cmp(&part) {
-            std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
-            std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
-            std::cmp::Ordering::Equal => "all of them once".to_string(),
-        };
-        self.notes.push(format!(
-            "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences; \
-             its part has {part} sequences: {what}",
+        let head = format!(
+            "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences",
             self.sweep, o.worker_rank, o.num_workers
-        ));
+        );
+        // Without an index a part's sequences are not counted before they are decoded.
+        self.notes.push(if self.source.chunks_by_byte_range() {
+            format!("{head} (its part's sequences are not counted without an index)")
+        } else {
+            let what = match got.cmp(&part) {
+                std::cmp::Ordering::Less => format!("dropped the last {} of them", part - got),
+                std::cmp::Ordering::Greater => format!("repeated {} of them", got - part),
+                std::cmp::Ordering::Equal => "all of them once".to_string(),
+            };
+            format!("{head}; its part has {part} sequences: {what}")
+        });
         if let Some(l) = self.loaded.take() {
             self.release(l);
         }

@@ -23,7 +23,7 @@ type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 /// ```
 /// use exfeed::ctf::CtfOptions;
 /// use exfeed::io::InputPath;
-/// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, JoinedSource};
+/// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource};
 /// use exfeed::SequenceBatch;
 /// use std::sync::Arc;
 ///
@@ -32,7 +32,8 @@ type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 ///     let path = dir.path().join(name);
 ///     std::fs::write(&path, text)?;
 ///     let ctf = CtfOptions { inputs: vec![input.parse()?], ..CtfOptions::default() };
-///     let options = CtfSourceOptions { ctf, ..CtfSourceOptions::default() };
+///     // A join reads every chunk's keys from the full index.
+///     let options = CtfSourceOptions { ctf, index: IndexMode::Full, ..CtfSourceOptions::default() };
 ///     let source: Arc<dyn ChunkSource<f32>> =
 ///         Arc::new(CtfSource::open(&InputPath::new(&path), options)?);
 ///     Ok(source)
@@ -83,7 +84,8 @@ impl<T: Element> JoinedSource<T> {
                 .map(|c| {
                     s.chunk_keys(c).ok_or_else(|| {
                         Error::config(format!(
-                            "deserializer {i} cannot be joined by key: its index has no sequence keys"
+                            "deserializer {i} cannot be joined by key: its index has no sequence \
+                             keys (a CTF file read without an index: open it with the full index)"
                         ))
                     })
                 })

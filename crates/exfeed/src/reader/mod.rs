@@ -92,6 +92,7 @@ use crate::stream::StreamSpec;
 mod any;
 mod args;
 mod build;
+mod byte_ranges;
 mod cbf_source;
 mod chunker;
 mod corpus;
@@ -122,7 +123,7 @@ pub use build::{
 pub use cbf_source::CbfSource;
 pub(crate) use corpus::{same_streams, to_corpus_keys};
 pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
-pub use ctf_source::{CtfSource, CtfSourceOptions, IndexOrigin};
+pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
 };
@@ -134,7 +135,8 @@ pub use lens_source::{LensSource, LensSourceOptions};
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 
-/// What the engine knows of a chunk before decoding it (from the index).
+/// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
+/// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChunkInfo {
     /// Number of sequences (decoding may drop bad ones under `maxErrors`).
@@ -174,5 +176,11 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// (see [`CORPUS_KEY_BITS`]). Default: none (one file, or files joined by key).
     fn shard_names(&self) -> Option<&[String]> {
         None
+    }
+    /// Whether the chunks are byte ranges of files, resolved to whole sequences when decoded
+    /// (a CTF file read without an index, see [`IndexMode::None`]): then [`ChunkInfo`]'s
+    /// `sequences` and `samples` are estimates, fixed when the source is opened. Default: no.
+    fn chunks_by_byte_range(&self) -> bool {
+        false
     }
 }
