@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{dumped_sequences, exfeed, text};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -58,13 +58,8 @@ fn read(args: &[&str]) -> std::process::Output {
 
 /// (sweep, "shard:key") of every sequence dumped.
 fn dumped(out: &std::process::Output) -> Vec<(u64, String)> {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .flat_map(|l| {
-            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
-            mb["sequences"].as_array().unwrap().clone()
-        })
+    dumped_sequences(out)
+        .into_iter()
         .map(|s| {
             let key = s["key"].as_str().expect("a corpus key is \"shard:key\"");
             (s["sweep"].as_u64().unwrap(), key.to_string())

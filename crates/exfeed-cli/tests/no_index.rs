@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ctf_data, exfeed, text};
+use common::{ctf_data, dumped_sequences, exfeed, text};
 use std::process::Output;
 
 fn read(file: &str, args: &[&str]) -> Output {
@@ -15,13 +15,8 @@ fn read(file: &str, args: &[&str]) -> Output {
 
 /// The keys dumped, in order (failing on an unsuccessful run).
 fn keys(out: &Output) -> Vec<u64> {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .flat_map(|l| {
-            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
-            mb["sequences"].as_array().unwrap().clone()
-        })
+    dumped_sequences(out)
+        .into_iter()
         .map(|s| s["key"].as_u64().unwrap())
         .collect()
 }

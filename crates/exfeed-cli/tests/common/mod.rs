@@ -67,6 +67,19 @@ pub fn fifo(dir: &std::path::Path, name: &str, data: Vec<u8>, passes: usize) -> 
     path.display().to_string()
 }
 
+/// Every sequence `exfeed read --dump` printed (one JSON minibatch per line), in order; the command
+/// must have succeeded.
+pub fn dumped_sequences(out: &Output) -> Vec<serde_json::Value> {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .flat_map(|l| {
+            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
+            mb["sequences"].as_array().unwrap().clone()
+        })
+        .collect()
+}
+
 /// The example names `exfeed dump` printed for a Lens file (one JSON line per example after the
 /// header line); the command must have succeeded.
 pub fn dumped_example_names(out: &Output) -> Vec<String> {
