@@ -487,6 +487,21 @@ impl<T: Element> SequenceBatch<T> {
         self.keys.extend_from_slice(&other.keys[seqs]);
     }
 
+    /// The bytes its buffers hold allocated (their capacity, used or not).
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        let words = std::mem::size_of::<usize>();
+        self.keys.capacity() * 8
+            + self
+                .streams
+                .iter()
+                .map(|s| {
+                    s.values.capacity() * std::mem::size_of::<T>()
+                        + s.indices.capacity() * 4
+                        + (s.sample_offsets.capacity() + s.seq_offsets.capacity()) * words
+                })
+                .sum::<usize>()
+    }
+
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.keys.clear();

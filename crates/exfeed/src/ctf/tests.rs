@@ -150,6 +150,25 @@ fn errors_have_positions_and_say_what() {
         .unwrap_err()
         .to_string()
         .contains("sequence id 1 appears again"));
+    // Repeats found in increasing ids, at the first id out of order and after it; ids out of
+    // order but not repeated are fine.
+    let seq = |ids: &[u64]| {
+        let text: String = ids.iter().map(|i| format!("{i} |a 1 |s 1:1\n")).collect();
+        let (r, b, _) = run::<f32>(text.as_bytes(), &o);
+        r.map(|()| b.keys().to_vec()).map_err(|e| e.to_string())
+    };
+    assert_eq!(seq(&[1, 2, 5, 3, 4, 0, 9]), Ok(vec![1, 2, 5, 3, 4, 0, 9]));
+    for (ids, again) in [
+        (&[1, 2, 3, 2][..], 2),
+        (&[4, 1, 3, 1], 1),
+        (&[4, 1, 3, 9, 3], 3),
+    ] {
+        let e = seq(ids).unwrap_err();
+        assert!(
+            e.contains(&format!("sequence id {again} appears again")),
+            "{e}"
+        );
+    }
     let (r, _, _) = run::<f32>(b"1 |a 1 |s 1:1\n1 |a 1\n1 |a 1\n1 |s 1:1\n", &o);
     assert!(r
         .unwrap_err()

@@ -5,6 +5,7 @@ use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
+use super::pool;
 use super::ChunkSource;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
@@ -1019,10 +1020,7 @@ impl<T: Element> Reader<T> {
             }
             let chunk = in_window[cur.index];
             self.sched.index += 1;
-            let mut batch = self
-                .spare
-                .pop()
-                .unwrap_or_else(|| SequenceBatch::new(&self.specs));
+            let mut batch = self.spare.pop().unwrap_or_else(|| pool::take(&self.specs));
             prepare_batch(&mut batch, &self.source.chunks()[chunk]);
             let pending = match &self.pool {
                 Some(pool) => {
@@ -1041,6 +1039,19 @@ impl<T: Element> Reader<T> {
             self.pending.push_back((chunk, pending));
             self.track_held(0);
         }
+    }
+}
+
+impl<T: Element> Drop for Reader<T> {
+    /// Keeps the decoded-chunk batches at hand for the process's next reader (see
+    /// [`pool`]); those still being decoded are freed by their threads.
+    fn drop(&mut self) {
+        let loaded = self.loaded.take().map(|l| l.batches).unwrap_or_default();
+        let deferred = self.pending.drain(..).filter_map(|(_, p)| match p {
+            Pending::Deferred(b) => Some(b),
+            Pending::Async(_) => None,
+        });
+        pool::keep(self.spare.drain(..).chain(loaded).chain(deferred));
     }
 }
 
