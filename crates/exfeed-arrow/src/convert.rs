@@ -7,7 +7,8 @@ use crate::file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, 
 use crate::Value;
 use exfeed::cbf::CbfWriterOptions;
 use exfeed::convert::{
-    parse_ctf_pieces, write_cbf, write_ctf, ConvertOptions, PieceStages, PIECE_BYTES,
+    parse_ctf_pieces, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, PieceStages,
+    PIECE_BYTES,
 };
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
@@ -27,11 +28,9 @@ pub enum Format {
 impl Format {
     /// `ctf`, `cbf`, `ex` (or `lens`), `bex`, `parquet`, `arrow` (or `ipc`, `feather`).
     pub fn parse_name(name: &str) -> Option<Self> {
-        match name {
-            "parquet" => Some(Format::Arrow(ArrowFormat::Parquet)),
-            "arrow" | "ipc" | "feather" => Some(Format::Arrow(ArrowFormat::Ipc)),
-            _ => FileFormat::parse_name(name).map(Format::Exfeed),
-        }
+        ColumnarFormat::parse_name(name)
+            .map(|f| Format::Arrow(f.into()))
+            .or_else(|| FileFormat::parse_name(name).map(Format::Exfeed))
     }
 
     /// An output's format from its name: Parquet or Arrow IPC by extension, else the core

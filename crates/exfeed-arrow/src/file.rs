@@ -8,6 +8,7 @@ use crate::Value;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::ArrowError;
 use arrow_schema::SchemaRef;
+use exfeed::convert::ColumnarFormat;
 use exfeed::{
     DiagnosticSink, Element, Error, Precision, Result, SequenceBatch, Sequences, StreamSpec,
 };
@@ -34,13 +35,10 @@ pub enum ArrowFormat {
 }
 
 impl ArrowFormat {
-    /// From the file name's extension; `None` for other names.
+    /// From the file name's extension (the core library's names, [`ColumnarFormat::from_name`]);
+    /// `None` for other names.
     pub fn from_name(path: &Path) -> Option<Self> {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("parquet" | "pq") => Some(ArrowFormat::Parquet),
-            Some("arrow" | "feather" | "ipc") => Some(ArrowFormat::Ipc),
-            _ => None,
-        }
+        ColumnarFormat::from_name(path).map(Self::from)
     }
 
     /// From a file's first bytes: `PAR1` (Parquet) or `ARROW1` (IPC file).
@@ -82,6 +80,15 @@ impl ArrowFormat {
         match self {
             ArrowFormat::Parquet => "Parquet",
             ArrowFormat::Ipc => "Arrow IPC",
+        }
+    }
+}
+
+impl From<ColumnarFormat> for ArrowFormat {
+    fn from(format: ColumnarFormat) -> Self {
+        match format {
+            ColumnarFormat::Parquet => ArrowFormat::Parquet,
+            ColumnarFormat::ArrowIpc => ArrowFormat::Ipc,
         }
     }
 }
