@@ -3,7 +3,9 @@
 //! conversions are the core library's ([`exfeed::convert::convert`]), whose
 //! [`ConvertOptions`] these take too.
 
-use crate::file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};
+use crate::file::{
+    write_batches, write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions,
+};
 use crate::Value;
 use exfeed::cbf::CbfWriterOptions;
 use exfeed::convert::{
@@ -219,14 +221,8 @@ pub fn read_arrow_file(
         let (out, sequences) = match to {
             Format::Arrow(format) => {
                 let write = WriteOptions::new(format, options.chunk_size);
-                let mut writer = SequenceWriter::<_, T>::new(out, &specs, write)?;
-                let mut fill = fill;
-                let mut batch = SequenceBatch::<T>::new(&specs);
-                while fill(&mut batch)? {
-                    writer.write_batch(&batch)?;
-                }
-                let sequences = writer.sequences();
-                (writer.finish()?.0, sequences)
+                let (out, sequences, _) = write_batches(&specs, fill, out, write)?;
+                (out, sequences)
             }
             Format::Exfeed(FileFormat::Cbf) => {
                 let cbf = CbfWriterOptions {

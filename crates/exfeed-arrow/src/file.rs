@@ -369,9 +369,21 @@ pub fn write_sequences<W: Write + Send, T: Value>(
     sink: &mut dyn DiagnosticSink,
 ) -> Result<(W, u64, u64)> {
     let specs = sequences.streams().to_vec();
-    let mut writer = SequenceWriter::<W, T>::new(out, &specs, options)?;
-    let mut batch = SequenceBatch::<T>::new(&specs);
-    while sequences.next_batch(&mut batch, sink)? {
+    write_batches(&specs, |b| sequences.next_batch(b, sink), out, options)
+}
+
+/// Writes the sequences of `specs` that `fill` gives, batch after batch until it returns
+/// `false`, to `out` as a Parquet or Arrow IPC file; returns the output, the sequences and the
+/// chunks written.
+pub(crate) fn write_batches<W: Write + Send, T: Value>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> Result<bool>,
+    out: W,
+    options: WriteOptions,
+) -> Result<(W, u64, u64)> {
+    let mut writer = SequenceWriter::<W, T>::new(out, specs, options)?;
+    let mut batch = SequenceBatch::<T>::new(specs);
+    while fill(&mut batch)? {
         writer.write_batch(&batch)?;
     }
     let n = writer.sequences();
