@@ -1,14 +1,14 @@
 //! `exfeed convert` on real files: atomic, refuses clobbering and self-conversion.
 
+mod common;
+
+use common::exfeed_in;
 use std::path::Path;
 use std::process::Command;
 
+/// Runs exfeed in `dir`; its exit code and stderr.
 fn exfeed(args: &[&str], dir: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let out = exfeed_in(dir, args, None);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stderr).unwrap(),
@@ -122,10 +122,7 @@ fn conformance() -> Option<std::path::PathBuf> {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::exfeed(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -291,11 +288,7 @@ fn parallel_conversion_of_a_large_file_and_errors_in_its_middle() {
     let parallel = std::fs::read(d.join("parallel.cbf")).unwrap();
     assert!(parallel == std::fs::read(d.join("serial.cbf")).unwrap());
     let (code, info) = {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-            .args(["info", "parallel.cbf"])
-            .current_dir(d)
-            .output()
-            .unwrap();
+        let out = exfeed_in(d, ["info", "parallel.cbf"], None);
         (out.status.code(), String::from_utf8(out.stdout).unwrap())
     };
     assert_eq!(code, Some(0));
