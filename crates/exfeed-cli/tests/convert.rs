@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::exfeed_in;
+use common::{conformance, exfeed_in};
 use std::path::Path;
 use std::process::Command;
 
@@ -103,24 +103,6 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
     assert_eq!(names.len(), 3, "{names:?}");
 }
 
-fn conformance() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("EXFEED_CONFORMANCE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
-        });
-    if dir.is_dir() {
-        return Some(dir.join("cntk"));
-    }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "conformance corpus missing (required in CI)"
-    );
-    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
-    None
-}
-
 fn stdout_of(args: &[&str]) -> String {
     let out = common::exfeed(args);
     assert!(
@@ -135,7 +117,9 @@ fn stdout_of(args: &[&str]) -> String {
 /// file's precision), and `convert` reproduces ctf2bin.py's bytes.
 #[test]
 fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
-    let Some(root) = conformance() else { return };
+    let Some(root) = conformance("cntk") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     for (name, inputs, precision) in [
         ("10x10_dense", &["features:dense:5:F0"][..], "float"),
@@ -189,7 +173,9 @@ fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
 /// and writes the same bytes as the `--input` form (and as ctf2bin.py).
 #[test]
 fn convert_with_config_section_matches_input_flags() {
-    let Some(root) = conformance() else { return };
+    let Some(root) = conformance("cntk") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let ctf = root.join("ctf").join("Simple_dense.txt");
     let by_config = dir.path().join("by_config.cbf");
