@@ -31,10 +31,9 @@ pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
                 .all(|(s, spec)| s.storage() == spec.storage && s.dim() == spec.dim)
     };
     let kept = KEPT.lock().ok().and_then(|mut kept| {
-        let i = kept.iter().position(|(_, b)| {
-            b.downcast_ref::<SequenceBatch<T>>()
-                .is_some_and(|b| fits(b))
-        })?;
+        let i = kept
+            .iter()
+            .position(|(_, b)| b.downcast_ref::<SequenceBatch<T>>().is_some_and(&fits))?;
         Some(kept.swap_remove(i).1)
     });
     match kept.map(|b| b.downcast::<SequenceBatch<T>>()) {
