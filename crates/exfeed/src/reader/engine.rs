@@ -1043,8 +1043,8 @@ impl<T: Element> Reader<T> {
 }
 
 impl<T: Element> Drop for Reader<T> {
-    /// Keeps the decoded-chunk batches at hand for the process's next reader (see
-    /// [`pool`]); those still being decoded are freed by their threads.
+    /// Keeps the decoded-chunk batches at hand for the process's next reader (see the
+    /// `pool` module); those still being decoded are freed by their threads.
     fn drop(&mut self) {
         let loaded = self.loaded.take().map(|l| l.batches).unwrap_or_default();
         let deferred = self.pending.drain(..).filter_map(|(_, p)| match p {
