@@ -454,6 +454,31 @@ fn convert_writes_one_file_of_every_shard_in_order() {
 }
 
 #[test]
+fn a_corpus_of_double_cbf_shards_converts_to_ctf_without_rounding_to_float() {
+    // Values float cannot hold (as float they read 0.12345679 and 1), one per shard.
+    let dir = tempfile::tempdir().unwrap();
+    let values = ["0.123456789", "1.0000000000009095"];
+    for (i, v) in values.iter().enumerate() {
+        let ctf = dir.path().join(format!("d{i}.ctf"));
+        std::fs::write(&ctf, format!("0 |x {v} {i}\n")).unwrap();
+        let cbf = dir.path().join(format!("d{i}.cbf")).display().to_string();
+        let ctf = ctf.display().to_string();
+        let out = with_input(&["convert", &ctf, &cbf, "--precision", "double"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        std::fs::remove_file(ctf).unwrap();
+    }
+    let glob = dir.path().join("d*.cbf").display().to_string();
+    let output = dir.path().join("all.ctf");
+    let out = exfeed(["convert", "--corpus", &glob, output.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(
+        written,
+        format!("0 |x {} 0\n1099511627776 |x {} 1\n", values[0], values[1])
+    );
+}
+
+#[test]
 fn info_describes_each_shard_and_the_whole_corpus() {
     let dir = tempfile::tempdir().unwrap();
     make_corpus(dir.path());

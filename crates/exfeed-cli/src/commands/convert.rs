@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
     /// How to read CTF input (--input, or --config [--section], and CNTK's reader parameters);
-    /// --precision is also the element type of CBF output (for CBF input: the input's by default).
+    /// --precision is also the element type of CBF output, and of the values of a corpus or Lens
+    /// file written as CTF (for CBF input: the input's by default).
     #[command(flatten)]
     pub source: SourceArgs,
     /// Chunk size of CBF output, and of Parquet row groups and Arrow record batches, in bytes
