@@ -329,7 +329,11 @@ impl DataSet {
         }
         let (format, options) = (self.format, self.options.clone());
         let name = self.name.clone();
-        let input = self.into_input()?;
+        let input = match self.content {
+            // Opened already (mapped, or decompressed once), its streams selected.
+            Content::Cbf(file) => return Ok(Arc::new(CbfSource::from_file(*file, self.name))),
+            content => DataSet { content, ..self }.into_input()?,
+        };
         Ok(match format {
             FileFormat::Ctf => Arc::new(CtfSource::open(
                 &input,
@@ -338,7 +342,7 @@ impl DataSet {
                     ..CtfSourceOptions::default()
                 },
             )?),
-            FileFormat::Cbf => Arc::new(CbfSource::open(&input, &options.inputs, false)?),
+            FileFormat::Cbf => unreachable!("CBF is opened as CBF content"),
             FileFormat::LensText | FileFormat::LensBinary => {
                 let layout = needs_layout(&options, &name)?;
                 Arc::new(LensSource::open(
@@ -863,6 +867,11 @@ mod tests {
         let all = OpenOptions::default();
         assert!(open(&cbf, &all).unwrap().cbf().unwrap().num_chunks() > 1);
         assert_eq!(through_chunk_source(&cbf, &all), want);
+        // Compressed: the source reads the temporary file the opening decompressed it into.
+        let gz = dir.path().join("d.cbf.gz");
+        let data = open(&ctf, &options).unwrap();
+        crate::convert::convert(data, &gz, &small_chunks, &mut Ignore).unwrap();
+        assert_eq!(through_chunk_source(&gz, &all), want);
 
         let ex = dir.path().join("d.ex");
         std::fs::write(
