@@ -381,6 +381,25 @@ fn check_reports_each_shard_and_the_corpus_and_names_the_bad_shard() {
         )),
         "{stdout}"
     );
+
+    // A shard that cannot be opened (a CBF file cut short: its header is read when opened) is
+    // named, and the others are still checked.
+    let cbf = std::fs::read(dir.path().join("train-2.cbf")).unwrap();
+    std::fs::write(dir.path().join("train-4.cbf"), &cbf[..cbf.len() / 2]).unwrap();
+    let out = with_input(&["check", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("train-4.cbf: invalid (stopped at the error above)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("train-2.cbf: ok\n"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "corpus {glob}: invalid (2 of 5 files)\n  files: 5\n"
+        )),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -227,7 +227,12 @@ impl DataSet {
         match self.content {
             Content::Corpus(files) => Shards::new(*files, options),
             _ => {
-                let files = self.files();
+                // Named by its path, or by its name when it has none (standard input).
+                let file = self
+                    .input
+                    .path()
+                    .map_or_else(|| self.name.clone().into(), Into::into);
+                let files = vec![file];
                 Shards::new(corpus::CorpusFiles { files, first: self }, options)
             }
         }
@@ -321,8 +326,8 @@ impl DataSet {
         if self.is_corpus() {
             // Every shard's chunks, shard after shard (CorpusSource).
             let mut shards = Vec::new();
-            for shard in self.shards() {
-                let (_, data) = shard?;
+            for (_, _, data) in self.shards() {
+                let data = data?;
                 shards.push((data.name().to_string(), data.into_chunk_source::<T>()?));
             }
             return Ok(Arc::new(crate::reader::CorpusSource::new(shards)?));
@@ -537,8 +542,17 @@ impl DataSet {
     /// A corpus is summarized file after file, its counts added up ([`Summary::merge`]).
     pub fn summary<T: Element>(self, sink: &mut dyn DiagnosticSink) -> SummaryOutcome {
         if self.is_corpus() {
-            let (name, format) = (self.name.clone(), self.format);
-            return corpus::summary::<T>(name, format, self.shards(), sink);
+            let (total, result) = self.summarize_shards(|_, _, data| match data {
+                Ok(data) => {
+                    let one = data.summary::<T>(sink);
+                    (Some(one.summary), one.result.map(drop))
+                }
+                Err(e) => (None, Err(e)),
+            });
+            return SummaryOutcome {
+                result: result.map(|()| total.clone()),
+                summary: total,
+            };
         }
         let mut summary = Summary {
             name: self.name.clone(),
