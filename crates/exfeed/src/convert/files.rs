@@ -246,17 +246,10 @@ pub fn convert_with_progress(
             let mut out = AtomicOutput::create(output, &outputs)?;
             let mut examples = data.lens_examples(false)?;
             let count = examples.declared_examples().or(counted);
-            // Beside the output (on the disk that takes it), or in the temporary directory
-            // when the output is standard output.
-            let temp = std::env::temp_dir();
-            let spool_in = match output.parent() {
-                _ if output == Path::new("-") => &temp,
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
+            let spool_in = out.temp_dir();
             let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| Error::io(output, e));
             done.sequences =
-                crate::lens::write_stream(&mut examples, binary, count, spool_in, &mut write)
+                crate::lens::write_stream(&mut examples, binary, count, &spool_in, &mut write)
                     .map_err(|e| {
                         // Reading errors name the input already; writing ones name the output.
                         if e.location().file.is_some() {
