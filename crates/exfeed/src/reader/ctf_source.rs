@@ -428,30 +428,42 @@ impl CtfSource {
         &self.name
     }
 
-    /// `e` with the file named and, without an index, its line made the file's: counted from
-    /// `chunk_start` when the parser counted from there (1 at the chunk's first line), else
-    /// found for its byte. Lines are counted only when there is an error to report.
-    fn placed(&self, mut e: Error, chunk_start: Option<u64>) -> Error {
+    /// `e` with the file named and, without an index, its line made the file's: shifted by
+    /// `lines_before` (the lines before the chunk the parser counted from, `None` when it did
+    /// not count) when it has one, else found for its byte. Lines are counted only when there
+    /// is an error to report.
+    fn placed(&self, mut e: Error, lines_before: impl FnOnce() -> Option<u64>) -> Error {
         if matches!(self.layout, Layout::Ranges(_)) {
             let loc = e.location_mut();
-            match (loc.line, chunk_start, loc.byte) {
-                (Some(line), Some(start), _) => {
-                    if let Ok((before, _)) = self.data.line_column(start) {
-                        loc.line = Some(line + before - 1);
-                    }
+            if loc.line.is_some() {
+                if let Some(before) = lines_before() {
+                    shift_lines(loc, before);
                 }
-                (None, _, Some(byte)) => {
-                    if let Ok((line, column)) = self.data.line_column(byte) {
-                        (loc.line, loc.column) = (Some(line), Some(column));
-                    }
+            } else if let Some(byte) = loc.byte {
+                if let Ok((line, column)) = self.data.line_column(byte) {
+                    (loc.line, loc.column) = (Some(line), Some(column));
                 }
-                _ => {}
             }
         }
         if e.location().file.is_none() {
             e = e.in_file(self.name.clone());
         }
         e
+    }
+
+    /// How many more diagnostics are kept (see [`CtfSource::diagnostics`]).
+    fn diagnostics_room(&self) -> usize {
+        self.diagnostics
+            .lock()
+            .map_or(0, |d| MAX_KEPT_DIAGNOSTICS.saturating_sub(d.len()))
+    }
+}
+
+/// `loc`'s line, counted from 1 at a chunk's first line, made the file's: `lines_before` is the
+/// number of lines before the chunk.
+fn shift_lines(loc: &mut Location, lines_before: u64) {
+    if let Some(line) = &mut loc.line {
+        *line += lines_before;
     }
 }
 
@@ -477,7 +489,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             Layout::Ranges(r) => {
                 let (start, end) = r
                     .range(&self.data, chunk)
-                    .map_err(|e| self.placed(e, None))?;
+                    .map_err(|e| self.placed(e, || None))?;
                 (start, end - start, 1, r.mode())
             }
         };
@@ -542,19 +554,26 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         let mut parser = self.parser.clone();
         let mut sink: Vec<Diagnostic> = Vec::new();
         let r = parser.parse_chunk(buf, offset, line, mode, out, &mut sink);
-        let r = r.map_err(|e| self.placed(e, Some(offset)));
-        if !sink.is_empty() {
-            if matches!(self.layout, Layout::Ranges(_)) {
-                let lines_before = self.data.line_column(offset).ok().map(|(l, _)| l - 1);
+        // Without an index the parser counts lines from 1 at the chunk's start; the lines
+        // before it are counted (from the file's start) at most once, and only when an error
+        // or a kept diagnostic needs them.
+        let counted = std::cell::OnceCell::new();
+        let lines_before = || {
+            *counted.get_or_init(|| match self.layout {
+                Layout::Ranges(_) => self.data.line_column(offset).ok().map(|(l, _)| l - 1),
+                Layout::Indexed(_) => None,
+            })
+        };
+        let r = r.map_err(|e| self.placed(e, lines_before));
+        if !sink.is_empty() && self.diagnostics_room() > 0 {
+            if let Some(before) = lines_before() {
                 for d in &mut sink {
-                    if let (Some(line), Some(before)) = (&mut d.location.line, lines_before) {
-                        *line += before;
-                    }
+                    shift_lines(&mut d.location, before);
                 }
             }
-            if let Ok(mut d) = self.diagnostics.lock() {
-                let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(d.len());
-                d.extend(sink.into_iter().take(room));
+            if let Ok(mut kept) = self.diagnostics.lock() {
+                let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(kept.len());
+                kept.extend(sink.into_iter().take(room));
             }
         }
         if owned.capacity() > 0 {
