@@ -459,3 +459,20 @@ fn tolerated_errors_name_their_lines_in_the_file_without_an_index() {
         |s: &CtfSource| -> Vec<String> { s.diagnostics().iter().map(|d| d.to_string()).collect() };
     assert_eq!(text(&none), text(&full));
 }
+
+#[test]
+fn the_key_mode_is_found_after_a_head_of_blank_lines() {
+    // 100 000 bytes of blank lines, more than the head read at open: the ids after them still
+    // key the sequences, so `auto` reads byte ranges.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blank_start.ctf");
+    let mut text = "\n \r\n\t".repeat(25_000);
+    text += "7 |x 1 2 |y 0:1\n7 |x 3 4\n8 |x 5 6 |y 1:1\n";
+    std::fs::write(&path, &text).unwrap();
+    let auto = CtfSource::open(&InputPath::new(&path), options(4096, IndexMode::Auto)).unwrap();
+    assert_eq!(auto.index_origin(), IndexOrigin::ByteRanges);
+    let full = CtfSource::open(&InputPath::new(&path), options(4096, IndexMode::Full)).unwrap();
+    let got = decode_all::<f32>(&auto).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got, decode_all::<f32>(&full).unwrap());
+}

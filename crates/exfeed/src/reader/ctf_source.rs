@@ -621,7 +621,9 @@ fn byte_ranges(
         return Ok(None);
     }
     let len = data.len()?;
-    let Some(mode) = key_mode(data, len, options.ctf.skip_sequence_ids)? else {
+    let mut buf = Vec::new();
+    let head = data.bytes_at(0, HEAD, &mut buf)?;
+    let Some(mode) = key_mode(data, head, len, options.ctf.skip_sequence_ids)? else {
         return Ok(None);
     };
     if mode == KeyMode::Lines && options.index == IndexMode::Auto {
@@ -629,8 +631,6 @@ fn byte_ranges(
     }
     let ranges = ByteRanges::new(len, options.chunk_size, mode, options.ctf.limits);
     // The plan's sample and sequence counts: those of the head's whole lines, per byte.
-    let mut buf = Vec::new();
-    let head = data.bytes_at(0, HEAD, &mut buf)?;
     let whole = if head.len() as u64 == len {
         head.len()
     } else {
@@ -659,23 +659,23 @@ fn byte_ranges(
 }
 
 /// The key mode, from the first byte of `data` (after a BOM) that is not whitespace; `None`
-/// when there is none.
-fn key_mode(data: &Data, len: u64, skip_ids: bool) -> Result<Option<KeyMode>> {
-    let (mut pos, mut buf) = (0u64, Vec::new());
+/// when there is none. `head` is the data's start, read already: the rest is read only when
+/// the head decides nothing (all whitespace).
+fn key_mode(data: &Data, head: &[u8], len: u64, skip_ids: bool) -> Result<Option<KeyMode>> {
+    // The BOM only at the file's start (in the head).
+    if let Some(mode) = detect_key_mode(head, skip_ids) {
+        return Ok(Some(mode));
+    }
+    let (mut pos, mut buf) = (head.len() as u64, Vec::new());
     while pos < len {
         let bytes = data.bytes_at(pos, HEAD, &mut buf)?;
         if bytes.is_empty() {
             break;
         }
-        // The BOM only at the file's start; elsewhere from the first byte of text on.
-        let from = if pos == 0 {
-            0
-        } else {
-            bytes
-                .iter()
-                .position(|b| !b.is_ascii_whitespace())
-                .unwrap_or(bytes.len())
-        };
+        let from = bytes
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(bytes.len());
         if let Some(mode) = detect_key_mode(&bytes[from..], skip_ids) {
             return Ok(Some(mode));
         }
