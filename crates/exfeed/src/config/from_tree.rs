@@ -237,18 +237,6 @@ impl<'f> Cx<'f> {
     }
 
     /// The text value of `e` (variables substituted), recorded as read.
-    /// `index = auto | full | none`.
-    fn index_mode<'a>(
-        &self,
-        e: &'a Entry,
-        scope: &Scope<'a>,
-        ctx: Option<&str>,
-    ) -> Result<crate::reader::IndexMode> {
-        let t = self.text(e, scope, "index", ctx)?;
-        t.parse()
-            .map_err(|err: Error| self.err(e.node.pos, ctx, err.message().to_string()))
-    }
-
     fn text<'a>(
         &self,
         e: &'a Entry,
@@ -447,7 +435,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
                 "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
-                "index" => cfg.index = self.index_mode(e, &rs, None)?,
+                "index" => cfg.index = self.get(e, &rs, "index", None)?,
                 "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
@@ -694,7 +682,7 @@ impl<'f> Cx<'f> {
                 }
                 "frameMode" => d.frame_mode = Some(self.get::<bool>(e, ds, "frameMode", c)?),
                 "cacheIndex" => d.cache_index = Some(self.get::<bool>(e, ds, "cacheIndex", c)?),
-                "index" => d.index = Some(self.index_mode(e, ds, c)?),
+                "index" => d.index = Some(self.get(e, ds, "index", c)?),
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;
@@ -837,7 +825,6 @@ impl<'f> Cx<'f> {
     }
 }
 
-/// An expression shortened for a message.
 /// A parameter's value as text read as a type: `Err` is the whole message, naming the
 /// parameter (`name`) and the text found.
 trait ConfigValue: Sized {
@@ -908,6 +895,13 @@ impl ConfigValue for Layout {
     }
 }
 
+/// `index = auto | full | none`, with the reader's own message for anything else.
+impl ConfigValue for crate::reader::IndexMode {
+    fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
+        t.parse().map_err(|err: Error| err.message().to_string())
+    }
+}
+
 /// What a resolved value is, for messages: `'text'`, a block, an array, the expression '...'.
 fn describe(r: &Resolved<'_>) -> String {
     match r {
@@ -918,6 +912,7 @@ fn describe(r: &Resolved<'_>) -> String {
     }
 }
 
+/// An expression shortened for a message.
 fn short(x: &str) -> String {
     let one_line = x.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(60) {
