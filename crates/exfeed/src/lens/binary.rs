@@ -527,7 +527,10 @@ fn read_ranges(c: &mut Cursor<'_>, out: &mut RangeList, spare: &mut Spare) -> Re
 fn dense_parts<'k>(kind: &'k mut RangeKind, spare: &mut Spare) -> (&'k mut u32, &'k mut Vec<f32>) {
     if !matches!(kind, RangeKind::Dense { .. }) {
         let values = spare.values();
-        spare.keep_kind(std::mem::replace(kind, RangeKind::Dense { first: 0, values }));
+        spare.keep_kind(std::mem::replace(
+            kind,
+            RangeKind::Dense { first: 0, values },
+        ));
     }
     match kind {
         RangeKind::Dense { first, values } => (first, values),
@@ -547,7 +550,10 @@ fn sparse_parts<'k>(kind: &'k mut RangeKind, spare: &mut Spare) -> (&'k mut f32,
     );
     if !is_list {
         let units = SparseUnits::List(spare.units());
-        spare.keep_kind(std::mem::replace(kind, RangeKind::Sparse { value: 0.0, units }));
+        spare.keep_kind(std::mem::replace(
+            kind,
+            RangeKind::Sparse { value: 0.0, units },
+        ));
     }
     match kind {
         RangeKind::Sparse {

@@ -385,19 +385,24 @@ pub(crate) fn too_many_events(at: usize, num_events: usize, max_record_bytes: u6
 /// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
 /// Returns the index of the first bad entry.
 pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
-    let mut last: i64 = -1;
-    for (i, &v) in list.iter().enumerate() {
-        if v >= 0 {
-            last = v as i64;
-        } else {
-            let end = -(v as i64);
-            if i == 0 || end <= last {
-                return Err(i);
-            }
-            last = end;
-        }
+    // An entry is bad when it is a span end not above the entry before it (whether a unit or
+    // a span end, its absolute value is where the units got to), or the first entry. Checked
+    // pairwise without branches or stopping, so the loop is vectorized; the place is looked
+    // for only then.
+    let bad = |prev: i32, v: i32| (v < 0) & (v.unsigned_abs() <= prev.unsigned_abs());
+    let first_bad = list.first().is_some_and(|&v| v < 0);
+    let next = list.get(1..).unwrap_or_default();
+    let any_bad = (list.iter().zip(next)).fold(first_bad, |acc, (&p, &v)| acc | bad(p, v));
+    if !any_bad {
+        return Ok(());
     }
-    Ok(())
+    if first_bad {
+        return Err(0);
+    }
+    Err(1
+        + (list.iter().zip(next))
+            .position(|(&p, &v)| bad(p, v))
+            .unwrap_or(0))
 }
 
 /// The allocations of examples a consumer is done with, for the parsers to reuse: a stream of
@@ -589,4 +594,61 @@ pub(crate) struct Scratch {
     /// A block string's bytes, and the closing delimiters it awaits.
     pub block: Vec<u8>,
     pub stack: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check as Lens's encoding reads, entry by entry.
+    fn check_one_by_one(list: &[i32]) -> std::result::Result<(), usize> {
+        let mut last: i64 = -1;
+        for (i, &v) in list.iter().enumerate() {
+            if v >= 0 {
+                last = v as i64;
+            } else {
+                let end = -(v as i64);
+                if i == 0 || end <= last {
+                    return Err(i);
+                }
+                last = end;
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unit_lists_are_checked_as_entry_by_entry() {
+        let values = [0, 1, 2, 3, -1, -2, -3, i32::MAX, -i32::MAX, i32::MIN];
+        // Every list of up to 4 of those entries.
+        let mut lists = vec![vec![]];
+        let mut round: Vec<Vec<i32>> = vec![vec![]];
+        for _ in 0..4 {
+            round = (round.iter())
+                .flat_map(|l| values.iter().map(move |&v| [&l[..], &[v]].concat()))
+                .collect();
+            lists.extend(round.iter().cloned());
+        }
+        // And long ones (the vectorized loop), bad at one entry.
+        let long: Vec<i32> = (0..1000)
+            .map(|k| if k % 3 == 2 { -3 * k } else { 3 * k })
+            .collect();
+        for at in [1, 2, 500, 998, 999] {
+            let mut l = long.clone();
+            l[at] = -l[at - 1].abs();
+            lists.push(l);
+        }
+        lists.push(long);
+        let (mut good, mut bad) = (0, 0);
+        for l in &lists {
+            let want = check_one_by_one(l);
+            assert_eq!(check_unit_list(l), want, "{l:?}");
+            if want.is_ok() {
+                good += 1
+            } else {
+                bad += 1
+            }
+        }
+        assert!(good > 100 && bad > 100, "{good} good, {bad} bad lists");
+    }
 }

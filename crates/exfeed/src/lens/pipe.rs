@@ -519,7 +519,9 @@ mod tests {
         )
         .unwrap();
         let n = set.examples.len();
-        let order = (0..n).chain((0..n).rev()).chain((0..n).map(|k| (k * 5) % n));
+        let order = (0..n)
+            .chain((0..n).rev())
+            .chain((0..n).map(|k| (k * 5) % n));
         let set = ExampleSet {
             header: set.header.clone(),
             examples: order.map(|k| set.examples[k].clone()).collect(),
@@ -568,7 +570,10 @@ mod tests {
         // buffer for each cut, which makes each cut slow in a debug build.
         for cut in header..ends[8] {
             let e = binary::read(&bex[..cut]).expect_err("a cut file read whole");
-            assert!(e.location().byte.unwrap() <= cut as u64, "cut at {cut}: {e}");
+            assert!(
+                e.location().byte.unwrap() <= cut as u64,
+                "cut at {cut}: {e}"
+            );
             let mut r = reader(&bex[..cut]);
             let mut n = 0;
             let e = loop {
@@ -582,9 +587,16 @@ mod tests {
                     Err(e) => break e,
                 }
             };
-            assert_eq!(n, ends.partition_point(|&end| end <= cut) - 1, "cut at {cut}");
+            assert_eq!(
+                n,
+                ends.partition_point(|&end| end <= cut) - 1,
+                "cut at {cut}"
+            );
             let at = e.location().byte.unwrap();
-            assert!(at >= ends[n] as u64 && at <= cut as u64, "cut at {cut}: {e}");
+            assert!(
+                at >= ends[n] as u64 && at <= cut as u64,
+                "cut at {cut}: {e}"
+            );
         }
     }
 
