@@ -7,13 +7,13 @@
 //! `FFI_ArrowArrayStream` that pyarrow moves out of the capsule and pulls batches from.
 
 use crate::errors::{bad_arg, detached};
+use crate::options::parse_index;
 use crate::tools::{Kwargs, OpenArgs};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchReader;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
-use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
 use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode};
 use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
@@ -91,8 +91,19 @@ fn take_options(kw: &Kwargs<'_>) -> PyResult<(OpenArgs, u64)> {
     Ok((args, chunk_size))
 }
 
+/// How the Ray functions find a CTF file's chunks: `index` (`"auto"`, the default, `"full"` or
+/// `"none"`, as for `exfeed.Reader`), taken from a call's keyword arguments.
+fn take_index(kw: &Kwargs<'_>) -> PyResult<IndexMode> {
+    let mode = kw.get::<String>("index")?;
+    Ok(mode
+        .as_deref()
+        .map(parse_index)
+        .transpose()?
+        .unwrap_or(IndexMode::Auto))
+}
+
 /// Diagnostics tolerated by the error budget, printed on standard error as the command does.
-pub(crate) struct Stderr;
+struct Stderr;
 
 impl DiagnosticSink for Stderr {
     fn report(&mut self, d: Diagnostic) {
@@ -127,46 +138,75 @@ pub fn _to_arrow<'py>(
     Ok(ArrowStream::new(batches))
 }
 
-/// The chunk source of a file: CTF indexed in chunks of `chunk_size` bytes; CBF in its own
-/// chunks; Lens in the reader's.
-fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
+/// The chunk source of a file: CTF in chunks of `chunk_size` bytes, with or without an index
+/// (`index`: by default without one when the file allows it, so that a Ray read task reads its own
+/// chunks and not the whole file); CBF in its own chunks; Lens in the reader's.
+fn source<T: Value>(
+    data: DataSet,
+    chunk_size: u64,
+    index: IndexMode,
+) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
     if data.format() != FileFormat::Ctf {
         return data.into_chunk_source::<T>();
     }
-    let o = data.options();
     let ctf = CtfSourceOptions {
-        ctf: CtfOptions {
-            inputs: o.inputs.clone(),
-            skip_sequence_ids: o.skip_sequence_ids,
-            max_errors: o.max_errors,
-            limits: o.limits,
-        },
+        ctf: data.options().ctf(),
         chunk_size,
-        // Ray's read tasks are planned from every chunk's sequence count: the index's.
-        index: IndexMode::Full,
+        index,
         ..CtfSourceOptions::default()
     };
     Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))
 }
 
-/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads).
+/// `(sequences, samples, bytes)` of each chunk of a file.
+type Chunks = Vec<(usize, u64, u64)>;
+
+/// Chunks `range` of `source` as a stream, one record batch per chunk.
+fn chunk_stream<T: Value>(
+    source: Arc<dyn ChunkSource<T>>,
+    range: std::ops::Range<usize>,
+) -> exfeed::Result<Batches> {
+    let end = range.end.min(source.chunks().len());
+    Ok(Box::new(SequenceStream::from_chunks(
+        source,
+        range.start..end,
+    )?))
+}
+
+/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads);
+/// whether their sequence and sample counts are exact (an index's) rather than estimates (byte
+/// ranges, see `IndexMode::None`); and the stream of none of them, whose schema
+/// (`pyarrow.schema(s)`) is their record batches'.
 #[pyfunction]
 #[pyo3(signature = (path, **kwargs))]
 pub fn _chunks<'py>(
     py: Python<'py>,
     path: PathBuf,
     kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Vec<(usize, u64, u64)>> {
+) -> PyResult<(Chunks, bool, ArrowStream)> {
     let kw = Kwargs::new(py, kwargs)?;
     let (args, chunk_size) = take_options(&kw)?;
+    let index = take_index(&kw)?;
     kw.finish("_chunks")?;
-    detached(py, move || {
-        let s = source::<f32>(args.open(Some(&path), false)?.data, chunk_size)?;
-        Ok(s.chunks()
-            .iter()
-            .map(|c| (c.sequences, c.samples, c.bytes))
-            .collect())
-    })
+    let (chunks, exact, none) = detached(py, move || {
+        fn chunks<T: Value>(
+            data: DataSet,
+            chunk_size: u64,
+            index: IndexMode,
+        ) -> exfeed::Result<(Chunks, bool, Batches)> {
+            let s = source::<T>(data, chunk_size, index)?;
+            let chunks = s.chunks().iter();
+            let chunks = chunks.map(|c| (c.sequences, c.samples, c.bytes)).collect();
+            let exact = !s.chunks_by_byte_range();
+            Ok((chunks, exact, chunk_stream(s, 0..0)?))
+        }
+        let opened = args.open(Some(&path), false)?;
+        match opened.precision {
+            Precision::Float => chunks::<f32>(opened.data, chunk_size, index),
+            Precision::Double => chunks::<f64>(opened.data, chunk_size, index),
+        }
+    })?;
+    Ok((chunks, exact, ArrowStream::new(none)))
 }
 
 /// Chunks `start..end` of a file as a stream, one record batch per chunk.
@@ -181,21 +221,16 @@ pub fn _read_chunks<'py>(
 ) -> PyResult<ArrowStream> {
     let kw = Kwargs::new(py, kwargs)?;
     let (args, chunk_size) = take_options(&kw)?;
+    let index = take_index(&kw)?;
     kw.finish("_read_chunks")?;
     let batches = detached(py, move || {
-        fn chunks<T: Value>(
-            data: DataSet,
-            chunk_size: u64,
-            range: std::ops::Range<usize>,
-        ) -> exfeed::Result<Batches> {
-            let s = source::<T>(data, chunk_size)?;
-            let end = range.end.min(s.chunks().len());
-            Ok(Box::new(SequenceStream::from_chunks(s, range.start..end)?))
-        }
         let opened = args.open(Some(&path), false)?;
+        let range = start..end;
         match opened.precision {
-            Precision::Float => chunks::<f32>(opened.data, chunk_size, start..end),
-            Precision::Double => chunks::<f64>(opened.data, chunk_size, start..end),
+            Precision::Float => chunk_stream(source::<f32>(opened.data, chunk_size, index)?, range),
+            Precision::Double => {
+                chunk_stream(source::<f64>(opened.data, chunk_size, index)?, range)
+            }
         }
     })?;
     Ok(ArrowStream::new(batches))
