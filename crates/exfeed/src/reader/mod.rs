@@ -41,8 +41,8 @@
 //! `randomize` every chunk is a window, so chunks stream in file order. Decoded chunks and their
 //! buffers are recycled, and when the reader is dropped they are kept (up to 16 of them and
 //! 256 MiB in all) for the process's next reader of the same streams, which then decodes into
-//! pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the current window +
-//! prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
+//! pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
+//! current window + prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
 //! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
 //! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
 //! whole minibatches) and, in shuffled order, prefetches the scattered sequences a few places

@@ -1,6 +1,6 @@
 //! Decoded-chunk batches kept when a reader is dropped, for the next reader of the process
-//! with the same streams: a training loop starts a reader every epoch (so does Python's
-//! `exfeed.Reader` each time it is iterated), and so do the benchmarks every run. A new
+//! with the same streams: a training loop may start a reader every epoch (`exfeed.torch`'s
+//! dataset opens one each time it is iterated), and the benchmarks start one every run. A new
 //! batch's buffers are fresh pages, which the kernel zeroes (and a virtual machine's host
 //! backs) as the first chunk is decoded into them: on the benchmark machine, the window's and
 //! the prefetch's batches of a sweep of 1 GB cost about 5% of the reader's CPU time when new.
