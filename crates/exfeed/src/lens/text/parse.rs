@@ -4,6 +4,8 @@ use crate::error::{Error, Result};
 use crate::lens::model::*;
 use crate::number;
 
+use super::runs;
+
 /// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
     let mut p = Parser::new(bytes);
@@ -998,17 +1000,27 @@ impl<'a> Parser<'a> {
         // a spare vector (or a new one).
         let mut v = std::mem::take(&mut self.spare.scratch.values);
         v.clear();
+        let b = self.buf;
         let got = loop {
-            // The common case first: spaces, then a number of the common form.
-            while self.peek() == Some(b' ') {
-                self.pos += 1;
-            }
-            if let Some((x, end)) = self.fast_number() {
+            // The common case first: spaces, then a number of the common form, in a loop of
+            // its own (the position in a register).
+            let mut pos = self.pos;
+            loop {
+                while b.get(pos) == Some(&b' ') {
+                    pos += 1;
+                }
+                let Some((x, end)) = fast_number(b, pos) else {
+                    break;
+                };
                 v.push(x);
-                self.pos = end;
-                continue;
+                pos = end;
             }
-            match self.try_real() {
+            self.pos = pos;
+            // Most often the next key (`t:`) or the `;`: no number, as try_real would find.
+            let no_number = b
+                .get(pos)
+                .is_some_and(|&c| c.is_ascii_alphabetic() || c == b';');
+            match if no_number { Ok(None) } else { self.try_real() } {
                 Ok(Some(x)) => v.push(x),
                 Ok(None) => {
                     let mut out = self.spare.values();
@@ -1058,7 +1070,20 @@ impl<'a> Parser<'a> {
 
     /// The entries of a sparse unit list, into `list`, and the byte where each starts.
     fn unit_list(&mut self, list: &mut Vec<i32>, starts: &mut Vec<usize>) -> Result<()> {
+        let b = self.buf;
         loop {
+            // The common case first: units of at most 9 digits (no range, no sign), each
+            // followed by white space, a block at a time.
+            self.pos = runs::run(b, self.pos, |s, _| {
+                let mut unit = 0u64;
+                let end = number::digits(b, s, &mut unit);
+                if end == s || end - s > 9 || !b.get(end).is_some_and(|&c| is_ws(c)) {
+                    return Err(s);
+                }
+                list.push(unit as i32);
+                starts.push(s);
+                Ok(end)
+            });
             self.skip_ws()?;
             let at = self.pos;
             match self.peek() {
