@@ -110,7 +110,7 @@ fn fast_number(b: &[u8], pos: usize) -> Option<(f32, usize)> {
         if !delim_at(b, end) {
             return None;
         }
-        return number::fast::<f32>(mantissa, -(fraction as i64), neg).map(|v| (v, end));
+        return Some((number::short_f32(mantissa, fraction, neg), end));
     }
     let m = mantissa(b, pos);
     if m.digits == 0 || m.digits > 19 || !delim_at(b, m.end) {
