@@ -38,10 +38,6 @@ __all__ = ["ExfeedDatasource", "TorchCollate", "read"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# Options that do not change how a file is cut into chunks.
-_READ_ONLY = ("precision",)
-
-
 def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
     """Paths in order, each glob replaced by its matches (sorted)."""
     if isinstance(paths, (str, os.PathLike)):
@@ -76,14 +72,15 @@ class ExfeedDatasource(Datasource):
         super().__init__()
         self._paths = _expand(paths)
         self._options = dict(options)
-        chunking = {k: v for k, v in options.items() if k not in _READ_ONLY}
-        # (path, chunk, sequences, bytes) of every chunk of every file, in order.
-        self._chunks = [
-            (path, i, sequences, size)
-            for path in self._paths
-            for i, (sequences, _samples, size) in enumerate(_exfeed._chunks(path, **chunking))
-        ]
-        self._schema = pa.schema(_exfeed._read_chunks(self._paths[0], 0, 0, **options))
+        # (path, chunk, sequences, bytes) of every chunk of every file, in order; the schema of
+        # the first file's record batches.
+        self._chunks: List[Tuple[str, int, int, int]] = []
+        self._schema: Optional[pa.Schema] = None
+        for path in self._paths:
+            chunks, none = _exfeed._chunks(path, **options)
+            if self._schema is None:
+                self._schema = pa.schema(none)
+            self._chunks += [(path, i, seqs, size) for i, (seqs, _, size) in enumerate(chunks)]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         # The files' bytes: about the decoded size of binary files, more than that of text.

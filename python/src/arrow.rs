@@ -13,7 +13,6 @@ use arrow_array::RecordBatchReader;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
-use exfeed::ctf::CtfOptions;
 use exfeed::format::FileFormat;
 use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode};
 use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
@@ -92,7 +91,7 @@ fn take_options(kw: &Kwargs<'_>) -> PyResult<(OpenArgs, u64)> {
 }
 
 /// Diagnostics tolerated by the error budget, printed on standard error as the command does.
-pub(crate) struct Stderr;
+struct Stderr;
 
 impl DiagnosticSink for Stderr {
     fn report(&mut self, d: Diagnostic) {
@@ -133,14 +132,8 @@ fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn Ch
     if data.format() != FileFormat::Ctf {
         return data.into_chunk_source::<T>();
     }
-    let o = data.options();
     let ctf = CtfSourceOptions {
-        ctf: CtfOptions {
-            inputs: o.inputs.clone(),
-            skip_sequence_ids: o.skip_sequence_ids,
-            max_errors: o.max_errors,
-            limits: o.limits,
-        },
+        ctf: data.options().ctf(),
         chunk_size,
         // Ray's read tasks are planned from every chunk's sequence count: the index's.
         index: IndexMode::Full,
@@ -149,24 +142,47 @@ fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn Ch
     Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))
 }
 
-/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads).
+/// `(sequences, samples, bytes)` of each chunk of a file.
+type Chunks = Vec<(usize, u64, u64)>;
+
+/// Chunks `range` of `source` as a stream, one record batch per chunk.
+fn chunk_stream<T: Value>(
+    source: Arc<dyn ChunkSource<T>>,
+    range: std::ops::Range<usize>,
+) -> exfeed::Result<Batches> {
+    let end = range.end.min(source.chunks().len());
+    Ok(Box::new(SequenceStream::from_chunks(
+        source,
+        range.start..end,
+    )?))
+}
+
+/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads),
+/// and the stream of none of them, whose schema (`pyarrow.schema(s)`) is their record batches'.
 #[pyfunction]
 #[pyo3(signature = (path, **kwargs))]
 pub fn _chunks<'py>(
     py: Python<'py>,
     path: PathBuf,
     kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Vec<(usize, u64, u64)>> {
+) -> PyResult<(Chunks, ArrowStream)> {
     let kw = Kwargs::new(py, kwargs)?;
     let (args, chunk_size) = take_options(&kw)?;
     kw.finish("_chunks")?;
-    detached(py, move || {
-        let s = source::<f32>(args.open(Some(&path), false)?.data, chunk_size)?;
-        Ok(s.chunks()
-            .iter()
-            .map(|c| (c.sequences, c.samples, c.bytes))
-            .collect())
-    })
+    let (chunks, none) = detached(py, move || {
+        fn chunks<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<(Chunks, Batches)> {
+            let s = source::<T>(data, chunk_size)?;
+            let chunks = s.chunks().iter();
+            let chunks = chunks.map(|c| (c.sequences, c.samples, c.bytes)).collect();
+            Ok((chunks, chunk_stream(s, 0..0)?))
+        }
+        let opened = args.open(Some(&path), false)?;
+        match opened.precision {
+            Precision::Float => chunks::<f32>(opened.data, chunk_size),
+            Precision::Double => chunks::<f64>(opened.data, chunk_size),
+        }
+    })?;
+    Ok((chunks, ArrowStream::new(none)))
 }
 
 /// Chunks `start..end` of a file as a stream, one record batch per chunk.
@@ -183,19 +199,10 @@ pub fn _read_chunks<'py>(
     let (args, chunk_size) = take_options(&kw)?;
     kw.finish("_read_chunks")?;
     let batches = detached(py, move || {
-        fn chunks<T: Value>(
-            data: DataSet,
-            chunk_size: u64,
-            range: std::ops::Range<usize>,
-        ) -> exfeed::Result<Batches> {
-            let s = source::<T>(data, chunk_size)?;
-            let end = range.end.min(s.chunks().len());
-            Ok(Box::new(SequenceStream::from_chunks(s, range.start..end)?))
-        }
         let opened = args.open(Some(&path), false)?;
         match opened.precision {
-            Precision::Float => chunks::<f32>(opened.data, chunk_size, start..end),
-            Precision::Double => chunks::<f64>(opened.data, chunk_size, start..end),
+            Precision::Float => chunk_stream(source::<f32>(opened.data, chunk_size)?, start..end),
+            Precision::Double => chunk_stream(source::<f64>(opened.data, chunk_size)?, start..end),
         }
     })?;
     Ok(ArrowStream::new(batches))

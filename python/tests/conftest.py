@@ -43,14 +43,16 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
-def write_ctf(path: pathlib.Path, sequences: int, *, dim: int = 3, classes: int = 5, seed: int = 0) -> dict:
-    """A CTF file of `sequences` sequences of 1..4 samples: dense `x` [dim] and a sparse
-    one-hot `y` [classes] on each sequence's first sample. Returns {key: (x rows as float64,
-    exactly as written, label)}."""
+def write_ctf(
+    path: pathlib.Path, sequences: int, *, dim: int = 3, classes: int = 5, seed: int = 0, first_key: int = 0
+) -> dict:
+    """A CTF file of `sequences` sequences of 1..4 samples, keyed from `first_key`: dense `x`
+    [dim] and a sparse one-hot `y` [classes] on each sequence's first sample. Returns {key: (x
+    rows as float64, exactly as written, label)}."""
     rng = np.random.default_rng(seed)
     truth = {}
     lines = []
-    for key in range(sequences):
+    for key in range(first_key, first_key + sequences):
         n = int(rng.integers(1, 5))
         rows = np.round(rng.standard_normal((n, dim)), 4)
         label = int(rng.integers(0, classes))

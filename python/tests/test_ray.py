@@ -7,19 +7,16 @@ import numpy as np
 import pytest
 
 import exfeed
-from conftest import INPUTS, require
+from conftest import INPUTS, require, write_ctf
 
 
-def write_shard(path, first_key: int, sequences: int, rng) -> dict:
-    """A CTF shard whose keys start at `first_key`; {key: (x rows as float32, label)}."""
-    truth, lines = {}, []
-    for key in range(first_key, first_key + sequences):
-        rows = np.round(rng.standard_normal((int(rng.integers(1, 4)), 3)), 4)
-        label = int(rng.integers(0, 5))
-        for i, row in enumerate(rows):
-            lines.append(f"{key} |x " + " ".join(f"{v:g}" for v in row) + (f" |y {label}:1" if i == 0 else ""))
-        truth[key] = (rows.astype(np.float32), label)
-    path.write_text("\n".join(lines) + "\n")
+def write_shards(tmp_path, shards: int, sequences: int) -> dict:
+    """CTF shards train-00000.ctf, ... of `sequences` sequences each, shard i keyed from
+    i * 1000; {key: (x rows as float32, label)}."""
+    truth = {}
+    for i in range(shards):
+        shard = write_ctf(tmp_path / f"train-{i:05d}.ctf", sequences, seed=i, first_key=i * 1000)
+        truth |= {key: (rows.astype(np.float32), label) for key, (rows, label) in shard.items()}
     return truth
 
 
@@ -36,10 +33,7 @@ def test_a_sharded_corpus_arrives_exactly_once_and_ray_writes_parquet(local_ray,
     pq = require("pyarrow.parquet")
     import exfeed.ray
 
-    rng = np.random.default_rng(7)
-    truth = {}
-    for shard in range(4):
-        truth |= write_shard(tmp_path / f"train-{shard:05d}.ctf", shard * 1000, 150, rng)
+    truth = write_shards(tmp_path, 4, 150)
     # Chunks of 2 KiB: each shard is several chunks, so tasks read parts of files.
     source = exfeed.ray.ExfeedDatasource(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048)
     tasks = source.get_read_tasks(6)
@@ -74,10 +68,7 @@ def test_iter_torch_batches_feeds_every_sequence_once_as_padded_tensors(local_ra
     torch = require("torch")
     import exfeed.ray
 
-    rng = np.random.default_rng(11)
-    truth = {}
-    for shard in range(3):
-        truth |= write_shard(tmp_path / f"train-{shard:05d}.ctf", shard * 1000, 120, rng)
+    truth = write_shards(tmp_path, 3, 120)
     ds = exfeed.ray.read(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048, override_num_blocks=4)
     # Without a collate_fn Ray refuses the ragged sequences, saying to pass one.
     with pytest.raises(Exception, match="collate_fn"):

@@ -3,11 +3,14 @@
 //! conversions are the core library's ([`exfeed::convert::convert`]), whose
 //! [`ConvertOptions`] these take too.
 
-use crate::file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};
+use crate::file::{
+    write_batches, write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions,
+};
 use crate::Value;
 use exfeed::cbf::CbfWriterOptions;
 use exfeed::convert::{
-    parse_ctf_pieces, write_cbf, write_ctf, ConvertOptions, PieceStages, PIECE_BYTES,
+    parse_ctf_pieces, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, PieceStages,
+    PIECE_BYTES,
 };
 use exfeed::format::FileFormat;
 use exfeed::io::{AtomicOutput, OutputOptions};
@@ -27,11 +30,9 @@ pub enum Format {
 impl Format {
     /// `ctf`, `cbf`, `ex` (or `lens`), `bex`, `parquet`, `arrow` (or `ipc`, `feather`).
     pub fn parse_name(name: &str) -> Option<Self> {
-        match name {
-            "parquet" => Some(Format::Arrow(ArrowFormat::Parquet)),
-            "arrow" | "ipc" | "feather" => Some(Format::Arrow(ArrowFormat::Ipc)),
-            _ => FileFormat::parse_name(name).map(Format::Exfeed),
-        }
+        ColumnarFormat::parse_name(name)
+            .map(|f| Format::Arrow(f.into()))
+            .or_else(|| FileFormat::parse_name(name).map(Format::Exfeed))
     }
 
     /// An output's format from its name: Parquet or Arrow IPC by extension, else the core
@@ -220,14 +221,8 @@ pub fn read_arrow_file(
         let (out, sequences) = match to {
             Format::Arrow(format) => {
                 let write = WriteOptions::new(format, options.chunk_size);
-                let mut writer = SequenceWriter::<_, T>::new(out, &specs, write)?;
-                let mut fill = fill;
-                let mut batch = SequenceBatch::<T>::new(&specs);
-                while fill(&mut batch)? {
-                    writer.write_batch(&batch)?;
-                }
-                let sequences = writer.sequences();
-                (writer.finish()?.0, sequences)
+                let (out, sequences, _) = write_batches(&specs, fill, out, write)?;
+                (out, sequences)
             }
             Format::Exfeed(FileFormat::Cbf) => {
                 let cbf = CbfWriterOptions {

@@ -29,45 +29,35 @@ fn floats<T: Element>(a: &dyn Array, column: &str) -> Result<Vec<T>> {
 
 /// Sparse indices, each checked against `dim`.
 fn indices(a: &dyn Array, column: &str, dim: usize) -> Result<Vec<u32>> {
-    no_nulls(a, column)?;
-    let wide: Vec<i64> = match a.data_type() {
-        DataType::UInt32 => a
-            .as_primitive::<UInt32Type>()
-            .values()
-            .iter()
-            .map(|&v| v as i64)
-            .collect(),
-        DataType::Int32 => a
-            .as_primitive::<Int32Type>()
-            .values()
-            .iter()
-            .map(|&v| v as i64)
-            .collect(),
-        DataType::Int64 => a.as_primitive::<Int64Type>().values().to_vec(),
-        DataType::UInt64 => a
-            .as_primitive::<UInt64Type>()
-            .values()
-            .iter()
-            .map(|&v| i64::try_from(v).unwrap_or(i64::MAX))
-            .collect(),
-        t => return Err(Error::config(format!("column '{column}': indices are {t}"))),
-    };
-    wide.into_iter()
-        .map(|i| {
-            if i < 0 || i as u64 >= dim as u64 {
-                Err(Error::new(
+    fn checked<I: Copy + Into<i128>>(wide: &[I], column: &str, dim: usize) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(wide.len());
+        for &i in wide {
+            let i: i128 = i.into();
+            if i < 0 || i >= dim as i128 {
+                return Err(Error::new(
                     exfeed::ErrorKind::Invalid,
                     exfeed::Location::default(),
                     format!("column '{column}': sparse index {i} is outside [0, {dim})"),
-                ))
-            } else {
-                Ok(i as u32)
+                ));
             }
-        })
-        .collect()
+            out.push(i as u32);
+        }
+        Ok(out)
+    }
+    no_nulls(a, column)?;
+    match a.data_type() {
+        DataType::UInt32 => checked(a.as_primitive::<UInt32Type>().values(), column, dim),
+        DataType::Int32 => checked(a.as_primitive::<Int32Type>().values(), column, dim),
+        DataType::Int64 => checked(a.as_primitive::<Int64Type>().values(), column, dim),
+        DataType::UInt64 => checked(a.as_primitive::<UInt64Type>().values(), column, dim),
+        t => Err(Error::config(format!("column '{column}': indices are {t}"))),
+    }
 }
 
 fn no_nulls(a: &dyn Array, column: &str) -> Result<()> {
+    if a.null_count() == 0 {
+        return Ok(());
+    }
     match a.nulls().and_then(|n| (0..a.len()).find(|&i| n.is_null(i))) {
         None => Ok(()),
         Some(i) => Err(Error::new(

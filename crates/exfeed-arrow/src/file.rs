@@ -8,6 +8,7 @@ use crate::Value;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::ArrowError;
 use arrow_schema::SchemaRef;
+use exfeed::convert::ColumnarFormat;
 use exfeed::{
     DiagnosticSink, Element, Error, Precision, Result, SequenceBatch, Sequences, StreamSpec,
 };
@@ -34,13 +35,10 @@ pub enum ArrowFormat {
 }
 
 impl ArrowFormat {
-    /// From the file name's extension; `None` for other names.
+    /// From the file name's extension (the core library's names, [`ColumnarFormat::from_name`]);
+    /// `None` for other names.
     pub fn from_name(path: &Path) -> Option<Self> {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("parquet" | "pq") => Some(ArrowFormat::Parquet),
-            Some("arrow" | "feather" | "ipc") => Some(ArrowFormat::Ipc),
-            _ => None,
-        }
+        ColumnarFormat::from_name(path).map(Self::from)
     }
 
     /// From a file's first bytes: `PAR1` (Parquet) or `ARROW1` (IPC file).
@@ -82,6 +80,15 @@ impl ArrowFormat {
         match self {
             ArrowFormat::Parquet => "Parquet",
             ArrowFormat::Ipc => "Arrow IPC",
+        }
+    }
+}
+
+impl From<ColumnarFormat> for ArrowFormat {
+    fn from(format: ColumnarFormat) -> Self {
+        match format {
+            ColumnarFormat::Parquet => ArrowFormat::Parquet,
+            ColumnarFormat::ArrowIpc => ArrowFormat::Ipc,
         }
     }
 }
@@ -362,9 +369,21 @@ pub fn write_sequences<W: Write + Send, T: Value>(
     sink: &mut dyn DiagnosticSink,
 ) -> Result<(W, u64, u64)> {
     let specs = sequences.streams().to_vec();
-    let mut writer = SequenceWriter::<W, T>::new(out, &specs, options)?;
-    let mut batch = SequenceBatch::<T>::new(&specs);
-    while sequences.next_batch(&mut batch, sink)? {
+    write_batches(&specs, |b| sequences.next_batch(b, sink), out, options)
+}
+
+/// Writes the sequences of `specs` that `fill` gives, batch after batch until it returns
+/// `false`, to `out` as a Parquet or Arrow IPC file; returns the output, the sequences and the
+/// chunks written.
+pub(crate) fn write_batches<W: Write + Send, T: Value>(
+    specs: &[StreamSpec],
+    mut fill: impl FnMut(&mut SequenceBatch<T>) -> Result<bool>,
+    out: W,
+    options: WriteOptions,
+) -> Result<(W, u64, u64)> {
+    let mut writer = SequenceWriter::<W, T>::new(out, specs, options)?;
+    let mut batch = SequenceBatch::<T>::new(specs);
+    while fill(&mut batch)? {
         writer.write_batch(&batch)?;
     }
     let n = writer.sequences();

@@ -15,7 +15,6 @@
 //! still read: storage follows from the column's type and a dense dim from the list size; a
 //! sparse stream's dim must then be given ([`Streams::of`]'s `given`).
 
-use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use exfeed::{Error, Precision, Result, Storage, StreamSpec};
 use std::collections::HashMap;
@@ -187,11 +186,6 @@ impl Streams {
             }
         }
         Ok(streams)
-    }
-
-    /// The streams of a record batch's schema (see [`Streams::of`]).
-    pub fn of_batch(batch: &RecordBatch) -> Result<Streams> {
-        Self::of(&batch.schema(), &[])
     }
 }
 

@@ -12,6 +12,7 @@ use exfeed::reader::ChunkSource;
 use exfeed::{DataSet, DiagnosticSink, Result, SequenceBatch, Sequences};
 use std::ops::Range;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 type Fill<T> = Box<dyn FnMut(&mut SequenceBatch<T>) -> Result<bool> + Send>;
 
@@ -54,8 +55,8 @@ impl<T: Value> SequenceStream<T> {
     /// Every sequence of an opened input, in file order, in record batches of about
     /// `chunk_size` bytes of data: the record batches of [`SequenceStream::from_sequences`].
     /// CTF text in a plain file is parsed on every core, on a thread of its own that stays a
-    /// few pieces ahead (see [`exfeed::convert::parse_ctf_pieces`]); it stops when the stream
-    /// is dropped. Tolerated problems (`maxErrors`) go to `sink`.
+    /// few pieces ahead (see [`exfeed::convert::parse_ctf_pieces`]); dropping the stream stops
+    /// it and waits for it. Tolerated problems (`maxErrors`) go to `sink`.
     pub fn from_data(
         data: DataSet,
         chunk_size: u64,
@@ -67,31 +68,15 @@ impl<T: Value> SequenceStream<T> {
     pub(crate) fn from_data_in_pieces(
         data: DataSet,
         chunk_size: u64,
-        mut sink: Box<dyn DiagnosticSink + Send>,
+        sink: Box<dyn DiagnosticSink + Send>,
         piece_bytes: usize,
     ) -> Result<Self> {
         if !parses_in_pieces(&data) {
             return Self::from_sequences(data.sequences()?, chunk_size, sink);
         }
         let specs = data.options().inputs.clone();
-        // Parsed pieces in order; an error ends them.
-        let (tx, rx) = crossbeam_channel::bounded::<Result<SequenceBatch<T>>>(PIECES_AHEAD);
-        std::thread::spawn(move || {
-            let sent = |piece, _: &mut Vec<_>| {
-                tx.send(Ok(piece))
-                    .map_err(|_| exfeed::Error::config("the record batch stream was dropped"))
-            };
-            if let Err(e) = ctf_pieces::<T>(data, sink.as_mut(), piece_bytes, sent) {
-                let _ = tx.send(Err(e));
-            }
-        });
-        let fill: Fill<T> = Box::new(move |b| match rx.recv() {
-            Ok(piece) => {
-                *b = piece?;
-                Ok(true)
-            }
-            Err(_) => Ok(false),
-        });
+        let mut pieces = Pieces::start(data, sink, piece_bytes);
+        let fill: Fill<T> = Box::new(move |b| pieces.next(b));
         Self::new(
             &specs,
             fill,
@@ -164,6 +149,66 @@ impl<T: Value> SequenceStream<T> {
             return Ok(None);
         }
         self.builder.finish().map(Some)
+    }
+}
+
+/// The CTF pieces of [`SequenceStream::from_data`], parsed in order on a thread of their own
+/// (a few ahead), which is joined when this is dropped: it reads the file's memory mapping,
+/// which must not outlive the stream (a file rewritten in place while mapped is a SIGBUS).
+struct Pieces<T> {
+    /// Parsed pieces; an error ends them. `None` once the thread is joined.
+    rx: Option<crossbeam_channel::Receiver<Result<SequenceBatch<T>>>>,
+    parser: Option<JoinHandle<()>>,
+}
+
+impl<T: Value> Pieces<T> {
+    fn start(data: DataSet, mut sink: Box<dyn DiagnosticSink + Send>, piece_bytes: usize) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded::<Result<SequenceBatch<T>>>(PIECES_AHEAD);
+        let parser = std::thread::spawn(move || {
+            let sent = |piece, _: &mut Vec<_>| {
+                tx.send(Ok(piece))
+                    .map_err(|_| exfeed::Error::config("the record batch stream was dropped"))
+            };
+            if let Err(e) = ctf_pieces::<T>(data, sink.as_mut(), piece_bytes, sent) {
+                let _ = tx.send(Err(e));
+            }
+        });
+        Pieces {
+            rx: Some(rx),
+            parser: Some(parser),
+        }
+    }
+
+    /// The next piece into `b`; `false` after the last.
+    fn next(&mut self, b: &mut SequenceBatch<T>) -> Result<bool> {
+        match self.rx.as_ref().map(|rx| rx.recv()) {
+            Some(Ok(piece)) => {
+                *b = piece?;
+                Ok(true)
+            }
+            // The thread has ended: a panic there is not taken for the end of the file.
+            Some(Err(_)) => match self.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => Ok(false),
+            },
+            None => Ok(false),
+        }
+    }
+}
+
+impl<T> Pieces<T> {
+    /// Drops the receiver, so that the thread's next (or blocked) send fails and it returns,
+    /// then waits for it.
+    fn join(&mut self) -> std::thread::Result<()> {
+        self.rx = None;
+        self.parser.take().map_or(Ok(()), JoinHandle::join)
+    }
+}
+
+impl<T> Drop for Pieces<T> {
+    fn drop(&mut self) {
+        // A panic there is not raised again while dropping.
+        let _ = self.join();
     }
 }
 

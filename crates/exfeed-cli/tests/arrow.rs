@@ -3,7 +3,7 @@
 //! output.
 
 mod common;
-use common::{exfeed, text};
+use common::{exfeed, exfeed_in, text};
 
 use arrow_array::{Int32Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
@@ -25,18 +25,9 @@ fn inputs() -> [&'static str; 4] {
     ["-i", "x:dense:2:a", "-i", "y:sparse:5:b"]
 }
 
-/// Runs exfeed in `d`.
-fn run(args: &[&str], d: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .current_dir(d)
-        .output()
-        .unwrap()
-}
-
-/// Runs exfeed in `d`, which must succeed; returns its stderr.
-fn ok(args: &[&str], d: &Path) -> String {
-    let out = run(args, d);
+/// Runs exfeed in `d`, with `stdin` piped in, which must succeed; returns its stderr.
+fn ok_with(args: &[&str], d: &Path, stdin: Option<&[u8]>) -> String {
+    let out = exfeed_in(d, args, stdin);
     assert!(
         out.status.success(),
         "{args:?}: {}{}",
@@ -44,6 +35,11 @@ fn ok(args: &[&str], d: &Path) -> String {
         text(&out.stderr)
     );
     text(&out.stderr)
+}
+
+/// Runs exfeed in `d`, which must succeed; returns its stderr.
+fn ok(args: &[&str], d: &Path) -> String {
+    ok_with(args, d, None)
 }
 
 #[test]
@@ -177,15 +173,9 @@ fn lens_and_standard_input_convert_to_parquet() {
         std::fs::read_to_string(d.join("lens.ctf")).unwrap()
     );
     // Standard input (a pipe: read once, streaming).
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(["convert", "-", "piped.arrow"])
-        .args(inputs())
-        .current_dir(d)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), CTF.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
+    let mut args = vec!["convert", "-", "piped.arrow"];
+    args.extend(inputs());
+    ok_with(&args, d, Some(CTF.as_bytes()));
     ok(&["convert", "piped.arrow", "piped.ctf"], d);
     assert!(std::fs::read_to_string(d.join("piped.ctf"))
         .unwrap()
@@ -210,15 +200,9 @@ fn a_file_parsed_on_every_core_is_the_parquet_of_the_same_text_streamed() {
     args.extend(inputs());
     ok(&args, d);
     // Standard input is parsed as it arrives, on one thread.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(["convert", "-", "piped.parquet", "--chunk-size", "64K"])
-        .args(inputs())
-        .current_dir(d)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), ctf.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
+    let mut args = vec!["convert", "-", "piped.parquet", "--chunk-size", "64K"];
+    args.extend(inputs());
+    ok_with(&args, d, Some(ctf.as_bytes()));
     let file = std::fs::read(d.join("file.parquet")).unwrap();
     assert!(file == std::fs::read(d.join("piped.parquet")).unwrap());
     let r = SerializedFileReader::new(std::fs::File::open(d.join("file.parquet")).unwrap());
@@ -228,7 +212,7 @@ fn a_file_parsed_on_every_core_is_the_parquet_of_the_same_text_streamed() {
     std::fs::write(d.join("bad.ctf"), bad).unwrap();
     let mut args = vec!["convert", "bad.ctf", "bad.parquet"];
     args.extend(inputs());
-    let out = run(&args, d);
+    let out = exfeed_in(d, &args, None);
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(err.contains("bad.ctf:33334:"), "{err}");
@@ -286,7 +270,7 @@ fn a_file_of_another_schema_is_an_error_naming_the_column_and_writes_nothing() {
     std::fs::write(d.join("bad.ctf"), format!("{CTF}10 |a 1 2 3\n")).unwrap();
     let mut args = vec!["convert", "bad.ctf", "bad.parquet"];
     args.extend(inputs());
-    let out = run(&args, d);
+    let out = exfeed_in(d, &args, None);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("bad.ctf:6:"),
@@ -304,7 +288,7 @@ fn a_file_of_another_schema_is_an_error_naming_the_column_and_writes_nothing() {
     std::fs::write(d.join("kept.parquet"), "keep").unwrap();
     let mut args = vec!["convert", "in.ctf", "kept.parquet"];
     args.extend(inputs());
-    let out = run(&args, d);
+    let out = exfeed_in(d, &args, None);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(d.join("kept.parquet")).unwrap(), b"keep");
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{exfeed, text};
+use common::{exfeed, exfeed_in, text};
 
 fn temp_file(dir: &tempfile::TempDir, name: &str, content: &[u8]) -> String {
     let p = dir.path().join(name);
@@ -470,9 +470,9 @@ fn every_conformance_file() {
 
 #[test]
 fn dump_reads_stdin_and_trace_level_2_shows_info() {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args([
+    let out = exfeed_in(
+        std::path::Path::new("."),
+        [
             "dump",
             "-",
             "--input",
@@ -480,19 +480,9 @@ fn dump_reads_stdin_and_trace_level_2_shows_info() {
             "--trace-level",
             "2",
             "--skip-sequence-ids",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"5 |a 1 |zz 2\r\n5 |a -2.5e-1")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        ],
+        Some(b"5 |a 1 |zz 2\r\n5 |a -2.5e-1".as_slice()),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),

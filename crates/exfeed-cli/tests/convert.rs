@@ -1,14 +1,14 @@
 //! `exfeed convert` on real files: atomic, refuses clobbering and self-conversion.
 
+mod common;
+
+use common::{conformance, exfeed_in};
 use std::path::Path;
 use std::process::Command;
 
+/// Runs exfeed in `dir`; its exit code and stderr.
 fn exfeed(args: &[&str], dir: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let out = exfeed_in(dir, args, None);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stderr).unwrap(),
@@ -103,29 +103,8 @@ fn refuses_clobbering_and_self_conversion_and_leaves_no_partial_file() {
     assert_eq!(names.len(), 3, "{names:?}");
 }
 
-fn conformance() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("EXFEED_CONFORMANCE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance")
-        });
-    if dir.is_dir() {
-        return Some(dir.join("cntk"));
-    }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "conformance corpus missing (required in CI)"
-    );
-    eprintln!("SKIPPED: conformance corpus not found at {}", dir.display());
-    None
-}
-
 fn stdout_of(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::exfeed(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -138,7 +117,9 @@ fn stdout_of(args: &[&str]) -> String {
 /// file's precision), and `convert` reproduces ctf2bin.py's bytes.
 #[test]
 fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
-    let Some(root) = conformance() else { return };
+    let Some(root) = conformance("cntk") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     for (name, inputs, precision) in [
         ("10x10_dense", &["features:dense:5:F0"][..], "float"),
@@ -192,7 +173,9 @@ fn conformance_cbf_dumps_as_its_ctf_source_and_convert_reproduces_it() {
 /// and writes the same bytes as the `--input` form (and as ctf2bin.py).
 #[test]
 fn convert_with_config_section_matches_input_flags() {
-    let Some(root) = conformance() else { return };
+    let Some(root) = conformance("cntk") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let ctf = root.join("ctf").join("Simple_dense.txt");
     let by_config = dir.path().join("by_config.cbf");
@@ -291,11 +274,7 @@ fn parallel_conversion_of_a_large_file_and_errors_in_its_middle() {
     let parallel = std::fs::read(d.join("parallel.cbf")).unwrap();
     assert!(parallel == std::fs::read(d.join("serial.cbf")).unwrap());
     let (code, info) = {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
-            .args(["info", "parallel.cbf"])
-            .current_dir(d)
-            .output()
-            .unwrap();
+        let out = exfeed_in(d, ["info", "parallel.cbf"], None);
         (out.status.code(), String::from_utf8(out.stdout).unwrap())
     };
     assert_eq!(code, Some(0));

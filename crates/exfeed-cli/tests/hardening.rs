@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{exfeed, record_skip_because, text};
-use std::path::PathBuf;
+use common::{exfeed, exfeed_in, record_skip_because, text};
+use std::path::{Path, PathBuf};
 
 fn data(name: &str) -> String {
     let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", name]
@@ -306,29 +306,14 @@ fn sigkill_during_a_conversion_leaves_the_old_output_or_nothing() {
 
 #[test]
 fn input_without_line_ends_is_bounded_by_the_record_size() {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
     // Through a pipe (a stream, never a file that could be mapped): a NUL fails at once, a line
     // of digits at the maximum record size (64 MiB), instead of being buffered without end.
     let feed_to = |command: &str, input: Vec<u8>| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-            .args([command, "-i", "a:dense:1", "-"])
-            .args(if command == "read" {
-                &["-m", "2"][..]
-            } else {
-                &[]
-            })
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input); // the reader may stop early
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
+        let mut args = vec![command, "-i", "a:dense:1", "-"];
+        if command == "read" {
+            args.extend(["-m", "2"]);
+        }
+        let out = exfeed_in(Path::new("."), args, Some(input.as_slice()));
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
     let feed = |input: Vec<u8>| feed_to("dump", input);

@@ -8,7 +8,8 @@ mod corpus;
 #[allow(unused_imports)] // not every test file reads the corpus
 pub use corpus::{conformance, record_skip_because};
 use std::ffi::OsStr;
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 /// Runs the `exfeed` binary built for these tests and waits for it.
 pub fn exfeed<I>(args: I) -> Output
@@ -20,6 +21,34 @@ where
         .args(args)
         .output()
         .expect("exfeed runs")
+}
+
+/// Runs the `exfeed` binary built for these tests in `dir`, with `stdin` written into a real
+/// pipe (else no input), and waits for it.
+pub fn exfeed_in<I>(dir: &Path, args: I, stdin: Option<&[u8]>) -> Output
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("exfeed runs");
+    std::thread::scope(|s| {
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // The command may stop reading early; the pipe closes when the thread ends.
+            s.spawn(move || std::io::Write::write_all(&mut pipe, data));
+        }
+        child.wait_with_output().expect("exfeed runs")
+    })
 }
 
 /// `dir/d.ctf`: `n` sequences keyed 0..n of 1 to 4 samples (`k |x k t`, input x:dense:2; about

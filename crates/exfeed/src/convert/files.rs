@@ -58,29 +58,34 @@ pub struct Converted {
     pub chunks: u64,
 }
 
-/// The columnar formats, which this crate does not write (the `exfeed-arrow` crate does): known
-/// here so that their names are never taken for CTF.
+/// The columnar formats, which this crate does not write (the `exfeed-arrow` crate does, its
+/// `ArrowFormat` made from this one table of names): known here so that their names are never
+/// taken for CTF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnarFormat {
-    /// Apache Parquet (`.parquet`).
+    /// Apache Parquet (`.parquet`, `.pq`).
     Parquet,
-    /// Apache Arrow IPC (`.arrow`, `.feather`).
+    /// Apache Arrow IPC (`.arrow`, `.feather`, `.ipc`).
     ArrowIpc,
 }
 
 impl ColumnarFormat {
-    /// By name: `parquet`, `arrow` (or `feather`).
+    /// By name, as `--from`/`--to` take it: `parquet`, `arrow` (or `ipc`, `feather`).
     pub fn parse_name(name: &str) -> Option<Self> {
         match name {
             "parquet" => Some(ColumnarFormat::Parquet),
-            "arrow" | "feather" => Some(ColumnarFormat::ArrowIpc),
+            "arrow" | "ipc" | "feather" => Some(ColumnarFormat::ArrowIpc),
             _ => None,
         }
     }
 
-    /// By a file's extension (they compress inside: no `.gz`/`.bz2` is looked through).
+    /// By a file's extension: a name [`ColumnarFormat::parse_name`] takes, or `pq` (Parquet).
+    /// They compress inside: no `.gz`/`.bz2` is looked through.
     pub fn from_name(path: &Path) -> Option<Self> {
-        Self::parse_name(path.extension()?.to_str()?)
+        match path.extension()?.to_str()? {
+            "pq" => Some(ColumnarFormat::Parquet),
+            extension => Self::parse_name(extension),
+        }
     }
 
     /// The format's name in messages.
@@ -497,5 +502,25 @@ mod tests {
             "{err}"
         );
         assert!(!out.exists());
+        // The columnar formats by any of their names, as `exfeed convert` knows them (which
+        // writes them with the exfeed-arrow crate): never taken for CTF.
+        for (name, format) in [
+            ("out.parquet", "Parquet"),
+            ("out.pq", "Parquet"),
+            ("out.arrow", "Arrow IPC"),
+            ("out.feather", "Arrow IPC"),
+            ("out.ipc", "Arrow IPC"),
+        ] {
+            let out = dir.path().join(name);
+            let err = run(&ctf, &out, &ConvertOptions::default()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            assert!(
+                err.to_string().contains(&format!(
+                    "writing {format} is not part of the exfeed library"
+                )),
+                "{err}"
+            );
+            assert!(!out.exists(), "{name}");
+        }
     }
 }
