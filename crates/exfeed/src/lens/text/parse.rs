@@ -1074,7 +1074,7 @@ impl<'a> Parser<'a> {
         loop {
             // The common case first: units of at most 9 digits (no range, no sign), each
             // followed by white space, a block at a time.
-            self.pos = runs::run(b, self.pos, |s, _| {
+            self.pos = runs::run(b, self.pos, |s| {
                 let mut unit = 0u64;
                 let end = number::digits(b, s, &mut unit);
                 if end == s || end - s > 9 || !b.get(end).is_some_and(|&c| is_ws(c)) {

@@ -1,14 +1,14 @@
-//! Runs of tokens separated by white space (a range's numbers), found 64 bytes at a time.
+//! Runs of tokens separated by white space (a sparse range's units), found 64 bytes at a time.
 //!
-//! Token by token, each number's end is where the next one is looked for, so the reading of one
-//! number waits for the one before it. Here the token starts of a whole 64-byte block come from
-//! one mask of its white space, so consecutive numbers are read independently of each other
-//! (the processor overlaps them), and white space costs nothing per byte.
+//! Token by token, each number's end is where the next one is looked for, so reading one waits
+//! for the one before it. Here the token starts of a whole 64-byte block come from one mask of
+//! its white space, so consecutive tokens are read independently of each other, and white
+//! space costs nothing per byte. (For dense values, whose numbers cost more each, it measured
+//! slower than reading one after the other: see docs/benchmarks.md.)
 
 /// Reads the tokens (runs of bytes other than white space) of `b` from `pos` on, in order:
-/// `read(s, len)` is called at each token start `s` (`pos` counts as one unless it is white
-/// space), with the token's length `len` when it ends within the 64 bytes looked at (more than
-/// 64 otherwise: the token goes on past them), and returns `Ok(end)` when it took the token whole, `b[s..end]`, with white space at `end`,
+/// `read(s)` is called at each token start `s` (`pos` counts as one unless it is white space)
+/// and returns `Ok(end)` when it took the token whole, `b[s..end]`, with white space at `end`,
 /// or `Err(stop)` to stop there. Returns where it stopped: that `stop`, or, when fewer than 64
 /// bytes are left to look at, the end of the last token taken (`pos` if none); the caller reads
 /// on from there.
@@ -16,7 +16,7 @@
 pub(super) fn run(
     b: &[u8],
     pos: usize,
-    mut read: impl FnMut(usize, usize) -> Result<usize, usize>,
+    mut read: impl FnMut(usize) -> Result<usize, usize>,
 ) -> usize {
     let mut at = pos;
     let mut base = pos;
@@ -26,14 +26,9 @@ pub(super) fn run(
         let mut starts = !ws & ((ws << 1) | before);
         before = ws >> 63;
         while starts != 0 {
-            let k = starts.trailing_zeros();
+            let s = base + starts.trailing_zeros() as usize;
             starts &= starts - 1;
-            // The white space after the token (none: it ends in a later block).
-            let len = match (ws >> k).trailing_zeros() {
-                64 => usize::MAX,
-                n => n as usize,
-            };
-            match read(base + k as usize, len) {
+            match read(s) {
                 Ok(end) => at = end,
                 Err(stop) => return stop,
             }
@@ -110,15 +105,12 @@ mod tests {
             .collect();
         for pos in 0..text.len() {
             let mut got = Vec::new();
-            let stop = run(&text, pos, |s, len| {
+            let stop = run(&text, pos, |s| {
                 let end = s + text[s..]
                     .iter()
                     .position(|c| c.is_ascii_whitespace() || *c == 0x0b)
                     .unwrap_or(text.len() - s);
                 got.push(s);
-                if len < 64 {
-                    assert_eq!(len, end - s, "the length of the token at {s}");
-                }
                 if end < text.len() {
                     Ok(end)
                 } else {
@@ -145,7 +137,7 @@ mod tests {
         let first_after_100 =
             (101..).find(|&i| text[i] == b'a' + (i % 26) as u8 && text[i - 1] < b'a');
         assert_eq!(
-            run(&text, 0, |s, _| if s > 100 { Err(s) } else { Ok(s + 1) }),
+            run(&text, 0, |s| if s > 100 { Err(s) } else { Ok(s + 1) }),
             first_after_100.unwrap()
         );
     }
