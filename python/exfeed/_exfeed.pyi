@@ -251,9 +251,10 @@ class ArrowStream:
 def _to_arrow(path: PathLike, *, chunk_size: Optional[int] = None, **kwargs: Unpack[OpenArgs]) -> ArrowStream:
     """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow)."""
 
-def _chunks(path: PathLike, **options: Any) -> Tuple[list, ArrowStream]:
-    """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks), and the
-    stream of none of them (its schema is theirs)."""
+def _chunks(path: PathLike, **options: Any) -> Tuple[list, bool, ArrowStream]:
+    """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks), whether
+    those counts are exact (an index's; else estimates of byte ranges), and the stream of none
+    of them (its schema is theirs)."""
 
 def _read_chunks(path: PathLike, start: int, end: int, **options: Any) -> ArrowStream:
     """Chunks start..end of a file, one record batch each."""

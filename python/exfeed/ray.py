@@ -2,8 +2,8 @@
 
 ``read(paths, **options)`` opens every file (a path, a glob such as ``"data/train-*.ctf"``, or a
 list of them; CTF, CBF and Lens files, plain or compressed) and lists its chunks: a CTF file's
-index cut into chunks of ``chunk_size`` bytes of text (default 32 MiB), a CBF file's own
-chunks, a Lens file's. The read tasks are runs of consecutive chunks (at most the requested
+chunks of ``chunk_size`` bytes of text (default 32 MiB), a CBF file's own chunks, a Lens
+file's. The read tasks are runs of consecutive chunks (at most the requested
 parallelism of them, balanced by bytes); each decodes only its own chunks, on whichever worker
 Ray runs it, and yields one Arrow block per chunk in the schema of ``exfeed.to_arrow`` and
 ``exfeed convert data.ctf data.parquet`` (docs/arrow.md): ``key`` and a list column per stream.
@@ -13,10 +13,16 @@ preprocesses it with Ray Data's ``map_batches``, and feeds PyTorch with
 ``ds.iter_torch_batches(collate_fn=exfeed.ray.TorchCollate(...))`` (sequences of samples are
 ragged: :class:`TorchCollate` pads them); see docs/distributed.md. ``options`` are those
 of :func:`exfeed.to_arrow` (``inputs``, ``format``, ``max_errors``, ``skip_sequence_ids``,
-``precision``, ``input_groups``, ``target_groups``, ``nan``, ``chunk_size``).
+``precision``, ``input_groups``, ``target_groups``, ``nan``, ``chunk_size``), and ``index``
+as for :class:`exfeed.Reader`.
 
-Each task opens its file again; for a CTF file that means finding the sequence boundaries of
-the whole file (a fast scan, about a seventh of a parse) in each task that reads from it.
+A CTF file is read without an index when it allows it (``index="auto"``, the default; see
+docs/reader.md): its chunks are byte ranges fixed from its size, so listing them reads only the
+file's first 64 KiB, and each task reads only its own chunks (and the lines around them), never
+the whole file. Their row counts are then estimates, so the tasks' metadata gives none (Ray
+counts the rows when it reads them). A file without sequence ids, ``max_errors`` above 0 or
+``index="full"`` index the whole file instead, once to list the chunks and again in each task
+that reads from it (a fast scan, about a seventh of a parse); the row counts are then exact.
 Importing this module imports ray and pyarrow (the ``ray`` extra); ``import exfeed`` never does.
 """
 
@@ -72,15 +78,17 @@ class ExfeedDatasource(Datasource):
         super().__init__()
         self._paths = _expand(paths)
         self._options = dict(options)
-        # (path, chunk, sequences, bytes) of every chunk of every file, in order; the schema of
-        # the first file's record batches.
-        self._chunks: List[Tuple[str, int, int, int]] = []
+        # (path, chunk, sequences or None where only estimated, bytes) of every chunk of every
+        # file, in order; the schema of the first file's record batches.
+        self._chunks: List[Tuple[str, int, Optional[int], int]] = []
         self._schema: Optional[pa.Schema] = None
         for path in self._paths:
-            chunks, none = _exfeed._chunks(path, **options)
+            chunks, exact, none = _exfeed._chunks(path, **options)
             if self._schema is None:
                 self._schema = pa.schema(none)
-            self._chunks += [(path, i, seqs, size) for i, (seqs, _, size) in enumerate(chunks)]
+            self._chunks += [
+                (path, i, seqs if exact else None, size) for i, (seqs, _, size) in enumerate(chunks)
+            ]
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         # The files' bytes: about the decoded size of binary files, more than that of text.
@@ -106,8 +114,9 @@ class ExfeedDatasource(Datasource):
                     runs[-1] = (path, runs[-1][1], i + 1)
                 else:
                     runs.append((path, i, i + 1))
+            rows = [c[2] for c in group]
             metadata = BlockMetadata(
-                num_rows=sum(c[2] for c in group),
+                num_rows=None if None in rows else sum(rows),
                 size_bytes=sum(c[3] for c in group),
                 input_files=sorted({c[0] for c in group}),
                 exec_stats=None,

@@ -7,6 +7,7 @@
 //! `FFI_ArrowArrayStream` that pyarrow moves out of the capsule and pulls batches from.
 
 use crate::errors::{bad_arg, detached};
+use crate::options::parse_index;
 use crate::tools::{Kwargs, OpenArgs};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchReader;
@@ -90,6 +91,17 @@ fn take_options(kw: &Kwargs<'_>) -> PyResult<(OpenArgs, u64)> {
     Ok((args, chunk_size))
 }
 
+/// How the Ray functions find a CTF file's chunks: `index` (`"auto"`, the default, `"full"` or
+/// `"none"`, as for `exfeed.Reader`), taken from a call's keyword arguments.
+fn take_index(kw: &Kwargs<'_>) -> PyResult<IndexMode> {
+    let mode = kw.get::<String>("index")?;
+    Ok(mode
+        .as_deref()
+        .map(parse_index)
+        .transpose()?
+        .unwrap_or(IndexMode::Auto))
+}
+
 /// Diagnostics tolerated by the error budget, printed on standard error as the command does.
 struct Stderr;
 
@@ -126,17 +138,21 @@ pub fn _to_arrow<'py>(
     Ok(ArrowStream::new(batches))
 }
 
-/// The chunk source of a file: CTF indexed in chunks of `chunk_size` bytes; CBF in its own
-/// chunks; Lens in the reader's.
-fn source<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
+/// The chunk source of a file: CTF in chunks of `chunk_size` bytes, with or without an index
+/// (`index`: by default without one when the file allows it, so that a Ray read task reads its own
+/// chunks and not the whole file); CBF in its own chunks; Lens in the reader's.
+fn source<T: Value>(
+    data: DataSet,
+    chunk_size: u64,
+    index: IndexMode,
+) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
     if data.format() != FileFormat::Ctf {
         return data.into_chunk_source::<T>();
     }
     let ctf = CtfSourceOptions {
         ctf: data.options().ctf(),
         chunk_size,
-        // Ray's read tasks are planned from every chunk's sequence count: the index's.
-        index: IndexMode::Full,
+        index,
         ..CtfSourceOptions::default()
     };
     Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))
@@ -157,32 +173,40 @@ fn chunk_stream<T: Value>(
     )?))
 }
 
-/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads),
-/// and the stream of none of them, whose schema (`pyarrow.schema(s)`) is their record batches'.
+/// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads);
+/// whether their sequence and sample counts are exact (an index's) rather than estimates (byte
+/// ranges, see `IndexMode::None`); and the stream of none of them, whose schema
+/// (`pyarrow.schema(s)`) is their record batches'.
 #[pyfunction]
 #[pyo3(signature = (path, **kwargs))]
 pub fn _chunks<'py>(
     py: Python<'py>,
     path: PathBuf,
     kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<(Chunks, ArrowStream)> {
+) -> PyResult<(Chunks, bool, ArrowStream)> {
     let kw = Kwargs::new(py, kwargs)?;
     let (args, chunk_size) = take_options(&kw)?;
+    let index = take_index(&kw)?;
     kw.finish("_chunks")?;
-    let (chunks, none) = detached(py, move || {
-        fn chunks<T: Value>(data: DataSet, chunk_size: u64) -> exfeed::Result<(Chunks, Batches)> {
-            let s = source::<T>(data, chunk_size)?;
+    let (chunks, exact, none) = detached(py, move || {
+        fn chunks<T: Value>(
+            data: DataSet,
+            chunk_size: u64,
+            index: IndexMode,
+        ) -> exfeed::Result<(Chunks, bool, Batches)> {
+            let s = source::<T>(data, chunk_size, index)?;
             let chunks = s.chunks().iter();
             let chunks = chunks.map(|c| (c.sequences, c.samples, c.bytes)).collect();
-            Ok((chunks, chunk_stream(s, 0..0)?))
+            let exact = !s.chunks_by_byte_range();
+            Ok((chunks, exact, chunk_stream(s, 0..0)?))
         }
         let opened = args.open(Some(&path), false)?;
         match opened.precision {
-            Precision::Float => chunks::<f32>(opened.data, chunk_size),
-            Precision::Double => chunks::<f64>(opened.data, chunk_size),
+            Precision::Float => chunks::<f32>(opened.data, chunk_size, index),
+            Precision::Double => chunks::<f64>(opened.data, chunk_size, index),
         }
     })?;
-    Ok((chunks, ArrowStream::new(none)))
+    Ok((chunks, exact, ArrowStream::new(none)))
 }
 
 /// Chunks `start..end` of a file as a stream, one record batch per chunk.
@@ -197,12 +221,16 @@ pub fn _read_chunks<'py>(
 ) -> PyResult<ArrowStream> {
     let kw = Kwargs::new(py, kwargs)?;
     let (args, chunk_size) = take_options(&kw)?;
+    let index = take_index(&kw)?;
     kw.finish("_read_chunks")?;
     let batches = detached(py, move || {
         let opened = args.open(Some(&path), false)?;
+        let range = start..end;
         match opened.precision {
-            Precision::Float => chunk_stream(source::<f32>(opened.data, chunk_size)?, start..end),
-            Precision::Double => chunk_stream(source::<f64>(opened.data, chunk_size)?, start..end),
+            Precision::Float => chunk_stream(source::<f32>(opened.data, chunk_size, index)?, range),
+            Precision::Double => {
+                chunk_stream(source::<f64>(opened.data, chunk_size, index)?, range)
+            }
         }
     })?;
     Ok(ArrowStream::new(batches))

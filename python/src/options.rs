@@ -5,7 +5,7 @@ use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{Corpus, EpochLimit, Equalize, ReaderArgs, RunOptions};
+use exfeed::reader::{Corpus, EpochLimit, Equalize, IndexMode, ReaderArgs, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -61,6 +61,12 @@ pub fn check_run_options(o: &RunOptions) -> PyResult<()> {
 }
 
 /// `files`: one path or a list of paths (str or os.PathLike).
+/// The `index` argument (`"auto"`, `"full"` or `"none"`).
+pub fn parse_index(mode: &str) -> PyResult<IndexMode> {
+    mode.parse()
+        .map_err(|e: exfeed::Error| bad_arg("index", e.message()))
+}
+
 pub fn extract_files(files: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     let files: Vec<PathBuf> = if let Ok(one) = files.extract::<PathBuf>() {
         vec![one]

@@ -205,12 +205,7 @@ impl Reader {
                 chunk_size: chunk_size.and_then(|c| c.extract::<u64>().ok()),
                 keep_in_memory,
                 cache_index,
-                index: index
-                    .map(|m| {
-                        m.parse()
-                            .map_err(|e: exfeed::Error| bad_arg("index", e.message()))
-                    })
-                    .transpose()?,
+                index: index.as_deref().map(parse_index).transpose()?,
                 frame_mode,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,

@@ -34,19 +34,28 @@ def test_a_sharded_corpus_arrives_exactly_once_and_ray_writes_parquet(local_ray,
     import exfeed.ray
 
     truth = write_shards(tmp_path, 4, 150)
-    # Chunks of 2 KiB: each shard is several chunks, so tasks read parts of files.
-    source = exfeed.ray.ExfeedDatasource(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048)
-    tasks = source.get_read_tasks(6)
+    corpus = str(tmp_path / "train-*.ctf")
+    # Chunks of 2 KiB: each shard is several chunks, so tasks read parts of files. The shards
+    # have sequence ids, so by default they are read without an index: the chunks are byte
+    # ranges whose row counts are only estimated, and the tasks' metadata gives none...
+    tasks = exfeed.ray.ExfeedDatasource(corpus, inputs=INPUTS, chunk_size=2048).get_read_tasks(6)
     assert len(tasks) == 6
-    assert sum(t.metadata.num_rows for t in tasks) == 600
-    ds = exfeed.ray.read(str(tmp_path / "train-*.ctf"), inputs=INPUTS, chunk_size=2048, override_num_blocks=6)
-    rows = ds.take_all()
-    keys = sorted(r["key"] for r in rows)
-    assert keys == sorted(truth), "every sequence exactly once"
-    for r in rows:
-        rows_x, label = truth[r["key"]]
-        np.testing.assert_array_equal(np.array([list(s) for s in r["x"]], dtype=np.float32), rows_x)
-        assert [list(s["indices"]) for s in r["y"]] == [[label]]
+    assert all(t.metadata.num_rows is None for t in tasks)
+    # ...while with the index it gives the exact counts.
+    indexed = exfeed.ray.ExfeedDatasource(corpus, inputs=INPUTS, chunk_size=2048, index="full")
+    assert sum(t.metadata.num_rows for t in indexed.get_read_tasks(6)) == 600
+    for index in ("full", "auto"):
+        ds = exfeed.ray.read(corpus, inputs=INPUTS, chunk_size=2048, override_num_blocks=6, index=index)
+        assert ds.count() == 600, index
+        rows = ds.take_all()
+        keys = sorted(r["key"] for r in rows)
+        assert keys == sorted(truth), f"every sequence exactly once (index={index})"
+        for r in rows:
+            rows_x, label = truth[r["key"]]
+            np.testing.assert_array_equal(np.array([list(s) for s in r["x"]], dtype=np.float32), rows_x)
+            assert [list(s["indices"]) for s in r["y"]] == [[label]]
+    with pytest.raises(ValueError, match="index"):
+        exfeed.ray.ExfeedDatasource(corpus, inputs=INPUTS, index="sometimes")
     # Ray writes the dataset as Parquet; the files keep exfeed's schema and its metadata.
     out = tmp_path / "parquet"
     ds.write_parquet(str(out))

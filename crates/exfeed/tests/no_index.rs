@@ -416,3 +416,63 @@ fn errors_name_the_line_in_the_file_without_an_index() {
     assert_eq!(err.to_string(), want.to_string());
     assert_eq!(err.location().line, Some(51), "{err}");
 }
+
+#[test]
+fn tolerated_errors_name_their_lines_in_the_file_without_an_index() {
+    // A bad sample (two errors: the bad number, the input then missing) every 20 lines,
+    // tolerated (`maxErrors` 2, counted per chunk), then three in a row: the chunk that holds
+    // two of them keeps the first one's diagnostics and stops at the next.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.ctf");
+    let bad = |i: u64| i % 20 == 7 || (189..192).contains(&i);
+    let mut text = String::new();
+    for i in 0..200 {
+        let x = if bad(i) { "nope" } else { "1" };
+        text += &format!("{i} |x {i} {x} |y 0:1\n");
+    }
+    std::fs::write(&path, &text).unwrap();
+    let open = |index| {
+        let mut o = options(64, index);
+        o.ctf.max_errors = 2;
+        CtfSource::open(&InputPath::new(&path), o).unwrap()
+    };
+    let (none, full) = (open(IndexMode::None), open(IndexMode::Full));
+    assert_eq!(none.index_origin(), IndexOrigin::ByteRanges);
+    let err = decode_all::<f32>(&none).unwrap_err();
+    let want = decode_all::<f32>(&full).unwrap_err();
+    assert_eq!(err.to_string(), want.to_string());
+    let lines = |s: &CtfSource| -> Vec<u64> {
+        s.diagnostics()
+            .iter()
+            .map(|d| d.location.line.unwrap())
+            .collect()
+    };
+    let fatal = err.location().line.unwrap();
+    assert!([191, 192].contains(&fatal), "{err}");
+    let kept: Vec<u64> = (0..fatal - 1)
+        .filter(|&i| bad(i))
+        .flat_map(|i| [i + 1, i + 1])
+        .collect();
+    assert_eq!(lines(&none), kept);
+    assert_eq!(lines(&full), kept);
+    let text =
+        |s: &CtfSource| -> Vec<String> { s.diagnostics().iter().map(|d| d.to_string()).collect() };
+    assert_eq!(text(&none), text(&full));
+}
+
+#[test]
+fn the_key_mode_is_found_after_a_head_of_blank_lines() {
+    // 100 000 bytes of blank lines, more than the head read at open: the ids after them still
+    // key the sequences, so `auto` reads byte ranges.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blank_start.ctf");
+    let mut text = "\n \r\n\t".repeat(25_000);
+    text += "7 |x 1 2 |y 0:1\n7 |x 3 4\n8 |x 5 6 |y 1:1\n";
+    std::fs::write(&path, &text).unwrap();
+    let auto = CtfSource::open(&InputPath::new(&path), options(4096, IndexMode::Auto)).unwrap();
+    assert_eq!(auto.index_origin(), IndexOrigin::ByteRanges);
+    let full = CtfSource::open(&InputPath::new(&path), options(4096, IndexMode::Full)).unwrap();
+    let got = decode_all::<f32>(&auto).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got, decode_all::<f32>(&full).unwrap());
+}

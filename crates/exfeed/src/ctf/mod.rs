@@ -44,7 +44,7 @@ mod scan;
 
 pub use parse::{CtfParser, CtfStream};
 pub use scan::{detect_key_mode, scan_sequences, KeyMode, SequenceExtent, BOM};
-pub(crate) use scan::{is_blank, is_blank_line, line_id};
+pub(crate) use scan::{is_blank, is_blank_line, line_key, starts_sequence};
 
 use crate::batch::SequenceBatch;
 use crate::element::Element;

@@ -69,6 +69,37 @@ pub(crate) fn line_id(line: &[u8]) -> std::result::Result<Option<(u64, usize)>, 
     Ok(if i == start { None } else { Some((id, i)) })
 }
 
+/// The sequence id of line `text` (without its newline), which starts at byte `start` of the
+/// file: `None` for a line without one. A BOM at the file's start is skipped.
+#[inline]
+pub(crate) fn line_key(text: &[u8], start: u64) -> Result<Option<u64>> {
+    let skipped = if start == 0 && text.starts_with(BOM) {
+        BOM.len()
+    } else {
+        0
+    };
+    match line_id(&text[skipped..]) {
+        Ok(id) => Ok(id.map(|(id, _)| id)),
+        Err(at) => Err(Error::syntax(
+            start + (skipped + at) as u64,
+            "sequence id does not fit in 64 bits",
+        )),
+    }
+}
+
+/// Does line `text` (without its newline), with sequence id `id` (see [`line_key`]), start a
+/// sequence after the one keyed `current` (`None`: no sequence yet)? Yes for another id, and
+/// with no sequence yet for any line with text; a line without an id continues the sequence.
+#[inline]
+pub(crate) fn starts_sequence(text: &[u8], id: Option<u64>, current: Option<u64>) -> bool {
+    match (id, current) {
+        (Some(id), Some(key)) => id != key,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => !is_blank_line(text),
+    }
+}
+
 /// Is `line` (without its newline) empty or blank?
 #[inline]
 pub(crate) fn is_blank_line(line: &[u8]) -> bool {
@@ -110,35 +141,22 @@ pub fn scan_sequences(
                 }
             }
             KeyMode::Ids => {
-                let id = line_id(text).map_err(|at| {
-                    Error::syntax(
-                        base + (pos + at) as u64,
-                        "sequence id does not fit in 64 bits",
-                    )
-                })?;
-                match (id, cur.as_mut()) {
-                    (Some((id, _)), Some(c)) if id == c.key => {
-                        c.len = (base + end as u64 - c.offset) as usize;
-                        c.lines += 1;
+                let id = line_key(text, base + pos as u64)?;
+                if starts_sequence(text, id, cur.as_ref().map(|c| c.key)) {
+                    if let Some(c) = cur.take() {
+                        f(c)?;
                     }
-                    (None, Some(c)) => {
-                        c.len = (base + end as u64 - c.offset) as usize;
-                        c.lines += 1;
-                    }
-                    (None, None) if is_blank_line(text) => {}
-                    (id, _) => {
-                        if let Some(c) = cur.take() {
-                            f(c)?;
-                        }
-                        cur = Some(SequenceExtent {
-                            offset: base + pos as u64,
-                            len: end - pos,
-                            key: id.map_or(0, |(id, _)| id),
-                            line: line_no,
-                            lines: 1,
-                        });
-                    }
-                }
+                    cur = Some(SequenceExtent {
+                        offset: base + pos as u64,
+                        len: end - pos,
+                        key: id.unwrap_or(0),
+                        line: line_no,
+                        lines: 1,
+                    });
+                } else if let Some(c) = cur.as_mut() {
+                    c.len = (base + end as u64 - c.offset) as usize;
+                    c.lines += 1;
+                } // else a blank line before the first sequence
             }
         }
         pos = end;

@@ -99,8 +99,7 @@ pub fn open_configured_source_with<T: Element>(
             ));
         }
     }
-    let joined = cfg.deserializers.len() > 1;
-    if joined {
+    if cfg.deserializers.len() > 1 {
         if let Some(d) = cfg
             .deserializers
             .iter()
@@ -113,10 +112,7 @@ pub fn open_configured_source_with<T: Element>(
             )));
         }
     }
-    let mut opened = Opened {
-        joined,
-        ..Opened::default()
-    };
+    let mut opened = Opened::default();
     let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
     for (i, d) in cfg.deserializers.iter().enumerate() {
         if d.corpus.is_some() {
@@ -134,9 +130,7 @@ pub fn open_configured_source_with<T: Element>(
         };
         sources.push(opened.open(cfg, d, &input)?);
     }
-    let Opened {
-        ctf, lens, unused, ..
-    } = opened;
+    let Opened { ctf, lens, unused } = opened;
     if sources.len() == 1 {
         return Ok(ConfiguredSource {
             source: sources.pop().expect("one"),
@@ -163,8 +157,6 @@ struct Opened {
     lens: Vec<Arc<LensSource>>,
     /// Parameters given that do not apply to the files read.
     unused: Vec<Diagnostic>,
-    /// The sources are joined by key (so CTF files need the full index).
-    joined: bool,
 }
 
 impl Opened {
@@ -190,8 +182,9 @@ impl Opened {
                         keep_in_memory: d.effective_keep_data_in_memory(cfg),
                         frame_mode: d.effective_frame_mode(cfg),
                         cache_index: d.effective_cache_index(cfg),
+                        // Joined by key: every chunk's keys are needed, so the full index.
                         index: match d.effective_index(cfg) {
-                            IndexMode::Auto if self.joined => IndexMode::Full,
+                            IndexMode::Auto if cfg.deserializers.len() > 1 => IndexMode::Full,
                             mode => mode,
                         },
                     },

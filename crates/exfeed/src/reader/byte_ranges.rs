@@ -25,7 +25,7 @@
 //! that continue that sequence. Each look is bounded by the maximum record size: a sequence
 //! longer than that is an error, as it is for the scan.
 
-use crate::ctf::{line_id, KeyMode, BOM};
+use crate::ctf::{line_key, starts_sequence, KeyMode, BOM};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -188,23 +188,6 @@ fn sequence_across(at: u64, limits: Limits) -> Error {
     )
 }
 
-/// The id of line `text` (without its newline) that starts at byte `start`, as the scan reads
-/// it (after a BOM on the first line).
-fn id_of(text: &[u8], start: u64) -> Result<Option<u64>> {
-    let text = if start == 0 {
-        text.strip_prefix(BOM).unwrap_or(text)
-    } else {
-        text
-    };
-    match line_id(text) {
-        Ok(id) => Ok(id.map(|(id, _)| id)),
-        Err(at) => Err(Error::syntax(
-            start + at as u64,
-            "sequence id does not fit in 64 bits",
-        )),
-    }
-}
-
 /// The key of the sequence open at line start `p` (> 0): the id of the last line with one before
 /// `p`; with none, `None` when every line before `p` is blank (no sequence yet), else 0 (a
 /// first line without an id starts a sequence keyed 0, as the scan reads it).
@@ -224,7 +207,7 @@ fn current_key<D: ReadAt + ?Sized>(data: &D, p: u64, limits: Limits) -> Result<O
                 break;
             }
             let text = &bytes[start..end - 1];
-            if let Some(id) = id_of(text, from + start as u64)? {
+            if let Some(id) = line_key(text, from + start as u64)? {
                 return Ok(Some(id));
             }
             any_text |= !crate::ctf::is_blank_line(text.strip_prefix(BOM).unwrap_or(text));
@@ -288,13 +271,7 @@ fn skip_continuing_lines<D: ReadAt + ?Sized>(
                 None => break, // the line goes on past the block: read again from its start
             };
             let (text, start) = (&bytes[at..end], pos + at as u64);
-            let starts_one = match (id_of(text, start)?, current) {
-                (Some(id), Some(key)) => id != key,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => !crate::ctf::is_blank_line(text),
-            };
-            if starts_one {
+            if starts_sequence(text, line_key(text, start)?, current) {
                 return Ok(start);
             }
             if current.is_some() && pos + end as u64 - p > limits.max_record_bytes {
@@ -531,5 +508,24 @@ mod tests {
             .collect();
         assert_eq!(starts[0], 0);
         assert!(starts[1..].iter().all(|&s| s == 200), "{starts:?}");
+    }
+
+    #[test]
+    fn an_id_too_large_is_the_same_error_as_for_the_scan() {
+        // The first line's id, looked back at from the later chunks, after a BOM or not.
+        for bom in [&b""[..], BOM] {
+            let mut text = bom.to_vec();
+            text.extend_from_slice(b"99999999999999999999999 |x 1\n");
+            for _ in 0..10 {
+                text.extend_from_slice(b"|x 2\n");
+            }
+            let whole = scan(&text, 0, KeyMode::Ids).unwrap_err();
+            assert_eq!(whole.location().byte, Some(bom.len() as u64), "{whole}");
+            let ranges = ByteRanges::new(text.len() as u64, 16, KeyMode::Ids, Limits::default());
+            for i in 1..ranges.len() {
+                let e = ranges.range(&text[..], i).unwrap_err();
+                assert_eq!(e.to_string(), whole.to_string(), "chunk {i}");
+            }
+        }
     }
 }
