@@ -18,6 +18,7 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 /// `format=`, `to=`: ctf, cbf, ex (or lens), bex.
@@ -213,37 +214,30 @@ pub fn check<'py>(
         if !opened.data.is_corpus() {
             return Ok((Checked::of(opened.data, precision, budget), Vec::new()));
         }
-        let corpus = opened.data;
-        let mut total = Checked {
-            summary: Summary::of_corpus(corpus.name().to_string(), corpus.format()),
-            problems: Vec::new(),
-            error: None,
-            ok: true,
-        };
-        let mut shards = Vec::new();
-        let mut files = corpus.shards();
-        while let Some(shard) = files.next() {
-            let one = match shard {
-                Ok((i, data)) => {
+        let mut shards: Vec<Checked> = Vec::new();
+        let (summary, _) = opened.data.summarize_shards(|_, file, shard| {
+            let (one, summary) = match shard {
+                Ok(data) => {
                     let one = Checked::of(data, precision, budget);
-                    total.summary.merge(i, &one.summary);
-                    one
+                    let summary = one.summary.clone();
+                    (one, Some(summary))
                 }
-                Err(e) => Checked::unopened(files.files()[shards.len()].display().to_string(), e),
+                Err(e) => (Checked::unopened(file.display().to_string(), e), None),
             };
-            total.problems.extend_from_slice(&one.problems);
-            total.ok &= one.ok;
-            if total.error.is_none() {
-                total.error.clone_from(&one.error);
-            }
             shards.push(one);
-        }
-        let errors = total
-            .problems
+            (summary, Ok::<(), Infallible>(()))
+        });
+        let problems: Vec<Diagnostic> = shards.iter().flat_map(|s| s.problems.clone()).collect();
+        let errors = problems
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count();
-        total.ok &= errors as u64 <= budget;
+        let total = Checked {
+            summary,
+            ok: shards.iter().all(|s| s.ok) && errors as u64 <= budget,
+            error: shards.iter().find_map(|s| s.error.clone()),
+            problems,
+        };
         Ok((total, shards))
     })?;
     let out = whole.to_dict(py)?;

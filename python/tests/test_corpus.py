@@ -95,6 +95,17 @@ def test_check_reports_each_shard_and_the_corpus(shards):
     bad = [p for p in report["problems"] if p["severity"] == "error"]
     assert bad and all(p["path"].endswith("train-3.ctf") for p in bad)
     assert bad[0]["line"] == 2
+    # A shard that cannot be opened (a CBF file cut short: its header is read when opened) is
+    # named all the same, and the others are still checked.
+    cbf = d.parent / f"{d.name}-whole.cbf"
+    exfeed.convert(d / "train-0.ctf", cbf, inputs=INPUTS)
+    (d / "train-4.cbf").write_bytes(cbf.read_bytes()[: cbf.stat().st_size // 2])
+    report = exfeed.check(corpus=str(d / "train-*"), inputs=INPUTS)
+    cut = report["shards"][4]
+    assert cut["path"].endswith("train-4.cbf") and not cut["ok"] and cut["error"]
+    assert [s["ok"] for s in report["shards"]] == [True, True, True, False, False]
+    assert report["sequences"] == sum(s["sequences"] for s in report["shards"][:4])
+    (d / "train-4.cbf").unlink()
     (d / "train-3.ctf").unlink()
     report = exfeed.check(corpus=str(d / "train-*"), inputs=INPUTS)
     assert report["ok"] and report["error"] is None

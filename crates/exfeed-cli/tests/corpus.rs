@@ -381,6 +381,25 @@ fn check_reports_each_shard_and_the_corpus_and_names_the_bad_shard() {
         )),
         "{stdout}"
     );
+
+    // A shard that cannot be opened (a CBF file cut short: its header is read when opened) is
+    // named, and the others are still checked.
+    let cbf = std::fs::read(dir.path().join("train-2.cbf")).unwrap();
+    std::fs::write(dir.path().join("train-4.cbf"), &cbf[..cbf.len() / 2]).unwrap();
+    let out = with_input(&["check", "--corpus", &glob]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("train-4.cbf: invalid (stopped at the error above)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("train-2.cbf: ok\n"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "corpus {glob}: invalid (2 of 5 files)\n  files: 5\n"
+        )),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -451,6 +470,31 @@ fn convert_writes_one_file_of_every_shard_in_order() {
         text(&out.stderr)
     );
     assert!(!ex.exists());
+}
+
+#[test]
+fn a_corpus_of_double_cbf_shards_converts_to_ctf_without_rounding_to_float() {
+    // Values float cannot hold (as float they read 0.12345679 and 1), one per shard.
+    let dir = tempfile::tempdir().unwrap();
+    let values = ["0.123456789", "1.0000000000009095"];
+    for (i, v) in values.iter().enumerate() {
+        let ctf = dir.path().join(format!("d{i}.ctf"));
+        std::fs::write(&ctf, format!("0 |x {v} {i}\n")).unwrap();
+        let cbf = dir.path().join(format!("d{i}.cbf")).display().to_string();
+        let ctf = ctf.display().to_string();
+        let out = with_input(&["convert", &ctf, &cbf, "--precision", "double"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        std::fs::remove_file(ctf).unwrap();
+    }
+    let glob = dir.path().join("d*.cbf").display().to_string();
+    let output = dir.path().join("all.ctf");
+    let out = exfeed(["convert", "--corpus", &glob, output.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(
+        written,
+        format!("0 |x {} 0\n1099511627776 |x {} 1\n", values[0], values[1])
+    );
 }
 
 #[test]

@@ -227,7 +227,12 @@ impl DataSet {
         match self.content {
             Content::Corpus(files) => Shards::new(*files, options),
             _ => {
-                let files = self.files();
+                // Named by its path, or by its name when it has none (standard input).
+                let file = self
+                    .input
+                    .path()
+                    .map_or_else(|| self.name.clone().into(), Into::into);
+                let files = vec![file];
                 Shards::new(corpus::CorpusFiles { files, first: self }, options)
             }
         }
@@ -321,15 +326,19 @@ impl DataSet {
         if self.is_corpus() {
             // Every shard's chunks, shard after shard (CorpusSource).
             let mut shards = Vec::new();
-            for shard in self.shards() {
-                let (_, data) = shard?;
+            for (_, _, data) in self.shards() {
+                let data = data?;
                 shards.push((data.name().to_string(), data.into_chunk_source::<T>()?));
             }
             return Ok(Arc::new(crate::reader::CorpusSource::new(shards)?));
         }
         let (format, options) = (self.format, self.options.clone());
         let name = self.name.clone();
-        let input = self.into_input()?;
+        let input = match self.content {
+            // Opened already (mapped, or decompressed once), its streams selected.
+            Content::Cbf(file) => return Ok(Arc::new(CbfSource::from_file(*file, self.name))),
+            content => DataSet { content, ..self }.into_input()?,
+        };
         Ok(match format {
             FileFormat::Ctf => Arc::new(CtfSource::open(
                 &input,
@@ -338,7 +347,7 @@ impl DataSet {
                     ..CtfSourceOptions::default()
                 },
             )?),
-            FileFormat::Cbf => Arc::new(CbfSource::open(&input, &options.inputs, false)?),
+            FileFormat::Cbf => unreachable!("CBF is opened as CBF content"),
             FileFormat::LensText | FileFormat::LensBinary => {
                 let layout = needs_layout(&options, &name)?;
                 Arc::new(LensSource::open(
@@ -533,8 +542,17 @@ impl DataSet {
     /// A corpus is summarized file after file, its counts added up ([`Summary::merge`]).
     pub fn summary<T: Element>(self, sink: &mut dyn DiagnosticSink) -> SummaryOutcome {
         if self.is_corpus() {
-            let (name, format) = (self.name.clone(), self.format);
-            return corpus::summary::<T>(name, format, self.shards(), sink);
+            let (total, result) = self.summarize_shards(|_, _, data| match data {
+                Ok(data) => {
+                    let one = data.summary::<T>(sink);
+                    (Some(one.summary), one.result.map(drop))
+                }
+                Err(e) => (None, Err(e)),
+            });
+            return SummaryOutcome {
+                result: result.map(|()| total.clone()),
+                summary: total,
+            };
         }
         let mut summary = Summary {
             name: self.name.clone(),
@@ -863,6 +881,11 @@ mod tests {
         let all = OpenOptions::default();
         assert!(open(&cbf, &all).unwrap().cbf().unwrap().num_chunks() > 1);
         assert_eq!(through_chunk_source(&cbf, &all), want);
+        // Compressed: the source reads the temporary file the opening decompressed it into.
+        let gz = dir.path().join("d.cbf.gz");
+        let data = open(&ctf, &options).unwrap();
+        crate::convert::convert(data, &gz, &small_chunks, &mut Ignore).unwrap();
+        assert_eq!(through_chunk_source(&gz, &all), want);
 
         let ex = dir.path().join("d.ex");
         std::fs::write(

@@ -19,25 +19,24 @@ pub fn parse_convert_format(s: &str) -> Result<Format, Error> {
     })
 }
 
-/// Runs the conversion when its input or output is Parquet or Arrow IPC (`None` otherwise).
-pub fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<Option<ExitCode>> {
+/// Runs the conversion to `output` in format `to` when its input or output is Parquet or Arrow
+/// IPC (`None` otherwise), with `options` (their precision: given, or else the input's).
+pub fn convert(
+    args: &Args,
+    data: &DataPath,
+    output: &Path,
+    to: Format,
+    options: &mut ConvertOptions,
+) -> anyhow::Result<Option<ExitCode>> {
     let from = match (args.from, data) {
         (Some(f), _) => f.arrow(),
         (None, DataPath::File(input)) if input.as_os_str() != "-" => ArrowFormat::of_file(input),
         // A corpus is read by exfeed (its files CTF, CBF or Lens).
         (None, _) => None,
     };
-    let to = args.to.unwrap_or_else(|| Format::from_name(output));
     if from.is_none() && to.arrow().is_none() {
         return Ok(None);
     }
-    let mut options = ConvertOptions {
-        to: None,
-        precision: args.source.precision,
-        chunk_size: args.chunk_size,
-        overwrite: args.force,
-        sync: !args.no_sync,
-    };
     let Some(format) = to.arrow().filter(|_| from.is_none()) else {
         let DataPath::File(input) = data else {
             anyhow::bail!("a corpus of Parquet or Arrow IPC files is not read: convert each file");
@@ -48,7 +47,7 @@ pub fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<Op
                  at the end, says where everything is; give a file"
             );
         }
-        let sequences = read_arrow_file(input, &args.source.inputs, output, to, &options)?;
+        let sequences = read_arrow_file(input, &args.source.inputs, output, to, options)?;
         return Ok(Some(finish(output, sequences, 0)));
     };
     let opened = args
@@ -56,6 +55,6 @@ pub fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<Op
         .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
     options.precision = Some(opened.precision);
     let mut sink = Stderr::new(opened.trace_level);
-    let sequences = write_arrow_file(opened.data, output, format, &options, &mut sink)?;
+    let sequences = write_arrow_file(opened.data, output, format, options, &mut sink)?;
     Ok(Some(finish(output, sequences, sink.errors)))
 }

@@ -89,38 +89,35 @@ fn check(data: &DataPath, args: &Args) -> anyhow::Result<u8> {
     }
     // File by file, each reported as a file is; then the totals.
     let name = opened.data.name().to_string();
-    let (format, trace_level, precision) =
-        (opened.data.format(), opened.trace_level, opened.precision);
+    let (trace_level, precision) = (opened.trace_level, opened.precision);
     let tolerated = opened.options.max_errors;
-    let mut total = Summary::of_corpus(name.clone(), format);
     let (mut files, mut invalid, mut errors, mut warnings, mut worst) = (0, 0, 0, 0, 0u8);
-    let mut shards = opened.data.shards();
-    while let Some(shard) = shards.next() {
+    let (total, reported) = opened.data.summarize_shards(|_, file, shard| {
         files += 1;
         let checked = match shard {
-            Ok((i, data)) => {
+            Ok(data) => {
                 let shard = Opened {
                     options: data.options().clone(),
                     data,
                     precision,
                     trace_level,
                 };
-                let checked = check_one(shard, args)?;
-                if let Some(s) = &checked.summary {
-                    total.merge(i, s);
-                }
-                checked
+                check_one(shard, args)
             }
-            Err(e) => {
-                let file = shards.files()[files - 1].display().to_string();
-                report_unopened(&file, e.into())?
-            }
+            Err(e) => report_unopened(&file.display().to_string(), e.into()),
         };
-        invalid += u64::from(checked.code != 0);
-        errors += checked.errors;
-        warnings += checked.warnings;
-        worst = worst.max(checked.code);
-    }
+        match checked {
+            Ok(checked) => {
+                invalid += u64::from(checked.code != 0);
+                errors += checked.errors;
+                warnings += checked.warnings;
+                worst = worst.max(checked.code);
+                (checked.summary, Ok(()))
+            }
+            Err(e) => (None, Err(e)),
+        }
+    });
+    reported?;
     let mut out = crate::diag::Stdout::lock();
     let verdict = match invalid {
         0 => "ok".to_string(),

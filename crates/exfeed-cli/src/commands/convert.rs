@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
     /// How to read CTF input (--input, or --config [--section], and CNTK's reader parameters);
-    /// --precision is also the element type of CBF output (for CBF input: the input's by default).
+    /// --precision is also the element type of CBF output, and of the values of a corpus or Lens
+    /// file written as CTF (for CBF input: the input's by default).
     #[command(flatten)]
     pub source: SourceArgs,
     /// Chunk size of CBF output, and of Parquet row groups and Arrow record batches, in bytes
@@ -74,12 +75,12 @@ impl Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (data, output) = args.paths()?;
+    let to = args.to.unwrap_or_else(|| Format::from_name(&output));
     if output != Path::new("-") {
-        return convert(&args, &data, &output);
+        return convert(&args, &data, &output, to);
     }
     // Standard output: every format is written front to back, so any may go to a pipe; binary
     // ones not to a terminal. A reader that stops early (`| head`) ends the conversion quietly.
-    let to = args.to.unwrap_or_else(|| Format::from_name(&output));
     let binary = match to {
         Format::Arrow(f) => Some(f.describe()),
         Format::Exfeed(f @ (FileFormat::Cbf | FileFormat::LensBinary)) => Some(f.describe()),
@@ -90,23 +91,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "standard output is a terminal: {binary} is binary; redirect it to a file or a pipe"
         );
     }
-    match convert(&args, &data, &output) {
+    match convert(&args, &data, &output, to) {
         Err(_) if exfeed::io::stdout_was_closed() => Ok(ExitCode::SUCCESS),
         result => result,
     }
 }
 
-/// Converts `data` to `output` (`-`: standard output).
-fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<ExitCode> {
-    let (args, data, output) = (args, data, output.to_path_buf());
+/// Converts `data` to `output` (`-`: standard output) in format `to`.
+fn convert(args: &Args, data: &DataPath, output: &Path, to: Format) -> anyhow::Result<ExitCode> {
+    let mut options = ConvertOptions {
+        to: to.exfeed(),
+        precision: args.source.precision,
+        chunk_size: args.chunk_size,
+        overwrite: args.force,
+        sync: !args.no_sync,
+    };
     // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
-    if let Some(code) = super::arrow::convert(args, data, &output)? {
+    if let Some(code) = super::arrow::convert(args, data, output, to, &mut options)? {
         return Ok(code);
     }
-    let to = args
-        .to
-        .and_then(Format::exfeed)
-        .unwrap_or_else(|| FileFormat::from_name(&output));
+    let Format::Exfeed(to) = to else {
+        unreachable!("Parquet and Arrow IPC output is written by super::arrow")
+    };
     let opened = args
         .source
         .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
@@ -119,18 +125,12 @@ fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<ExitCo
             to.describe()
         );
     }
-    let options = ConvertOptions {
-        to: Some(to),
-        precision: Some(opened.precision),
-        chunk_size: args.chunk_size,
-        overwrite: args.force,
-        sync: !args.no_sync,
-    };
+    options.precision = Some(opened.precision);
     let mut sink = Stderr::new(opened.trace_level);
     let mut bar: Option<Progress> = None;
     let done = convert_with_progress(
         opened.data,
-        &output,
+        output,
         &options,
         &mut sink,
         &mut |done, total| {
@@ -141,7 +141,7 @@ fn convert(args: &Args, data: &DataPath, output: &Path) -> anyhow::Result<ExitCo
     if let Some(bar) = bar {
         bar.finish();
     }
-    Ok(finish(&output, done.sequences, sink.errors))
+    Ok(finish(output, done.sequences, sink.errors))
 }
 
 /// The exit status of a conversion that wrote `sequences` to `output`: 1, with a note, when

@@ -89,16 +89,18 @@ fn describe_corpus<T: exfeed::Element>(
     sink: &mut Stderr,
 ) -> anyhow::Result<String> {
     let name = data.name().to_string();
-    let mut total = Summary::of_corpus(name.clone(), data.format());
     let mut files = Vec::new();
-    for shard in data.shards() {
-        let (i, shard) = shard?;
-        let bytes = shard.input().path().and_then(|p| std::fs::metadata(p).ok());
-        let bytes = bytes.map_or(0, |m| m.len());
-        let summary = shard.summary::<T>(sink).result?;
-        total.merge(i, &summary);
-        files.push((summary, bytes));
-    }
+    let (total, read) = data.summarize_shards(|_, file, shard| {
+        let bytes = std::fs::metadata(file).map_or(0, |m| m.len());
+        match shard.and_then(|shard| shard.summary::<T>(sink).result) {
+            Ok(summary) => {
+                files.push((summary.clone(), bytes));
+                (Some(summary), Ok(()))
+            }
+            Err(e) => (None, Err(e)),
+        }
+    });
+    read?;
     if json {
         let mut object = summary_json(&total);
         object["corpus"] = json!(name);

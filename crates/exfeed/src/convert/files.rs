@@ -20,8 +20,8 @@ pub struct ConvertOptions {
     /// The output's format; `None`: from its name ([`FileFormat::from_name`]: `.cbf`/`.bin`
     /// CBF, `.ex` Lens text, `.bex` Lens binary, through `.gz`/`.bz2`; anything else CTF).
     pub to: Option<FileFormat>,
-    /// The element type of CBF output; `None`: the input's (a CBF file's stored type), else
-    /// float.
+    /// The element type of CBF output, and the one a Lens file or a corpus is read in for CTF
+    /// output; `None`: the input's (a CBF file's stored type), else float.
     pub precision: Option<Precision>,
     /// The chunk size of CBF output, in bytes.
     pub chunk_size: u64,
@@ -251,17 +251,10 @@ pub fn convert_with_progress(
             let mut out = AtomicOutput::create(output, &outputs)?;
             let mut examples = data.lens_examples(false)?;
             let count = examples.declared_examples().or(counted);
-            // Beside the output (on the disk that takes it), or in the temporary directory
-            // when the output is standard output.
-            let temp = std::env::temp_dir();
-            let spool_in = match output.parent() {
-                _ if output == Path::new("-") => &temp,
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
+            let spool_in = out.temp_dir();
             let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| Error::io(output, e));
             done.sequences =
-                crate::lens::write_stream(&mut examples, binary, count, spool_in, &mut write)
+                crate::lens::write_stream(&mut examples, binary, count, &spool_in, &mut write)
                     .map_err(|e| {
                         // Reading errors name the input already; writing ones name the output.
                         if e.location().file.is_some() {
@@ -307,17 +300,31 @@ pub fn convert_with_progress(
             commit(out)?;
         }
         (_, _) => {
-            // A Lens file materialized, or a corpus, to CTF.
+            // A Lens file materialized, or a corpus, to CTF: values read in the precision
+            // they are stored in (double CBF shards lose nothing), or asked for.
             let out = AtomicOutput::create(output, &outputs)?;
-            let mut seqs = data.sequences::<f32>()?;
-            let specs = seqs.streams().to_vec();
-            let fill = |b: &mut SequenceBatch<f32>| seqs.next_batch(b, sink);
-            let (out, sequences) = write_ctf(&specs, fill, out, &name)?;
+            let (out, sequences) = match precision {
+                Precision::Float => sequences_to_ctf::<f32>(data, out, &name, sink)?,
+                Precision::Double => sequences_to_ctf::<f64>(data, out, &name, sink)?,
+            };
             done.sequences = sequences;
             commit(out)?;
         }
     }
     Ok(done)
+}
+
+/// Writes the sequences of `data`, read as `T`, to `out` as CTF (see [`write_ctf`]).
+fn sequences_to_ctf<T: Element>(
+    data: DataSet,
+    out: AtomicOutput,
+    name: &str,
+    sink: &mut dyn DiagnosticSink,
+) -> Result<(AtomicOutput, u64)> {
+    let mut seqs = data.sequences::<T>()?;
+    let specs = seqs.streams().to_vec();
+    let fill = |b: &mut SequenceBatch<T>| seqs.next_batch(b, sink);
+    write_ctf(&specs, fill, out, name)
 }
 
 /// Writes the sequences `fill` gives (it fills a batch of `specs` and says whether it did) to

@@ -7,7 +7,7 @@
 //! first that differs). Sequence keys are corpus keys (`shard << 40 | key`, see
 //! [`split_corpus_key`](crate::reader::split_corpus_key)), as `exfeed read` gives them.
 
-use super::{Content, DataSet, Inner, Sequences, Summary, SummaryOutcome};
+use super::{Content, DataSet, Inner, Sequences, Summary};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{DiagnosticSink, Result};
@@ -15,7 +15,8 @@ use crate::format::FileFormat;
 use crate::reader::{same_streams, to_corpus_keys, Corpus, CORPUS_KEY_BITS};
 use crate::stream::StreamSpec;
 use crate::OpenOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::result::Result as StdResult;
 
 /// The files of an opened corpus: the first one opened (it gives the format), the rest by name.
 pub(super) struct CorpusFiles {
@@ -86,33 +87,51 @@ impl Shards {
             options,
         }
     }
-
-    /// The files, in corpus order (shard `i` is `files()[i]`).
-    pub fn files(&self) -> &[PathBuf] {
-        &self.files
-    }
 }
 
 impl Iterator for Shards {
-    type Item = Result<(usize, DataSet)>;
+    /// The shard's number, its file, and it opened (or the error opening it).
+    type Item = (usize, PathBuf, Result<DataSet>);
 
     fn next(&mut self) -> Option<Self::Item> {
         let shard = self.next;
+        let file = self.files.get(shard)?.clone();
         let data = match self.first.take() {
             Some(first) => Ok(first),
-            None => {
-                let file = self.files.get(shard)?;
-                super::open(file, &self.options).and_then(|data| {
-                    let (first_name, first) = &self.first_streams;
-                    if let (Some(first), Some(these)) = (first, data.declared_streams()) {
-                        same_streams(data.name(), &these, first_name, first)?;
-                    }
-                    Ok(data)
-                })
-            }
+            None => super::open(&file, &self.options).and_then(|data| {
+                let (first_name, first) = &self.first_streams;
+                if let (Some(first), Some(these)) = (first, data.declared_streams()) {
+                    same_streams(data.name(), &these, first_name, first)?;
+                }
+                Ok(data)
+            }),
         };
         self.next += 1;
-        Some(data.map(|d| (shard, d)))
+        Some((shard, file, data))
+    }
+}
+
+impl DataSet {
+    /// Summarizes a corpus shard by shard, for callers that report each shard: `each(shard,
+    /// file, opened)` gets every shard opened (or the error opening it) and gives what it read
+    /// of it, added to the corpus's summary ([`Summary::merge`]), and whether to go on (an
+    /// error stops the walk). Returns the corpus's summary up to there, and the error if any.
+    /// A single input is a corpus of one.
+    pub fn summarize_shards<E>(
+        self,
+        mut each: impl FnMut(usize, &Path, Result<DataSet>) -> (Option<Summary>, StdResult<(), E>),
+    ) -> (Summary, StdResult<(), E>) {
+        let mut total = Summary::of_corpus(self.name.clone(), self.format);
+        for (shard, file, data) in self.shards() {
+            let (summary, go_on) = each(shard, &file, data);
+            if let Some(summary) = &summary {
+                total.merge(shard, summary);
+            }
+            if go_on.is_err() {
+                return (total, go_on);
+            }
+        }
+        (total, Ok(()))
     }
 }
 
@@ -127,7 +146,8 @@ impl<T: Element> CorpusSequences<T> {
     /// The sequences of `files`, the first shard opened for reading (it gives the streams).
     pub(super) fn new(files: CorpusFiles, options: OpenOptions) -> Result<(Self, Vec<StreamSpec>)> {
         let mut shards = Shards::new(files, options);
-        let (shard, first) = shards.next().expect("a corpus has a first file")?;
+        let (shard, _, first) = shards.next().expect("a corpus has a first file");
+        let first = first?;
         let name = first.name().to_string();
         let sequences = first.sequences::<T>()?;
         let streams = sequences.streams().to_vec();
@@ -145,7 +165,8 @@ impl<T: Element> CorpusSequences<T> {
                 let Some(next) = self.shards.next() else {
                     return Ok(false);
                 };
-                let (shard, data) = next?;
+                let (shard, _, data) = next;
+                let data = data?;
                 let name = data.name().to_string();
                 self.current = Some((shard, name, data.sequences::<T>()?));
             }
@@ -156,30 +177,6 @@ impl<T: Element> CorpusSequences<T> {
             }
             self.current = None;
         }
-    }
-}
-
-/// The summary of a whole corpus: every shard's, added up (see [`Summary::merge`]); the first
-/// fatal error stops it.
-pub(super) fn summary<T: Element>(
-    name: String,
-    format: FileFormat,
-    shards: Shards,
-    sink: &mut dyn DiagnosticSink,
-) -> SummaryOutcome {
-    let mut total = Summary::of_corpus(name, format);
-    let result = (|| {
-        for shard in shards {
-            let (i, data) = shard?;
-            let one = data.summary::<T>(sink);
-            total.merge(i, &one.summary);
-            one.result?;
-        }
-        Ok(())
-    })();
-    SummaryOutcome {
-        result: result.map(|()| total.clone()),
-        summary: total,
     }
 }
 
@@ -226,5 +223,49 @@ impl<T: Element> Sequences<T> {
     /// Whether the keys are corpus keys (`shard << 40 | key`): the sequences of a corpus.
     pub fn is_corpus(&self) -> bool {
         matches!(self.inner, Inner::Corpus(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Ignore;
+
+    #[test]
+    fn a_corpus_summary_adds_up_its_shards_and_stops_at_a_fatal_error_in_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p-0.ctf"), "0 |x 1\n1 |x 2\n1 |x 3\n").unwrap();
+        std::fs::write(dir.path().join("p-1.ctf"), "0 |x 4\n1 |x y\n").unwrap();
+        std::fs::write(dir.path().join("p-2.ctf"), "0 |x 5\n").unwrap();
+        let options = OpenOptions {
+            inputs: vec!["x:dense:1".parse().unwrap()],
+            ..OpenOptions::default()
+        };
+        let corpus = Corpus::parse(&format!("{}/p-*.ctf", dir.path().display()));
+        let outcome = open_corpus(&corpus, &options)
+            .unwrap()
+            .summary::<f32>(&mut Ignore);
+        let err = outcome.result.unwrap_err();
+        assert!(err.to_string().contains("p-1.ctf:2"), "{err}");
+        // What was read up to the error: shard 0, and the first sequence of shard 1.
+        let summary = outcome.summary;
+        assert!(summary.corpus);
+        assert_eq!(summary.sequences, 3);
+        assert_eq!(summary.longest, Some((2, 1)));
+        assert_eq!(summary.streams[0].samples, 4);
+
+        std::fs::write(
+            dir.path().join("p-1.ctf"),
+            "0 |x 4\n1 |x 6\n1 |x 7\n1 |x 8\n",
+        )
+        .unwrap();
+        let whole = open_corpus(&corpus, &options)
+            .unwrap()
+            .summary::<f32>(&mut Ignore)
+            .result
+            .unwrap();
+        assert_eq!(whole.sequences, 5);
+        assert_eq!(whole.longest, Some((3, 1 << CORPUS_KEY_BITS | 1)));
+        assert_eq!(whole.streams[0].samples, 8);
     }
 }

@@ -34,12 +34,10 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
                     }
                 }
             }
-            if meta.is_file() {
-                // Compressed: decompressed once into a temporary file, each chunk then read
-                // from it when decoded (memory holds chunks, not the file).
-                let spooled = super::spool(input, super::Holding::Binary)?;
-                return CbfFile::open_file(spooled).map_err(in_file);
-            }
+            // Compressed: decompressed once into a temporary file, each chunk then read from
+            // it when decoded (memory holds chunks, not the file).
+            let spooled = super::spool(input, super::Holding::Binary)?;
+            return CbfFile::open_file(spooled).map_err(in_file);
         }
     }
     CbfFile::open(open_bytes(input).map_err(in_file)?).map_err(in_file)

@@ -254,7 +254,7 @@ pub fn spool(input: &InputPath, holding: Holding) -> Result<File> {
 
 /// Passes the rest of `reader` to `put` block by block, checking it as `holding` says; errors
 /// name `name`. Only the current line of text is kept (for an error's line and column).
-fn copy_checked(
+pub(crate) fn copy_checked(
     mut reader: Box<dyn BufRead + Send>,
     name: &str,
     holding: Holding,

@@ -99,6 +99,14 @@ fn refused(path: &Path, message: String) -> Error {
     )
 }
 
+/// The directory of the file `target` (`.` for a bare name).
+fn directory_of(target: &Path) -> &Path {
+    match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -133,10 +141,7 @@ impl AtomicOutput {
                 "output exists; replace it with --force (overwrite=True in Python)".into(),
             ));
         }
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let dir = directory_of(target);
         // The name is registered before the file exists, so that an interrupt at any moment
         // finds it (registering after the creation left a window in which a signal left the
         // file behind). A name taken already is retried by tempfile with another one.
@@ -184,6 +189,16 @@ impl AtomicOutput {
         &self.target
     }
 
+    /// Where a writer puts the temporary files it needs besides the output: the output's
+    /// directory (the disk that takes the output), or the system's temporary directory when
+    /// the output is standard output.
+    pub fn temp_dir(&self) -> PathBuf {
+        match self.sink {
+            Sink::Stdout(_) => std::env::temp_dir(),
+            _ => directory_of(&self.target).to_path_buf(),
+        }
+    }
+
     /// Bytes written so far (before compression).
     pub fn position(&self) -> u64 {
         self.written
@@ -227,21 +242,18 @@ impl AtomicOutput {
         self.commit_as(false)
     }
 
-    fn commit_as(self, sync: bool) -> Result<()> {
+    fn commit_as(mut self, sync: bool) -> Result<()> {
+        if let Sink::Stdout(_) = self.sink {
+            // Nothing to rename: flushed (a closed pipe noted, see `failed`).
+            return Ok(self.flush()?);
+        }
         let target = self.target;
         let io = |e: io::Error| Error::io(&target, e);
         let buffered = match self.sink {
             Sink::Plain(w) => w,
             Sink::Gzip(w) => w.finish().map_err(io)?,
             Sink::Bzip2(w) => w.finish().map_err(io)?,
-            Sink::Stdout(mut w) => {
-                return w.flush().map_err(|e| {
-                    if e.kind() == io::ErrorKind::BrokenPipe {
-                        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    io(e)
-                })
-            }
+            Sink::Stdout(_) => unreachable!("flushed above"),
         };
         let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
         if sync {

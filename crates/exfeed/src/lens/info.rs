@@ -146,16 +146,7 @@ impl Info {
             RangeKind::Sparse { value, units: us } => {
                 self.has_nan |= value.is_nan();
                 widen(values, *value);
-                // One past the last unit: the largest entry, a unit or a span's end (what
-                // `spans()` gives, without building the spans).
-                match us {
-                    SparseUnits::All => 0,
-                    SparseUnits::List(l) => l
-                        .iter()
-                        .map(|&v| v.unsigned_abs() as u64 + 1)
-                        .max()
-                        .unwrap_or(0),
-                }
+                us.end()
             }
         };
         if r.group.is_none() {

@@ -82,7 +82,7 @@ pub fn write_stream(
     let header = examples.header().clone();
     let n = match (binary, count) {
         (true, None) => {
-            use std::io::{Read, Seek, Write};
+            use std::io::{Seek, Write};
             let io = |e| crate::Error::io(spool_in, e);
             let mut spool = std::io::BufWriter::with_capacity(
                 SPOOL_BUFFER,
@@ -94,15 +94,9 @@ pub fn write_stream(
             let mut spool = spool.into_inner().map_err(|e| io(e.into_error()))?;
             spool.rewind().map_err(io)?;
             write(&binary::write_header(&header, n)?)?;
-            let mut buf = vec![0; SPOOL_BUFFER];
-            loop {
-                match spool.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(k) => write(&buf[..k])?,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(io(e)),
-                }
-            }
+            let spool = Box::new(std::io::BufReader::with_capacity(SPOOL_BUFFER, spool));
+            let name = spool_in.display().to_string();
+            crate::io::copy_checked(spool, &name, crate::io::Holding::Binary, write)?;
             return Ok(n);
         }
         (true, Some(n)) => {
@@ -153,14 +147,11 @@ fn write_examples(
     Ok(n)
 }
 
-/// Sets `out` to `bytes` as text, invalid UTF-8 replaced (checked at once first: names are
-/// nearly always valid).
+/// Sets `out` to `bytes` as text, invalid UTF-8 replaced (checked once; valid text, nearly
+/// always the case for names, is copied without an allocation).
 pub(crate) fn set_lossy(out: &mut String, bytes: &[u8]) {
     out.clear();
-    match std::str::from_utf8(bytes) {
-        Ok(s) => out.push_str(s),
-        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
-    }
+    out.push_str(&String::from_utf8_lossy(bytes));
 }
 
 /// Lens refuses a file shorter than its binary cookie; the whole file is the place (no byte).

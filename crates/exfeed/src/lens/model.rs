@@ -212,6 +212,20 @@ impl SparseUnits {
             }
         }
     }
+
+    /// One past the last unit the list names: its largest entry, a unit or a span's end (where
+    /// [`spans`](Self::spans) ends, without building the spans); 0 for an empty list and for
+    /// [`SparseUnits::All`], which names no unit of its own.
+    pub(crate) fn end(&self) -> u64 {
+        match self {
+            SparseUnits::All => 0,
+            SparseUnits::List(list) => list
+                .iter()
+                .map(|&v| v.unsigned_abs() as u64 + 1)
+                .max()
+                .unwrap_or(0),
+        }
+    }
 }
 
 /// Bit for bit (so `-0` differs from `0`), except that all NaNs are equal (text has one NaN).

@@ -18,9 +18,10 @@ pub struct CbfSource {
 }
 
 impl CbfSource {
-    /// Opens `input` (memory-mapped when it is a plain file; read into memory with
-    /// `keep_in_memory`, or when compressed or standard input) and exposes the streams `select`
-    /// names (see [`CbfFile::select`]; empty: every stream of the file).
+    /// Opens `input` (as [`open_cbf`](crate::io::open_cbf) does: memory-mapped when it is a plain
+    /// file, decompressed into a temporary file when compressed; read into memory with
+    /// `keep_in_memory`) and exposes the streams `select` names (see [`CbfFile::select`]; empty:
+    /// every stream of the file).
     ///
     /// Distributed workers each open the file and read only their own chunks; together they
     /// read every sequence once a sweep:
@@ -74,6 +75,12 @@ impl CbfSource {
         if !select.is_empty() {
             file.select(select).map_err(|e| e.in_file(name.clone()))?;
         }
+        Ok(CbfSource::from_file(file, name))
+    }
+
+    /// A source over `file`, opened already (its streams selected, if need be); errors name it
+    /// `name`.
+    pub fn from_file(file: CbfFile<InputBytes>, name: String) -> Self {
         let infos = file
             .chunks()
             .iter()
@@ -83,12 +90,12 @@ impl CbfSource {
                 bytes: c.len,
             })
             .collect();
-        Ok(CbfSource {
+        CbfSource {
             specs: file.stream_specs(),
             file,
             infos,
             name,
-        })
+        }
     }
 
     /// The underlying file.
