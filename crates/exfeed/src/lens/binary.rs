@@ -104,6 +104,12 @@ impl<'a> Cursor<'a> {
     /// [`Cursor::string`] into `out` (replacing what it held).
     fn string_into(&mut self, what: &str, out: &mut String) -> Result<()> {
         let rest = &self.buf[self.pos..];
+        // Most strings (procs, group names) are empty.
+        if rest.first() == Some(&0) {
+            out.clear();
+            self.pos += 1;
+            return Ok(());
+        }
         match memchr::memchr(0, rest) {
             Some(n) => {
                 super::set_lossy(out, &rest[..n]);
@@ -115,6 +121,15 @@ impl<'a> Cursor<'a> {
                 format!("file ends inside {what} (no terminating NUL)"),
             )),
         }
+    }
+    /// The next `n` four-byte items, whole (checked at once, decoded by the caller as a block).
+    #[inline]
+    fn block(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        let len = n.saturating_mul(4);
+        self.need(len, what)?;
+        let block = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(block)
     }
     /// A count of items of at least `min_size` bytes each, checked against the bytes left.
     #[inline]
@@ -222,10 +237,28 @@ pub(crate) fn read_example_prefix(
 }
 
 fn read_example(c: &mut Cursor<'_>, h: &SetHeader, spare: &mut Spare) -> Result<Example> {
-    let mut name = spare.name();
-    c.string_into("the example name", &mut name)?;
-    let proc = c.string("the example proc")?;
-    let frequency = c.real("the example frequency")?;
+    let mut ex = spare.example();
+    match read_example_into(c, h, &mut ex, spare) {
+        Ok(()) => Ok(ex),
+        Err(e) => {
+            // A streamed example cut by the end of the bytes at hand is read again: into the
+            // same allocations.
+            spare.keep(ex);
+            Err(e)
+        }
+    }
+}
+
+/// Reads an example into `ex`, overwriting every field, reusing its allocations.
+fn read_example_into(
+    c: &mut Cursor<'_>,
+    h: &SetHeader,
+    ex: &mut Example,
+    spare: &mut Spare,
+) -> Result<()> {
+    c.string_into("the example name", &mut ex.name)?;
+    c.string_into("the example proc", &mut ex.proc)?;
+    ex.frequency = c.real("the example frequency")?;
     let at = c.pos;
     let num_events = c.i32("the number of events")?;
     if num_events < 1 {
@@ -250,7 +283,12 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader, spare: &mut Spare) -> Result<
             ),
         ));
     }
-    let mut events = spare.events(h, num_events);
+    let events = &mut ex.events;
+    events.truncate(num_events);
+    for e in events.iter_mut() {
+        e.reset(h);
+    }
+    events.resize(num_events, Event::from_header(h));
     let specials = c.count("the number of special events", 4 + 1 + 28)?;
     for _ in 0..specials {
         let at = c.pos;
@@ -262,7 +300,7 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader, spare: &mut Spare) -> Result<
             ));
         }
         let e = &mut events[k as usize];
-        e.proc = c.string("an event proc")?;
+        c.string_into("an event proc", &mut e.proc)?;
         e.max_time = c.real("an event maxTime")?;
         e.min_time = c.real("an event minTime")?;
         e.grace_time = c.real("an event graceTime")?;
@@ -271,59 +309,78 @@ fn read_example(c: &mut Cursor<'_>, h: &SetHeader, spare: &mut Spare) -> Result<
         e.default_target = c.real("an event defaultTarget")?;
         e.active_target = c.real("an event activeTarget")?;
     }
+    // The lists are read into `ex.lists` from the start, in place; `used` of them are read.
     // A set without ranges is no set at all, as in Lens (its event keeps a NULL list) and in
     // the text reader (`T:` with nothing after it): so .bex -> .ex -> .bex gives the same set.
+    let lists = &mut ex.lists;
+    let mut used = 0;
     let n_in = c.count("the number of input sets", 9)?;
-    let mut lists = spare.lists();
-    lists.reserve_exact(n_in);
-    let mut push = |ranges: RangeList| {
-        (!ranges.is_empty()).then(|| {
-            lists.push(ranges);
-            lists.len() - 1
-        })
-    };
-    // Assigns list `id` to the events of `evs` as inputs or targets; each event has at most one.
-    let assign = |events: &mut [Event], evs: &EventList<'_>, id, target: bool, at: usize| {
-        let Some(id) = id else { return Ok(()) };
-        evs.each(|k| {
-            let slot = if target {
-                &mut events[k].target
-            } else {
-                &mut events[k].input
-            };
-            match slot.replace(id) {
-                None => Ok(()),
-                Some(_) => Err(Error::corrupt(
-                    at as u64,
-                    format!(
-                        "event {k} has {} twice",
-                        if target { "targets" } else { "inputs" }
-                    ),
-                )),
-            }
-        })
-    };
     for _ in 0..n_in {
         let evs = read_event_list(c, num_events)?;
-        let id = push(read_ranges(c, spare)?);
-        assign(&mut events, &evs, id, false, c.pos)?;
+        let id = read_list(c, lists, &mut used, spare)?;
+        assign(events, &evs, id, false, c.pos)?;
         if c.flag("the shared-targets flag")? {
             let evs = read_event_list(c, num_events)?;
-            assign(&mut events, &evs, id, true, c.pos)?;
+            assign(events, &evs, id, true, c.pos)?;
         }
     }
     let n_t = c.count("the number of target sets", 8)?;
     for _ in 0..n_t {
         let evs = read_event_list(c, num_events)?;
-        let id = push(read_ranges(c, spare)?);
-        assign(&mut events, &evs, id, true, c.pos)?;
+        let id = read_list(c, lists, &mut used, spare)?;
+        assign(events, &evs, id, true, c.pos)?;
     }
-    Ok(Example {
-        name,
-        proc,
-        frequency,
-        events,
-        lists,
+    for list in lists.drain(used..) {
+        spare.keep_ranges(list);
+    }
+    Ok(())
+}
+
+/// Reads a range list into `lists[*used]` (a new one at the end), reusing what that one holds:
+/// the index of the list, or `None` when it has no ranges (it is not kept then).
+fn read_list(
+    c: &mut Cursor<'_>,
+    lists: &mut Vec<RangeList>,
+    used: &mut usize,
+    spare: &mut Spare,
+) -> Result<Option<usize>> {
+    if *used == lists.len() {
+        lists.push(spare.ranges());
+    }
+    let list = &mut lists[*used];
+    read_ranges(c, list, spare)?;
+    if list.is_empty() {
+        return Ok(None);
+    }
+    *used += 1;
+    Ok(Some(*used - 1))
+}
+
+/// Assigns list `id` to the events of `evs` as inputs or targets; each event has at most one.
+fn assign(
+    events: &mut [Event],
+    evs: &EventList<'_>,
+    id: Option<usize>,
+    target: bool,
+    at: usize,
+) -> Result<()> {
+    let Some(id) = id else { return Ok(()) };
+    evs.each(|k| {
+        let slot = if target {
+            &mut events[k].target
+        } else {
+            &mut events[k].input
+        };
+        match slot.replace(id) {
+            None => Ok(()),
+            Some(_) => Err(Error::corrupt(
+                at as u64,
+                format!(
+                    "event {k} has {} twice",
+                    if target { "targets" } else { "inputs" }
+                ),
+            )),
+        }
     })
 }
 
@@ -343,8 +400,12 @@ impl EventList<'_> {
     /// Calls `f` with each event, in order, until it fails.
     fn each(&self, mut f: impl FnMut(usize) -> Result<()>) -> Result<()> {
         let n = self.raw.len() / 4;
-        if n == 1 && self.entry(0) < 0 {
-            return (0..self.num_events).try_for_each(f);
+        if n == 1 {
+            // One event (the usual list), or all of them.
+            return match usize::try_from(self.entry(0)) {
+                Ok(k) => f(k),
+                Err(_) => (0..self.num_events).try_for_each(f),
+            };
         }
         let mut last: i64 = -1;
         for i in 0..n {
@@ -394,36 +455,47 @@ fn read_event_list<'a>(c: &mut Cursor<'a>, num_events: usize) -> Result<EventLis
     Ok(list)
 }
 
-fn read_ranges(c: &mut Cursor<'_>, spare: &mut Spare) -> Result<RangeList> {
+/// Reads a range list into `out`, overwriting its ranges and reusing their vectors.
+fn read_ranges(c: &mut Cursor<'_>, out: &mut RangeList, spare: &mut Spare) -> Result<()> {
     let n = c.count("the number of ranges", 1 + 4 + 1 + 4)?;
-    let mut out = spare.ranges();
-    out.reserve_exact(n);
-    for _ in 0..n {
-        let group = c.string("a group name")?;
-        let group = if group.is_empty() { None } else { Some(group) };
+    for j in 0..n {
+        if j == out.len() {
+            out.push(Range {
+                group: None,
+                kind: RangeKind::Sparse {
+                    value: 0.0,
+                    units: SparseUnits::All,
+                },
+            });
+        }
+        let range = &mut out[j];
+        let mut group = range.group.take().unwrap_or_default();
+        c.string_into("a group name", &mut group)?;
+        range.group = (!group.is_empty()).then_some(group);
         let units = c.count("the number of units of a range", 0)?;
-        let sparse = c.flag("the sparse flag")?;
-        let kind = if sparse {
+        if c.flag("the sparse flag")? {
             let value = c.real("a sparse value")?;
-            c.need(units.saturating_mul(4), "a sparse unit list")?;
             let start = c.pos;
-            let block = &c.buf[c.pos..c.pos + units * 4];
-            c.pos += units * 4;
-            let mut list = spare.units();
+            let block = c.block(units, "a sparse unit list")?;
+            let (v, list) = sparse_parts(&mut range.kind, spare);
+            list.clear();
             list.extend(
                 block
                     .chunks_exact(4)
                     .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
             );
+            *v = value;
             if units == 1 && list[0] < 0 {
-                SparseUnits::All
+                spare.keep_units(std::mem::take(list));
+                range.kind = RangeKind::Sparse {
+                    value,
+                    units: SparseUnits::All,
+                };
             } else {
-                check_unit_list(&list).map_err(|i| {
+                check_unit_list(list).map_err(|i| {
                     Error::corrupt((start + 4 * i) as u64, "bad sparse unit list entry")
                 })?;
-                SparseUnits::List(list)
             }
-            .into_range(value)
         } else {
             let at = c.pos;
             let first = c.i32("the first unit")?;
@@ -433,29 +505,62 @@ fn read_ranges(c: &mut Cursor<'_>, spare: &mut Spare) -> Result<RangeList> {
                     format!("negative first unit {first}"),
                 ));
             }
-            c.need(units.saturating_mul(4), "dense values")?;
-            // Checked above: decode the whole block at once.
-            let block = &c.buf[c.pos..c.pos + units * 4];
-            c.pos += units * 4;
-            let mut values = spare.values();
+            let block = c.block(units, "dense values")?;
+            let (f, values) = dense_parts(&mut range.kind, spare);
+            *f = first as u32;
+            values.clear();
             values.extend(
                 block
                     .chunks_exact(4)
                     .map(|b| f32::from_bits(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))),
             );
-            RangeKind::Dense {
-                first: first as u32,
-                values,
-            }
-        };
-        out.push(Range { group, kind });
+        }
     }
-    Ok(out)
+    for range in out.drain(n..) {
+        spare.keep_kind(range.kind);
+    }
+    Ok(())
 }
 
-impl SparseUnits {
-    fn into_range(self, value: f32) -> RangeKind {
-        RangeKind::Sparse { value, units: self }
+/// `kind` made dense (as it is, or with a vector from `spare`): its first unit and values, to
+/// be overwritten.
+fn dense_parts<'k>(kind: &'k mut RangeKind, spare: &mut Spare) -> (&'k mut u32, &'k mut Vec<f32>) {
+    if !matches!(kind, RangeKind::Dense { .. }) {
+        let values = spare.values();
+        spare.keep_kind(std::mem::replace(
+            kind,
+            RangeKind::Dense { first: 0, values },
+        ));
+    }
+    match kind {
+        RangeKind::Dense { first, values } => (first, values),
+        RangeKind::Sparse { .. } => unreachable!("made dense above"),
+    }
+}
+
+/// `kind` made a sparse list (as it is, or with a vector from `spare`): its value and units, to
+/// be overwritten.
+fn sparse_parts<'k>(kind: &'k mut RangeKind, spare: &mut Spare) -> (&'k mut f32, &'k mut Vec<i32>) {
+    let is_list = matches!(
+        kind,
+        RangeKind::Sparse {
+            units: SparseUnits::List(_),
+            ..
+        }
+    );
+    if !is_list {
+        let units = SparseUnits::List(spare.units());
+        spare.keep_kind(std::mem::replace(
+            kind,
+            RangeKind::Sparse { value: 0.0, units },
+        ));
+    }
+    match kind {
+        RangeKind::Sparse {
+            value,
+            units: SparseUnits::List(list),
+        } => (value, list),
+        _ => unreachable!("made a sparse list above"),
     }
 }
 

@@ -126,6 +126,16 @@ impl Event {
         }
     }
 
+    /// Makes this event what [`Event::from_header`] makes (keeping its proc's allocation).
+    pub(crate) fn reset(&mut self, h: &SetHeader) {
+        let mut proc = std::mem::take(&mut self.proc);
+        proc.clear();
+        *self = Event {
+            proc,
+            ..Event::from_header(h)
+        };
+    }
+
     /// Whether the event's own fields (not its inputs/targets) differ from what
     /// [`Event::from_header`] gives (Lens writes headers only for such events in `.bex`).
     pub fn is_special(&self, h: &SetHeader) -> bool {
@@ -389,28 +399,39 @@ pub(crate) fn too_many_events(at: usize, num_events: usize, max_record_bytes: u6
 /// Checks Lens's sparse encoding: the first entry is a unit, a span end exceeds what precedes.
 /// Returns the index of the first bad entry.
 pub(crate) fn check_unit_list(list: &[i32]) -> std::result::Result<(), usize> {
-    let mut last: i64 = -1;
-    for (i, &v) in list.iter().enumerate() {
-        if v >= 0 {
-            last = v as i64;
-        } else {
-            let end = -(v as i64);
-            if i == 0 || end <= last {
-                return Err(i);
-            }
-            last = end;
-        }
+    // An entry is bad when it is a span end not above the entry before it (whether a unit or
+    // a span end, its absolute value is where the units got to), or the first entry. Checked
+    // pairwise without branches or stopping, so the loop is vectorized; the place is looked
+    // for only then.
+    let bad = |prev: i32, v: i32| (v < 0) & (v.unsigned_abs() <= prev.unsigned_abs());
+    let first_bad = list.first().is_some_and(|&v| v < 0);
+    let next = list.get(1..).unwrap_or_default();
+    let any_bad = (list.iter().zip(next)).fold(first_bad, |acc, (&p, &v)| acc | bad(p, v));
+    if !any_bad {
+        return Ok(());
     }
-    Ok(())
+    if first_bad {
+        return Err(0);
+    }
+    Err(1
+        + (list.iter().zip(next))
+            .position(|(&p, &v)| bad(p, v))
+            .unwrap_or(0))
 }
 
 /// The allocations of examples a consumer is done with, for the parsers to reuse: a stream of
 /// examples then allocates only when an example needs more than those before it. It holds at
 /// most what the largest example held.
+///
+/// Examples come back whole: the binary reader reads the next example into one in place (its
+/// lists, ranges and value vectors overwritten where the shapes match, so a stream of examples
+/// of one shape moves nothing between pools); the text parser takes them apart into the pools
+/// below when it needs a part.
 #[derive(Debug, Default)]
 pub(crate) struct Spare {
     /// The text parser's buffers, kept from one example to the next.
     pub scratch: Scratch,
+    whole: Vec<Example>,
     events: Vec<Vec<Event>>,
     lists: Vec<Vec<RangeList>>,
     ranges: Vec<RangeList>,
@@ -420,45 +441,90 @@ pub(crate) struct Spare {
 }
 
 impl Spare {
-    /// Takes `ex` apart into its (emptied) allocations.
+    /// Keeps `ex` for its allocations.
     pub fn keep(&mut self, ex: Example) {
+        self.whole.push(ex);
+    }
+
+    /// Takes a whole example apart into the pools, if one is kept.
+    fn take_apart(&mut self) {
+        let Some(ex) = self.whole.pop() else { return };
         let Example {
             mut name,
             events,
-            mut lists,
+            lists,
             ..
         } = ex;
         name.clear();
         self.names.push(name);
         self.events.push(events);
-        for mut ranges in lists.drain(..) {
-            for range in ranges.drain(..) {
-                // Only allocations: an empty vector (a skimmed range's) is worth nothing, and
-                // would pile up where nothing takes it back.
-                match range.kind {
-                    RangeKind::Dense { mut values, .. } if values.capacity() > 0 => {
-                        values.clear();
-                        self.values.push(values);
-                    }
-                    RangeKind::Sparse {
-                        units: SparseUnits::List(mut units),
-                        ..
-                    } if units.capacity() > 0 => {
-                        units.clear();
-                        self.units.push(units);
-                    }
-                    _ => {}
-                }
-            }
-            self.ranges.push(ranges);
+        self.keep_lists(lists);
+    }
+
+    /// Keeps the allocations of range lists (emptied), and the list of them.
+    pub fn keep_lists(&mut self, mut lists: Vec<RangeList>) {
+        for ranges in lists.drain(..) {
+            self.keep_ranges(ranges);
         }
         self.lists.push(lists);
     }
 
-    /// How many allocations it holds.
+    /// Keeps the allocations of a range list (emptied).
+    pub fn keep_ranges(&mut self, mut ranges: RangeList) {
+        for range in ranges.drain(..) {
+            self.keep_kind(range.kind);
+        }
+        self.ranges.push(ranges);
+    }
+
+    /// Keeps the vector of a range's values or units (emptied).
+    pub fn keep_kind(&mut self, kind: RangeKind) {
+        // Only allocations: an empty vector (a skimmed range's) is worth nothing, and would
+        // pile up where nothing takes it back.
+        match kind {
+            RangeKind::Dense { mut values, .. } if values.capacity() > 0 => {
+                values.clear();
+                self.values.push(values);
+            }
+            RangeKind::Sparse {
+                units: SparseUnits::List(units),
+                ..
+            } => self.keep_units(units),
+            _ => {}
+        }
+    }
+
+    /// Keeps a list of sparse units (emptied).
+    pub fn keep_units(&mut self, mut units: Vec<i32>) {
+        if units.capacity() > 0 {
+            units.clear();
+            self.units.push(units);
+        }
+    }
+
+    /// How many allocations it holds (a whole example's counted as when taken apart).
     #[cfg(test)]
     pub fn held(&self) -> usize {
-        self.events.len()
+        let kinds = |r: &Range| match &r.kind {
+            RangeKind::Dense { values, .. } => usize::from(values.capacity() > 0),
+            RangeKind::Sparse {
+                units: SparseUnits::List(u),
+                ..
+            } => usize::from(u.capacity() > 0),
+            _ => 0,
+        };
+        let whole: usize = self
+            .whole
+            .iter()
+            .map(|ex| {
+                let lists = ex.lists.iter();
+                3 + lists
+                    .map(|l| 1 + l.iter().map(kinds).sum::<usize>())
+                    .sum::<usize>()
+            })
+            .sum();
+        whole
+            + self.events.len()
             + self.lists.len()
             + self.ranges.len()
             + self.values.len()
@@ -466,8 +532,23 @@ impl Spare {
             + self.names.len()
     }
 
+    /// An example to read the next one into in place: one kept whole, else one of pooled parts
+    /// (its fields are all to be overwritten).
+    pub fn example(&mut self) -> Example {
+        self.whole.pop().unwrap_or_else(|| Example {
+            name: self.names.pop().unwrap_or_default(),
+            proc: String::new(),
+            frequency: 1.0,
+            events: self.events.pop().unwrap_or_default(),
+            lists: self.lists.pop().unwrap_or_default(),
+        })
+    }
+
     /// `num_events` events as [`Event::from_header`] makes them.
     pub fn events(&mut self, h: &SetHeader, num_events: usize) -> Vec<Event> {
+        if self.events.is_empty() {
+            self.take_apart();
+        }
         let mut events = self.events.pop().unwrap_or_default();
         events.clear();
         events.resize(num_events, Event::from_header(h));
@@ -476,26 +557,41 @@ impl Spare {
 
     /// An empty list of range lists.
     pub fn lists(&mut self) -> Vec<RangeList> {
+        if self.lists.is_empty() {
+            self.take_apart();
+        }
         self.lists.pop().unwrap_or_default()
     }
 
     /// An empty range list.
     pub fn ranges(&mut self) -> RangeList {
+        if self.ranges.is_empty() {
+            self.take_apart();
+        }
         self.ranges.pop().unwrap_or_default()
     }
 
     /// An empty vector of dense values.
     pub fn values(&mut self) -> Vec<f32> {
+        if self.values.is_empty() {
+            self.take_apart();
+        }
         self.values.pop().unwrap_or_default()
     }
 
     /// An empty list of sparse units.
     pub fn units(&mut self) -> Vec<i32> {
+        if self.units.is_empty() {
+            self.take_apart();
+        }
         self.units.pop().unwrap_or_default()
     }
 
     /// An empty string for a name.
     pub fn name(&mut self) -> String {
+        if self.names.is_empty() {
+            self.take_apart();
+        }
         self.names.pop().unwrap_or_default()
     }
 }
@@ -512,4 +608,61 @@ pub(crate) struct Scratch {
     /// A block string's bytes, and the closing delimiters it awaits.
     pub block: Vec<u8>,
     pub stack: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check as Lens's encoding reads, entry by entry.
+    fn check_one_by_one(list: &[i32]) -> std::result::Result<(), usize> {
+        let mut last: i64 = -1;
+        for (i, &v) in list.iter().enumerate() {
+            if v >= 0 {
+                last = v as i64;
+            } else {
+                let end = -(v as i64);
+                if i == 0 || end <= last {
+                    return Err(i);
+                }
+                last = end;
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unit_lists_are_checked_as_entry_by_entry() {
+        let values = [0, 1, 2, 3, -1, -2, -3, i32::MAX, -i32::MAX, i32::MIN];
+        // Every list of up to 4 of those entries.
+        let mut lists = vec![vec![]];
+        let mut round: Vec<Vec<i32>> = vec![vec![]];
+        for _ in 0..4 {
+            round = (round.iter())
+                .flat_map(|l| values.iter().map(move |&v| [&l[..], &[v]].concat()))
+                .collect();
+            lists.extend(round.iter().cloned());
+        }
+        // And long ones (the vectorized loop), bad at one entry.
+        let long: Vec<i32> = (0..1000)
+            .map(|k| if k % 3 == 2 { -3 * k } else { 3 * k })
+            .collect();
+        for at in [1, 2, 500, 998, 999] {
+            let mut l = long.clone();
+            l[at] = -l[at - 1].abs();
+            lists.push(l);
+        }
+        lists.push(long);
+        let (mut good, mut bad) = (0, 0);
+        for l in &lists {
+            let want = check_one_by_one(l);
+            assert_eq!(check_unit_list(l), want, "{l:?}");
+            if want.is_ok() {
+                good += 1
+            } else {
+                bad += 1
+            }
+        }
+        assert!(good > 100 && bad > 100, "{good} good, {bad} bad lists");
+    }
 }

@@ -503,6 +503,125 @@ mod tests {
         }
     }
 
+    /// Examples of every shape, each after each other shape (dense, sparse lists, `*`, groups,
+    /// shared lists, empty sets, event headers with procs; more and fewer events, lists and
+    /// ranges than the example before), as `.bex`.
+    fn shapes_bex() -> Vec<u8> {
+        let set = text::parse(
+            b"max: 2 actT: 0.5;\n\
+              name: {dense} proc: {p} 2 I: 0.5 1 -2.5 T: 0 1;\n\
+              name: sparse 3 [0 2] B: 1 [1] i: {g 0.5} 1 -4 7 T: 3 4;\n\
+              name: star 2 b: * i: 2;\n\
+              name: many 4 [1 proc:{q} max:3 actI:0.25] [0 2] B: 1 [1] I: (g) 4 5 6 \
+              [3] I: {h} 2 T:;\n\
+              I: 9 8 7 6 5 4 3 2 1 0 1e-45 -0;\n\
+              2 I: (h) 3 I: {g} 1 2 T: (out) 2 0.25;\n",
+        )
+        .unwrap();
+        let n = set.examples.len();
+        let order = (0..n)
+            .chain((0..n).rev())
+            .chain((0..n).map(|k| (k * 5) % n));
+        let set = ExampleSet {
+            header: set.header.clone(),
+            examples: order.map(|k| set.examples[k].clone()).collect(),
+        };
+        binary::write(&set).unwrap()
+    }
+
+    #[test]
+    fn examples_read_into_recycled_ones_are_read_as_into_new_ones() {
+        let bex = shapes_bex();
+        let whole = binary::read(&bex).unwrap();
+        // Small reads cut examples anywhere: a cut one is read again into the same allocations.
+        for capacity in [1, 5, 64, 1 << 20] {
+            let src = std::io::BufReader::with_capacity(capacity, Cursor::new(bex.clone()));
+            let mut r = PipeReader::from_reader(Box::new(src), "shapes").unwrap();
+            let mut n = 0;
+            while let Some(ex) = r.next_example().unwrap() {
+                // Debug output: every field, the lists' sharing and each float's form.
+                assert_eq!(
+                    format!("{ex:?}"),
+                    format!("{:?}", whole.examples[n]),
+                    "example {n}, read {capacity} bytes at a time"
+                );
+                r.recycle(ex);
+                n += 1;
+            }
+            assert_eq!(n, whole.examples.len());
+        }
+    }
+
+    #[test]
+    fn a_bex_cut_anywhere_fails_after_the_whole_examples_before_the_cut() {
+        let bex = shapes_bex();
+        let whole = binary::read(&bex).unwrap();
+        let (_, _, header) = binary::read_header_prefix(&bex).unwrap();
+        let mut ends = vec![header];
+        let mut spare = Spare::default();
+        for _ in &whole.examples {
+            let at = *ends.last().unwrap();
+            let (_, used) =
+                binary::read_example_prefix(&bex[at..], &whole.header, u64::MAX, &mut spare)
+                    .unwrap();
+            ends.push(at + used);
+        }
+        // Each shape once and after another (the first 8 examples): a reader allocates its
+        // buffer for each cut, which makes each cut slow in a debug build.
+        for cut in header..ends[8] {
+            let e = binary::read(&bex[..cut]).expect_err("a cut file read whole");
+            assert!(
+                e.location().byte.unwrap() <= cut as u64,
+                "cut at {cut}: {e}"
+            );
+            let mut r = reader(&bex[..cut]);
+            let mut n = 0;
+            let e = loop {
+                match r.next_example() {
+                    Ok(Some(ex)) => {
+                        assert!(ex.same_content(&whole.examples[n]), "cut at {cut}");
+                        r.recycle(ex);
+                        n += 1;
+                    }
+                    Ok(None) => panic!("a file cut at {cut} read to its end"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(
+                n,
+                ends.partition_point(|&end| end <= cut) - 1,
+                "cut at {cut}"
+            );
+            let at = e.location().byte.unwrap();
+            assert!(
+                at >= ends[n] as u64 && at <= cut as u64,
+                "cut at {cut}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bex_cut_inside_dense_values_says_how_many_bytes_are_missing() {
+        let set = text::parse(b";\nI: 1 2 3 4 5;\nI: 6 7 8;\n").unwrap();
+        let bex = binary::write(&set).unwrap();
+        // The second example's values are its last 12 bytes but for the shared-targets flag
+        // and the number of target sets (5 bytes); cut none, one, two, three bytes in.
+        let values = bex.len() - 5 - 12;
+        for cut in [values, values + 1, values + 2, values + 3, values + 11] {
+            let left = cut - values;
+            let want = format!("file ends inside dense values (12 bytes needed, {left} left)");
+            let e = binary::read(&bex[..cut]).unwrap_err();
+            assert!(e.message().contains(&want), "{e}");
+            assert_eq!(e.location().byte, Some(values as u64));
+            let mut r = reader(&bex[..cut]);
+            let first = r.next_example().unwrap().unwrap();
+            r.recycle(first);
+            let e = r.next_example().unwrap_err();
+            assert!(e.message().contains(&want), "{e}");
+            assert_eq!(e.location().byte, Some(values as u64));
+        }
+    }
+
     #[test]
     fn looping_reopens_and_stops_on_an_empty_source() {
         let passes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
