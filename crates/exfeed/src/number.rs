@@ -286,6 +286,17 @@ pub(crate) fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     }
 }
 
+/// [`fast`] for `f32` on a short decimal (see [`short_decimal`]: at most 7 digits, so
+/// `m < 2^24`, and `fraction <= 6`): `m / 10^fraction`, negated with `neg`. The same value,
+/// without the range checks (for `fraction` 0 the product by 1 is `m`, exact as `m as f32`).
+#[inline(always)]
+pub(crate) fn short_f32(m: u64, fraction: usize, neg: bool) -> f32 {
+    debug_assert!(m < 1 << 24 && fraction <= 7);
+    let m = f64::from_bits(TWO_POW_52.to_bits() | (m & ((1 << 24) - 1))) - TWO_POW_52;
+    let v = (m * INV_POW10_F64[fraction & 7]) as f32;
+    f32::from_bits(v.to_bits() | (neg as u32) << 31)
+}
+
 /// Fast path for the most common decimal shape, `-?D+.DDDDDD` followed by a space, once the
 /// caller has read the sign and the integer digits (`int`, at most 7 of them) and `line[dot]` is
 /// where they stopped. The `.`, the six decimals and the space are checked and converted 8 bytes
@@ -452,6 +463,25 @@ mod tests {
             "1.00000a ",
         ] {
             assert_eq!(parse_six_decimals::<f64>(no.as_bytes(), 0), None, "{no}");
+        }
+    }
+
+    #[test]
+    fn short_f32_is_fast() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Every size of mantissa, the largest ones included.
+            let m = [x % 10_000_000, 9_999_999 - i % 10, i, x % 1000][(i % 4) as usize];
+            let (fraction, neg) = ((x >> 40) as usize % 7, x >> 63 == 1);
+            let want = fast::<f32>(m, -(fraction as i64), neg).unwrap();
+            assert_eq!(
+                short_f32(m, fraction, neg).to_bits(),
+                want.to_bits(),
+                "{m}e-{fraction}"
+            );
         }
     }
 

@@ -3,6 +3,7 @@
 //! and a writer whose output reads back to the same set.
 
 mod parse;
+mod runs;
 mod write;
 
 pub use parse::parse;

@@ -4,6 +4,8 @@ use crate::error::{Error, Result};
 use crate::lens::model::*;
 use crate::number;
 
+use super::runs;
+
 /// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
     let mut p = Parser::new(bytes);
@@ -102,19 +104,16 @@ fn mantissa(b: &[u8], pos: usize) -> Mantissa {
 #[inline(always)]
 fn fast_number(b: &[u8], pos: usize) -> Option<(f32, usize)> {
     let neg = b.get(pos) == Some(&b'-');
-    // Most often `D+.D*` in a few bytes, read at once.
+    // Most often `D+.D*` in a few bytes, read at once. (An exponent is left to the general
+    // lexer by the delimiter check: `e` and `E` are no delimiters.)
     if let Some((mantissa, fraction, end)) = number::short_decimal(b, pos + neg as usize) {
-        if matches!(b.get(end), Some(b'e' | b'E')) || !delim_at(b, end) {
+        if !delim_at(b, end) {
             return None;
         }
-        return number::fast::<f32>(mantissa, -(fraction as i64), neg).map(|v| (v, end));
+        return Some((number::short_f32(mantissa, fraction, neg), end));
     }
     let m = mantissa(b, pos);
-    if m.digits == 0
-        || m.digits > 19
-        || matches!(b.get(m.end), Some(b'e' | b'E'))
-        || !delim_at(b, m.end)
-    {
+    if m.digits == 0 || m.digits > 19 || !delim_at(b, m.end) {
         return None;
     }
     number::fast::<f32>(m.mantissa, m.exp10, m.neg).map(|v| (v, m.end))
@@ -1001,17 +1000,27 @@ impl<'a> Parser<'a> {
         // a spare vector (or a new one).
         let mut v = std::mem::take(&mut self.spare.scratch.values);
         v.clear();
+        let b = self.buf;
         let got = loop {
-            // The common case first: spaces, then a number of the common form.
-            while self.peek() == Some(b' ') {
-                self.pos += 1;
-            }
-            if let Some((x, end)) = self.fast_number() {
+            // The common case first: spaces, then a number of the common form, in a loop of
+            // its own (the position in a register).
+            let mut pos = self.pos;
+            loop {
+                while b.get(pos) == Some(&b' ') {
+                    pos += 1;
+                }
+                let Some((x, end)) = fast_number(b, pos) else {
+                    break;
+                };
                 v.push(x);
-                self.pos = end;
-                continue;
+                pos = end;
             }
-            match self.try_real() {
+            self.pos = pos;
+            // Most often the next key (`t:`) or the `;`: no number, as try_real would find.
+            let no_number = b
+                .get(pos)
+                .is_some_and(|&c| c.is_ascii_alphabetic() || c == b';');
+            match if no_number { Ok(None) } else { self.try_real() } {
                 Ok(Some(x)) => v.push(x),
                 Ok(None) => {
                     let mut out = self.spare.values();
@@ -1061,7 +1070,20 @@ impl<'a> Parser<'a> {
 
     /// The entries of a sparse unit list, into `list`, and the byte where each starts.
     fn unit_list(&mut self, list: &mut Vec<i32>, starts: &mut Vec<usize>) -> Result<()> {
+        let b = self.buf;
         loop {
+            // The common case first: units of at most 9 digits (no range, no sign), each
+            // followed by white space, a block at a time.
+            self.pos = runs::run(b, self.pos, |s| {
+                let mut unit = 0u64;
+                let end = number::digits(b, s, &mut unit);
+                if end == s || end - s > 9 || !b.get(end).is_some_and(|&c| is_ws(c)) {
+                    return Err(s);
+                }
+                list.push(unit as i32);
+                starts.push(s);
+                Ok(end)
+            });
             self.skip_ws()?;
             let at = self.pos;
             match self.peek() {
@@ -1201,5 +1223,9 @@ mod number_tests {
             fast > texts.len() / 2,
             "the fast path answers for most ({fast})"
         );
+        // Exponents go to the general lexer (`e` is no delimiter).
+        for t in ["1e5 ", "-2.5E-3 ", "7.e1 "] {
+            assert!(Parser::new(t.as_bytes()).fast_number().is_none(), "{t}");
+        }
     }
 }

@@ -371,3 +371,89 @@ fn unit_numbers_with_leading_zeros_and_out_of_range() {
         );
     }
 }
+
+/// Long sparse lists (read a 64-byte block at a time where units are plain, each followed by
+/// white space): the entries as written, whatever separates them (comment lines too), spans
+/// and span ends among them, and the last unit glued to the `;` or a `t:`.
+#[test]
+fn long_unit_lists_read_as_written() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for round in 0..200 {
+        let (mut text, mut want) = (String::from(";\ni:"), Vec::new());
+        let mut unit = next(3) as i32;
+        for _ in 0..next(120) + 1 {
+            text.push_str(
+                ["  ", " ", "\n", "\t", "\r\n", "\n# 1 2 3\n", " \x0b\x0c "][next(7) as usize],
+            );
+            match next(8) {
+                0 => {
+                    let end = unit + 1 + next(5) as i32;
+                    text.push_str(&format!("{unit}-{end}"));
+                    want.extend([unit, -end]);
+                    unit = end;
+                }
+                1 if !want.is_empty() => {
+                    text.push_str(&format!("-{unit}"));
+                    want.push(-unit);
+                }
+                2 => {
+                    // Leading zeros: 9 digits (the most read a block at a time), or 10.
+                    let width = 9 + next(2) as usize;
+                    text.push_str(&format!("{unit:0width$}"));
+                    want.push(unit);
+                }
+                _ => {
+                    text.push_str(&unit.to_string());
+                    want.push(unit);
+                }
+            }
+            unit += 1 + next(100_000) as i32;
+        }
+        text.push_str([";\n", " ;\n", " t: 1;\n"][round % 3]);
+        let set = ex(&text);
+        let ranges = &set.examples[0].lists[0];
+        match &ranges[0].kind {
+            RangeKind::Sparse {
+                units: SparseUnits::List(got),
+                ..
+            } => assert_eq!(got, &want, "{text}"),
+            k => panic!("{k:?}"),
+        }
+    }
+}
+
+/// A bad unit deep in a long list (past the first blocks) is reported where it is, as when it
+/// comes first.
+#[test]
+fn a_bad_unit_deep_in_a_long_list_is_placed_exactly() {
+    let units: String = (0..40).map(|i| format!(" {}", i * 7)).collect();
+    for (bad, message) in [
+        ("12x", "expected a sparse unit number, found 'x'"),
+        ("3000000000", "unit number 3000000000 out of range"),
+        ("*", "'*' may only be the first thing"),
+        ("5-2", "invalid sparse unit range 5-2"),
+    ] {
+        for line_break in [" ", "\n"] {
+            let head = format!(";\ni:{units}{line_break}");
+            let text = format!("{head}{bad} 1 2;\n");
+            let e = err(&text);
+            let loc = e.location();
+            // The place of the bad token's first byte (for '12x', of the 'x').
+            let at = head.len() + if bad == "12x" { 2 } else { 0 };
+            let line = text[..at].matches('\n').count() + 1;
+            let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+            assert_eq!(
+                (loc.byte, loc.line, loc.column),
+                (Some(at as u64), Some(line as u64), Some(column as u64)),
+                "{bad:?}: {e}"
+            );
+            assert!(e.message().contains(message), "{bad:?}: {e}");
+        }
+    }
+}
