@@ -729,16 +729,16 @@ fn index(
     Ok((ix, origin))
 }
 
-/// Reads a mapped chunk's pages in, and only them: the range is read ahead in large requests
-/// (`MADV_WILLNEED`, which reads exactly the range, not its neighbours, which belong to other
-/// workers), then its page tables are filled in one call (as `MAP_POPULATE` would). The pages are
-/// in the page cache by then, so the faults read nothing around them. (`MADV_RANDOM` before them
-/// turned the read-ahead off: the pages were then read one 4 KiB page at a time, 230 ms for a cold
-/// 32 MiB chunk against 30 ms.) Advice only: where it fails, pages fault on use.
+/// Reads a mapped chunk's pages in, and only them: on a page fault the kernel reads around the
+/// page (up to the device's read-ahead: 8 MiB on the benchmark machine), so faulting a chunk in
+/// would also read the neighbouring chunks, which belong to other workers. So: no read-around
+/// (random access), the range itself read ahead in large requests, then its page tables filled
+/// in one call (as `MAP_POPULATE` would). Advice only: where it fails, pages fault on use.
 fn read_in(map: &memmap2::Mmap) {
     #[cfg(target_os = "linux")]
     {
         use memmap2::Advice;
+        let _ = map.advise(Advice::Random);
         let _ = map.advise(Advice::WillNeed);
         let _ = map.advise(Advice::PopulateRead);
     }
