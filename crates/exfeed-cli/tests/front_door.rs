@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{dumped_example_names, fifo, text};
+use common::{dumped_example_names, fifo, spawn_in, text};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn samples() -> PathBuf {
@@ -20,17 +20,7 @@ fn sample(name: &str) -> String {
 
 /// Runs exfeed with `stdin` piped in (a real pipe), failing the test instead of hanging.
 fn run(args: &[&str], stdin: Option<Vec<u8>>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("exfeed runs");
+    let mut child = spawn_in(Path::new("."), args, stdin.is_some());
     if let Some(data) = stdin {
         let mut pipe = child.stdin.take().unwrap();
         std::thread::spawn(move || {

@@ -9,7 +9,7 @@ mod corpus;
 pub use corpus::{conformance, record_skip_because};
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Runs the `exfeed` binary built for these tests and waits for it.
 pub fn exfeed<I>(args: I) -> Output
@@ -23,17 +23,17 @@ where
         .expect("exfeed runs")
 }
 
-/// Runs the `exfeed` binary built for these tests in `dir`, with `stdin` written into a real
-/// pipe (else no input), and waits for it.
-pub fn exfeed_in<I>(dir: &Path, args: I, stdin: Option<&[u8]>) -> Output
+/// Starts the `exfeed` binary built for these tests in `dir`, its standard input a real pipe
+/// when `piped_stdin` (else none), its output captured.
+pub fn spawn_in<I>(dir: &Path, args: I, piped_stdin: bool) -> Child
 where
     I: IntoIterator,
     I::Item: AsRef<OsStr>,
 {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_exfeed"))
+    Command::new(env!("CARGO_BIN_EXE_exfeed"))
         .args(args)
         .current_dir(dir)
-        .stdin(if stdin.is_some() {
+        .stdin(if piped_stdin {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -41,7 +41,17 @@ where
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("exfeed runs");
+        .expect("exfeed runs")
+}
+
+/// Runs the `exfeed` binary built for these tests in `dir`, with `stdin` written into a real
+/// pipe (else no input), and waits for it.
+pub fn exfeed_in<I>(dir: &Path, args: I, stdin: Option<&[u8]>) -> Output
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    let mut child = spawn_in(dir, args, stdin.is_some());
     std::thread::scope(|s| {
         if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
             // The command may stop reading early; the pipe closes when the thread ends.
