@@ -42,5 +42,6 @@ pub use lens_files::{load_lens, save_lens};
 pub use output::{
     remove_unfinished_outputs, replace_file, stdout_was_closed, AtomicOutput, OutputOptions,
 };
+pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;

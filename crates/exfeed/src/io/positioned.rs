@@ -51,6 +51,43 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> Result<()> {
     Ok(())
 }
 
+/// Advice for a file read at offsets: no read-ahead beyond what each read asks for
+/// (`POSIX_FADV_RANDOM`), so reading one worker's byte ranges of a file reads nothing of the
+/// others'. Advice only: ignored where it is not supported.
+pub(crate) fn advise_random(file: &File) {
+    fadvise(file, 0, 0, Advice::Random);
+}
+
+/// Advice that bytes `offset..offset + len` of `file` will be read soon
+/// (`POSIX_FADV_WILLNEED`): the kernel starts reading them into the page cache, in large
+/// requests, and returns, so the reads that follow find them there or in flight.
+pub(crate) fn advise_will_need(file: &File, offset: u64, len: u64) {
+    fadvise(file, offset, len, Advice::WillNeed);
+}
+
+enum Advice {
+    Random,
+    WillNeed,
+}
+
+fn fadvise(file: &File, offset: u64, len: u64, advice: Advice) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let advice = match advice {
+            Advice::Random => libc::POSIX_FADV_RANDOM,
+            Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+        };
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: advice about an open file descriptor; it changes no data.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, advice) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len, advice);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,10 +64,13 @@ impl ReadAt for std::fs::File {
 /// far (shared by the decoding threads: a chunk's end is the next one's start).
 #[derive(Debug)]
 pub(super) struct ByteRanges {
-    len: u64,
+    /// Where the first range starts (0 for a file's chunks; a chunk's start for its pieces).
+    start: u64,
+    /// Where the last range ends: the file's end, or the chunk's.
+    end: u64,
     mode: KeyMode,
     limits: Limits,
-    /// Real start of chunk `i` once found (`UNKNOWN` before); entry `n` is the file's end.
+    /// Real start of range `i` once found (`UNKNOWN` before); entry `n` is `end`.
     starts: Vec<AtomicU64>,
 }
 
@@ -76,12 +79,22 @@ const UNKNOWN: u64 = u64::MAX;
 impl ByteRanges {
     /// The layout of `len` bytes in chunks of about `chunk_size` (at least one chunk).
     pub(super) fn new(len: u64, chunk_size: u64, mode: KeyMode, limits: Limits) -> Self {
-        let n = len.div_ceil(chunk_size.max(1)).max(1);
+        ByteRanges::between(0, len, chunk_size, mode, limits)
+    }
+
+    /// The bytes `start..end` in ranges of about `size` (at least one), resolved by the same
+    /// rule: `start` and `end` must be where sequences start (or the data's end), as a chunk's
+    /// real bounds are; then each range holds the sequences that start in it, and decoding the
+    /// ranges one after the other gives the sequences of `start..end` in order (a chunk's
+    /// pieces, see `CtfSource::read_chunk`).
+    fn between(start: u64, end: u64, size: u64, mode: KeyMode, limits: Limits) -> Self {
+        let n = (end - start).div_ceil(size.max(1)).max(1);
         let mut starts: Vec<AtomicU64> = (0..=n).map(|_| AtomicU64::new(UNKNOWN)).collect();
-        starts[0] = AtomicU64::new(0);
-        starts[n as usize] = AtomicU64::new(len);
+        starts[0] = AtomicU64::new(start);
+        starts[n as usize] = AtomicU64::new(end);
         ByteRanges {
-            len,
+            start,
+            end,
             mode,
             limits,
             starts,
@@ -93,14 +106,26 @@ impl ByteRanges {
         self.starts.len() - 1
     }
 
+    /// Range `start..end` of this layout's data, whose bounds are where sequences start (a
+    /// chunk's [`ByteRanges::range`]), cut in turn into ranges of about `size`.
+    pub(super) fn within(&self, start: u64, end: u64, size: u64) -> ByteRanges {
+        ByteRanges::between(start, end, size, self.mode, self.limits)
+    }
+
+    /// Where the first range starts and the last one ends.
+    pub(super) fn bounds(&self) -> std::ops::Range<u64> {
+        self.start..self.end
+    }
+
     /// How the file keys its sequences.
     pub(super) fn mode(&self) -> KeyMode {
         self.mode
     }
 
-    /// Where chunk `i` nominally starts.
+    /// Where range `i` nominally starts.
     pub(super) fn nominal_start(&self, i: usize) -> u64 {
-        (i as u128 * self.len as u128 / self.len() as u128) as u64
+        let span = (self.end - self.start) as u128;
+        self.start + (i as u128 * span / self.len() as u128) as u64
     }
 
     /// The real byte range of chunk `i`, found (and remembered) on first use.
@@ -113,13 +138,15 @@ impl ByteRanges {
         if known != UNKNOWN {
             return Ok(known);
         }
+        // Never past `end` (a sequence starts there), even if the data changed meanwhile.
         let at = first_sequence_start(
             data,
-            self.len,
+            self.end,
             self.nominal_start(i),
             self.mode,
             self.limits,
-        )?;
+        )?
+        .min(self.end);
         self.starts[i].store(at, Ordering::Relaxed);
         Ok(at)
     }
@@ -293,7 +320,7 @@ fn skip_continuing_lines<D: ReadAt + ?Sized>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ctf::{detect_key_mode, scan_sequences};
     use crate::reader::rng::SplitMix64;
@@ -344,7 +371,7 @@ mod tests {
     /// start, ids after blanks, lines without ids, blank lines inside sequences, ids repeated
     /// after other sequences, `\r\n`, lines of every length, no newline at the end; or lines
     /// without ids at all.
-    fn generate(rng: &mut SplitMix64) -> Vec<u8> {
+    pub(in crate::reader) fn generate(rng: &mut SplitMix64) -> Vec<u8> {
         let mut t = Vec::new();
         let pick = |rng: &mut SplitMix64, n: u64| rng.below(n);
         if pick(rng, 4) == 0 {

@@ -3,7 +3,7 @@
 use super::byte_ranges::{ByteRanges, ReadAt, HEAD};
 use super::chunker::{Chunker, SequenceSpan};
 use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
-use super::{ChunkInfo, ChunkSource};
+use super::{pool, ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
@@ -11,7 +11,8 @@ use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
 use crate::stream::StreamSpec;
 use std::fs::File;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,6 +236,11 @@ pub struct CtfSource {
     infos: Vec<ChunkInfo>,
     origin: IndexOrigin,
     diagnostics: Mutex<Vec<Diagnostic>>,
+    /// Without an index, chunks are decoded in pieces of about this many bytes (see
+    /// [`PIECE_BYTES`]).
+    piece_bytes: u64,
+    /// Chunks being decoded now.
+    decoding: AtomicUsize,
 }
 
 /// How the chunks were found.
@@ -251,6 +257,13 @@ static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 const KEPT_BUFFERS: usize = 8;
 /// Bytes kept in [`BUFFERS`] at most (one buffer is kept whatever its size).
 const KEPT_BYTES: usize = 64 << 20;
+
+/// Bytes of a piece: without an index a chunk is decoded in pieces of about this size, cut
+/// where sequences start by the rule that cuts the file into chunks, on every idle thread of the
+/// reader and while the rest of the chunk is still being read (see [`CtfSource::read_chunk`]).
+/// Small enough that the first piece arrives soon and the last one is decoded soon after the
+/// chunk is read; large enough that finding a piece's bounds costs next to nothing.
+const PIECE_BYTES: u64 = 2 << 20;
 
 /// Diagnostics kept per source (the rest are counted only).
 const MAX_KEPT_DIAGNOSTICS: usize = 1000;
@@ -376,6 +389,10 @@ impl CtfSource {
                 (Layout::Indexed(index), infos, origin)
             }
         };
+        if let Data::File(f) = &data {
+            // From now on only chunks are read, each by its exact range.
+            crate::io::advise_random(f);
+        }
         if infos.is_empty() {
             // As when the file is read as a stream: no data lines is an error, so an empty
             // pipe, FIFO or device (/dev/null) is not read silently as no data.
@@ -398,6 +415,12 @@ impl CtfSource {
             infos,
             origin,
             diagnostics: Mutex::new(warnings),
+            // An error budget counts errors over the whole chunk, in file order.
+            piece_bytes: match options.ctf.max_errors {
+                0 => PIECE_BYTES,
+                _ => u64::MAX,
+            },
+            decoding: AtomicUsize::new(0),
         })
     }
 
@@ -459,6 +482,288 @@ impl CtfSource {
     }
 }
 
+impl CtfSource {
+    /// Decodes bytes `range` (whole sequences; `line`: the line at its start, 1 when not known)
+    /// of chunk `chunk` into `out` with a fresh parser, reading them into `buf` from a file:
+    /// the result, its error placed in the file, and the diagnostics, their lines placed.
+    fn decode<T: Element>(
+        &self,
+        range: std::ops::Range<u64>,
+        line: u64,
+        chunk: usize,
+        out: &mut SequenceBatch<T>,
+        buf: &mut Vec<u8>,
+    ) -> (Result<()>, Vec<Diagnostic>) {
+        let mut sink: Vec<Diagnostic> = Vec::new();
+        let offset = range.start;
+        let read = usize::try_from(range.end - offset)
+            .map_err(|_| Error::corrupt(offset, "chunk too large"))
+            .and_then(|len| Ok((len, self.data.bytes_at(offset, len, buf)?)))
+            .and_then(|(len, bytes)| match bytes.len() < len {
+                true => Err(Error::corrupt(
+                    offset + bytes.len() as u64,
+                    format!("the data ends before byte {}", range.end),
+                )),
+                false => Ok(bytes),
+            });
+        let bytes = match read {
+            Ok(b) => b,
+            Err(e) => {
+                let e = e
+                    .in_file(self.name.clone())
+                    .in_context(format!("reading chunk {chunk} (has the file changed?)"));
+                return (Err(e), sink);
+            }
+        };
+        let mode = match &self.layout {
+            Layout::Indexed(ix) => ix.mode,
+            Layout::Ranges(r) => r.mode(),
+        };
+        let mut parser = self.parser.clone();
+        let r = parser.parse_chunk(bytes, range.start, line, mode, out, &mut sink);
+        // Without an index the parser counts lines from 1 at the range's start; the lines
+        // before it are counted (from the file's start) at most once, and only when an error
+        // or a kept diagnostic needs them.
+        let counted = std::cell::OnceCell::new();
+        let lines_before = || {
+            *counted.get_or_init(|| match self.layout {
+                Layout::Ranges(_) => self.data.line_column(range.start).ok().map(|(l, _)| l - 1),
+                Layout::Indexed(_) => None,
+            })
+        };
+        let r = r.map_err(|e| self.placed(e, lines_before));
+        if !sink.is_empty() && self.diagnostics_room() > 0 {
+            if let Some(before) = lines_before() {
+                for d in &mut sink {
+                    shift_lines(&mut d.location, before);
+                }
+            }
+        }
+        (r, sink)
+    }
+
+    /// Keeps `diagnostics` as far as there is room (see [`CtfSource::diagnostics`]).
+    fn keep(&self, diagnostics: Vec<Diagnostic>) {
+        if diagnostics.is_empty() {
+            return;
+        }
+        if let Ok(mut kept) = self.diagnostics.lock() {
+            let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(kept.len());
+            kept.extend(diagnostics.into_iter().take(room));
+        }
+    }
+
+    /// Decodes a chunk cut into `pieces` (see [`ByteRanges::within`]) into `out`: the same
+    /// sequences, in the same order, with the same error, as one parse of the whole chunk.
+    ///
+    /// Its pieces are taken in file order by this thread and (with `offer`) by idle threads of
+    /// the reader's pool (helpers offered to rayon's work stealing: a busy thread never takes
+    /// one, so the threads are never oversubscribed), and read as they are taken, so the chunk is decoded
+    /// while the rest of it is still being read from storage (the whole range was advised
+    /// `WILLNEED`). This thread decodes its pieces straight into `out` until a helper takes one;
+    /// the pieces from there on are decoded into batches of their own and appended in order.
+    /// The pieces' parsers do not see across pieces, so on an error (the first in file order
+    /// stops the taking of pieces) or an id repeated in two pieces the chunk is decoded again
+    /// in one piece, which reports what one parse reports. Errors end the reading (a chunk is
+    /// cut in pieces only without an error budget), so this costs nothing when all is well.
+    fn read_pieces<T: Element>(
+        &self,
+        pieces: &ByteRanges,
+        chunk: usize,
+        offer: bool,
+        out: &mut SequenceBatch<T>,
+    ) -> Result<()> {
+        let n = pieces.len();
+        let work = Pieces {
+            ranges: pieces,
+            chunk,
+            claims: Mutex::new(Claims {
+                next: 0,
+                direct: 0,
+                running: 0,
+                done: (0..n).map(|_| None).collect(),
+            }),
+            finished: Condvar::new(),
+        };
+        // Helpers only on a pool's thread (the reader's): elsewhere rayon would start its own.
+        let helpers = match (offer, rayon::current_thread_index()) {
+            (true, Some(_)) => (rayon::current_num_threads() - 1).min(n - 1),
+            _ => 0,
+        };
+        if helpers == 0 {
+            self.take_pieces(&work, Some(&mut *out), || ());
+        } else {
+            rayon::scope(|s| {
+                // Offered once this thread has taken the first piece (it decodes the pieces
+                // it takes first straight into `out`).
+                let offer = || {
+                    for _ in 0..helpers {
+                        s.spawn(|_| self.take_pieces::<T>(&work, None, || ()));
+                    }
+                };
+                self.take_pieces(&work, Some(&mut *out), offer);
+            });
+        }
+        let claims = work.claims.into_inner().map_err(|_| {
+            Error::new(
+                crate::error::ErrorKind::Invalid,
+                Location::default().with_context(format!("chunk {chunk}")),
+                "decoding the chunk failed: a thread panicked",
+            )
+        })?;
+        let (mut diagnostics, mut batches) = (Vec::new(), Vec::new());
+        let mut result = Ok(());
+        for done in claims.done {
+            let Some(done) = done else { break }; // after an error
+            diagnostics.extend(done.diagnostics);
+            if let Err(e) = done.result {
+                result = Err(e);
+                break;
+            }
+            if let Some(b) = done.batch {
+                out.push_sequences_from(&b, 0..b.len());
+                batches.push(b);
+            }
+        }
+        pool::keep(batches);
+        // An error (where the pieces' parsers could not see an id repeated before it, or a
+        // piece's bounds were not found), or an id repeated in two pieces: the chunk again
+        // in one piece, for what one parse makes of it.
+        let ids = pieces.mode() == KeyMode::Ids;
+        if n > 1 && (result.is_err() || (ids && repeats(out.keys()))) {
+            out.clear();
+            let mut buf = take_buffer();
+            (result, diagnostics) = self.decode(pieces.bounds(), 1, chunk, out, &mut buf);
+            give_back(buf);
+        }
+        self.keep(diagnostics);
+        result
+    }
+
+    /// Takes pieces of `work` and decodes them until none is left: the chunk's own thread
+    /// (with `out`, the chunk's batch), or a helper (`None`).
+    /// `taken` is called once the first piece is taken.
+    fn take_pieces<T: Element>(
+        &self,
+        work: &Pieces<'_, T>,
+        mut out: Option<&mut SequenceBatch<T>>,
+        taken: impl FnOnce(),
+    ) {
+        let (mut buf, mut taken) = (Vec::new(), Some(taken));
+        loop {
+            let Ok(mut claims) = work.claims.lock() else {
+                break;
+            };
+            let i = claims.next;
+            if i >= claims.done.len() {
+                if out.is_some() {
+                    // The chunk's thread returns once every piece taken is decoded.
+                    while claims.running > 0 {
+                        claims = match work.finished.wait(claims) {
+                            Ok(c) => c,
+                            Err(_) => break,
+                        };
+                    }
+                }
+                break;
+            }
+            claims.next += 1;
+            claims.running += 1;
+            let direct = out.is_some() && claims.direct == i;
+            claims.direct += usize::from(direct);
+            drop(claims);
+            taken.take().map(|f| f());
+            if buf.capacity() == 0 {
+                buf = take_buffer();
+            }
+            let mut own = None;
+            let batch = match (&mut out, direct) {
+                (Some(out), true) => &mut **out,
+                _ => own.insert(pool::take::<T>(&self.specs)),
+            };
+            let (result, diagnostics) = match work.ranges.range(&self.data, i) {
+                Ok((start, end)) => self.decode(start..end, 1, work.chunk, batch, &mut buf),
+                Err(e) => (Err(e), Vec::new()),
+            };
+            let failed = result.is_err();
+            if let Ok(mut claims) = work.claims.lock() {
+                claims.running -= 1;
+                if failed {
+                    claims.next = claims.done.len(); // one parse would stop here
+                }
+                claims.done[i] = Some(Done {
+                    batch: own,
+                    diagnostics,
+                    result,
+                });
+            }
+            work.finished.notify_all();
+        }
+        give_back(buf);
+    }
+}
+
+/// A chunk being decoded in pieces ([`CtfSource::read_pieces`]).
+struct Pieces<'a, T> {
+    ranges: &'a ByteRanges,
+    chunk: usize,
+    claims: Mutex<Claims<T>>,
+    /// Signalled when a piece is decoded.
+    finished: Condvar,
+}
+
+/// Which pieces are taken and what became of them.
+struct Claims<T> {
+    /// The next piece to take (all taken when it is the number of pieces).
+    next: usize,
+    /// Pieces `0..direct` were decoded straight into the chunk's batch by its own thread.
+    direct: usize,
+    /// Pieces taken and not decoded yet.
+    running: usize,
+    /// What each piece gave.
+    done: Vec<Option<Done<T>>>,
+}
+
+/// A decoded piece: its own batch (none when decoded into the chunk's), its diagnostics, and
+/// its error.
+struct Done<T> {
+    batch: Option<SequenceBatch<T>>,
+    diagnostics: Vec<Diagnostic>,
+    result: Result<()>,
+}
+
+/// Whether `keys` hold an id twice (one parse of a chunk reports a repeated id; its pieces'
+/// parsers see only their own). Ids that only grow, as in most files, are checked at once.
+fn repeats(keys: &[u64]) -> bool {
+    if keys.windows(2).all(|w| w[0] < w[1]) {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(keys.len());
+    !keys.iter().all(|&k| seen.insert(k))
+}
+
+/// A read buffer from [`BUFFERS`] (empty when there is none).
+fn take_buffer() -> Vec<u8> {
+    BUFFERS
+        .lock()
+        .ok()
+        .and_then(|mut b| b.pop())
+        .unwrap_or_default()
+}
+
+/// Puts `buf` back into [`BUFFERS`] when the pool has room for it.
+fn give_back(buf: Vec<u8>) {
+    if buf.capacity() == 0 {
+        return;
+    }
+    if let Ok(mut b) = BUFFERS.lock() {
+        let kept: usize = b.iter().map(Vec::capacity).sum();
+        if b.is_empty() || (b.len() < KEPT_BUFFERS && kept + buf.capacity() <= KEPT_BYTES) {
+            b.push(buf);
+        }
+    }
+}
+
 /// `loc`'s line, counted from 1 at a chunk's first line, made the file's: `lines_before` is the
 /// number of lines before the chunk.
 fn shift_lines(loc: &mut Location, lines_before: u64) {
@@ -480,112 +785,36 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         if chunk >= self.infos.len() {
             return Err(Error::config(format!("chunk {chunk} does not exist")));
         }
-        // The chunk's bytes, the line they start at (1 when it is not known) and the key mode.
-        let (offset, bytes, line, mode) = match &self.layout {
+        match &self.layout {
             Layout::Indexed(ix) => {
                 let c = &ix.chunks[chunk];
-                (c.offset, c.bytes, c.line, ix.mode)
+                let mut buf = take_buffer();
+                let (r, diagnostics) =
+                    self.decode(c.offset..c.offset + c.bytes, c.line, chunk, out, &mut buf);
+                give_back(buf);
+                self.keep(diagnostics);
+                r
             }
-            Layout::Ranges(r) => {
-                let (start, end) = r
+            Layout::Ranges(ranges) => {
+                let (start, end) = ranges
                     .range(&self.data, chunk)
                     .map_err(|e| self.placed(e, || None))?;
-                (start, end - start, 1, r.mode())
-            }
-        };
-        if bytes == 0 {
-            return Ok(()); // a range inside a sequence that started before it
-        }
-        let mut owned = Vec::new();
-        let map;
-        let buf: &[u8] = match &self.data {
-            Data::Memory(b) => {
-                let end = usize::try_from(offset + bytes)
-                    .ok()
-                    .filter(|&e| e <= b.len())
-                    .ok_or_else(|| Error::corrupt(offset, "chunk beyond the end of the data"))?;
-                &b[offset as usize..end]
-            }
-            Data::File(f) => {
-                let len = usize::try_from(bytes)
-                    .map_err(|_| Error::corrupt(offset, "chunk too large"))?;
-                let io_error = |e: std::io::Error| {
-                    Error::from(e)
-                        .in_file(self.name.clone())
-                        .in_context(format!("reading chunk {chunk} (has the file changed?)"))
-                };
-                // Map just this chunk's pages (no copy; unmapped when done, so memory stays
-                // bounded by the chunks being decoded); read it if mapping fails.
-                let page = 4096u64;
-                let start = offset / page * page;
-                let skip = (offset - start) as usize;
-                let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-                // SAFETY: a read-only private map of a range checked against the file's size;
-                // a file truncated by another process meanwhile is outside what any reader can
-                // defend against (as for every mmap user).
-                let mapped = (offset + bytes <= size)
-                    .then(|| unsafe {
-                        memmap2::MmapOptions::new()
-                            .offset(start)
-                            .len(skip + len)
-                            .map(f)
-                    })
-                    .and_then(|m| m.ok())
-                    .inspect(read_in);
-                match mapped {
-                    Some(m) => {
-                        map = m;
-                        &map[skip..skip + len]
-                    }
-                    None => {
-                        owned = BUFFERS
-                            .lock()
-                            .ok()
-                            .and_then(|mut b| b.pop())
-                            .unwrap_or_default();
-                        owned.clear();
-                        owned.resize(len, 0);
-                        crate::io::read_exact_at(f, &mut owned, offset).map_err(io_error)?;
-                        &owned
-                    }
+                if start == end {
+                    return Ok(()); // a range inside a sequence that started before it
                 }
-            }
-        };
-        let mut parser = self.parser.clone();
-        let mut sink: Vec<Diagnostic> = Vec::new();
-        let r = parser.parse_chunk(buf, offset, line, mode, out, &mut sink);
-        // Without an index the parser counts lines from 1 at the chunk's start; the lines
-        // before it are counted (from the file's start) at most once, and only when an error
-        // or a kept diagnostic needs them.
-        let counted = std::cell::OnceCell::new();
-        let lines_before = || {
-            *counted.get_or_init(|| match self.layout {
-                Layout::Ranges(_) => self.data.line_column(offset).ok().map(|(l, _)| l - 1),
-                Layout::Indexed(_) => None,
-            })
-        };
-        let r = r.map_err(|e| self.placed(e, lines_before));
-        if !sink.is_empty() && self.diagnostics_room() > 0 {
-            if let Some(before) = lines_before() {
-                for d in &mut sink {
-                    shift_lines(&mut d.location, before);
+                if let Data::File(f) = &self.data {
+                    crate::io::advise_will_need(f, start, end - start);
                 }
-            }
-            if let Ok(mut kept) = self.diagnostics.lock() {
-                let room = MAX_KEPT_DIAGNOSTICS.saturating_sub(kept.len());
-                kept.extend(sink.into_iter().take(room));
+                let pieces = ranges.within(start, end, self.piece_bytes);
+                // Other threads are offered pieces when no other chunk is being decoded: they
+                // are idle (the reader's start, the consumer waiting), or about to take the
+                // next chunk. Otherwise every thread decodes a chunk of its own, whole.
+                let alone = self.decoding.fetch_add(1, Ordering::Relaxed) == 0;
+                let r = self.read_pieces(&pieces, chunk, alone, out);
+                self.decoding.fetch_sub(1, Ordering::Relaxed);
+                r
             }
         }
-        if owned.capacity() > 0 {
-            if let Ok(mut b) = BUFFERS.lock() {
-                let kept: usize = b.iter().map(Vec::capacity).sum();
-                if b.is_empty() || (b.len() < KEPT_BUFFERS && kept + owned.capacity() <= KEPT_BYTES)
-                {
-                    b.push(owned);
-                }
-            }
-        }
-        r
     }
 
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
@@ -727,26 +956,6 @@ fn index(
         }
     }
     Ok((ix, origin))
-}
-
-/// Reads a mapped chunk's pages in, and only them: on a page fault the kernel reads around the
-/// page (up to the device's read-ahead: 8 MiB on the benchmark machine), so faulting a chunk in
-/// would also read the neighbouring chunks, which belong to other workers. So: no read-around
-/// (random access), the range itself read ahead in large requests, then its page tables filled
-/// in one call (as `MAP_POPULATE` would). Advice only: where it fails, pages fault on use.
-/// The price: with random access the pages not yet read ahead are read one at a time (a cold
-/// 32 MiB chunk took 230 ms on the benchmark machine, against 30 ms with read-around); reading
-/// the exact range with `pread` would avoid both.
-fn read_in(map: &memmap2::Mmap) {
-    #[cfg(target_os = "linux")]
-    {
-        use memmap2::Advice;
-        let _ = map.advise(Advice::Random);
-        let _ = map.advise(Advice::WillNeed);
-        let _ = map.advise(Advice::PopulateRead);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = map;
 }
 
 /// Builds the index from sequences found in file order.
@@ -1008,6 +1217,191 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("d.ctf:3:8"), "{e}");
+    }
+
+    /// `path` without an index in chunks of `chunk` bytes, decoded in pieces of `piece` bytes.
+    fn in_pieces(path: &std::path::Path, ctf: &CtfOptions, chunk: u64, piece: u64) -> CtfSource {
+        let options = CtfSourceOptions {
+            ctf: ctf.clone(),
+            chunk_size: chunk,
+            index: IndexMode::None,
+            ..Default::default()
+        };
+        let mut source = CtfSource::open(&InputPath::new(path), options).unwrap();
+        source.piece_bytes = piece;
+        source
+    }
+
+    /// Each chunk of `source` decoded (its batch, or its error), then the source's diagnostics;
+    /// on `pool`'s threads when given (its idle threads then take pieces).
+    type Decoded = (
+        Vec<std::result::Result<SequenceBatch<f32>, String>>,
+        Vec<Diagnostic>,
+    );
+    fn decode_chunks(source: &CtfSource, pool: Option<&rayon::ThreadPool>) -> Decoded {
+        let run = || {
+            (0..ChunkSource::<f32>::chunks(source).len())
+                .map(|c| {
+                    let mut b = SequenceBatch::new(&source.specs);
+                    let r = source.read_chunk(c, &mut b);
+                    r.map(|()| b).map_err(|e| e.to_string())
+                })
+                .collect()
+        };
+        let chunks = pool.map_or_else(run, |p| p.install(run));
+        (chunks, source.diagnostics())
+    }
+
+    #[test]
+    fn a_chunk_decoded_in_pieces_is_the_chunk_decoded_whole() {
+        // Generated texts: BOM, blank lines, CRLF, lines without ids, ids repeated after other
+        // sequences (an error), no newline at the end, files without ids; dense values from
+        // none to 11 (fewer than 12 are padded with a warning: diagnostics in file order).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.ctf");
+        let ctf = CtfOptions {
+            inputs: vec![StreamSpec::new("x", Storage::Dense, 12)],
+            ..CtfOptions::default()
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let mut rng = crate::reader::rng::SplitMix64::new(21);
+        let (mut split, mut failed) = (0, 0);
+        for case in 0..50 {
+            let text = super::super::byte_ranges::tests::generate(&mut rng);
+            if detect_key_mode(&text, false).is_none() {
+                continue;
+            }
+            std::fs::write(&path, &text).unwrap();
+            for chunk in [50, 1 << 20] {
+                let whole = decode_chunks(&in_pieces(&path, &ctf, chunk, u64::MAX), None);
+                failed += whole.0.iter().filter(|r| r.is_err()).count();
+                for piece in [3, 20] {
+                    let source = in_pieces(&path, &ctf, chunk, piece);
+                    split += usize::from(source.piece_bytes < chunk);
+                    for pool in [None, Some(&pool)] {
+                        assert_eq!(
+                            decode_chunks(&in_pieces(&path, &ctf, chunk, piece), pool),
+                            whole,
+                            "case {case}, chunk {chunk}, piece {piece}: {:?}",
+                            String::from_utf8_lossy(&text)
+                        );
+                    }
+                }
+            }
+        }
+        assert!(split > 50 && failed > 5, "{split} {failed}");
+    }
+
+    #[test]
+    fn errors_from_within_a_piece_name_their_place_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for id in 0..40 {
+            text += &format!("{id} |a 1 2 |b 0:1\r\n|a 3 4\n");
+        }
+        let place =
+            |t: &str, byte: usize| (t[..byte].matches('\n').count() as u64 + 1, byte as u64);
+        // A bad value in sequence 26's second line.
+        let bad = text.replacen("|a 3 4\n27 ", "|a 3 x\n27 ", 1);
+        let (line, byte) = place(&bad, bad.find("|a 3 x").unwrap() + 5);
+        // Sequence 30 keyed 3 again: one parse of the chunk sees it, its pieces' parsers do not.
+        let repeated = text.replace("\n30 |a", "\n3 |a");
+        let (r_line, r_byte) = place(&repeated, repeated.rfind("\n3 |a").unwrap() + 1);
+        let cases = [
+            (
+                bad,
+                (line, 6, byte),
+                &[(1 << 20, 30), (1 << 20, 200), (300, 64), (300, u64::MAX)][..],
+            ),
+            (
+                repeated,
+                (r_line, 1, r_byte),
+                &[(1 << 20, 30), (1 << 20, u64::MAX)],
+            ),
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for (text, (line, column, byte), layouts) in cases {
+            let p = write(&dir, &text);
+            for &(chunk, piece) in layouts {
+                let source = in_pieces(&p, &opts(1).ctf, chunk, piece);
+                for pool in [None, Some(&pool)] {
+                    let first_error = || {
+                        (0..ChunkSource::<f32>::chunks(&source).len()).find_map(|c| {
+                            let mut b = SequenceBatch::<f32>::new(&source.specs);
+                            source.read_chunk(c, &mut b).err()
+                        })
+                    };
+                    let e = pool
+                        .map_or_else(first_error, |p| p.install(first_error))
+                        .unwrap();
+                    let loc = e.location();
+                    assert_eq!(
+                        (loc.line, loc.column, loc.byte),
+                        (Some(line), Some(column), Some(byte)),
+                        "chunk {chunk}, piece {piece}: {e}"
+                    );
+                    assert!(
+                        e.to_string().contains(&format!("d.ctf:{line}:{column}")),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_reader_delivers_the_same_minibatches_with_or_without_pieces() {
+        use crate::reader::{EpochLimit, Reader, ReaderOptions, Window};
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = crate::reader::rng::SplitMix64::new(8);
+        let mut text = String::new();
+        for id in 0..400 {
+            for l in 0..1 + rng.below(3) {
+                let head = if l == 0 || rng.below(2) == 0 {
+                    format!("{id} ")
+                } else {
+                    String::new()
+                };
+                let end = ["\n", "\r\n"][rng.below(2) as usize];
+                text += &format!("{head}|a {} {} |b {}:1{end}", rng.below(9), l, rng.below(3));
+            }
+        }
+        let p = write(&dir, &text);
+        let read = |piece: u64, threads: usize| {
+            let source = Arc::new(in_pieces(&p, &opts(1).ctf, 900, piece));
+            let options = ReaderOptions {
+                seed: 5,
+                window: Window::Chunks(2),
+                limit: EpochLimit::Sweeps(2),
+                num_workers: 2,
+                worker_rank: 1,
+                threads,
+                ..ReaderOptions::default()
+            };
+            let mut reader = Reader::<f32>::new(source, options).unwrap();
+            let mut got = Vec::new();
+            reader
+                .run(13, None, |mb| {
+                    got.push((mb.data.clone(), mb.sequences.clone(), mb.end_of_sweep));
+                    Ok(())
+                })
+                .unwrap();
+            got
+        };
+        let whole = read(u64::MAX, 2);
+        assert!(whole.len() > 20, "{}", whole.len());
+        for (piece, threads) in [(60, 2), (60, 0), (7, 3), (300, 1)] {
+            assert!(
+                read(piece, threads) == whole,
+                "pieces of {piece}, {threads} threads"
+            );
+        }
     }
 
     #[test]

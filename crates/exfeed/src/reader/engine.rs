@@ -866,8 +866,12 @@ impl<T: Element> Reader<T> {
     fn load_window(&mut self, plan: &SweepPlan) -> Result<()> {
         let chunks = plan.window_chunks(self.window).to_vec();
         let mut batches = Vec::with_capacity(chunks.len());
+        // Nothing decoded ahead (the reader's start): this window's chunks first, alone, so
+        // every thread works on what the consumer waits for (a chunk without an index is
+        // decoded in pieces by all of them); the decoding ahead starts once it is loaded.
+        let ahead = !self.pending.is_empty();
         for (i, &chunk) in chunks.iter().enumerate() {
-            self.schedule(chunks.len() - i);
+            self.schedule(chunks.len() - i, ahead);
             let (got, pending) = self.pending.pop_front().expect("scheduled in plan order");
             debug_assert_eq!(got, chunk);
             let batch = match pending {
@@ -922,7 +926,7 @@ impl<T: Element> Reader<T> {
         }
         self.loaded = Some(Loaded { batches, order });
         // Keep decoding ahead while the window is consumed.
-        self.schedule(0);
+        self.schedule(0, true);
         Ok(())
     }
 
@@ -983,10 +987,13 @@ impl<T: Element> Reader<T> {
         self.peak_held = self.peak_held.max(held);
     }
 
-    /// Schedules chunk reads in plan order until `prefetch_chunks` (or at least `need`) are
-    /// pending, not past the epoch's last sweep.
-    fn schedule(&mut self, need: usize) {
-        let target = self.opts.prefetch_chunks.max(1).max(need);
+    /// Schedules chunk reads in plan order until `need` are pending, or (`ahead`) at least
+    /// `prefetch_chunks`, not past the epoch's last sweep.
+    fn schedule(&mut self, need: usize, ahead: bool) {
+        let target = match ahead {
+            true => self.opts.prefetch_chunks.max(1).max(need),
+            false => need,
+        };
         while self.pending.len() < target && !self.no_data {
             let cur = self.sched;
             if let EpochLimit::Sweeps(k) = self.opts.limit {
