@@ -3,7 +3,7 @@
 use super::byte_ranges::{ByteRanges, ReadAt, HEAD};
 use super::chunker::{Chunker, SequenceSpan};
 use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
-use super::{pool, ChunkInfo, ChunkSource};
+use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
@@ -205,9 +205,10 @@ pub enum IndexOrigin {
 /// With the full index ([`IndexMode::Full`]), opening it makes one indexing pass
 /// ([`scan_sequences`], memchr speed) over the file, read in blocks so only a block (or one
 /// sequence, if larger) is in memory; whole sequences are grouped into chunks of about
-/// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (`pread`) and parses it with a
-/// fresh [`CtfParser`] at the chunk's true byte offset and line, so every error names its real
-/// place in the file. A compressed file cannot be read by offset: it is decompressed once, at
+/// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (`pread`: the file is advised
+/// `POSIX_FADV_RANDOM` once open, so the kernel reads no further than each read asks, into
+/// other workers' chunks) and parses it with a fresh [`CtfParser`] at the chunk's true byte
+/// offset and line, so every error names its real place in the file. A compressed file cannot be read by offset: it is decompressed once, at
 /// open, into an unlinked temporary file (in `TMPDIR`: disk for its decompressed size, memory
 /// for a buffer) that is then read as a plain file. Standard input, and any file with
 /// `keepDataInMemory`, is held in memory.
@@ -220,7 +221,10 @@ pub enum IndexOrigin {
 /// module). Every sequence is still read exactly once, as with the index. What the plan knows
 /// of a chunk before decoding it ([`ChunkInfo`]'s sequences and samples) is then estimated
 /// from the lines per byte of the file's first 64 KiB; see
-/// [`ChunkSource::chunks_by_byte_range`].
+/// [`ChunkSource::chunks_by_byte_range`]. Such a chunk is advised `POSIX_FADV_WILLNEED` and
+/// decoded in pieces of about 2 MiB, cut by the same rule, as they arrive from storage, by every
+/// idle thread of the reader when it is the only chunk being decoded (the first window, the
+/// consumer waiting): the same sequences in the same order as one parse of the chunk.
 ///
 /// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
 /// sequence id repeated in two different chunks is not detected (both are kept).
@@ -483,38 +487,70 @@ impl CtfSource {
 }
 
 impl CtfSource {
-    /// Decodes bytes `range` (whole sequences; `line`: the line at its start, 1 when not known)
-    /// of chunk `chunk` into `out` with a fresh parser, reading them into `buf` from a file:
-    /// the result, its error placed in the file, and the diagnostics, their lines placed.
+    /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are mapped
+    /// (no copy; just these pages, unmapped when done, so memory stays bounded by the chunks
+    /// being decoded) after the kernel was asked to read them ahead (`POSIX_FADV_WILLNEED`: in
+    /// large requests, while the first ones are decoded), without read-around on page faults
+    /// (which would read other workers' chunks); they are read into a buffer where mapping
+    /// fails.
+    fn chunk_bytes(&self, start: u64, end: u64, chunk: usize) -> Result<ChunkBytes<'_>> {
+        let place = |e: Error| {
+            e.in_file(self.name.clone())
+                .in_context(format!("reading chunk {chunk} (has the file changed?)"))
+        };
+        let len = usize::try_from(end - start)
+            .map_err(|_| place(Error::corrupt(start, "chunk too large")))?;
+        let f = match &self.data {
+            Data::File(f) => f,
+            Data::Memory(b) => {
+                let e = usize::try_from(end)
+                    .ok()
+                    .filter(|&e| e <= b.len())
+                    .ok_or_else(|| {
+                        place(Error::corrupt(start, "chunk beyond the end of the data"))
+                    })?;
+                return Ok(ChunkBytes::Borrowed(&b[start as usize..e]));
+            }
+        };
+        crate::io::advise_will_need(f, start, end - start);
+        let page = 4096u64;
+        let aligned = start / page * page;
+        let skip = (start - aligned) as usize;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        // SAFETY: a read-only private map of a range checked against the file's size; a file
+        // truncated by another process meanwhile is outside what any reader can defend against
+        // (as for every mmap user).
+        let mapped = (end <= size)
+            .then(|| unsafe {
+                memmap2::MmapOptions::new()
+                    .offset(aligned)
+                    .len(skip + len)
+                    .map(f)
+            })
+            .and_then(|m| m.ok());
+        if let Some(map) = mapped {
+            #[cfg(target_os = "linux")]
+            let _ = map.advise(memmap2::Advice::Random);
+            return Ok(ChunkBytes::Mapped { map, skip });
+        }
+        let mut buf = take_buffer();
+        buf.clear();
+        buf.resize(len, 0);
+        crate::io::read_exact_at(f, &mut buf, start).map_err(|e| place(e.into()))?;
+        Ok(ChunkBytes::Read(buf))
+    }
+
+    /// Decodes `bytes`, the data's bytes `range` (whole sequences; `line`: the line at its
+    /// start, 1 when not known), into `out` with a fresh parser: the result, its error placed in
+    /// the file, and the diagnostics, their lines placed.
     fn decode<T: Element>(
         &self,
         range: std::ops::Range<u64>,
         line: u64,
-        chunk: usize,
         out: &mut SequenceBatch<T>,
-        buf: &mut Vec<u8>,
+        bytes: &[u8],
     ) -> (Result<()>, Vec<Diagnostic>) {
         let mut sink: Vec<Diagnostic> = Vec::new();
-        let offset = range.start;
-        let read = usize::try_from(range.end - offset)
-            .map_err(|_| Error::corrupt(offset, "chunk too large"))
-            .and_then(|len| Ok((len, self.data.bytes_at(offset, len, buf)?)))
-            .and_then(|(len, bytes)| match bytes.len() < len {
-                true => Err(Error::corrupt(
-                    offset + bytes.len() as u64,
-                    format!("the data ends before byte {}", range.end),
-                )),
-                false => Ok(bytes),
-            });
-        let bytes = match read {
-            Ok(b) => b,
-            Err(e) => {
-                let e = e
-                    .in_file(self.name.clone())
-                    .in_context(format!("reading chunk {chunk} (has the file changed?)"));
-                return (Err(e), sink);
-            }
-        };
         let mode = match &self.layout {
             Layout::Indexed(ix) => ix.mode,
             Layout::Ranges(r) => r.mode(),
@@ -558,9 +594,9 @@ impl CtfSource {
     ///
     /// Its pieces are taken in file order by this thread and (with `offer`) by idle threads of
     /// the reader's pool (helpers offered to rayon's work stealing: a busy thread never takes
-    /// one, so the threads are never oversubscribed), and read as they are taken, so the chunk is decoded
-    /// while the rest of it is still being read from storage (the whole range was advised
-    /// `WILLNEED`). This thread decodes its pieces straight into `out` until a helper takes one;
+    /// one, so the threads are never oversubscribed); each piece's pages are brought in when it
+    /// is taken, so the chunk is decoded while the rest of it is still being read from storage
+    /// (the whole range was advised `WILLNEED`, see [`CtfSource::chunk_bytes`]). This thread decodes its pieces straight into `out` until a helper takes one;
     /// the pieces from there on are decoded into batches of their own and appended in order.
     /// The pieces' parsers do not see across pieces, so on an error (the first in file order
     /// stops the taking of pieces) or an id repeated in two pieces the chunk is decoded again
@@ -569,6 +605,7 @@ impl CtfSource {
     fn read_pieces<T: Element>(
         &self,
         pieces: &ByteRanges,
+        bytes: &ChunkBytes<'_>,
         chunk: usize,
         offer: bool,
         out: &mut SequenceBatch<T>,
@@ -576,7 +613,7 @@ impl CtfSource {
         let n = pieces.len();
         let work = Pieces {
             ranges: pieces,
-            chunk,
+            bytes,
             claims: Mutex::new(Claims {
                 next: 0,
                 direct: 0,
@@ -611,7 +648,7 @@ impl CtfSource {
                 "decoding the chunk failed: a thread panicked",
             )
         })?;
-        let (mut diagnostics, mut batches) = (Vec::new(), Vec::new());
+        let mut diagnostics = Vec::new();
         let mut result = Ok(());
         for done in claims.done {
             let Some(done) = done else { break }; // after an error
@@ -622,19 +659,16 @@ impl CtfSource {
             }
             if let Some(b) = done.batch {
                 out.push_sequences_from(&b, 0..b.len());
-                batches.push(b);
             }
         }
-        pool::keep(batches);
         // An error (where the pieces' parsers could not see an id repeated before it, or a
         // piece's bounds were not found), or an id repeated in two pieces: the chunk again
         // in one piece, for what one parse makes of it.
         let ids = pieces.mode() == KeyMode::Ids;
         if n > 1 && (result.is_err() || (ids && repeats(out.keys()))) {
             out.clear();
-            let mut buf = take_buffer();
-            (result, diagnostics) = self.decode(pieces.bounds(), 1, chunk, out, &mut buf);
-            give_back(buf);
+            bytes.populate(0..bytes.bytes().len());
+            (result, diagnostics) = self.decode(pieces.bounds(), 1, out, bytes.bytes());
         }
         self.keep(diagnostics);
         result
@@ -649,7 +683,14 @@ impl CtfSource {
         mut out: Option<&mut SequenceBatch<T>>,
         taken: impl FnOnce(),
     ) {
-        let (mut buf, mut taken) = (Vec::new(), Some(taken));
+        let mut taken = Some(taken);
+        let (base, bytes) = (work.ranges.bounds().start, work.bytes.bytes());
+        // The pieces' bounds are found in the chunk's bytes (and before it, in the file).
+        let within = Within {
+            base,
+            bytes,
+            data: &self.data,
+        };
         loop {
             let Ok(mut claims) = work.claims.lock() else {
                 break;
@@ -673,16 +714,17 @@ impl CtfSource {
             claims.direct += usize::from(direct);
             drop(claims);
             taken.take().map(|f| f());
-            if buf.capacity() == 0 {
-                buf = take_buffer();
-            }
             let mut own = None;
             let batch = match (&mut out, direct) {
                 (Some(out), true) => &mut **out,
-                _ => own.insert(pool::take::<T>(&self.specs)),
+                _ => own.insert(SequenceBatch::new(&self.specs)),
             };
-            let (result, diagnostics) = match work.ranges.range(&self.data, i) {
-                Ok((start, end)) => self.decode(start..end, 1, work.chunk, batch, &mut buf),
+            let (result, diagnostics) = match work.ranges.range(&within, i) {
+                Ok((start, end)) => {
+                    let piece = (start - base) as usize..(end - base) as usize;
+                    work.bytes.populate(piece.clone());
+                    self.decode(start..end, 1, batch, &bytes[piece])
+                }
                 Err(e) => (Err(e), Vec::new()),
             };
             let failed = result.is_err();
@@ -699,14 +741,76 @@ impl CtfSource {
             }
             work.finished.notify_all();
         }
-        give_back(buf);
+    }
+}
+
+/// A chunk's bytes while it is decoded ([`CtfSource::chunk_bytes`]).
+enum ChunkBytes<'a> {
+    /// Mapped from the file (`skip`: the bytes before the chunk's start on its first page).
+    Mapped { map: memmap2::Mmap, skip: usize },
+    /// Read from the file (a buffer of [`BUFFERS`], given back when dropped).
+    Read(Vec<u8>),
+    /// The data in memory.
+    Borrowed(&'a [u8]),
+}
+
+impl ChunkBytes<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Mapped { map, skip } => &map[*skip..],
+            ChunkBytes::Read(b) => b,
+            ChunkBytes::Borrowed(b) => b,
+        }
+    }
+
+    /// Brings bytes `range` of the chunk in before they are parsed: a mapped range's page
+    /// tables filled in one call (`MADV_POPULATE_READ`, as `MAP_POPULATE` would), waiting for
+    /// pages still being read. Advice only: where it fails, pages fault on use.
+    fn populate(&self, range: std::ops::Range<usize>) {
+        #[cfg(target_os = "linux")]
+        if let ChunkBytes::Mapped { map, skip } = self {
+            let advice = memmap2::Advice::PopulateRead;
+            let _ = map.advise_range(advice, skip + range.start, range.len());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = range;
+    }
+}
+
+impl Drop for ChunkBytes<'_> {
+    fn drop(&mut self) {
+        if let ChunkBytes::Read(b) = self {
+            give_back(std::mem::take(b));
+        }
+    }
+}
+
+/// A chunk's bytes (`bytes`, at `base` in the data), and the rest of the data read as needed:
+/// where the bounds of its pieces are found.
+struct Within<'a> {
+    base: u64,
+    bytes: &'a [u8],
+    data: &'a Data,
+}
+
+impl ReadAt for Within<'_> {
+    fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        let inside = offset
+            .checked_sub(self.base)
+            .and_then(|from| usize::try_from(from).ok())
+            .filter(|&from| from.saturating_add(len) <= self.bytes.len());
+        match inside {
+            Some(from) => Ok(&self.bytes[from..from + len]),
+            None => self.data.bytes_at(offset, len, buf),
+        }
     }
 }
 
 /// A chunk being decoded in pieces ([`CtfSource::read_pieces`]).
 struct Pieces<'a, T> {
     ranges: &'a ByteRanges,
-    chunk: usize,
+    /// The chunk's bytes.
+    bytes: &'a ChunkBytes<'a>,
     claims: Mutex<Claims<T>>,
     /// Signalled when a piece is decoded.
     finished: Condvar,
@@ -788,10 +892,10 @@ impl<T: Element> ChunkSource<T> for CtfSource {
         match &self.layout {
             Layout::Indexed(ix) => {
                 let c = &ix.chunks[chunk];
-                let mut buf = take_buffer();
-                let (r, diagnostics) =
-                    self.decode(c.offset..c.offset + c.bytes, c.line, chunk, out, &mut buf);
-                give_back(buf);
+                let range = c.offset..c.offset + c.bytes;
+                let bytes = self.chunk_bytes(range.start, range.end, chunk)?;
+                bytes.populate(0..bytes.bytes().len());
+                let (r, diagnostics) = self.decode(range, c.line, out, bytes.bytes());
                 self.keep(diagnostics);
                 r
             }
@@ -802,15 +906,13 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                 if start == end {
                     return Ok(()); // a range inside a sequence that started before it
                 }
-                if let Data::File(f) = &self.data {
-                    crate::io::advise_will_need(f, start, end - start);
-                }
+                let bytes = self.chunk_bytes(start, end, chunk)?;
                 let pieces = ranges.within(start, end, self.piece_bytes);
                 // Other threads are offered pieces when no other chunk is being decoded: they
                 // are idle (the reader's start, the consumer waiting), or about to take the
                 // next chunk. Otherwise every thread decodes a chunk of its own, whole.
                 let alone = self.decoding.fetch_add(1, Ordering::Relaxed) == 0;
-                let r = self.read_pieces(&pieces, chunk, alone, out);
+                let r = self.read_pieces(&pieces, &bytes, chunk, alone, out);
                 self.decoding.fetch_sub(1, Ordering::Relaxed);
                 r
             }

@@ -43,8 +43,8 @@
 //! 256 MiB in all) for the process's next reader of the same streams, which then decodes into
 //! pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
 //! current window + prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
-//! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
-//! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
+//! one minibatch, plus for a CTF file a read buffer per thread (a chunk with the index, a piece
+//! of 2 MiB without). Packing copies each run of consecutive sequences of a chunk at once (file order:
 //! whole minibatches) and, in shuffled order, prefetches the scattered sequences a few places
 //! ahead; sequence lengths are computed once per window, in file order. The order, and so every
 //! minibatch, does not depend on the number of threads or the prefetch.
