@@ -60,10 +60,22 @@ pub(crate) fn advise_random(file: &File) {
 
 /// Advice that bytes `offset..offset + len` of `file` will be read soon
 /// (`POSIX_FADV_WILLNEED`): the kernel starts reading them into the page cache, in large
-/// requests, and returns, so the reads that follow find them there or in flight.
+/// requests, and returns, so the reads (or page faults) that follow find them there or in
+/// flight. Given in steps of [`WILL_NEED_STEP`]: advised in one step, a 32 MiB range mapped and
+/// faulted in made the kernel read 12 MiB past its end (Linux 6.x); in steps of 1 or 4 MiB,
+/// exactly the range.
 pub(crate) fn advise_will_need(file: &File, offset: u64, len: u64) {
-    fadvise(file, offset, len, Advice::WillNeed);
+    let end = offset.saturating_add(len);
+    let mut at = offset;
+    while at < end {
+        let step = (end - at).min(WILL_NEED_STEP);
+        fadvise(file, at, step, Advice::WillNeed);
+        at += step;
+    }
 }
+
+/// Bytes advised at a time by [`advise_will_need`].
+const WILL_NEED_STEP: u64 = 2 << 20;
 
 enum Advice {
     Random,

@@ -205,10 +205,11 @@ pub enum IndexOrigin {
 /// With the full index ([`IndexMode::Full`]), opening it makes one indexing pass
 /// ([`scan_sequences`], memchr speed) over the file, read in blocks so only a block (or one
 /// sequence, if larger) is in memory; whole sequences are grouped into chunks of about
-/// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (`pread`: the file is advised
-/// `POSIX_FADV_RANDOM` once open, so the kernel reads no further than each read asks, into
-/// other workers' chunks) and parses it with a fresh [`CtfParser`] at the chunk's true byte
-/// offset and line, so every error names its real place in the file. A compressed file cannot be read by offset: it is decompressed once, at
+/// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (mapped while it is decoded,
+/// the range advised `POSIX_FADV_WILLNEED`; the file is advised `POSIX_FADV_RANDOM` once open,
+/// so the kernel reads no further than asked, into other workers' chunks) and parses it with a fresh
+/// [`CtfParser`] at the chunk's true byte offset and line, so every error names its real place
+/// in the file. A compressed file cannot be read by offset: it is decompressed once, at
 /// open, into an unlinked temporary file (in `TMPDIR`: disk for its decompressed size, memory
 /// for a buffer) that is then read as a plain file. Standard input, and any file with
 /// `keepDataInMemory`, is held in memory.
@@ -489,10 +490,12 @@ impl CtfSource {
 impl CtfSource {
     /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are mapped
     /// (no copy; just these pages, unmapped when done, so memory stays bounded by the chunks
-    /// being decoded) after the kernel was asked to read them ahead (`POSIX_FADV_WILLNEED`: in
-    /// large requests, while the first ones are decoded), without read-around on page faults
-    /// (which would read other workers' chunks); they are read into a buffer where mapping
-    /// fails.
+    /// being decoded) after the kernel was asked to read exactly them ahead
+    /// (`POSIX_FADV_WILLNEED`: in large requests, while the first ones are decoded), so page
+    /// faults find them there or in flight and never read around them (the neighbouring bytes
+    /// are other workers' chunks). Not `MADV_RANDOM` on the map: with it the faults read the
+    /// pages one at a time, advice or not (a cold 32 MiB chunk took 250 ms against 45 ms). They
+    /// are read into a buffer where mapping fails.
     fn chunk_bytes(&self, start: u64, end: u64, chunk: usize) -> Result<ChunkBytes<'_>> {
         let place = |e: Error| {
             e.in_file(self.name.clone())
@@ -529,8 +532,6 @@ impl CtfSource {
             })
             .and_then(|m| m.ok());
         if let Some(map) = mapped {
-            #[cfg(target_os = "linux")]
-            let _ = map.advise(memmap2::Advice::Random);
             return Ok(ChunkBytes::Mapped { map, skip });
         }
         let mut buf = take_buffer();
@@ -713,7 +714,9 @@ impl CtfSource {
             let direct = out.is_some() && claims.direct == i;
             claims.direct += usize::from(direct);
             drop(claims);
-            taken.take().map(|f| f());
+            if let Some(f) = taken.take() {
+                f();
+            }
             let mut own = None;
             let batch = match (&mut out, direct) {
                 (Some(out), true) => &mut **out,

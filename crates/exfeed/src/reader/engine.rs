@@ -58,8 +58,8 @@ pub struct ReaderOptions {
     /// How many chunks may be scheduled or decoded ahead of the current window (at least 1;
     /// default [`ReaderOptions::prefetch_for`] the threads). At most `window chunks +
     /// prefetch_chunks` decoded (or being decoded) chunks are held at any time, so memory is
-    /// bounded by that many decoded chunks (plus, for CTF files, a read buffer per thread: a
-    /// chunk with the index, a piece of 2 MiB without; and one minibatch). The threads stay busy while the
+    /// bounded by that many decoded chunks (plus, for CTF files, the mapped bytes of the chunks
+    /// being decoded, one per thread, and one minibatch). The threads stay busy while the
     /// consumer packs the current window as long as this covers what they decode meanwhile;
     /// when it equals the window's chunks, the whole next window is decoded during the current
     /// one.

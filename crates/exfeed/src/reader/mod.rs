@@ -38,13 +38,15 @@
 //! [`ReaderOptions::prefetch_chunks`] ahead of the window being delivered, so the threads decode
 //! the next window(s) while the caller packs minibatches from the current one. A window is
 //! delivered once all its chunks are decoded (its shuffled order draws from all of them); without
-//! `randomize` every chunk is a window, so chunks stream in file order. Decoded chunks and their
-//! buffers are recycled, and when the reader is dropped they are kept (up to 16 of them and
-//! 256 MiB in all) for the process's next reader of the same streams, which then decodes into
-//! pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
+//! `randomize` every chunk is a window, so chunks stream in file order. At the start (nothing
+//! decoded ahead) the first window's chunks are scheduled alone, so that every thread works on
+//! what the consumer waits for; the decoding ahead starts once that window is loaded. Decoded
+//! chunks and their buffers are recycled, and when the reader is dropped they are kept (up to 16
+//! of them and 256 MiB in all) for the process's next reader of the same streams, which then
+//! decodes into pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
 //! current window + prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
-//! one minibatch, plus for a CTF file a read buffer per thread (a chunk with the index, a piece
-//! of 2 MiB without). Packing copies each run of consecutive sequences of a chunk at once (file order:
+//! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
+//! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
 //! whole minibatches) and, in shuffled order, prefetches the scattered sequences a few places
 //! ahead; sequence lengths are computed once per window, in file order. The order, and so every
 //! minibatch, does not depend on the number of threads or the prefetch.
