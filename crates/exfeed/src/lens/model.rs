@@ -608,6 +608,8 @@ pub(crate) struct Scratch {
     /// A block string's bytes, and the closing delimiters it awaits.
     pub block: Vec<u8>,
     pub stack: Vec<u8>,
+    /// Looks for runs of alike dense values that found none since the last that found one.
+    pub dense_misses: u32,
 }
 
 #[cfg(test)]

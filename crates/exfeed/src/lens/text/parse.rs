@@ -4,11 +4,20 @@ use crate::error::{Error, Result};
 use crate::lens::model::*;
 use crate::number;
 
-use super::runs;
+use super::{dense, runs};
 
 /// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
     let mut p = Parser::new(bytes);
+    p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
+}
+
+/// [`parse`] reading dense values one at a time only: the reference the vector reading of
+/// [`dense`] is tested against.
+#[cfg(test)]
+pub(super) fn parse_one_at_a_time(bytes: &[u8]) -> Result<ExampleSet> {
+    let mut p = Parser::new(bytes);
+    p.vectors = false;
     p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
 }
 
@@ -162,6 +171,8 @@ struct Parser<'a> {
     spare: Spare,
     /// Skimming (see [`parse_example_at`]): the numbers of ranges are passed over, not read.
     skim: bool,
+    /// Whether runs of alike dense values are read with vector instructions ([`dense`]).
+    vectors: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -174,6 +185,7 @@ impl<'a> Parser<'a> {
             max_record_bytes: crate::limits::Limits::default().max_record_bytes,
             spare: Spare::default(),
             skim: false,
+            vectors: dense::available(),
         }
     }
 }
@@ -1005,6 +1017,10 @@ impl<'a> Parser<'a> {
             // The common case first: spaces, then a number of the common form, in a loop of
             // its own (the position in a register).
             let mut pos = self.pos;
+            // Numbers to read one at a time before looking for a run of alike ones again (see
+            // `dense::run`): more after each look that found none in a row (so that values
+            // of many shapes, `0 0.5 0.25`, are not slowed down), none after one that found one.
+            let mut alone = 0u32;
             loop {
                 while b.get(pos) == Some(&b' ') {
                     pos += 1;
@@ -1013,7 +1029,20 @@ impl<'a> Parser<'a> {
                     break;
                 };
                 v.push(x);
-                pos = end;
+                if self.vectors && alone == 0 && b.get(end) == Some(&b' ') {
+                    let to = dense::run(b, pos, end, &mut v);
+                    let misses = &mut self.spare.scratch.dense_misses;
+                    if to == end {
+                        *misses = (*misses + 1).min(6);
+                        alone = 4 << *misses;
+                    } else {
+                        *misses = 0;
+                    }
+                    pos = to;
+                } else {
+                    alone = alone.saturating_sub(1);
+                    pos = end;
+                }
             }
             self.pos = pos;
             // Most often the next key (`t:`) or the `;`: no number, as try_real would find.
