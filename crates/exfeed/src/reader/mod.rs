@@ -40,8 +40,9 @@
 //! delivered once all its chunks are decoded (its shuffled order draws from all of them); without
 //! `randomize` every chunk is a window, so chunks stream in file order. Decoded chunks and their
 //! buffers are recycled, and when the reader is dropped they are kept (up to 16 of them and
-//! 256 MiB in all) for the process's next reader of the same streams, which then decodes into
-//! pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
+//! 256 MiB in all, for 10 seconds; [`release_kept_batches`] frees them at once) for the
+//! process's next reader of the same streams, which then decodes into pages already in place
+//! instead of fresh ones. Memory is bounded: at most `chunks of the
 //! current window + prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
 //! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
 //! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
@@ -137,6 +138,7 @@ pub use join::JoinedSource;
 pub use lens_source::{LensSource, LensSourceOptions};
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
+pub use pool::release_kept_batches;
 
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
 /// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).
