@@ -432,7 +432,14 @@ fn long_unit_lists_read_as_written() {
 /// comes first.
 #[test]
 fn a_bad_unit_deep_in_a_long_list_is_placed_exactly() {
-    let units: String = (0..40).map(|i| format!(" {}", i * 7)).collect();
+    // Short lists are read one unit at a time, long ones a block at a time after 8 units.
+    for count in [1, 3, 7, 8, 9, 40] {
+        a_bad_unit_after(count);
+    }
+}
+
+fn a_bad_unit_after(count: usize) {
+    let units: String = (0..count).map(|i| format!(" {}", i * 7)).collect();
     for (bad, message) in [
         ("12x", "expected a sparse unit number, found 'x'"),
         ("3000000000", "unit number 3000000000 out of range"),
