@@ -115,7 +115,7 @@ static LAYOUTS: [Layout; 256] = {
     t
 };
 
-/// Whether this machine has the instructions (checked once per call: a cached flag).
+/// Whether this machine has the instructions (a flag the standard library caches).
 pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -129,14 +129,16 @@ pub(super) fn available() -> bool {
 
 /// After the number `b[start..end]`, just read and followed by one space: reads the numbers of
 /// its shape that follow, four at a time, into `out`, and returns where it stopped (the start
-/// of the first number not read; `end` if none was). The caller must have checked
-/// [`available`].
+/// of the first number not read; `end` if none was, or where the CPU has not the instructions).
 #[inline]
 pub(super) fn run(b: &[u8], start: usize, end: usize, out: &mut Vec<f32>) -> usize {
     // First, cheaply, whether the next four numbers are as long: if not (numbers written as
     // short as they can be, `0 0.5 0.25`), no group of them is.
     let period = end - start + 1;
     if b.get(end + period) != Some(&b' ') || b.get(end + 4 * period) != Some(&b' ') {
+        return end;
+    }
+    if !available() {
         return end;
     }
     let token = &b[start..end];
@@ -160,7 +162,7 @@ pub(super) fn run(b: &[u8], start: usize, end: usize, out: &mut Vec<f32>) -> usi
     let scale = number::inv_pow10(frac);
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: the caller checked that the CPU has AVX2 (`available`).
+        // SAFETY: the CPU has AVX2 (`available`, above).
         match l.per_lane {
             2 => unsafe { x86::groups::<2>(b, end + 1, period, l, neg, scale, out) },
             1 => unsafe { x86::groups::<1>(b, end + 1, period, l, neg, scale, out) },
@@ -191,8 +193,11 @@ mod x86 {
     /// From `t` on, groups of `2 * K` numbers of `period` bytes each (the space after each
     /// included) laid out as `l` says, while they are; returns where the first group that is
     /// not starts (`t` if the first is not).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) fn groups<const K: usize>(
+    pub(super) unsafe fn groups<const K: usize>(
         b: &[u8],
         mut t: usize,
         period: usize,
@@ -201,42 +206,45 @@ mod x86 {
         scale: f64,
         out: &mut Vec<f32>,
     ) -> usize {
-        let base = _mm256_broadcastsi128_si256(load(&l.base, 0));
-        let limit = _mm256_broadcastsi128_si256(load(&l.limit, 0));
-        let gather = _mm256_broadcastsi128_si256(load(&l.gather, 0));
-        let tens = _mm256_set1_epi16(0x010a);
-        let hundreds = _mm256_set1_epi32(0x0001_0064);
-        let myriads = _mm256_set1_epi32(0x0001_2710);
-        // The numbers of each lane (1 or 2 at the bottom of its 128 bits) side by side.
-        let order = if K == 2 {
-            _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0)
-        } else {
-            _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0)
-        };
-        let scale = _mm256_set1_pd(scale);
-        let sign = _mm_set1_epi32(if neg { i32::MIN } else { 0 });
-        let lane = K * period;
-        while t + lane + 16 <= b.len() {
-            let x = _mm256_set_m128i(load(b, t + lane), load(b, t));
-            let y = _mm256_sub_epi8(x, base);
-            let fits = _mm256_cmpeq_epi8(_mm256_max_epu8(y, limit), limit);
-            if _mm256_movemask_epi8(fits) != -1 {
-                break;
+        // SAFETY: the intrinsics need AVX2 at most (the caller's word); the one store writes
+        // the 16 bytes of `got`. (One block: before Rust 1.87 every intrinsic is unsafe.)
+        unsafe {
+            let base = _mm256_broadcastsi128_si256(load(&l.base, 0));
+            let limit = _mm256_broadcastsi128_si256(load(&l.limit, 0));
+            let gather = _mm256_broadcastsi128_si256(load(&l.gather, 0));
+            let tens = _mm256_set1_epi16(0x010a);
+            let hundreds = _mm256_set1_epi32(0x0001_0064);
+            let myriads = _mm256_set1_epi32(0x0001_2710);
+            // The numbers of each lane (1 or 2 at the bottom of its 128 bits) side by side.
+            let order = if K == 2 {
+                _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0)
+            } else {
+                _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0)
+            };
+            let scale = _mm256_set1_pd(scale);
+            let sign = _mm_set1_epi32(if neg { i32::MIN } else { 0 });
+            let lane = K * period;
+            while t + lane + 16 <= b.len() {
+                let x = _mm256_set_m128i(load(b, t + lane), load(b, t));
+                let y = _mm256_sub_epi8(x, base);
+                let fits = _mm256_cmpeq_epi8(_mm256_max_epu8(y, limit), limit);
+                if _mm256_movemask_epi8(fits) != -1 {
+                    break;
+                }
+                // Digits to pairs (x 10), fours (x 100), then each number's up to 8 (x 10^4).
+                let pairs = _mm256_maddubs_epi16(_mm256_shuffle_epi8(y, gather), tens);
+                let fours = _mm256_madd_epi16(pairs, hundreds);
+                let eights = _mm256_madd_epi16(_mm256_packs_epi32(fours, fours), myriads);
+                let ints = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(eights, order));
+                let values = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(ints), scale));
+                let values = _mm_or_si128(_mm_castps_si128(values), sign);
+                let mut got = [0f32; 4];
+                _mm_storeu_si128(got.as_mut_ptr().cast(), values);
+                out.extend_from_slice(&got[..2 * K]);
+                t += 2 * lane;
             }
-            // Digits to pairs (x 10), fours (x 100), then each number's up to 8 (x 10^4).
-            let pairs = _mm256_maddubs_epi16(_mm256_shuffle_epi8(y, gather), tens);
-            let fours = _mm256_madd_epi16(pairs, hundreds);
-            let eights = _mm256_madd_epi16(_mm256_packs_epi32(fours, fours), myriads);
-            let ints = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(eights, order));
-            let values = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(ints), scale));
-            let values = _mm_or_si128(_mm_castps_si128(values), sign);
-            let mut got = [0f32; 4];
-            // SAFETY: an unaligned store of 16 bytes into `got`.
-            unsafe { _mm_storeu_si128(got.as_mut_ptr().cast(), values) };
-            out.extend_from_slice(&got[..2 * K]);
-            t += 2 * lane;
+            t
         }
-        t
     }
 }
 
