@@ -33,6 +33,7 @@ from ._exfeed import (
     convert,
     dump,
     info,
+    release_memory,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,7 @@ __all__ = [
     "convert",
     "dump",
     "info",
+    "release_memory",
     "to_arrow",
 ]
 

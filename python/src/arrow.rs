@@ -8,7 +8,7 @@
 
 use crate::errors::{bad_arg, detached};
 use crate::options::parse_index;
-use crate::tools::{Kwargs, OpenArgs};
+use crate::tools::{Kwargs, OpenArgs, Opened};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchReader;
 use arrow_schema::ffi::FFI_ArrowSchema;
@@ -173,6 +173,31 @@ fn chunk_stream<T: Value>(
     )?))
 }
 
+/// A file's chunks (see `_chunks`) and the stream of chunks `range` of them.
+fn file_chunks(
+    opened: Opened,
+    chunk_size: u64,
+    index: IndexMode,
+    range: std::ops::Range<usize>,
+) -> exfeed::Result<(Chunks, bool, Batches)> {
+    fn chunks<T: Value>(
+        data: DataSet,
+        chunk_size: u64,
+        index: IndexMode,
+        range: std::ops::Range<usize>,
+    ) -> exfeed::Result<(Chunks, bool, Batches)> {
+        let s = source::<T>(data, chunk_size, index)?;
+        let chunks = s.chunks().iter();
+        let chunks = chunks.map(|c| (c.sequences, c.samples, c.bytes)).collect();
+        let exact = !s.chunks_by_byte_range();
+        Ok((chunks, exact, chunk_stream(s, range)?))
+    }
+    match opened.precision {
+        Precision::Float => chunks::<f32>(opened.data, chunk_size, index, range),
+        Precision::Double => chunks::<f64>(opened.data, chunk_size, index, range),
+    }
+}
+
 /// The chunks of a file, as `(sequences, samples, bytes)` each (what a Ray read task reads);
 /// whether their sequence and sample counts are exact (an index's) rather than estimates (byte
 /// ranges, see `IndexMode::None`); and the stream of none of them, whose schema
@@ -189,22 +214,8 @@ pub fn _chunks<'py>(
     let index = take_index(&kw)?;
     kw.finish("_chunks")?;
     let (chunks, exact, none) = detached(py, move || {
-        fn chunks<T: Value>(
-            data: DataSet,
-            chunk_size: u64,
-            index: IndexMode,
-        ) -> exfeed::Result<(Chunks, bool, Batches)> {
-            let s = source::<T>(data, chunk_size, index)?;
-            let chunks = s.chunks().iter();
-            let chunks = chunks.map(|c| (c.sequences, c.samples, c.bytes)).collect();
-            let exact = !s.chunks_by_byte_range();
-            Ok((chunks, exact, chunk_stream(s, 0..0)?))
-        }
         let opened = args.open(Some(&path), false)?;
-        match opened.precision {
-            Precision::Float => chunks::<f32>(opened.data, chunk_size, index),
-            Precision::Double => chunks::<f64>(opened.data, chunk_size, index),
-        }
+        file_chunks(opened, chunk_size, index, 0..0)
     })?;
     Ok((chunks, exact, ArrowStream::new(none)))
 }
@@ -223,15 +234,9 @@ pub fn _read_chunks<'py>(
     let (args, chunk_size) = take_options(&kw)?;
     let index = take_index(&kw)?;
     kw.finish("_read_chunks")?;
-    let batches = detached(py, move || {
+    let (_, _, batches) = detached(py, move || {
         let opened = args.open(Some(&path), false)?;
-        let range = start..end;
-        match opened.precision {
-            Precision::Float => chunk_stream(source::<f32>(opened.data, chunk_size, index)?, range),
-            Precision::Double => {
-                chunk_stream(source::<f64>(opened.data, chunk_size, index)?, range)
-            }
-        }
+        file_chunks(opened, chunk_size, index, start..end)
     })?;
     Ok(ArrowStream::new(batches))
 }

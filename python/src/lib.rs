@@ -21,6 +21,7 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::Minibatch>()?;
     m.add_class::<reader::Stream>()?;
     m.add_class::<reader::StreamInfo>()?;
+    m.add_function(wrap_pyfunction!(reader::release_memory, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(reader::_buffer_address, m)?)?;
     m.add_function(wrap_pyfunction!(lens::_lens_load, m)?)?;

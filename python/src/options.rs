@@ -60,13 +60,13 @@ pub fn check_run_options(o: &RunOptions) -> PyResult<()> {
     Ok(())
 }
 
-/// `files`: one path or a list of paths (str or os.PathLike).
 /// The `index` argument (`"auto"`, `"full"` or `"none"`).
 pub fn parse_index(mode: &str) -> PyResult<IndexMode> {
     mode.parse()
         .map_err(|e: exfeed::Error| bad_arg("index", e.message()))
 }
 
+/// `files`: one path or a list of paths (str or os.PathLike).
 pub fn extract_files(files: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     let files: Vec<PathBuf> = if let Ok(one) = files.extract::<PathBuf>() {
         vec![one]

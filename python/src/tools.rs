@@ -215,7 +215,7 @@ pub fn check<'py>(
             return Ok((Checked::of(opened.data, precision, budget), Vec::new()));
         }
         let mut shards: Vec<Checked> = Vec::new();
-        let (summary, _) = opened.data.summarize_shards(|_, file, shard| {
+        let (summary, _) = opened.data.summarize_shards(|file, shard| {
             let (one, summary) = match shard {
                 Ok(data) => {
                     let one = Checked::of(data, precision, budget);

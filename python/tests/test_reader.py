@@ -224,6 +224,15 @@ def test_close_and_context_manager(ctf):
     assert mb["x"].values.sum() == pytest.approx(float(np.asarray(mb["x"].values).sum()))
 
 
+def test_release_memory_frees_what_a_closed_reader_left():
+    path = SAMPLES / "sequences.ctf"
+    with exfeed.Reader(path, config=SAMPLES / "sequences.cntk", minibatch_size=4) as r:
+        assert sum(mb.num_sequences for mb in r) > 0
+    freed = exfeed.release_memory()
+    assert freed > 0
+    assert exfeed.release_memory() == 0
+
+
 def test_lens_example_file_with_groups():
     r = exfeed.Reader(SAMPLES / "patterns.ex", input_groups="in:4", target_groups=[("out", 2)],
                       minibatch_size=100, randomize=False, nan=0.0)

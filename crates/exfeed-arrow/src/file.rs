@@ -77,9 +77,15 @@ impl ArrowFormat {
 
     /// "Parquet" or "Arrow IPC".
     pub fn describe(self) -> &'static str {
-        match self {
-            ArrowFormat::Parquet => "Parquet",
-            ArrowFormat::Ipc => "Arrow IPC",
+        ColumnarFormat::from(self).describe()
+    }
+}
+
+impl From<ArrowFormat> for ColumnarFormat {
+    fn from(format: ArrowFormat) -> Self {
+        match format {
+            ArrowFormat::Parquet => ColumnarFormat::Parquet,
+            ArrowFormat::Ipc => ColumnarFormat::ArrowIpc,
         }
     }
 }

@@ -542,7 +542,7 @@ impl DataSet {
     /// A corpus is summarized file after file, its counts added up ([`Summary::merge`]).
     pub fn summary<T: Element>(self, sink: &mut dyn DiagnosticSink) -> SummaryOutcome {
         if self.is_corpus() {
-            let (total, result) = self.summarize_shards(|_, _, data| match data {
+            let (total, result) = self.summarize_shards(|_, data| match data {
                 Ok(data) => {
                     let one = data.summary::<T>(sink);
                     (Some(one.summary), one.result.map(drop))

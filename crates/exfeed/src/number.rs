@@ -286,6 +286,12 @@ pub(crate) fn fast<T: Element>(m: u64, e: i64, neg: bool) -> Option<T> {
     }
 }
 
+/// `10^-k` rounded to the nearest double, `k` in 0..=10: what [`fast`] and [`short_f32`] multiply
+/// by (for readers that do the same in vectors).
+pub(crate) fn inv_pow10(k: usize) -> f64 {
+    INV_POW10_F64[k]
+}
+
 /// [`fast`] for `f32` on a short decimal (see [`short_decimal`]: at most 7 digits, so
 /// `m < 2^24`, and `fraction <= 6`): `m / 10^fraction`, negated with `neg`. The same value,
 /// without the range checks (for `fraction` 0 the product by 1 is `m`, exact as `m as f32`).

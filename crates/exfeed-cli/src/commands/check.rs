@@ -92,7 +92,7 @@ fn check(data: &DataPath, args: &Args) -> anyhow::Result<u8> {
     let (trace_level, precision) = (opened.trace_level, opened.precision);
     let tolerated = opened.options.max_errors;
     let (mut files, mut invalid, mut errors, mut warnings, mut worst) = (0, 0, 0, 0, 0u8);
-    let (total, reported) = opened.data.summarize_shards(|_, file, shard| {
+    let (total, reported) = opened.data.summarize_shards(|file, shard| {
         files += 1;
         let checked = match shard {
             Ok(data) => {

@@ -90,7 +90,7 @@ fn describe_corpus<T: exfeed::Element>(
 ) -> anyhow::Result<String> {
     let name = data.name().to_string();
     let mut files = Vec::new();
-    let (total, read) = data.summarize_shards(|_, file, shard| {
+    let (total, read) = data.summarize_shards(|file, shard| {
         let bytes = std::fs::metadata(file).map_or(0, |m| m.len());
         match shard.and_then(|shard| shard.summary::<T>(sink).result) {
             Ok(summary) => {

@@ -77,7 +77,7 @@ pub struct Args {
     /// byte ranges of the file, resolved to whole sequences as they are read: a worker reads
     /// only its own), or auto (none unless --cache-index, --max-errors, a file without
     /// sequence ids or a join by key needs the index). Default: the config's, else auto.
-    #[arg(long, value_name = "auto|full|none", value_parser = parse_index)]
+    #[arg(long, value_name = "auto|full|none", value_parser = parse_named::<IndexMode>)]
     pub index: Option<IndexMode>,
     /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread;
     /// at most 4 per core).
@@ -102,7 +102,7 @@ pub struct Args {
     /// order), permuted (every example once a sweep, a new order each sweep), randomized
     /// (uniform draws with replacement), probabilistic (draws weighted by freq:). Default: the
     /// block randomizer, as for CTF and CBF (which, with no window, is a permutation).
-    #[arg(long, value_name = "MODE", value_parser = parse_lens_mode,
+    #[arg(long, value_name = "MODE", value_parser = parse_named::<exfeed::lens::select::SelectionMode>,
           conflicts_with_all = ["no_randomize", "window_chunks", "window_samples"])]
     pub lens_mode: Option<exfeed::lens::select::SelectionMode>,
 }
@@ -121,11 +121,8 @@ fn parse_chunk_size(s: &str) -> Result<ChunkSize, String> {
     parse_size(s).map(ChunkSize::Bytes)
 }
 
-fn parse_index(s: &str) -> Result<IndexMode, String> {
-    s.parse().map_err(|e: Error| e.message().to_string())
-}
-
-fn parse_lens_mode(s: &str) -> Result<exfeed::lens::select::SelectionMode, String> {
+/// A named value (`--index`, `--lens-mode`), with the library's message when it is not one.
+fn parse_named<T: std::str::FromStr<Err = Error>>(s: &str) -> Result<T, String> {
     s.parse().map_err(|e: Error| e.message().to_string())
 }
 

@@ -112,18 +112,17 @@ impl Iterator for Shards {
 }
 
 impl DataSet {
-    /// Summarizes a corpus shard by shard, for callers that report each shard: `each(shard,
-    /// file, opened)` gets every shard opened (or the error opening it) and gives what it read
-    /// of it, added to the corpus's summary ([`Summary::merge`]), and whether to go on (an
-    /// error stops the walk). Returns the corpus's summary up to there, and the error if any.
-    /// A single input is a corpus of one.
+    /// Summarizes a corpus shard by shard, for callers that report each shard: `each(file,
+    /// opened)` gets every shard opened (or the error opening it) and gives what it read of
+    /// it, added to the corpus's summary ([`Summary::merge`]), and whether to go on (an error
+    /// stops the walk). Returns the corpus's summary up to there, and the error if any.
     pub fn summarize_shards<E>(
         self,
-        mut each: impl FnMut(usize, &Path, Result<DataSet>) -> (Option<Summary>, StdResult<(), E>),
+        mut each: impl FnMut(&Path, Result<DataSet>) -> (Option<Summary>, StdResult<(), E>),
     ) -> (Summary, StdResult<(), E>) {
         let mut total = Summary::of_corpus(self.name.clone(), self.format);
         for (shard, file, data) in self.shards() {
-            let (summary, go_on) = each(shard, &file, data);
+            let (summary, go_on) = each(&file, data);
             if let Some(summary) = &summary {
                 total.merge(shard, summary);
             }

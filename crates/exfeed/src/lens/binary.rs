@@ -283,12 +283,8 @@ fn read_example_into(
             ),
         ));
     }
+    super::model::reset_events(&mut ex.events, h, num_events);
     let events = &mut ex.events;
-    events.truncate(num_events);
-    for e in events.iter_mut() {
-        e.reset(h);
-    }
-    events.resize(num_events, Event::from_header(h));
     let specials = c.count("the number of special events", 4 + 1 + 28)?;
     for _ in 0..specials {
         let at = c.pos;
@@ -477,21 +473,22 @@ fn read_ranges(c: &mut Cursor<'_>, out: &mut RangeList, spare: &mut Spare) -> Re
             let value = c.real("a sparse value")?;
             let start = c.pos;
             let block = c.block(units, "a sparse unit list")?;
-            let (v, list) = sparse_parts(&mut range.kind, spare);
-            list.clear();
-            list.extend(
-                block
-                    .chunks_exact(4)
-                    .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-            );
-            *v = value;
-            if units == 1 && list[0] < 0 {
-                spare.keep_units(std::mem::take(list));
-                range.kind = RangeKind::Sparse {
+            if units == 1 && i32::from_be_bytes([block[0], block[1], block[2], block[3]]) < 0 {
+                // One negative unit: every unit (`*`).
+                let all = RangeKind::Sparse {
                     value,
                     units: SparseUnits::All,
                 };
+                spare.keep_kind(std::mem::replace(&mut range.kind, all));
             } else {
+                let (v, list) = sparse_parts(&mut range.kind, spare);
+                list.clear();
+                list.extend(
+                    block
+                        .chunks_exact(4)
+                        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+                );
+                *v = value;
                 check_unit_list(list).map_err(|i| {
                     Error::corrupt((start + 4 * i) as u64, "bad sparse unit list entry")
                 })?;

@@ -546,54 +546,54 @@ impl Spare {
 
     /// `num_events` events as [`Event::from_header`] makes them.
     pub fn events(&mut self, h: &SetHeader, num_events: usize) -> Vec<Event> {
-        if self.events.is_empty() {
-            self.take_apart();
-        }
-        let mut events = self.events.pop().unwrap_or_default();
-        events.clear();
-        events.resize(num_events, Event::from_header(h));
+        let mut events = self.pop(|s| &mut s.events);
+        reset_events(&mut events, h, num_events);
         events
     }
 
     /// An empty list of range lists.
     pub fn lists(&mut self) -> Vec<RangeList> {
-        if self.lists.is_empty() {
-            self.take_apart();
-        }
-        self.lists.pop().unwrap_or_default()
+        self.pop(|s| &mut s.lists)
     }
 
     /// An empty range list.
     pub fn ranges(&mut self) -> RangeList {
-        if self.ranges.is_empty() {
-            self.take_apart();
-        }
-        self.ranges.pop().unwrap_or_default()
+        self.pop(|s| &mut s.ranges)
     }
 
     /// An empty vector of dense values.
     pub fn values(&mut self) -> Vec<f32> {
-        if self.values.is_empty() {
-            self.take_apart();
-        }
-        self.values.pop().unwrap_or_default()
+        self.pop(|s| &mut s.values)
     }
 
     /// An empty list of sparse units.
     pub fn units(&mut self) -> Vec<i32> {
-        if self.units.is_empty() {
-            self.take_apart();
-        }
-        self.units.pop().unwrap_or_default()
+        self.pop(|s| &mut s.units)
     }
 
     /// An empty string for a name.
     pub fn name(&mut self) -> String {
-        if self.names.is_empty() {
+        self.pop(|s| &mut s.names)
+    }
+
+    /// One of the parts `pool` holds: a kept whole example is taken apart when it holds none;
+    /// a new one when there is no part either.
+    fn pop<V: Default>(&mut self, pool: fn(&mut Self) -> &mut Vec<V>) -> V {
+        if pool(self).is_empty() {
             self.take_apart();
         }
-        self.names.pop().unwrap_or_default()
+        pool(self).pop().unwrap_or_default()
     }
+}
+
+/// Makes `events` `num_events` events as [`Event::from_header`] makes them, keeping the
+/// allocations of those it had.
+pub(crate) fn reset_events(events: &mut Vec<Event>, h: &SetHeader, num_events: usize) {
+    events.truncate(num_events);
+    for e in events.iter_mut() {
+        e.reset(h);
+    }
+    events.resize(num_events, Event::from_header(h));
 }
 
 /// Buffers the text parser reads an example's parts into (then copies them at their exact size
@@ -608,6 +608,8 @@ pub(crate) struct Scratch {
     /// A block string's bytes, and the closing delimiters it awaits.
     pub block: Vec<u8>,
     pub stack: Vec<u8>,
+    /// Looks for runs of alike dense values that found none since the last that found one.
+    pub dense_misses: u32,
 }
 
 #[cfg(test)]

@@ -1053,12 +1053,11 @@ impl<T: Element> Drop for Reader<T> {
     /// Keeps the decoded-chunk batches at hand for the process's next reader (see the
     /// `pool` module); those still being decoded are freed by their threads.
     fn drop(&mut self) {
-        let loaded = self.loaded.take().map(|l| l.batches).unwrap_or_default();
-        let deferred = self.pending.drain(..).filter_map(|(_, p)| match p {
-            Pending::Deferred(b) => Some(b),
-            Pending::Async(_) => None,
-        });
-        pool::keep(self.spare.drain(..).chain(loaded).chain(deferred));
+        if let Some(loaded) = self.loaded.take() {
+            self.release(loaded);
+        }
+        self.drop_pending();
+        pool::keep(self.spare.drain(..));
     }
 }
 

@@ -42,8 +42,9 @@
 //! decoded ahead) the first window's chunks are scheduled alone, so that every thread works on
 //! what the consumer waits for; the decoding ahead starts once that window is loaded. Decoded
 //! chunks and their buffers are recycled, and when the reader is dropped they are kept (up to 16
-//! of them and 256 MiB in all) for the process's next reader of the same streams, which then
-//! decodes into pages already in place instead of fresh ones. Memory is bounded: at most `chunks of the
+//! of them and 256 MiB in all, for 10 seconds; [`release_kept_batches`] frees them at once) for
+//! the process's next reader of the same streams, which then decodes into pages already in
+//! place instead of fresh ones. Memory is bounded: at most `chunks of the
 //! current window + prefetch_chunks` decoded chunks are held at once (see [`Reader::peak_chunks_held`]), plus
 //! one minibatch, plus for a CTF file the mapped bytes of the chunks being decoded (one per
 //! thread). Packing copies each run of consecutive sequences of a chunk at once (file order:
@@ -139,6 +140,7 @@ pub use join::JoinedSource;
 pub use lens_source::{LensSource, LensSourceOptions};
 pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
+pub use pool::release_kept_batches;
 
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
 /// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).

@@ -4,13 +4,16 @@
 //! batch's buffers are fresh pages, which the kernel zeroes (and a virtual machine's host
 //! backs) as the first chunk is decoded into them: on the benchmark machine, the window's and
 //! the prefetch's batches of a sweep of 1 GB cost about 5% of the reader's CPU time when new.
-//! At most [`KEPT_BATCHES`] batches and [`KEPT_BYTES`] are kept.
+//! At most [`KEPT_BATCHES`] batches and [`KEPT_BYTES`] are kept, each for [`KEPT_FOR`]: a
+//! process that drops its reader to free memory gets it back then (or at once with
+//! [`release_kept_batches`]), freed by a thread that lives only while batches are kept.
 
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::stream::StreamSpec;
 use std::any::Any;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Batches kept at most (a window of 4 chunks and 4 prefetched, twice over).
 const KEPT_BATCHES: usize = 16;
@@ -18,8 +21,29 @@ const KEPT_BATCHES: usize = 16;
 /// take about 110 MB).
 const KEPT_BYTES: usize = 256 << 20;
 
-/// The kept batches (`SequenceBatch<T>` of any element type), with their allocated bytes.
-static KEPT: Mutex<Vec<(usize, Box<dyn Any + Send>)>> = Mutex::new(Vec::new());
+/// How long a batch is kept for the next reader: long enough for a training loop to start the
+/// next epoch's reader, short enough that memory comes back soon after the last one.
+const KEPT_FOR: Duration = Duration::from_secs(10);
+
+/// A kept batch (a `SequenceBatch<T>` of any element type).
+struct Kept {
+    bytes: usize,
+    until: Instant,
+    batch: Box<dyn Any + Send>,
+}
+
+/// The kept batches, and whether the thread that frees them when they expire is running.
+struct Pool {
+    kept: Vec<Kept>,
+    reaper: bool,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    kept: Vec::new(),
+    reaper: false,
+});
+/// Wakes the reaper early (when everything was released).
+static RELEASED: Condvar = Condvar::new();
 
 /// An empty batch with the streams `specs`: a kept one when there is one, else a new one.
 pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
@@ -30,11 +54,13 @@ pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
                 .zip(specs)
                 .all(|(s, spec)| s.storage() == spec.storage && s.dim() == spec.dim)
     };
-    let kept = KEPT.lock().ok().and_then(|mut kept| {
-        let i = kept
-            .iter()
-            .position(|(_, b)| b.downcast_ref::<SequenceBatch<T>>().is_some_and(&fits))?;
-        Some(kept.swap_remove(i).1)
+    let kept = POOL.lock().ok().and_then(|mut pool| {
+        let i = pool.kept.iter().position(|k| {
+            k.batch
+                .downcast_ref::<SequenceBatch<T>>()
+                .is_some_and(&fits)
+        })?;
+        Some(pool.kept.swap_remove(i).batch)
     });
     match kept.map(|b| b.downcast::<SequenceBatch<T>>()) {
         Some(Ok(b)) => *b,
@@ -46,20 +72,71 @@ pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
 /// freed.
 pub(super) fn keep<T: Element>(batches: impl IntoIterator<Item = SequenceBatch<T>>) {
     let mut freed = Vec::new();
-    if let Ok(mut kept) = KEPT.lock() {
-        let mut bytes: usize = kept.iter().map(|(n, _)| n).sum();
+    let until = Instant::now() + KEPT_FOR;
+    if let Ok(mut pool) = POOL.lock() {
+        let mut bytes: usize = pool.kept.iter().map(|k| k.bytes).sum();
         for mut b in batches {
             let n = b.allocated_bytes();
-            if kept.len() < KEPT_BATCHES && bytes + n <= KEPT_BYTES {
+            if pool.kept.len() < KEPT_BATCHES && bytes + n <= KEPT_BYTES {
                 b.clear();
                 bytes += n;
-                kept.push((n, Box::new(b)));
+                pool.kept.push(Kept {
+                    bytes: n,
+                    until,
+                    batch: Box::new(b),
+                });
             } else {
                 freed.push(b);
             }
         }
+        if !pool.kept.is_empty() && !pool.reaper {
+            let started = std::thread::Builder::new()
+                .name("exfeed-pool".into())
+                .spawn(reap)
+                .is_ok();
+            pool.reaper = started;
+            if !started {
+                pool.kept.clear(); // nothing would free them: keep nothing
+            }
+        }
     }
     drop(freed); // outside the lock
+}
+
+/// Frees every kept batch now and returns their bytes: for a process that is done reading and
+/// wants its memory back before they expire on their own (after 10 seconds).
+pub fn release_kept_batches() -> usize {
+    let released = match POOL.lock() {
+        Ok(mut pool) => std::mem::take(&mut pool.kept),
+        Err(_) => Vec::new(),
+    };
+    RELEASED.notify_all();
+    released.iter().map(|k| k.bytes).sum()
+}
+
+/// The reaper: frees batches as they expire, and ends when none is left.
+fn reap() {
+    let Ok(mut pool) = POOL.lock() else { return };
+    loop {
+        let now = Instant::now();
+        let (expired, kept): (Vec<Kept>, Vec<Kept>) = std::mem::take(&mut pool.kept)
+            .into_iter()
+            .partition(|k| k.until <= now);
+        pool.kept = kept;
+        let next = pool.kept.iter().map(|k| k.until).min();
+        pool.reaper = next.is_some();
+        drop(pool);
+        drop(expired); // outside the lock
+        let Some(next) = next else { return };
+        pool = match POOL.lock() {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        pool = match RELEASED.wait_timeout(pool, next.saturating_duration_since(Instant::now())) {
+            Ok((p, _)) => p,
+            Err(_) => return,
+        };
+    }
 }
 
 #[cfg(test)]

@@ -2,11 +2,14 @@
 //! what it rejects (with line, column, byte, example index, and what was expected versus found),
 //! and a writer whose output reads back to the same set.
 
+mod dense;
 mod parse;
 mod runs;
 mod write;
 
 pub use parse::parse;
+#[cfg(test)]
+use parse::parse_one_at_a_time;
 pub(crate) use parse::{is_incomplete, parse_example_at, parse_header_prefix};
 pub use write::{write, write_example, write_header};
 

@@ -4,11 +4,22 @@ use crate::error::{Error, Result};
 use crate::lens::model::*;
 use crate::number;
 
-use super::runs;
+use super::{dense, runs};
 
 /// Parses a whole `.ex` text into a set (see [`crate::lens::parse`] for either form).
 pub fn parse(bytes: &[u8]) -> Result<ExampleSet> {
-    let mut p = Parser::new(bytes);
+    let mut spare = Spare::default();
+    let mut p = Parser::new(bytes, &mut spare);
+    p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
+}
+
+/// [`parse`] reading dense values one at a time only: the reference the vector reading of
+/// [`dense`] is tested against.
+#[cfg(test)]
+pub(super) fn parse_one_at_a_time(bytes: &[u8]) -> Result<ExampleSet> {
+    let mut spare = Spare::default();
+    let mut p = Parser::new(bytes, &mut spare);
+    p.vectors = false;
     p.parse_set().map_err(|e| e.resolve_in(bytes, 0, 1))
 }
 
@@ -20,7 +31,8 @@ pub(crate) fn is_incomplete(e: &Error) -> bool {
 /// Streaming: the set header at the start of `buf`, the bytes it takes, and whether it ran
 /// to the end of `buf` (then more text may still belong to it).
 pub(crate) fn parse_header_prefix(buf: &[u8]) -> Result<(SetHeader, usize, bool)> {
-    let mut p = Parser::new(buf);
+    let mut spare = Spare::default();
+    let mut p = Parser::new(buf, &mut spare);
     let h = p.parse_header()?;
     let used = p.pos;
     let at_end = p.tok()? == Tok::Eof;
@@ -49,10 +61,9 @@ pub(crate) fn parse_example_at(
     spare: &mut Spare,
     skim: bool,
 ) -> Result<Option<(Example, usize)>> {
-    let mut p = Parser::new(buf);
+    let mut p = Parser::new(buf, spare);
     p.max_record_bytes = max_record_bytes;
     p.pos = pos.min(buf.len());
-    p.spare = std::mem::take(spare);
     p.skim = skim;
     let got = match p.tok() {
         Ok(Tok::Eof) => Ok(None),
@@ -62,7 +73,6 @@ pub(crate) fn parse_example_at(
             .map_err(|e| e.in_context(format!("example {index}"))),
         Err(e) => Err(e),
     };
-    *spare = std::mem::take(&mut p.spare);
     match got {
         Err(_) if skim => parse_example_at(buf, pos, index, h, max_record_bytes, spare, false),
         got => got,
@@ -148,7 +158,7 @@ impl Events {
     }
 }
 
-struct Parser<'a> {
+struct Parser<'a, 's> {
     buf: &'a [u8],
     pos: usize,
     /// Events named by event lists so far: `[*]` costs the example's event count, so a short
@@ -159,21 +169,25 @@ struct Parser<'a> {
     /// One example's events must fit in this many bytes of memory (see [`max_events`]).
     max_record_bytes: u64,
     /// Where the example's allocations come from, and the buffers it is read through.
-    spare: Spare,
+    spare: &'s mut Spare,
     /// Skimming (see [`parse_example_at`]): the numbers of ranges are passed over, not read.
     skim: bool,
+    /// Whether runs of alike dense values are read with vector instructions where the CPU has
+    /// them ([`dense::run`] checks); off in tests that compare against one at a time.
+    vectors: bool,
 }
 
-impl<'a> Parser<'a> {
-    fn new(buf: &'a [u8]) -> Self {
+impl<'a, 's> Parser<'a, 's> {
+    fn new(buf: &'a [u8], spare: &'s mut Spare) -> Self {
         Parser {
             buf,
             pos: 0,
             work: 0,
             events_total: 0,
             max_record_bytes: crate::limits::Limits::default().max_record_bytes,
-            spare: Spare::default(),
+            spare,
             skim: false,
+            vectors: true,
         }
     }
 }
@@ -229,7 +243,7 @@ const EVENT_FIELDS: &[&[u8]] = &[
     b"proc", b"max", b"min", b"grace", b"defI", b"actI", b"defT", b"actT",
 ];
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     fn peek(&self) -> Option<u8> {
         self.buf.get(self.pos).copied()
     }
@@ -1005,6 +1019,10 @@ impl<'a> Parser<'a> {
             // The common case first: spaces, then a number of the common form, in a loop of
             // its own (the position in a register).
             let mut pos = self.pos;
+            // Numbers to read one at a time before looking for a run of alike ones again (see
+            // `dense::run`): more after each look that found none in a row (so that values
+            // of many shapes, `0 0.5 0.25`, are not slowed down), none after one that found one.
+            let mut alone = 0u32;
             loop {
                 while b.get(pos) == Some(&b' ') {
                     pos += 1;
@@ -1013,7 +1031,20 @@ impl<'a> Parser<'a> {
                     break;
                 };
                 v.push(x);
-                pos = end;
+                if self.vectors && alone == 0 && b.get(end) == Some(&b' ') {
+                    let to = dense::run(b, pos, end, &mut v);
+                    let misses = &mut self.spare.scratch.dense_misses;
+                    if to == end {
+                        *misses = (*misses + 1).min(6);
+                        alone = 4 << *misses;
+                    } else {
+                        *misses = 0;
+                    }
+                    pos = to;
+                } else {
+                    alone = alone.saturating_sub(1);
+                    pos = end;
+                }
             }
             self.pos = pos;
             // Most often the next key (`t:`) or the `;`: no number, as try_real would find.
@@ -1071,19 +1102,40 @@ impl<'a> Parser<'a> {
     /// The entries of a sparse unit list, into `list`, and the byte where each starts.
     fn unit_list(&mut self, list: &mut Vec<i32>, starts: &mut Vec<usize>) -> Result<()> {
         let b = self.buf;
+        // A unit of at most 9 digits (no range, no sign) followed by white space at `s`: its
+        // value and end.
+        let plain = |s: usize| {
+            let mut unit = 0u64;
+            let end = number::digits(b, s, &mut unit);
+            if end == s || end - s > 9 || !b.get(end).is_some_and(|&c| is_ws(c)) {
+                return Err(s);
+            }
+            Ok((unit as i32, end))
+        };
         loop {
-            // The common case first: units of at most 9 digits (no range, no sign), each
-            // followed by white space, a block at a time.
-            self.pos = runs::run(b, self.pos, |s| {
-                let mut unit = 0u64;
-                let end = number::digits(b, s, &mut unit);
-                if end == s || end - s > 9 || !b.get(end).is_some_and(|&c| is_ws(c)) {
-                    return Err(s);
+            // The common case first, plain units: the first few one at a time (a short list,
+            // most often a few targets, costs less than a block's mask), then a block at a time.
+            let mut pos = self.pos;
+            let mut few = 0;
+            while few < 8 {
+                while b.get(pos).is_some_and(|&c| is_ws(c)) {
+                    pos += 1;
                 }
-                list.push(unit as i32);
-                starts.push(s);
-                Ok(end)
-            });
+                let Ok((unit, end)) = plain(pos) else { break };
+                list.push(unit);
+                starts.push(pos);
+                pos = end;
+                few += 1;
+            }
+            if few == 8 {
+                pos = runs::run(b, pos, |s| {
+                    let (unit, end) = plain(s)?;
+                    list.push(unit);
+                    starts.push(s);
+                    Ok(end)
+                });
+            }
+            self.pos = pos;
             self.skip_ws()?;
             let at = self.pos;
             match self.peek() {
@@ -1212,7 +1264,8 @@ mod number_tests {
         let mut fast = 0;
         for t in &texts {
             let text = format!("{t} ");
-            let p = Parser::new(text.as_bytes());
+            let mut spare = Spare::default();
+            let p = Parser::new(text.as_bytes(), &mut spare);
             if let Some((v, end)) = p.fast_number() {
                 fast += 1;
                 let (w, wend, _) = p.lex_number().expect("the lexer reads it too");
@@ -1225,7 +1278,9 @@ mod number_tests {
         );
         // Exponents go to the general lexer (`e` is no delimiter).
         for t in ["1e5 ", "-2.5E-3 ", "7.e1 "] {
-            assert!(Parser::new(t.as_bytes()).fast_number().is_none(), "{t}");
+            let mut spare = Spare::default();
+            let p = Parser::new(t.as_bytes(), &mut spare);
+            assert!(p.fast_number().is_none(), "{t}");
         }
     }
 }

@@ -432,7 +432,14 @@ fn long_unit_lists_read_as_written() {
 /// comes first.
 #[test]
 fn a_bad_unit_deep_in_a_long_list_is_placed_exactly() {
-    let units: String = (0..40).map(|i| format!(" {}", i * 7)).collect();
+    // Short lists are read one unit at a time, long ones a block at a time after 8 units.
+    for count in [1, 3, 7, 8, 9, 40] {
+        a_bad_unit_after(count);
+    }
+}
+
+fn a_bad_unit_after(count: usize) {
+    let units: String = (0..count).map(|i| format!(" {}", i * 7)).collect();
     for (bad, message) in [
         ("12x", "expected a sparse unit number, found 'x'"),
         ("3000000000", "unit number 3000000000 out of range"),
@@ -456,4 +463,194 @@ fn a_bad_unit_deep_in_a_long_list_is_placed_exactly() {
             assert!(e.message().contains(message), "{bad:?}: {e}");
         }
     }
+}
+
+/// `text` parsed as usual and with dense values read one at a time: the same set, bit for bit,
+/// or the same error at the same place.
+fn vectors_agree(text: &[u8]) -> std::result::Result<ExampleSet, Error> {
+    let usual = parse(text);
+    let reference = parse_one_at_a_time(text);
+    match (&usual, &reference) {
+        (Ok(a), Ok(b)) => assert!(same_set(a, b), "{}", String::from_utf8_lossy(text)),
+        (Err(a), Err(b)) => {
+            assert_eq!(a.to_string(), b.to_string());
+            let (a, b) = (a.location(), b.location());
+            assert_eq!(
+                (a.line, a.column, a.byte),
+                (b.line, b.column, b.byte),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(text)),
+    }
+    usual
+}
+
+/// Runs of numbers of one shape (and of none: exponents, `.5`, `5.`, a lone `-`, 8 digits and
+/// more), with every sign, digit count and separator, read as the general lexer reads each.
+#[test]
+fn dense_values_read_in_vectors_are_those_read_one_at_a_time() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let specials = [
+        ".5",
+        "5.",
+        "-0",
+        "-",
+        "1e-3",
+        "-.5",
+        "0.0000001",
+        "123456789012",
+        "16777217",
+        "9999999",
+        "99999999",
+        "-9999.999",
+        "1234567.",
+        "0.1234567",
+        "7e0",
+        "1.5E+2",
+        "00000.1",
+    ];
+    let mut read_alike = 0;
+    for _ in 0..400 {
+        let events = 1 + next(3);
+        let mut text = format!(";\n{events}\n");
+        let mut tokens = Vec::new();
+        for _ in 0..events {
+            text.push_str("I:");
+            for _ in 0..next(12) {
+                // A run of one shape.
+                let (neg, int, frac) = (next(3) == 0, next(9) as usize, next(9) as usize);
+                let dot = next(4) != 0;
+                for _ in 0..1 + next(14) {
+                    let token = if next(25) == 0 {
+                        specials[next(specials.len() as u64) as usize].to_string()
+                    } else {
+                        let digits = |n: usize, next: &mut dyn FnMut(u64) -> u64| -> String {
+                            (0..n).map(|_| (b'0' + next(10) as u8) as char).collect()
+                        };
+                        let mut t = String::from(if neg { "-" } else { "" });
+                        t += &digits(int.max(1), &mut next);
+                        if dot {
+                            t.push('.');
+                            t += &digits(frac, &mut next);
+                        }
+                        t
+                    };
+                    text.push_str(match next(40) {
+                        0 => "  ",
+                        1 => "\t",
+                        2 => "\n",
+                        _ => " ",
+                    });
+                    text.push_str(&token);
+                    tokens.push(token);
+                }
+            }
+            text.push_str(if next(2) == 0 { " t: 1\n" } else { "\n" });
+        }
+        text.push_str(";\n");
+        let set = vectors_agree(text.as_bytes()).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let values: Vec<f32> = set.examples[0]
+            .lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .flat_map(|r| match &r.kind {
+                RangeKind::Dense { values, .. } => values.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let want: Vec<u32> = tokens
+            .iter()
+            .map(|t| t.parse::<f32>().unwrap_or(f32::NAN).to_bits())
+            .collect();
+        let got: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got.len(), want.len(), "{text}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let nan = f32::from_bits(*g).is_nan() && f32::from_bits(*w).is_nan();
+            assert!(nan || g == w, "{text}: token {i} {:?}", tokens[i]);
+        }
+        read_alike += tokens.len();
+    }
+    assert!(read_alike > 10_000, "{read_alike} numbers");
+}
+
+/// A bad number anywhere among numbers read four at a time is found and placed as when they
+/// are read one at a time: at its own line, column and byte.
+#[test]
+fn a_bad_dense_value_among_alike_ones_is_placed_exactly() {
+    for bad in [
+        "0.1x3",
+        "0..12",
+        "0.1-3",
+        "--0.1",
+        "0.12a",
+        "0.123e",
+        "0.12.",
+        "0.1\u{0}2",
+        "0.1é",
+    ] {
+        for line in [25, 38] {
+            for i in 0..line + 3 {
+                let mut text = String::from(";\nname: x\nI:");
+                let mut at = 0;
+                for k in 0..line + 3 {
+                    text.push(if k == line { '\n' } else { ' ' });
+                    if k == i {
+                        at = text.len();
+                        text.push_str(bad);
+                    } else {
+                        text.push_str(&format!("{}.{:03}", k % 10, (k * 37) % 1000));
+                    }
+                }
+                text.push_str(" t: 3;\n");
+                let e = vectors_agree(text.as_bytes()).expect_err(&text);
+                let loc = e.location();
+                let line_of = |b: usize| 1 + text[..b].matches('\n').count() as u64;
+                let byte = loc.byte.expect("a byte") as usize;
+                assert!(
+                    (at..at + bad.len()).contains(&byte),
+                    "{bad:?} at {at}, error at {byte}: {e}"
+                );
+                assert_eq!(loc.line, Some(line_of(byte)), "{e}");
+                let column = byte - text[..byte].rfind('\n').map_or(0, |n| n + 1) + 1;
+                assert_eq!(loc.column, Some(column as u64), "{e}");
+            }
+        }
+    }
+}
+
+/// Every `.ex` of the conformance corpus (plain and gzipped) reads the same with and without
+/// vectors, whether it loads or not.
+#[test]
+fn conformance_ex_files_read_the_same_with_vectors() {
+    let Some(dir) = crate::ctf::tests::crate_conformance("lens") else {
+        return;
+    };
+    let mut files = Vec::new();
+    let mut dirs = vec![dir];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if name.ends_with(".ex") || name.ends_with(".ex.gz") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 100, "{} files", files.len());
+    let mut loaded = 0;
+    for path in &files {
+        let bytes = crate::io::open_bytes(&crate::io::InputPath::new(path)).unwrap();
+        loaded += usize::from(vectors_agree(&bytes).is_ok());
+    }
+    assert!(loaded > 50, "{loaded} of {} load", files.len());
 }
