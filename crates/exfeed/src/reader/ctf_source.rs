@@ -207,9 +207,9 @@ pub enum IndexOrigin {
 /// sequence, if larger) is in memory; whole sequences are grouped into chunks of about
 /// `chunkSizeInBytes`. Decoding a chunk reads just its byte range (mapped while it is decoded,
 /// the range advised `POSIX_FADV_WILLNEED`; the file is advised `POSIX_FADV_RANDOM` once open,
-/// so the kernel reads no further than asked, into other workers' chunks) and parses it with a fresh
-/// [`CtfParser`] at the chunk's true byte offset and line, so every error names its real place
-/// in the file. A compressed file cannot be read by offset: it is decompressed once, at
+/// so the kernel reads no further than asked, into other workers' chunks) and parses it with a
+/// fresh [`CtfParser`] at the chunk's true byte offset and line, so every error names its real
+/// place in the file. A compressed file cannot be read by offset: it is decompressed once, at
 /// open, into an unlinked temporary file (in `TMPDIR`: disk for its decompressed size, memory
 /// for a buffer) that is then read as a plain file. Standard input, and any file with
 /// `keepDataInMemory`, is held in memory.
@@ -717,6 +717,7 @@ impl CtfSource {
             if let Some(f) = taken.take() {
                 f();
             }
+            let running = Running(work);
             let mut own = None;
             let batch = match (&mut out, direct) {
                 (Some(out), true) => &mut **out,
@@ -732,7 +733,6 @@ impl CtfSource {
             };
             let failed = result.is_err();
             if let Ok(mut claims) = work.claims.lock() {
-                claims.running -= 1;
                 if failed {
                     claims.next = claims.done.len(); // one parse would stop here
                 }
@@ -742,8 +742,21 @@ impl CtfSource {
                     result,
                 });
             }
-            work.finished.notify_all();
+            drop(running);
         }
+    }
+}
+
+/// A piece being decoded: no longer running once dropped, also when its decoding panicked (the
+/// chunk's thread then does not wait for it in vain; the panic reaches it through the scope).
+struct Running<'a, T>(&'a Pieces<'a, T>);
+
+impl<T> Drop for Running<'_, T> {
+    fn drop(&mut self) {
+        if let Ok(mut claims) = self.0.claims.lock() {
+            claims.running -= 1;
+        }
+        self.0.finished.notify_all();
     }
 }
 
