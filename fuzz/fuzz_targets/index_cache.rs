@@ -6,4 +6,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| exfeed::reader::fuzz_index_cache(data));
+fuzz_target!(|data: &[u8]| exfeed::source::fuzz_index_cache(data));

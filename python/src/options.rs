@@ -3,9 +3,11 @@
 
 use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
+use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{Corpus, EpochLimit, Equalize, IndexMode, ReaderArgs, RunOptions};
+use exfeed::reader::EpochLimit;
+use exfeed::source::{Corpus, IndexMode};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

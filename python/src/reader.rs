@@ -9,7 +9,8 @@
 
 use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
-use exfeed::reader::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, ReaderState, RunOptions};
+use exfeed::configured::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, RunOptions};
+use exfeed::reader::ReaderState;
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
@@ -246,7 +247,7 @@ impl Reader {
             auto_chunk_size: extract_auto_chunk_size(chunk_size)?,
             equalize: match equalize.filter(|e| !e.is_none()) {
                 Some(e) => extract_equalize(Some(e), minibatch_size, num_workers)?,
-                None => cfg.equalize.then_some(exfeed::reader::Equalize {
+                None => cfg.equalize.then_some(exfeed::configured::Equalize {
                     minibatch_size,
                     ranks: num_workers,
                 }),

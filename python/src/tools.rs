@@ -7,10 +7,11 @@ use crate::options::{
     SourceArgs,
 };
 use exfeed::config::ConfigOptions;
+use exfeed::configured::{ArgStyle, ReaderArgs};
 use exfeed::convert::{convert as convert_file, ConvertOptions};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
-use exfeed::reader::{split_corpus_key, ArgStyle, DataPath, ReaderArgs};
+use exfeed::source::{split_corpus_key, DataPath};
 use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
 use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use numpy::{PyArray1, PyArrayMethods};

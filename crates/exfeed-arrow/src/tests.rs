@@ -215,7 +215,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
 fn the_stream_makes_record_batches_of_about_the_chunk_size() {
     let all = sequences::<f32>(300);
     let specs = specs();
-    let source = Arc::new(exfeed::reader::MemorySource::from_batch(
+    let source = Arc::new(exfeed::source::MemorySource::from_batch(
         specs.clone(),
         &all,
         40,

@@ -5,7 +5,8 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use exfeed::reader::{EpochLimit, MemorySource, Reader, ReaderOptions, Window};
+use exfeed::reader::{EpochLimit, Reader, ReaderOptions, Window};
+use exfeed::source::MemorySource;
 use std::hint::black_box;
 use std::sync::Arc;
 

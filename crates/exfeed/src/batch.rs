@@ -416,7 +416,7 @@ impl<T: Element> SequenceBatch<T> {
     /// Takes stream `i` out, leaving an empty stream of the same storage and dimension (with no
     /// buffers) in its place. Until the batch is [cleared](SequenceBatch::clear) the streams no
     /// longer agree on the sequences: take the ones you want, then clear or refill it (as
-    /// [`crate::reader::AnyReader::next_minibatch`] does).
+    /// [`crate::configured::AnyReader::next_minibatch`] does).
     pub fn take_stream(&mut self, i: usize) -> StreamData<T> {
         let s = &self.streams[i];
         let empty = StreamData::new(s.storage, s.dim);

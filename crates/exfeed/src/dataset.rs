@@ -48,9 +48,8 @@ use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::pipe::PipeReader;
 use crate::lens::ExampleSet;
 use crate::limits::Limits;
-use crate::reader::{
-    CbfSource, ChunkSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions,
-};
+use crate::reader::ChunkSource;
+use crate::source::{CbfSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions};
 use crate::stream::{Storage, StreamSpec};
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -293,7 +292,7 @@ impl DataSet {
         }
     }
 
-    /// An input the minibatch reader can open (see [`crate::reader::open_configured_source`]):
+    /// An input the minibatch reader can open (see [`crate::configured::open_configured_source`]):
     /// the file itself when it can be read again, else the whole (decompressed) content, read
     /// now, in memory.
     pub fn into_input(self) -> Result<InputPath> {
@@ -330,7 +329,7 @@ impl DataSet {
                 let data = data?;
                 shards.push((data.name().to_string(), data.into_chunk_source::<T>()?));
             }
-            return Ok(Arc::new(crate::reader::CorpusSource::new(shards)?));
+            return Ok(Arc::new(crate::source::CorpusSource::new(shards)?));
         }
         let (format, options) = (self.format, self.options.clone());
         let name = self.name.clone();

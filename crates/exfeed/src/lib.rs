@@ -46,6 +46,7 @@
 pub mod batch;
 pub mod cbf;
 pub mod config;
+pub mod configured;
 pub mod convert;
 pub mod ctf;
 pub mod dataset;
@@ -59,6 +60,7 @@ pub mod lens;
 pub mod limits;
 mod number;
 pub mod reader;
+pub mod source;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};

@@ -3,9 +3,8 @@
 //! they expire (10 seconds after the reader was dropped) ends when none is left. Its own test binary: the pool is the process's, and
 //! other tests' readers would fill it meanwhile.
 
-use exfeed::reader::{
-    release_kept_batches, EpochLimit, MemorySource, Reader, ReaderOptions, Window,
-};
+use exfeed::reader::{release_kept_batches, EpochLimit, Reader, ReaderOptions, Window};
+use exfeed::source::MemorySource;
 use exfeed::{SequenceBatch, Storage, StreamSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

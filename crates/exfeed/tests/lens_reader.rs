@@ -3,14 +3,13 @@
 mod common;
 
 use exfeed::config::ReaderConfig;
+use exfeed::configured::build_reader;
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::{Layout, Materializer};
 use exfeed::lens::model::{ExampleSet, RangeKind};
 use exfeed::lens::select::SelectionMode;
-use exfeed::reader::{
-    build_reader, ChunkSource, EpochLimit, LensSource, LensSourceOptions, Reader, ReaderOptions,
-    ReaderState,
-};
+use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, ReaderState};
+use exfeed::source::{LensSource, LensSourceOptions};
 use exfeed::{Element, SequenceBatch};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -6,12 +6,11 @@
 mod common;
 
 use exfeed::config::ReaderConfig;
+use exfeed::configured::open_configured_source;
 use exfeed::ctf::CtfOptions;
 use exfeed::io::InputPath;
-use exfeed::reader::{
-    open_configured_source, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode,
-    IndexOrigin, Reader, ReaderOptions, ReaderState, Window,
-};
+use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, ReaderState, Window};
+use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 use exfeed::{Element, SequenceBatch, Storage, StreamSpec};
 use std::path::Path;
 use std::sync::Arc;

@@ -12,7 +12,8 @@
 mod common;
 
 use exfeed::config::ReaderConfig;
-use exfeed::reader::{build_reader, EpochLimit, Minibatch, Reader};
+use exfeed::configured::build_reader;
+use exfeed::reader::{EpochLimit, Minibatch, Reader};
 use exfeed::{Element, Precision, Storage};
 use std::path::Path;
 

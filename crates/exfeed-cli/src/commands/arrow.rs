@@ -4,7 +4,7 @@
 use super::convert::{finish, Args};
 use crate::diag::Stderr;
 use exfeed::convert::ConvertOptions;
-use exfeed::reader::DataPath;
+use exfeed::source::DataPath;
 use exfeed::Error;
 use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use std::path::Path;

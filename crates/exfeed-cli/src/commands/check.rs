@@ -3,7 +3,7 @@
 use super::source::{exit_code_for, parse_format, LayoutArgs, Opened, SourceArgs};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
-use exfeed::reader::DataPath;
+use exfeed::source::DataPath;
 use exfeed::{Diagnostic, DiagnosticSink, Severity, Storage};
 use std::io::Write;
 use std::path::PathBuf;
@@ -256,7 +256,7 @@ pub fn write_summary(out: &mut impl Write, s: &Summary) -> std::io::Result<()> {
 /// A key as the summary's data names it: `SHARD:KEY` in a corpus.
 pub fn key_text(s: &Summary, key: u64) -> String {
     if s.corpus {
-        let (shard, key) = exfeed::reader::split_corpus_key(key);
+        let (shard, key) = exfeed::source::split_corpus_key(key);
         format!("{shard}:{key}")
     } else {
         key.to_string()

@@ -9,7 +9,7 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
-use exfeed::reader::DataPath;
+use exfeed::source::DataPath;
 use exfeed_arrow::Format;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -4,11 +4,10 @@ use super::source::{exit_code_for, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
+use exfeed::configured::{AnyReader, ArgStyle, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
-use exfeed::reader::{
-    AnyReader, ArgStyle, Corpus, DataPath, EpochLimit, Equalize, IndexMode, IndexOrigin,
-    ReadSummary, ReaderArgs, ReaderState, RunOptions,
-};
+use exfeed::reader::{EpochLimit, ReadSummary, ReaderState};
+use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,9 +1,10 @@
 //! The input flags shared by the commands that read data files, and opening those files.
 
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
+use exfeed::configured::ReaderArgs;
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{Corpus, DataPath, ReaderArgs};
+use exfeed::source::{Corpus, DataPath};
 use exfeed::{DataSet, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 

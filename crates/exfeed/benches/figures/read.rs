@@ -6,10 +6,8 @@ use super::{common, Args, Result};
 use exfeed::ctf::{CtfOptions, CtfParser};
 use exfeed::error::Ignore;
 use exfeed::io::InputPath;
-use exfeed::reader::{
-    index_cache_path, ChunkSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode, IndexOrigin,
-    Reader, ReaderOptions, Window,
-};
+use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, Window};
+use exfeed::source::{index_cache_path, CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 use exfeed::{SequenceBatch, StreamSpec};
 use std::io::Write;
 use std::path::Path;

@@ -81,7 +81,7 @@ pub struct DeserializerConfig {
     /// `cacheIndex` set in this deserializer's block (overrides the reader's).
     pub cache_index: Option<bool>,
     /// `index` set in this deserializer's block (overrides the reader's).
-    pub index: Option<crate::reader::IndexMode>,
+    pub index: Option<crate::source::IndexMode>,
     /// Lens (exfeed): `inputGroups = "NAME:SIZE,..."`, the network's input groups in order.
     pub input_groups: Option<Layout>,
     /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
@@ -90,8 +90,8 @@ pub struct DeserializerConfig {
     pub nan: Option<f32>,
     /// exfeed: `corpus = "data/train-*.ctf"` (a glob) or `corpus = "@list.txt"` (a list file):
     /// the deserializer reads one data set of many shard files (see
-    /// [`CorpusSource`](crate::reader::CorpusSource)); `file` is then this text, for messages.
-    pub corpus: Option<crate::reader::Corpus>,
+    /// [`CorpusSource`](crate::source::CorpusSource)); `file` is then this text, for messages.
+    pub corpus: Option<crate::source::Corpus>,
 }
 
 impl DeserializerConfig {
@@ -111,7 +111,7 @@ impl DeserializerConfig {
     }
 
     /// The corpus resolved against `dir`: the glob, or the list file of `@list.txt`.
-    pub fn resolve_corpus(&self, dir: &Path) -> Option<crate::reader::Corpus> {
+    pub fn resolve_corpus(&self, dir: &Path) -> Option<crate::source::Corpus> {
         Some(self.corpus.as_ref()?.resolve(dir))
     }
 
@@ -152,7 +152,7 @@ impl DeserializerConfig {
     }
 
     /// `index` in effect: this block's, else the reader's.
-    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::reader::IndexMode {
+    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::source::IndexMode {
         self.index.unwrap_or(reader.index)
     }
 }
@@ -188,8 +188,8 @@ pub struct ReaderConfig {
     pub cache_index: bool,
     /// `index` (exfeed; `auto`, `full` or `none`, default `auto`): whether a CTF file is indexed
     /// before reading or read in byte ranges without an index (see
-    /// [`IndexMode`](crate::reader::IndexMode)).
-    pub index: crate::reader::IndexMode,
+    /// [`IndexMode`](crate::source::IndexMode)).
+    pub index: crate::source::IndexMode,
     /// `lensMode` (exfeed): Lens's example selection (ORDERED, PERMUTED, RANDOMIZED,
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
@@ -219,7 +219,7 @@ impl Default for ReaderConfig {
             keep_data_in_memory: false,
             frame_mode: false,
             cache_index: false,
-            index: crate::reader::IndexMode::Auto,
+            index: crate::source::IndexMode::Auto,
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
@@ -254,8 +254,8 @@ impl ReaderConfig {
     }
 
     /// What each deserializer reads: its corpus, else its file.
-    pub fn data_paths(&self) -> Vec<crate::reader::DataPath> {
-        use crate::reader::DataPath;
+    pub fn data_paths(&self) -> Vec<crate::source::DataPath> {
+        use crate::source::DataPath;
         self.deserializers
             .iter()
             .map(|d| match &d.corpus {

@@ -1,18 +1,18 @@
 //! A corpus through the front door ([`open_corpus`]): shard files read as one data set by
-//! `check`, `dump`, `info` and `convert`, as [`CorpusSource`](crate::reader::CorpusSource) is
+//! `check`, `dump`, `info` and `convert`, as [`CorpusSource`](crate::source::CorpusSource) is
 //! for the minibatch reader.
 //!
 //! Shards are opened one at a time, when reached ([`Shards`]), so a corpus of thousands of
 //! files holds one open at once; each must have the streams of the first (the error names the
 //! first that differs). Sequence keys are corpus keys (`shard << 40 | key`, see
-//! [`split_corpus_key`](crate::reader::split_corpus_key)), as `exfeed read` gives them.
+//! [`split_corpus_key`](crate::source::split_corpus_key)), as `exfeed read` gives them.
 
 use super::{Content, DataSet, Inner, Sequences, Summary};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{DiagnosticSink, Result};
 use crate::format::FileFormat;
-use crate::reader::{same_streams, to_corpus_keys, Corpus, CORPUS_KEY_BITS};
+use crate::source::{same_streams, to_corpus_keys, Corpus, CORPUS_KEY_BITS};
 use crate::stream::StreamSpec;
 use crate::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -28,10 +28,10 @@ pub(super) struct CorpusFiles {
 /// its first file is opened now (its format is the corpus's), the others when they are reached,
 /// each with `options` ([`DataSet::shards`]; a file whose streams differ from the first's is an
 /// error naming it). Sequences come shard after shard with corpus keys (`shard << 40 | key`,
-/// see [`split_corpus_key`](crate::reader::split_corpus_key)).
+/// see [`split_corpus_key`](crate::source::split_corpus_key)).
 ///
 /// ```
-/// use exfeed::reader::{split_corpus_key, Corpus};
+/// use exfeed::source::{split_corpus_key, Corpus};
 /// use exfeed::{open_corpus, OpenOptions, SequenceBatch};
 ///
 /// let dir = tempfile::tempdir()?;

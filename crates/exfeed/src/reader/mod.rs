@@ -53,7 +53,8 @@
 //! minibatch, does not depend on the number of threads or the prefetch.
 //!
 //! ```
-//! use exfeed::reader::{EpochLimit, MemorySource, Reader, ReaderOptions, Window};
+//! use exfeed::reader::{EpochLimit, Reader, ReaderOptions, Window};
+//! use exfeed::source::MemorySource;
 //! use exfeed::{SequenceBatch, Storage, StreamSpec};
 //! use std::sync::Arc;
 //!
@@ -94,51 +95,21 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::stream::StreamSpec;
 
-mod any;
-mod args;
-mod build;
-mod byte_ranges;
-mod cbf_source;
-mod chunker;
-mod corpus;
-mod ctf_source;
 mod engine;
-mod index_cache;
-mod join;
-mod lens_source;
 mod madvise;
-mod memory;
 mod minibatch;
 mod packing;
 mod plan;
 mod pool;
 mod prefetch;
-mod rng;
+pub(crate) mod rng;
 
 #[cfg(test)]
 mod tests;
 
-pub use any::{
-    auto_chunk_size, AnyMinibatch, AnyReader, Equalize, RunOptions, AUTO_CHUNKS_PER_WORKER,
-};
-pub use args::{ArgStyle, ReaderArgs};
-pub use build::{
-    build_reader, open_configured_source, open_configured_source_with, reader_options,
-    ConfiguredSource,
-};
-pub use cbf_source::CbfSource;
-pub(crate) use corpus::{same_streams, to_corpus_keys};
-pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
-pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
 };
-#[cfg(fuzzing)]
-pub use index_cache::fuzz_decode as fuzz_index_cache;
-pub use index_cache::index_cache_path;
-pub use join::JoinedSource;
-pub use lens_source::{LensSource, LensSourceOptions};
-pub use memory::MemorySource;
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 pub use pool::release_kept_batches;
 

@@ -2,6 +2,7 @@
 
 use super::plan::SweepPlan;
 use super::*;
+use crate::source::{JoinedSource, MemorySource};
 use crate::error::ErrorKind;
 use crate::stream::Storage;
 use std::collections::{BTreeSet, HashSet};

@@ -14,7 +14,7 @@
 //! [`check_line_starts`] checks that every chunk starts at a line start of the data. A cache
 //! that fails any check is not used: the file is indexed again and the cache replaced.
 
-use super::ctf_source::{Chunk, CtfSourceOptions, Index};
+use super::{Chunk, CtfSourceOptions, Index};
 use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
 use std::path::{Path, PathBuf};

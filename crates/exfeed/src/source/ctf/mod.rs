@@ -1,15 +1,21 @@
 //! [`CtfSource`]: a CTF file as a [`ChunkSource`].
 
-use super::byte_ranges::{ByteRanges, ReadAt, HEAD};
+mod byte_ranges;
+mod index_cache;
+
 use super::chunker::{Chunker, SequenceSpan};
-use super::index_cache::{self, index_cache_path, CacheParams, DataStamp};
-use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
+use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
+use byte_ranges::{ByteRanges, ReadAt, HEAD};
+#[cfg(fuzzing)]
+pub use index_cache::fuzz_decode as fuzz_index_cache;
+pub use index_cache::index_cache_path;
+use index_cache::{CacheParams, DataStamp};
 use std::fs::File;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -288,7 +294,8 @@ impl CtfSource {
     /// ```
     /// use exfeed::ctf::CtfOptions;
     /// use exfeed::io::InputPath;
-    /// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
+    /// use exfeed::reader::ChunkSource;
+    /// use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
     /// use exfeed::SequenceBatch;
     ///
     /// let dir = tempfile::tempdir()?;
@@ -1388,7 +1395,7 @@ mod tests {
         let mut rng = crate::reader::rng::SplitMix64::new(21);
         let (mut split, mut failed) = (0, 0);
         for case in 0..50 {
-            let text = super::super::byte_ranges::tests::generate(&mut rng);
+            let text = super::byte_ranges::tests::generate(&mut rng);
             if detect_key_mode(&text, false).is_none() {
                 continue;
             }

@@ -7,10 +7,10 @@
 //! see [`JoinedSource::diagnostics`]) and its sequence dropped. Reading a joined chunk decodes
 //! the primary chunk and the chunks of the other sources that hold its keys.
 
-use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
+use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -23,7 +23,8 @@ type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 /// ```
 /// use exfeed::ctf::CtfOptions;
 /// use exfeed::io::InputPath;
-/// use exfeed::reader::{ChunkSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource};
+/// use exfeed::reader::ChunkSource;
+/// use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, JoinedSource};
 /// use exfeed::SequenceBatch;
 /// use std::sync::Arc;
 ///

@@ -14,10 +14,10 @@
 //! [`IndexMode`](super::IndexMode)), one with the index is scanned or its index read from its
 //! cache. A worker decodes only its own chunks.
 
-use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
+use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -2,7 +2,6 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use super::{Corpus, DataPath, IndexMode};
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -11,6 +10,7 @@ use crate::io::InputPath;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
+use crate::source::{Corpus, DataPath, IndexMode};
 use crate::stream::StreamSpec;
 use crate::{DataSet, LensLayout, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -155,7 +155,7 @@ impl ReaderArgs {
     /// [`DataSet::into_input`](crate::DataSet::into_input)), as it cannot be read twice.
     ///
     /// ```
-    /// use exfeed::reader::{AnyReader, ReaderArgs, RunOptions};
+    /// use exfeed::configured::{AnyReader, ReaderArgs, RunOptions};
     ///
     /// let path = std::env::temp_dir().join(format!("exfeed-args-doc-{}.ctf", std::process::id()));
     /// std::fs::write(&path, "0 |x 1 2\n1 |x 3 4\n2 |x 5 6\n")?;

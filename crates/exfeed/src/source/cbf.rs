@@ -1,12 +1,12 @@
 //! [`CbfSource`]: a CBF file as a [`ChunkSource`]; its chunks are the file's own chunks (from its
 //! offset table), decoded on demand.
 
-use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::cbf::CbfFile;
 use crate::element::Element;
 use crate::error::Result;
 use crate::io::{InputBytes, InputPath};
+use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 
 /// A CBF file as a [`ChunkSource`]. Sequence keys are the file's global sequence indices.
@@ -29,7 +29,8 @@ impl CbfSource {
     /// ```
     /// use exfeed::cbf::{CbfWriter, CbfWriterOptions};
     /// use exfeed::io::InputPath;
-    /// use exfeed::reader::{CbfSource, Reader, ReaderOptions};
+    /// use exfeed::reader::{Reader, ReaderOptions};
+    /// use exfeed::source::CbfSource;
     /// use exfeed::{SequenceBatch, Storage, StreamSpec};
     /// use std::sync::Arc;
     ///

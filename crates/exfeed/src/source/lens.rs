@@ -1,7 +1,6 @@
 //! [`LensSource`]: a Lens example file (`.ex` text or `.bex` binary, compressed or not) as a
 
 use super::chunker::{ChunkExtent, Chunker, SequenceSpan};
-use super::{ChunkInfo, ChunkSource, ReaderOptions, Window};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
@@ -10,6 +9,7 @@ use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::model::{Example, SetHeader, Spare};
 use crate::lens::select::SelectionMode;
 use crate::lens::{binary, shifted, text};
+use crate::reader::{ChunkInfo, ChunkSource, ReaderOptions, Window};
 use crate::stream::{Storage, StreamSpec};
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 //! current one exceed the chunk size; a sequence is never split, so a sequence larger than the
 //! chunk size is a chunk of its own.
 
-use super::ChunkInfo;
+use crate::reader::ChunkInfo;
 
 /// Where one sequence lies in its file and how many samples it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,9 +1,9 @@
 //! [`MemorySource`]: sequences held in memory, split into chunks.
 
-use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::Result;
+use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -50,7 +50,8 @@ impl<T: Element> MemorySource<T> {
     /// Splits `batch` into chunks of `sequences_per_chunk` consecutive sequences (at least 1).
     ///
     /// ```
-    /// use exfeed::reader::{ChunkSource, MemorySource};
+    /// use exfeed::reader::ChunkSource;
+    /// use exfeed::source::MemorySource;
     /// use exfeed::{SequenceBatch, Storage, StreamSpec};
     ///
     /// let specs = vec![StreamSpec::new("x", Storage::Dense, 1)];

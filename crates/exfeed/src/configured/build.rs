@@ -2,16 +2,17 @@
 //! ([`JoinedSource`]) when there are several, and the [`ReaderOptions`] the config's
 //! parameters say.
 
-use super::{
-    CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode,
-    JoinedSource, LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
-};
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::format::FileFormat;
 use crate::io::InputPath;
+use crate::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, Window};
+use crate::source::{
+    CbfSource, CorpusSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource, LensSource,
+    LensSourceOptions,
+};
 use std::sync::Arc;
 
 /// The data set a [`ReaderConfig`] describes, opened and indexed.

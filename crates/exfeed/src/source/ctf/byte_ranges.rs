@@ -371,7 +371,7 @@ pub(super) mod tests {
     /// start, ids after blanks, lines without ids, blank lines inside sequences, ids repeated
     /// after other sequences, `\r\n`, lines of every length, no newline at the end; or lines
     /// without ids at all.
-    pub(in crate::reader) fn generate(rng: &mut SplitMix64) -> Vec<u8> {
+    pub(in crate::source::ctf) fn generate(rng: &mut SplitMix64) -> Vec<u8> {
         let mut t = Vec::new();
         let pick = |rng: &mut SplitMix64, n: u64| rng.below(n);
         if pick(rng, 4) == 0 {

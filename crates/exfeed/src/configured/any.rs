@@ -20,7 +20,8 @@
 //!
 //! ```
 //! use exfeed::config::ReaderConfig;
-//! use exfeed::reader::{AnyMinibatch, AnyReader, EpochLimit, RunOptions};
+//! use exfeed::configured::{AnyMinibatch, AnyReader, RunOptions};
+//! use exfeed::reader::EpochLimit;
 //!
 //! // A CTF file of three sequences and its reader configuration.
 //! let dir = std::env::temp_dir().join(format!("exfeed-anyreader-doc-{}", std::process::id()));
@@ -61,13 +62,13 @@
 //! ```
 
 use super::build::{open_configured_source_with, reader_options, ConfiguredSource};
-use super::{
-    equalize_quota, EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo,
-};
 use crate::config::ReaderConfig;
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, Result};
 use crate::io::InputPath;
+use crate::reader::{
+    equalize_quota, EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo,
+};
 use crate::stream::StreamSpec;
 
 /// How a reader runs, beyond what its configuration says: the epoch's end, the decoding
@@ -216,9 +217,9 @@ impl AnyMinibatch {
         either!(self, m => m.data.keys())
     }
 
-    /// The minibatch's `--dump` JSON line (see [`super::write_minibatch_json`]).
+    /// The minibatch's `--dump` JSON line (see [`crate::reader::write_minibatch_json`]).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        either!(self, m => super::write_minibatch_json(out, m))
+        either!(self, m => crate::reader::write_minibatch_json(out, m))
     }
 }
 
@@ -371,7 +372,7 @@ impl AnyReader {
     }
 
     /// The chunks of the data set (from the index), in file order.
-    pub fn chunks(&self) -> &[super::ChunkInfo] {
+    pub fn chunks(&self) -> &[crate::reader::ChunkInfo] {
         typed!(&self.typed, _r, s => s.source.chunks())
     }
 
@@ -393,7 +394,7 @@ impl AnyReader {
     }
 
     /// Where each CTF deserializer's index came from, in configuration order.
-    pub fn index_origins(&self) -> Vec<super::IndexOrigin> {
+    pub fn index_origins(&self) -> Vec<crate::source::IndexOrigin> {
         typed!(&self.typed, _r, s => s.ctf_sources().iter().map(|c| c.index_origin()).collect())
     }
 }

@@ -1,0 +1,16 @@
+//! The reader a configuration describes: CNTK's reader block (or its TOML form, or the
+//! command line's and Python's arguments) opened into a minibatch [`Reader`](crate::reader::Reader)
+//! over the [sources](crate::source) of its deserializers.
+
+mod any;
+mod args;
+mod build;
+
+pub use any::{
+    auto_chunk_size, AnyMinibatch, AnyReader, Equalize, RunOptions, AUTO_CHUNKS_PER_WORKER,
+};
+pub use args::{ArgStyle, ReaderArgs};
+pub use build::{
+    build_reader, open_configured_source, open_configured_source_with, reader_options,
+    ConfiguredSource,
+};
