@@ -14,6 +14,14 @@ use crate::element::Element;
 use crate::stream::{Storage, StreamSpec};
 use std::ops::Range;
 
+/// The low bits of a corpus key that hold the key in its shard; the shard is above them.
+pub const CORPUS_KEY_BITS: u32 = 40;
+
+/// A corpus key's shard and key in that shard.
+pub fn split_corpus_key(key: u64) -> (u64, u64) {
+    (key >> CORPUS_KEY_BITS, key & ((1 << CORPUS_KEY_BITS) - 1))
+}
+
 /// The samples of one stream for a run of sequences.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamData<T> {

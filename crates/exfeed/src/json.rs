@@ -50,10 +50,10 @@ pub fn write_integer(out: &mut Vec<u8>, v: impl std::fmt::Display) {
 }
 
 /// Appends a sequence key: an integer, or for a corpus key (see
-/// [`split_corpus_key`](crate::source::split_corpus_key)) the string `"SHARD:KEY"`.
+/// [`split_corpus_key`](crate::batch::split_corpus_key)) the string `"SHARD:KEY"`.
 pub fn write_key(out: &mut Vec<u8>, key: u64, corpus: bool) {
     if corpus {
-        let (shard, key) = crate::source::split_corpus_key(key);
+        let (shard, key) = crate::batch::split_corpus_key(key);
         write_str(out, &format!("{shard}:{key}"));
     } else {
         write_integer(out, key);

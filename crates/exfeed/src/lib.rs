@@ -2,11 +2,23 @@
 //! Lens: the CNTK Text Format (CTF), the CNTK Binary Format (CBF) and Lens example files (`.ex`
 //! text, `.bex` binary).
 //!
-//! Layout: pure parsing cores per format ([`ctf`], [`cbf`], [`lens`]) that work on byte slices
-//! and never open a file; the [`io`] layer (memory maps, standard input, compression, atomic
-//! output) above them; [`config`] for CNTK's configuration syntax and its TOML form; and the
-//! minibatch [`reader`] on top. All decoders produce [`batch::SequenceBatch`]es and report
-//! problems as [`error::Error`]s and [`error::Diagnostic`]s with file, line, column and byte.
+//! # Layering
+//!
+//! Each layer imports only from the layers above it in this list, never from one below:
+//! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`];
+//! 2. pure cores per format, over byte slices, never opening a file: [`ctf`], [`cbf`], [`lens`];
+//! 3. [`io`]: memory maps, standard input, compression, positioned reads, spooling, corpus
+//!    globs, atomic output;
+//! 4. [`options`] (what reading can be asked) and [`config`] (CNTK's configuration syntax and
+//!    its TOML form, read into a [`config::ReaderConfig`]);
+//! 5. [`reader`]: the minibatch engine (plan, randomization, packing, prefetch, pool) over
+//!    any [`reader::ChunkSource`], knowing no format;
+//! 6. [`source`]: the chunk sources, one per format, in memory, joined by key, a corpus;
+//! 7. the door: [`open()`] ([`dataset`]), with [`convert`] and [`dump`] over it;
+//! 8. [`configured`]: the reader a configuration describes, built from all of the above.
+//!
+//! All decoders produce [`batch::SequenceBatch`]es and report problems as [`error::Error`]s and
+//! [`error::Diagnostic`]s with file, line, column and byte.
 //!
 //! # Where to start
 //!
@@ -21,10 +33,10 @@
 //!   [`lens::binary::write`]; convert any input to a file of any format, atomically, with
 //!   [`convert::convert`] (what `exfeed convert` does), or CTF and CBF held in memory with
 //!   [`convert::ctf_to_cbf`] and [`convert::cbf_to_ctf`]; print JSON lines with [`dump`].
-//! - Feed training: [`reader::AnyReader`] builds the minibatch reader a
+//! - Feed training: [`configured::AnyReader`] builds the minibatch reader a
 //!   [`config::ReaderConfig`] describes (CNTK's reader block, or its TOML form); or
-//!   [`reader::Reader`] over any [`reader::ChunkSource`] ([`reader::CtfSource`],
-//!   [`reader::CbfSource`], [`reader::LensSource`], [`reader::MemorySource`]) with
+//!   [`reader::Reader`] over any [`reader::ChunkSource`] ([`source::CtfSource`],
+//!   [`source::CbfSource`], [`source::LensSource`], [`source::MemorySource`]) with
 //!   [`reader::ReaderOptions`].
 //! - Errors: one [`Error`] type with an [`ErrorKind`] and a [`Location`]; problems a parse may
 //!   tolerate (`maxErrors`) go to a [`DiagnosticSink`] such as a `Vec<Diagnostic>`.
@@ -59,6 +71,7 @@ mod json;
 pub mod lens;
 pub mod limits;
 mod number;
+pub mod options;
 pub mod reader;
 pub mod source;
 pub mod stream;

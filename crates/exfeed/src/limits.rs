@@ -19,13 +19,15 @@
 //! # Ok::<(), exfeed::Error>(())
 //! ```
 
-use crate::ctf::SequenceExtent;
 use crate::error::{Error, Result};
 use crate::stream::{Storage, StreamSpec};
 
 /// The default [`Limits::max_record_bytes`]: 64 MiB, far above real data (a CTF line of an
 /// image of 224 x 224 x 3 floats is about 1.5 MB).
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// CNTK's default `chunkSizeInBytes`: 32 MiB.
+pub const DEFAULT_CHUNK_SIZE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Bounds on the size of one record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,14 +54,6 @@ impl Limits {
         self.max_record_bytes
             .div_ceil(2)
             .min(Storage::Dense.max_dim())
-    }
-
-    /// Checks a CTF sequence found by a scan: longer than a record may be is an error.
-    pub fn check_sequence(&self, e: &SequenceExtent) -> Result<()> {
-        if e.len as u64 > self.max_record_bytes {
-            return Err(self.sequence_too_long(e.offset));
-        }
-        Ok(())
     }
 
     /// The error for a sequence that starts at byte `start` and goes on past the maximum

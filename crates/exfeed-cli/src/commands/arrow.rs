@@ -1,34 +1,28 @@
 //! `exfeed convert` to and from Parquet and Arrow IPC files: exfeed-arrow's
 //! [`write_arrow_file`] and [`read_arrow_file`].
 
-use super::convert::{finish, Args};
+use super::source::{LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use exfeed::convert::ConvertOptions;
 use exfeed::source::DataPath;
-use exfeed::Error;
 use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use std::path::Path;
-use std::process::ExitCode;
-
-/// `--from`/`--to` of convert: ctf, cbf, ex (or lens), bex, parquet, arrow (or ipc, feather).
-pub fn parse_convert_format(s: &str) -> Result<Format, Error> {
-    Format::parse_name(s).ok_or_else(|| {
-        Error::config(format!(
-            "unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)"
-        ))
-    })
-}
 
 /// Runs the conversion to `output` in format `to` when its input or output is Parquet or Arrow
-/// IPC (`None` otherwise), with `options` (their precision: given, or else the input's).
+/// IPC (`None` otherwise), with `options` (their precision: given, or else the input's): the
+/// sequences written and the errors skipped. `from` is `--from`; `source` and `lens` say how
+/// to read the input.
 pub fn convert(
-    args: &Args,
+    from: Option<Format>,
+    source: &SourceArgs,
+    lens: &LayoutArgs,
     data: &DataPath,
     output: &Path,
     to: Format,
     options: &mut ConvertOptions,
-) -> anyhow::Result<Option<ExitCode>> {
-    let from = match (args.from, data) {
+) -> anyhow::Result<Option<(u64, u64)>> {
+    let given = from;
+    let from = match (from, data) {
         (Some(f), _) => f.arrow(),
         (None, DataPath::File(input)) if input.as_os_str() != "-" => ArrowFormat::of_file(input),
         // A corpus is read by exfeed (its files CTF, CBF or Lens).
@@ -47,14 +41,12 @@ pub fn convert(
                  at the end, says where everything is; give a file"
             );
         }
-        let sequences = read_arrow_file(input, &args.source.inputs, output, to, options)?;
-        return Ok(Some(finish(output, sequences, 0)));
+        let sequences = read_arrow_file(input, &source.inputs, output, to, options)?;
+        return Ok(Some((sequences, 0)));
     };
-    let opened = args
-        .source
-        .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
+    let opened = source.open(data, given.and_then(Format::exfeed), lens)?;
     options.precision = Some(opened.precision);
     let mut sink = Stderr::new(opened.trace_level);
     let sequences = write_arrow_file(opened.data, output, format, options, &mut sink)?;
-    Ok(Some(finish(output, sequences, sink.errors)))
+    Ok(Some((sequences, sink.errors)))
 }

@@ -2,7 +2,6 @@
 //! and to and from Parquet and Arrow IPC files ([`super::arrow`]),
 //! written atomically.
 
-use super::arrow::parse_convert_format;
 use super::source::{parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
@@ -107,8 +106,11 @@ fn convert(args: &Args, data: &DataPath, output: &Path, to: Format) -> anyhow::R
         sync: !args.no_sync,
     };
     // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
-    if let Some(code) = super::arrow::convert(args, data, output, to, &mut options)? {
-        return Ok(code);
+    let (from, source, lens) = (args.from, &args.source, &args.lens);
+    if let Some((sequences, errors)) =
+        super::arrow::convert(from, source, lens, data, output, to, &mut options)?
+    {
+        return Ok(finish(output, sequences, errors));
     }
     let Format::Exfeed(to) = to else {
         unreachable!("Parquet and Arrow IPC output is written by super::arrow")
@@ -144,9 +146,18 @@ fn convert(args: &Args, data: &DataPath, output: &Path, to: Format) -> anyhow::R
     Ok(finish(output, done.sequences, sink.errors))
 }
 
+/// `--from`/`--to` of convert: ctf, cbf, ex (or lens), bex, parquet, arrow (or ipc, feather).
+pub fn parse_convert_format(s: &str) -> Result<Format, exfeed::Error> {
+    Format::parse_name(s).ok_or_else(|| {
+        exfeed::Error::config(format!(
+            "unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)"
+        ))
+    })
+}
+
 /// The exit status of a conversion that wrote `sequences` to `output`: 1, with a note, when
 /// `errors` were skipped (`--max-errors`).
-pub fn finish(output: &Path, sequences: u64, errors: u64) -> ExitCode {
+fn finish(output: &Path, sequences: u64, errors: u64) -> ExitCode {
     if errors > 0 {
         eprintln!(
             "exfeed: {}: wrote {sequences} sequences; {errors} errors were skipped (see above)",

@@ -19,7 +19,7 @@ pub struct CbfWriterOptions {
 impl Default for CbfWriterOptions {
     fn default() -> Self {
         CbfWriterOptions {
-            chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
+            chunk_size: crate::limits::DEFAULT_CHUNK_SIZE_BYTES,
             precision: Precision::Float,
         }
     }

@@ -10,8 +10,8 @@ use super::syntax::{error_at, Block, Entry, Origin, Pos, Value};
 use super::Param;
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::Corpus;
 use crate::lens::materialize::Layout;
-use crate::source::Corpus;
 use crate::stream::{Storage, StreamSpec};
 
 const READER_PARAMS: &[&str] = &[
@@ -896,7 +896,7 @@ impl ConfigValue for Layout {
 }
 
 /// `index = auto | full | none`, with the reader's own message for anything else.
-impl ConfigValue for crate::source::IndexMode {
+impl ConfigValue for crate::options::IndexMode {
     fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
         t.parse().map_err(|err: Error| err.message().to_string())
     }

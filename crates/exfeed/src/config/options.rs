@@ -8,8 +8,7 @@ use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
 use crate::stream::StreamSpec;
 
-/// CNTK's default `chunkSizeInBytes`: 32 MiB.
-pub const DEFAULT_CHUNK_SIZE_BYTES: u64 = 32 * 1024 * 1024;
+pub use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
 
 /// Which deserializer reads a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -81,7 +80,7 @@ pub struct DeserializerConfig {
     /// `cacheIndex` set in this deserializer's block (overrides the reader's).
     pub cache_index: Option<bool>,
     /// `index` set in this deserializer's block (overrides the reader's).
-    pub index: Option<crate::source::IndexMode>,
+    pub index: Option<crate::options::IndexMode>,
     /// Lens (exfeed): `inputGroups = "NAME:SIZE,..."`, the network's input groups in order.
     pub input_groups: Option<Layout>,
     /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
@@ -91,7 +90,7 @@ pub struct DeserializerConfig {
     /// exfeed: `corpus = "data/train-*.ctf"` (a glob) or `corpus = "@list.txt"` (a list file):
     /// the deserializer reads one data set of many shard files (see
     /// [`CorpusSource`](crate::source::CorpusSource)); `file` is then this text, for messages.
-    pub corpus: Option<crate::source::Corpus>,
+    pub corpus: Option<crate::io::Corpus>,
 }
 
 impl DeserializerConfig {
@@ -111,7 +110,7 @@ impl DeserializerConfig {
     }
 
     /// The corpus resolved against `dir`: the glob, or the list file of `@list.txt`.
-    pub fn resolve_corpus(&self, dir: &Path) -> Option<crate::source::Corpus> {
+    pub fn resolve_corpus(&self, dir: &Path) -> Option<crate::io::Corpus> {
         Some(self.corpus.as_ref()?.resolve(dir))
     }
 
@@ -152,7 +151,7 @@ impl DeserializerConfig {
     }
 
     /// `index` in effect: this block's, else the reader's.
-    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::source::IndexMode {
+    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::options::IndexMode {
         self.index.unwrap_or(reader.index)
     }
 }
@@ -188,8 +187,8 @@ pub struct ReaderConfig {
     pub cache_index: bool,
     /// `index` (exfeed; `auto`, `full` or `none`, default `auto`): whether a CTF file is indexed
     /// before reading or read in byte ranges without an index (see
-    /// [`IndexMode`](crate::source::IndexMode)).
-    pub index: crate::source::IndexMode,
+    /// [`IndexMode`](crate::options::IndexMode)).
+    pub index: crate::options::IndexMode,
     /// `lensMode` (exfeed): Lens's example selection (ORDERED, PERMUTED, RANDOMIZED,
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
@@ -219,7 +218,7 @@ impl Default for ReaderConfig {
             keep_data_in_memory: false,
             frame_mode: false,
             cache_index: false,
-            index: crate::source::IndexMode::Auto,
+            index: crate::options::IndexMode::Auto,
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
@@ -254,8 +253,8 @@ impl ReaderConfig {
     }
 
     /// What each deserializer reads: its corpus, else its file.
-    pub fn data_paths(&self) -> Vec<crate::source::DataPath> {
-        use crate::source::DataPath;
+    pub fn data_paths(&self) -> Vec<crate::io::DataPath> {
+        use crate::io::DataPath;
         self.deserializers
             .iter()
             .map(|d| match &d.corpus {

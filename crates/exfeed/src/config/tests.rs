@@ -104,7 +104,7 @@ reader = [
         keep_data_in_memory: true,
         frame_mode: false,
         cache_index: true,
-        index: crate::source::IndexMode::Full,
+        index: crate::options::IndexMode::Full,
         lens_mode: None,
         limits: Default::default(),
         equalize: false,

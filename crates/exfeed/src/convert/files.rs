@@ -254,7 +254,7 @@ pub fn convert_with_progress(
             let spool_in = out.temp_dir();
             let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| Error::io(output, e));
             done.sequences =
-                crate::lens::write_stream(&mut examples, binary, count, &spool_in, &mut write)
+                crate::io::write_lens_stream(&mut examples, binary, count, &spool_in, &mut write)
                     .map_err(|e| {
                         // Reading errors name the input already; writing ones name the output.
                         if e.location().file.is_some() {

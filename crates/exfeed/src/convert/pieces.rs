@@ -115,7 +115,7 @@ fn cut(
     let mut ids = std::collections::HashSet::new();
     let mut repeated = false;
     scan_sequences(ctf, 0, 1, mode, |e| {
-        opts.limits.check_sequence(&e)?;
+        e.check_size(&opts.limits)?;
         match starts.last() {
             None => starts.push((0, 1)),
             Some(&(start, _)) if e.offset - start >= piece_bytes as u64 => {

@@ -153,7 +153,7 @@ impl CtfParser {
 
     /// Without sequence ids, key each line by its byte offset instead of its 0-based line number
     /// (for chunks parsed without knowing their line numbers; see
-    /// [`IndexMode::None`](crate::source::IndexMode::None)).
+    /// [`IndexMode::None`](crate::options::IndexMode::None)).
     pub fn set_keys_by_offset(&mut self, on: bool) {
         self.keys_by_offset = on;
     }

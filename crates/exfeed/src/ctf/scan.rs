@@ -1,6 +1,7 @@
 //! Finding sequence boundaries without parsing values.
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
 
 /// How a file keys its sequences, decided by its first non-blank line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +42,16 @@ pub struct SequenceExtent {
     pub line: u64,
     /// Number of lines it spans.
     pub lines: u64,
+}
+
+impl SequenceExtent {
+    /// Checks the sequence against `limits`: longer than a record may be is an error.
+    pub fn check_size(&self, limits: &Limits) -> Result<()> {
+        if self.len as u64 > limits.max_record_bytes {
+            return Err(limits.sequence_too_long(self.offset));
+        }
+        Ok(())
+    }
 }
 
 /// Whitespace CTF allows between tokens.

@@ -25,6 +25,7 @@
 //! ```
 
 mod cbf_files;
+mod corpus;
 mod decompress;
 mod input;
 mod lens_files;
@@ -33,12 +34,13 @@ mod positioned;
 mod read_ahead;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
+pub use corpus::{Corpus, DataPath};
 pub(crate) use input::{copy_checked, open_peeked, read_all};
 pub use input::{
     open_bytes, open_bytes_as, open_reader, read_into_memory, spool, Compression, Holding,
     InputBytes, InputPath,
 };
-pub use lens_files::{load_lens, save_lens};
+pub use lens_files::{load_lens, save_lens, write_lens_stream};
 pub use output::{
     remove_unfinished_outputs, replace_file, stdout_was_closed, AtomicOutput, OutputOptions,
 };

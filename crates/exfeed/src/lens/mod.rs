@@ -61,70 +61,9 @@ pub fn parse(bytes: &[u8]) -> crate::Result<ExampleSet> {
     }
 }
 
-use std::path::Path;
-
-/// Writes the examples `examples` reads, one at a time, as `.bex` (`binary`) or `.ex`, handing
-/// the bytes to `write` example by example: memory holds one example. `.bex` starts with the
-/// number of examples: `count` gives it when it is known before (a `.bex` input declares it,
-/// see [`PipeReader::declared_examples`](pipe::PipeReader::declared_examples); a text file can
-/// be counted first, see [`crate::DataSet::lens_counts`]), and a different number read is an
-/// error. Without it (text from a pipe) the examples are written to an unnamed temporary file
-/// in the directory `spool_in` first, and copied after the header once they are counted:
-/// memory still holds one example, the disk holds the examples twice until the end.
-/// Returns the number of examples written.
-pub fn write_stream(
-    examples: &mut pipe::PipeReader,
-    binary: bool,
-    count: Option<usize>,
-    spool_in: &Path,
-    write: &mut dyn FnMut(&[u8]) -> crate::Result<()>,
-) -> crate::Result<usize> {
-    let header = examples.header().clone();
-    let n = match (binary, count) {
-        (true, None) => {
-            use std::io::{Seek, Write};
-            let io = |e| crate::Error::io(spool_in, e);
-            let mut spool = std::io::BufWriter::with_capacity(
-                SPOOL_BUFFER,
-                tempfile::tempfile_in(spool_in).map_err(io)?,
-            );
-            let n = write_examples(examples, true, &header, &mut |b| {
-                spool.write_all(b).map_err(io)
-            })?;
-            let mut spool = spool.into_inner().map_err(|e| io(e.into_error()))?;
-            spool.rewind().map_err(io)?;
-            write(&binary::write_header(&header, n)?)?;
-            let spool = Box::new(std::io::BufReader::with_capacity(SPOOL_BUFFER, spool));
-            let name = spool_in.display().to_string();
-            crate::io::copy_checked(spool, &name, crate::io::Holding::Binary, write)?;
-            return Ok(n);
-        }
-        (true, Some(n)) => {
-            write(&binary::write_header(&header, n)?)?;
-            n
-        }
-        (false, _) => {
-            write(&text::write_header(&header)?)?;
-            return write_examples(examples, false, &header, write);
-        }
-    };
-    let written = write_examples(examples, true, &header, write)?;
-    if written != n {
-        return Err(crate::Error::corrupt(
-            0,
-            format!(
-                "{written} examples read, {n} counted before: the input changed while it was read"
-            ),
-        ));
-    }
-    Ok(written)
-}
-
-/// Buffer of the spool file of [`write_stream`], each way.
-const SPOOL_BUFFER: usize = 1 << 20;
-
-/// The examples of [`write_stream`] without the header: the number written.
-fn write_examples(
+/// The examples of [`write_lens_stream`](crate::io::write_lens_stream) without the header: the
+/// number written.
+pub(crate) fn write_examples(
     examples: &mut pipe::PipeReader,
     binary: bool,
     header: &SetHeader,
@@ -172,7 +111,7 @@ pub(crate) fn shifted(mut e: crate::Error, by: usize) -> crate::Error {
 }
 
 /// Whether a file name asks for the binary form: it ends in `.bex`, before any `.gz`/`.bz2`.
-pub fn is_binary_name(path: &Path) -> bool {
+pub fn is_binary_name(path: &std::path::Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -214,12 +153,17 @@ mod tests {
                 // The count known before (declared or counted), or not (spooled).
                 for count in [open(&input).declared_examples().or(Some(2)), None] {
                     let mut out = Vec::new();
-                    let n =
-                        write_stream(&mut open(&input), binary, count, spool.path(), &mut |b| {
+                    let n = crate::io::write_lens_stream(
+                        &mut open(&input),
+                        binary,
+                        count,
+                        spool.path(),
+                        &mut |b| {
                             out.extend_from_slice(b);
                             Ok(())
-                        })
-                        .unwrap();
+                        },
+                    )
+                    .unwrap();
                     assert_eq!((n, &out), (2, want));
                 }
             }
@@ -228,7 +172,9 @@ mod tests {
         assert_eq!(std::fs::read_dir(spool.path()).unwrap().count(), 0);
         // A count given must be the right one.
         let mut sink = |_: &[u8]| Ok(());
-        let e = write_stream(&mut open(src), true, Some(3), spool.path(), &mut sink).unwrap_err();
+        let e =
+            crate::io::write_lens_stream(&mut open(src), true, Some(3), spool.path(), &mut sink)
+                .unwrap_err();
         assert!(e.message().contains("2 examples read, 3 counted"), "{e}");
     }
 }

@@ -2,8 +2,8 @@
 
 use super::plan::SweepPlan;
 use super::*;
-use crate::source::{JoinedSource, MemorySource};
 use crate::error::ErrorKind;
+use crate::source::{JoinedSource, MemorySource};
 use crate::stream::Storage;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};

@@ -15,20 +15,13 @@
 //! cache. A worker decodes only its own chunks.
 
 use crate::batch::SequenceBatch;
+pub use crate::batch::{split_corpus_key, CORPUS_KEY_BITS};
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
+pub use crate::io::{Corpus, DataPath};
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The low bits of a corpus key that hold the key in its shard; the shard is above them.
-pub const CORPUS_KEY_BITS: u32 = 40;
-
-/// A corpus key's shard and key in that shard.
-pub fn split_corpus_key(key: u64) -> (u64, u64) {
-    (key >> CORPUS_KEY_BITS, key & ((1 << CORPUS_KEY_BITS) - 1))
-}
 
 /// Rewrites the keys of shard `shard` (named `name` in messages) as corpus keys: `shard << 40 |
 /// key`; a key of `2^40` or more is an error naming the file.
@@ -70,112 +63,6 @@ pub(crate) fn same_streams(
         shape(specs).join(" "),
         shape(first).join(" ")
     )))
-}
-
-/// What `check`, `dump`, `info` and `convert` read: one input (`-`: standard input) or a
-/// corpus (see [`ReaderArgs::open`](super::ReaderArgs::open)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DataPath {
-    /// A file, or `-`.
-    File(PathBuf),
-    /// Shard files read as one data set.
-    Corpus(Corpus),
-}
-
-impl std::fmt::Display for DataPath {
-    /// The path, or the corpus as [`Corpus`] shows it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DataPath::File(p) => write!(f, "{}", p.display()),
-            DataPath::Corpus(c) => write!(f, "{c}"),
-        }
-    }
-}
-
-/// The files of a corpus, as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Corpus {
-    /// A glob (`data/train-*.ctf`), expanded by exfeed (not the shell) in sorted order: files
-    /// only, not exfeed's index caches (`*.exfeed-index`).
-    Glob(String),
-    /// A list file: one path a line (relative paths are relative to the list file's
-    /// directory; blank lines and lines starting with `#` are skipped), in its order.
-    List(PathBuf),
-    /// The files themselves, in this order.
-    Files(Vec<PathBuf>),
-}
-
-impl Corpus {
-    /// `@FILE` is a list file, anything else a glob.
-    pub fn parse(spec: &str) -> Corpus {
-        match spec.strip_prefix('@') {
-            Some(list) => Corpus::List(list.into()),
-            None => Corpus::Glob(spec.to_string()),
-        }
-    }
-
-    /// The corpus with relative paths (of the glob, the list file or the files) resolved
-    /// against `dir`.
-    pub fn resolve(&self, dir: &Path) -> Corpus {
-        match self {
-            Corpus::Glob(g) => Corpus::Glob(dir.join(g).display().to_string()),
-            Corpus::List(l) => Corpus::List(dir.join(l)),
-            Corpus::Files(f) => Corpus::Files(f.iter().map(|f| dir.join(f)).collect()),
-        }
-    }
-
-    /// The shard files, in corpus order; none is an error.
-    pub fn expand(&self) -> Result<Vec<PathBuf>> {
-        let files = match self {
-            Corpus::List(list) => {
-                let text = std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
-                let dir = list.parent().unwrap_or(Path::new(""));
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(|l| dir.join(l))
-                    .collect()
-            }
-            Corpus::Glob(spec) => {
-                let paths = glob::glob(spec).map_err(|e| {
-                    Error::config(format!("corpus '{spec}' is not a valid pattern: {e}"))
-                })?;
-                let mut files = Vec::new();
-                for p in paths {
-                    let p = p.map_err(|e| {
-                        let path = e.path().to_path_buf();
-                        Error::io(&path, e.into())
-                    })?;
-                    // exfeed's own index caches (FILE.exfeed-index) are not shards.
-                    let cache = p.extension().is_some_and(|e| e == "exfeed-index");
-                    if p.is_file() && !cache {
-                        files.push(p);
-                    }
-                }
-                files.sort();
-                files
-            }
-            Corpus::Files(files) => files.clone(),
-        };
-        if files.is_empty() {
-            return Err(Error::config(format!("corpus {self} names no file")));
-        }
-        Ok(files)
-    }
-}
-
-impl std::fmt::Display for Corpus {
-    /// The glob, `@LIST`, or the first file and the count.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Corpus::Glob(g) => write!(f, "{g}"),
-            Corpus::List(l) => write!(f, "@{}", l.display()),
-            Corpus::Files(files) => match files.first() {
-                Some(first) => write!(f, "{} and {} more", first.display(), files.len() - 1),
-                None => write!(f, "(no files)"),
-            },
-        }
-    }
 }
 
 /// Shard files as one data set: its chunks are every shard's, shard after shard (so one

@@ -14,7 +14,7 @@
 //! [`check_line_starts`] checks that every chunk starts at a line start of the data. A cache
 //! that fails any check is not used: the file is indexed again and the cache replaced.
 
-use super::{Chunk, CtfSourceOptions, Index};
+use super::index::{Chunk, Index};
 use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
 use std::path::{Path, PathBuf};
@@ -42,11 +42,11 @@ pub(super) struct CacheParams {
 }
 
 impl CacheParams {
-    pub(super) fn of(o: &CtfSourceOptions) -> Self {
+    pub(super) fn new(chunk_size: u64, skip_ids: bool, frame_mode: bool) -> Self {
         CacheParams {
-            chunk_size: o.chunk_size.max(1),
-            skip_ids: o.ctf.skip_sequence_ids,
-            frame_mode: o.frame_mode,
+            chunk_size: chunk_size.max(1),
+            skip_ids,
+            frame_mode,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! [`CtfSource`]: a CTF file as a [`ChunkSource`].
 
 mod byte_ranges;
+mod index;
 mod index_cache;
 
 use super::chunker::{Chunker, SequenceSpan};
@@ -9,9 +10,11 @@ use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
+pub use crate::options::IndexMode;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use byte_ranges::{ByteRanges, ReadAt, HEAD};
+use index::{Chunk, Index};
 #[cfg(fuzzing)]
 pub use index_cache::fuzz_decode as fuzz_index_cache;
 pub use index_cache::index_cache_path;
@@ -37,55 +40,10 @@ pub struct CtfSourceOptions {
     pub index: IndexMode,
 }
 
-/// How a CTF file's chunks are found: by a full index (a scan of the whole file at open, or
-/// its cache), or as byte ranges fixed from the file's size, each resolved to whole sequences
-/// when it is decoded (see [`CtfSource`]). `--index`, the configuration's `index`, Python's
-/// `index=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IndexMode {
-    /// `none` when nothing asks for the full index, else `full`: the full index with
-    /// `cacheIndex` (to use or write the cache), `maxErrors` above 0 (its warnings then name
-    /// lines, which a byte range does not know), a file without sequence ids (its keys are
-    /// line numbers) and files joined by key (the join needs every chunk's keys).
-    #[default]
-    Auto,
-    /// Always the full index.
-    Full,
-    /// Never an index: the first minibatch after reading only the first bytes of the file and
-    /// the chunks it needs. A file without sequence ids keys each line by its byte offset; an
-    /// error's line number is found by counting the lines before it.
-    None,
-}
-
-impl IndexMode {
-    /// The name: `auto`, `full`, `none`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IndexMode::Auto => "auto",
-            IndexMode::Full => "full",
-            IndexMode::None => "none",
-        }
-    }
-}
-
-impl std::str::FromStr for IndexMode {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(IndexMode::Auto),
-            "full" => Ok(IndexMode::Full),
-            "none" => Ok(IndexMode::None),
-            _ => Err(Error::config(format!(
-                "index '{s}' is not one of auto, full, none"
-            ))),
-        }
-    }
-}
-
-impl std::fmt::Display for IndexMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+impl CtfSourceOptions {
+    /// The parameters an index cache must have been built with to be used.
+    fn cache_params(&self) -> CacheParams {
+        CacheParams::new(self.chunk_size, self.ctf.skip_sequence_ids, self.frame_mode)
     }
 }
 
@@ -100,34 +58,6 @@ impl Default for CtfSourceOptions {
             index: IndexMode::Auto,
         }
     }
-}
-
-/// A chunk of the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Chunk {
-    /// Byte offset of its first sequence.
-    pub(super) offset: u64,
-    /// Its length in bytes.
-    pub(super) bytes: u64,
-    /// 1-based line of its first sequence.
-    pub(super) line: u64,
-    /// Index of its first sequence in the file.
-    pub(super) first_sequence: u64,
-    /// Number of sequences.
-    pub(super) sequences: u64,
-    /// Samples by the index (lines, or one a sequence in frame mode).
-    pub(super) samples: u64,
-}
-
-/// The index of a CTF file: its chunks and every sequence's key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Index {
-    /// How sequences are keyed (by id, or one a line).
-    pub(super) mode: KeyMode,
-    /// The chunks, in file order.
-    pub(super) chunks: Vec<Chunk>,
-    /// Every sequence's key, in file order.
-    pub(super) keys: Vec<u64>,
 }
 
 enum Data {
@@ -1053,7 +983,7 @@ fn index(
     let Some((path, meta)) = file else {
         return Ok((scan()?, IndexOrigin::Scanned));
     };
-    let params = CacheParams::of(options);
+    let params = options.cache_params();
     let stamp = DataStamp::of(&meta);
     let cache = index_cache_path(&path);
     if options.cache_index {
@@ -1147,7 +1077,7 @@ fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
     };
     let mut b = IndexBuilder::new(options);
     scan_sequences(buf, 0, 1, mode, |e| {
-        options.ctf.limits.check_sequence(&e)?;
+        e.check_size(&options.ctf.limits)?;
         b.push(e);
         Ok(())
     })
@@ -1206,7 +1136,7 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         };
         found.clear();
         scan_sequences(&bytes[..scan_end], pos, line, mode, |e| {
-            limits.check_sequence(&e)?;
+            e.check_size(&limits)?;
             found.push(e);
             Ok(())
         })
@@ -1586,7 +1516,7 @@ mod tests {
             ix.chunks[1].offset += 1;
             ix.chunks[1].bytes -= 1;
             let meta = std::fs::metadata(&p).unwrap();
-            index_cache::encode(&ix, DataStamp::of(&meta), CacheParams::of(&o))
+            index_cache::encode(&ix, DataStamp::of(&meta), o.cache_params())
         };
         std::fs::write(&cache, &shifted).unwrap();
         let s = CtfSource::open(&input, o.clone()).unwrap();
