@@ -5,10 +5,9 @@
 //! encoding each where it was parsed, while this thread writes them out in order: memory stays
 //! bounded by the pieces in flight and the open chunk, and the bytes, chunks and first error
 //! are those of one parser in file order (which is what runs with an error budget, as errors
-//! must be counted in file order, or a repeated sequence id). Values are parsed
-//! to double and rounded once to the output precision, as CNTK's `ctf2bin.py` does (Python
-//! floats are doubles), which makes our output byte-identical to ctf2bin's wherever it writes a
-//! single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
+//! must be counted in file order). Values are parsed to double and rounded once to the output
+//! precision, as CNTK's `ctf2bin.py` does (Python floats are doubles), which makes our output
+//! byte-identical to ctf2bin's wherever it writes a single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
 //! sequence index as the id.
 
 mod files;

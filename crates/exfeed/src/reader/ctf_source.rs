@@ -227,8 +227,9 @@ pub enum IndexOrigin {
 /// idle thread of the reader when it is the only chunk being decoded (the first window, the
 /// consumer waiting): the same sequences in the same order as one parse of the chunk.
 ///
-/// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
-/// sequence id repeated in two different chunks is not detected (both are kept).
+/// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk. A
+/// sequence id may repeat, as in CNTK: a line whose id differs from the line before starts a
+/// sequence.
 ///
 /// With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
 /// [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
@@ -600,8 +601,8 @@ impl CtfSource {
     /// (the whole range was advised `WILLNEED`, see [`CtfSource::chunk_bytes`]). This thread decodes its pieces straight into `out` until a helper takes one;
     /// the pieces from there on are decoded into batches of their own and appended in order.
     /// The pieces' parsers do not see across pieces, so on an error (the first in file order
-    /// stops the taking of pieces) or an id repeated in two pieces the chunk is decoded again
-    /// in one piece, which reports what one parse reports. Errors end the reading (a chunk is
+    /// stops the taking of pieces) the chunk is decoded again in one piece, which reports what
+    /// one parse reports. Errors end the reading (a chunk is
     /// cut in pieces only without an error budget), so this costs nothing when all is well.
     fn read_pieces<T: Element>(
         &self,
@@ -662,11 +663,9 @@ impl CtfSource {
                 out.push_sequences_from(&b, 0..b.len());
             }
         }
-        // An error (where the pieces' parsers could not see an id repeated before it, or a
-        // piece's bounds were not found), or an id repeated in two pieces: the chunk again
-        // in one piece, for what one parse makes of it.
-        let ids = pieces.mode() == KeyMode::Ids;
-        if n > 1 && (result.is_err() || (ids && repeats(out.keys()))) {
+        // An error (a piece's bounds not found, or one a single parse would report
+        // differently): the chunk again in one piece, for what one parse makes of it.
+        if n > 1 && result.is_err() {
             out.clear();
             bytes.populate(0..bytes.bytes().len());
             (result, diagnostics) = self.decode(pieces.bounds(), 1, out, bytes.bytes());
@@ -850,16 +849,6 @@ struct Done<T> {
     batch: Option<SequenceBatch<T>>,
     diagnostics: Vec<Diagnostic>,
     result: Result<()>,
-}
-
-/// Whether `keys` hold an id twice (one parse of a chunk reports a repeated id; its pieces'
-/// parsers see only their own). Ids that only grow, as in most files, are checked at once.
-fn repeats(keys: &[u64]) -> bool {
-    if keys.windows(2).all(|w| w[0] < w[1]) {
-        return false;
-    }
-    let mut seen = std::collections::HashSet::with_capacity(keys.len());
-    !keys.iter().all(|&k| seen.insert(k))
 }
 
 /// A read buffer from [`BUFFERS`] (empty when there is none).
