@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from conftest import IN_CI, REPO, require
 
+import exfeed
+
 from exfeed.cntk.cntk_py import DictionaryValue, to_dictionary
 from exfeed.cntk.io import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
@@ -516,6 +518,29 @@ def test_stream_def_record():
     assert s.updated_with(dim=5).dim == 5 and s.dim == 3
 
 
+def assert_same_minibatches(source_a, mb_a, source_b, mb_b):
+    """Two sources have the same streams, and their minibatches the same counts, shapes, masks
+    and data in each (what CNTK's io_tests.py compares between CTF and CBF sources)."""
+    names = sorted(s.m_name for s in source_a.stream_infos())
+    assert names == sorted(s.m_name for s in source_b.stream_infos())
+    for name in names:
+        x, y = mb_a[source_a[name]], mb_b[source_b[name]]
+        assert (x.num_samples, x.num_sequences, x.shape, x.end_of_sweep, x.is_sparse) == (
+            y.num_samples,
+            y.num_sequences,
+            y.shape,
+            y.end_of_sweep,
+            y.is_sparse,
+        )
+        assert x.data.masked_count() == y.data.masked_count()
+        np.testing.assert_array_equal(x.mask, y.mask)
+        for p, q in zip(x.as_sequences(), y.as_sequences()):
+            if x.is_sparse:
+                assert (p != q).nnz == 0
+            else:
+                np.testing.assert_array_equal(p, q)
+
+
 def test_cbf_and_ctf_deliver_the_same_minibatches():
     root = conformance()
     for ctf_name, cbf_name, defs in [
@@ -533,25 +558,8 @@ def test_cbf_and_ctf_deliver_the_same_minibatches():
         for randomize in (False, True):
             ctf = MinibatchSource(CTFDeserializer(str(root / "ctf" / ctf_name), defs), randomize=randomize)
             cbf = MinibatchSource(CBFDeserializer(str(root / "cbf" / cbf_name)), randomize=randomize)
-            names = sorted(s.name for s in ctf.stream_infos())
-            assert names == sorted(s.name for s in cbf.stream_infos())
             for size in (1, 10, 100, 2, 2000):
-                a, b = ctf.next_minibatch(size), cbf.next_minibatch(size)
-                for name in names:
-                    x, y = a[ctf[name]], b[cbf[name]]
-                    assert (x.num_samples, x.num_sequences, x.shape, x.end_of_sweep, x.is_sparse) == (
-                        y.num_samples,
-                        y.num_sequences,
-                        y.shape,
-                        y.end_of_sweep,
-                        y.is_sparse,
-                    )
-                    np.testing.assert_array_equal(x.mask, y.mask)
-                    if x.is_sparse:
-                        for p, q in zip(x.asarray(), y.asarray()):
-                            assert (p != q).nnz == 0
-                    else:
-                        np.testing.assert_array_equal(x.asarray(), y.asarray())
+                assert_same_minibatches(ctf, ctf.next_minibatch(size), cbf, cbf.next_minibatch(size))
 
 
 def test_a_double_cbf_file_is_delivered_as_float32():
@@ -581,6 +589,121 @@ def test_cbf_streams_only_rename():
     a, b = plain.next_minibatch(5), renamed.next_minibatch(5)
     np.testing.assert_array_equal(a[plain.streams.features].asarray(), b[renamed.streams.x].asarray())
     assert b[renamed.streams.x].shape == (5, 1, 2)
+
+
+# The data of CNTK 2.7's io_tests.py test_compare_cbf_and_ctf, with its stream definitions:
+# ids that repeat on a sequence's lines, jagged inputs, a file of one sequence, sparse and dense.
+COMPARED = [
+    (JAGGED, {"features": ("S0", 1, False), "labels": ("S1", 1, False)}),
+    (JAGGED.replace("1 |", "0 |"), {"features": ("S0", 1, False), "labels": ("S1", 1, False)}),
+    (SPARSE_WITH_LABELS, {"features": ("x", 1000, True), "labels": ("y", 5, False)}),
+    ("".join(l.split("\t|y")[0] + "\n" for l in SPARSE_WITH_LABELS.splitlines()), {"features": ("x", 1000, True)}),
+    ("0\t|y 1 0 0 0 0\n1\t|y 0 1 0 0 0\n", {"labels": ("y", 5, False)}),
+]
+
+
+def ctf2bin(ctf, streams):
+    """The CBF file CNTK's ctf2bin.py makes of ``ctf`` with one header line ``NAME ALIAS FORMAT
+    DIM`` per stream: its streams are stored under NAME."""
+    cbf = ctf + ".bin"
+    inputs = {name: ("sparse" if sparse else "dense", dim, field) for name, (field, dim, sparse) in streams.items()}
+    exfeed.convert(ctf, cbf, inputs=inputs)
+    return cbf
+
+
+@pytest.mark.parametrize("data,streams", COMPARED)
+def test_compare_cbf_and_ctf_as_cntk_io_tests_does(tmp_path, data, streams):
+    """CNTK's test: the CBF file is read with the CTF file's StreamDefs, whose fields (S0) name
+    no stream of it (ctf2bin stored features): CNTK ignores them, so both sources deliver the
+    same streams and minibatches, in order and randomized."""
+    ctf = write(tmp_path, data)
+    cbf = ctf2bin(ctf, streams)
+    defs = StreamDefs(
+        **{name: StreamDef(field=field, shape=dim, is_sparse=sparse) for name, (field, dim, sparse) in streams.items()}
+    )
+    for randomize in (False, True):
+        for num_mbs, mb_size in zip([1, 1, 3, 10], [1, 10, 100, 2]):
+            a = MinibatchSource(CTFDeserializer(ctf, defs), randomize=randomize)
+            b = MinibatchSource(CBFDeserializer(cbf, defs), randomize=randomize)
+            assert sorted(s.m_name for s in b.stream_infos()) == sorted(streams)
+            for _ in range(num_mbs):
+                assert_same_minibatches(a, a.next_minibatch(mb_size), b, b.next_minibatch(mb_size))
+
+
+def test_an_alias_naming_no_cbf_stream_is_ignored_with_a_warning(tmp_path):
+    ctf = write(tmp_path, JAGGED)
+    cbf = ctf2bin(ctf, {"features": ("S0", 1, False), "labels": ("S1", 1, False)})
+    config = tmp_path / "r.cntk"
+    config.write_text(
+        'reader = [ deserializers = ([ type = "CNTKBinaryFormatDeserializer"; file = "%s"\n'
+        "  input = [ x = [ alias = S0 ]; y = [ alias = labels ] ] ]) ]\n" % cbf
+    )
+    with exfeed.Reader(cbf, config=config, minibatch_size=100, max_sweeps=1) as reader:
+        assert [s.name for s in reader.streams] == ["features", "y"]
+        assert reader.diagnostics == [
+            "warning: %s: input 'x': the file has no stream 'S0' (it has features, labels); "
+            "ignored, as CNTK ignores it" % cbf
+        ]
+
+
+def test_repeated_sequence_ids_are_sequences_of_their_own(tmp_path):
+    """Files joined with cat, each starting at id 0: a changed id starts a sequence (CNTK)."""
+    part = "0 |S0 1 |S1 1\n0 |S0 2\n1 |S0 3 |S1 2\n"
+    ctf = write(tmp_path, part + part.replace("|S0 ", "|S0 1"))
+    defs = StreamDefs(features=StreamDef(field="S0", shape=1), labels=StreamDef(field="S1", shape=1))
+    source = MinibatchSource(CTFDeserializer(ctf, defs), randomize=False, max_sweeps=1)
+    mb = source.next_minibatch(100)
+    features = mb[source.streams.features]
+    assert (features.num_sequences, features.num_samples) == (4, 6)
+    assert [s.ravel().tolist() for s in features.as_sequences()] == [[1, 2], [3], [11, 12], [13]]
+    assert mb[source.streams.labels].num_samples == 4
+    # Every index mode, and exfeed's own readers and dumps (keys repeat there).
+    for index in ("full", "none"):
+        with exfeed.Reader(ctf, inputs={"S0": ("dense", 1)}, index=index, randomize=False, minibatch_size=100) as r:
+            assert r.next_minibatch().keys.tolist() == [0, 1, 0, 1]
+    assert [seq["key"] for seq in exfeed.dump(ctf, inputs={"S0": ("dense", 1)})] == [0, 1, 0, 1]
+
+
+def test_a_key_repeated_in_a_joined_deserializer_is_refused(tmp_path):
+    features = write(tmp_path, "0 |x 1\n1 |x 2\n0 |x 3\n", "x.ctf")
+    labels = write(tmp_path, "0 |y 1\n1 |y 2\n0 |y 3\n", "y.ctf")
+    with pytest.raises(exfeed.DataError, match="sequence id 0 repeats in deserializer 1, which is joined by key"):
+        MinibatchSource(
+            [
+                CTFDeserializer(features, StreamDefs(x=StreamDef(field="x", shape=1))),
+                CTFDeserializer(labels, StreamDefs(y=StreamDef(field="y", shape=1))),
+            ],
+            randomize=False,
+        )
+    # Repeats in the first deserializer are joined, each with its key's label.
+    labels = write(tmp_path, "0 |y 10\n1 |y 20\n", "y.ctf")
+    source = MinibatchSource(
+        [
+            CTFDeserializer(features, StreamDefs(x=StreamDef(field="x", shape=1))),
+            CTFDeserializer(labels, StreamDefs(y=StreamDef(field="y", shape=1))),
+        ],
+        randomize=False,
+    )
+    mb = source.next_minibatch(3)
+    assert mb[source.streams.y].asarray().ravel().tolist() == [10, 20, 10]
+
+
+def test_a_config_with_a_stray_bracket_reads_as_in_cntk(tmp_path):
+    """CNTK's Tests/UnitTests/NetworkTests/Config/Network_Operator_Plus.cntk closes its section
+    before its reader and ends with a ']' that closes nothing: CNTK reads the reader at the top
+    level and the ']' as a parameter set to true."""
+    data = write(tmp_path, "|X 1\n|X 2\n", "Network_Operator_Plus_Data.txt")
+    config = tmp_path / "plus.cntk"
+    config.write_text(
+        'command=Predict\nPredict=[\n    action="write"\n    NDL=[\n        v1 = Constant(1)\n      ]\n    ]\n\n'
+        '    reader = [\n        readerType = "CNTKTextFormatReader"\n        file = "%s"\n        randomize = false\n'
+        '        input = [\n            features=[\n                alias = "X"\n                format = "dense"\n'
+        "                dim = 1\n            ]\n        ]\n    ]\n]\n" % data
+    )
+    with pytest.warns(exfeed.ConfigWarning, match=r"plus.cntk:21: '\]' closes nothing: read as a parameter"):
+        reader = exfeed.Reader(data, config=config, minibatch_size=100, max_sweeps=1)
+    with reader:
+        assert reader.next_minibatch().keys.tolist() == [0, 1]
 
 
 def test_the_sample_in_the_repository(tmp_path):

@@ -5,10 +5,9 @@
 //! encoding each where it was parsed, while this thread writes them out in order: memory stays
 //! bounded by the pieces in flight and the open chunk, and the bytes, chunks and first error
 //! are those of one parser in file order (which is what runs with an error budget, as errors
-//! must be counted in file order, or a repeated sequence id). Values are parsed
-//! to double and rounded once to the output precision, as CNTK's `ctf2bin.py` does (Python
-//! floats are doubles), which makes our output byte-identical to ctf2bin's wherever it writes a
-//! single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
+//! must be counted in file order). Values are parsed to double and rounded once to the output
+//! precision, as CNTK's `ctf2bin.py` does (Python floats are doubles), which makes our output
+//! byte-identical to ctf2bin's wherever it writes a single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
 //! sequence index as the id.
 
 mod files;
@@ -262,10 +261,11 @@ mod tests {
             let (r, _) = pool.install(|| run(&bad, 0, 50));
             assert_eq!(r.unwrap_err().to_string(), want, "{threads} threads");
         }
-        // A repeated id falls back to one parser, which reports it.
+        // A repeated id is a sequence like any other (as in CNTK), in pieces as serially.
         let rep = format!("{t}0 |a 1 1 |b 0:1\n");
-        let one = run(&rep, 0, usize::MAX).0.unwrap_err().to_string();
-        assert_eq!(run(&rep, 0, 50).0.unwrap_err().to_string(), one);
+        let one = run(&rep, 0, usize::MAX).0.unwrap();
+        assert_eq!(CbfFile::open(one.as_slice()).unwrap().num_sequences(), 101);
+        assert!(run(&rep, 0, 50).0.unwrap() == one);
     }
 
     #[test]

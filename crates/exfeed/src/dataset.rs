@@ -40,7 +40,7 @@ use crate::batch::SequenceBatch;
 use crate::cbf::CbfFile;
 use crate::ctf::{CtfOptions, CtfParser, CtfStream};
 use crate::element::{Element, Precision};
-use crate::error::{DiagnosticSink, Error, ErrorKind, Location, Result};
+use crate::error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 use crate::format::FileFormat;
 use crate::io::{open_peeked, read_all, Compression, Holding, InputBytes, InputPath};
 use crate::lens::info::Info;
@@ -290,6 +290,27 @@ impl DataSet {
             Content::Cbf(f) => Some(f),
             Content::Stream(_) | Content::Corpus(_) => None,
         }
+    }
+
+    /// Warnings for the configured inputs that name no stream of this CBF file (of a corpus:
+    /// of its first file), which CNTK ignores (see [`CbfFile::select`]).
+    pub fn rename_warnings(&self) -> Vec<Diagnostic> {
+        let (file, name) = match &self.content {
+            Content::Cbf(f) => (f, self.name()),
+            Content::Corpus(c) => match &c.first.content {
+                Content::Cbf(f) => (f, c.first.name()),
+                _ => return Vec::new(),
+            },
+            Content::Stream(_) => return Vec::new(),
+        };
+        file.rename_warnings()
+            .into_iter()
+            .map(|message| Diagnostic {
+                severity: Severity::Warning,
+                location: Location::default().with_file(name.to_string()),
+                message,
+            })
+            .collect()
     }
 
     /// An input the minibatch reader can open (see [`crate::configured::open_configured_source`]):

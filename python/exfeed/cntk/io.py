@@ -133,9 +133,11 @@ def CTFDeserializer(filename, streams):  # noqa: N802 (CNTK's name)
 
 def CBFDeserializer(filename, streams={}):  # noqa: N802,B006 (CNTK's name and default)
     """The CNTK Binary Format file ``filename``. Its header gives every stream's dimension and
-    storage; ``streams`` only renames: ``StreamDefs(features=StreamDef(field="F"))`` exposes the
-    file's stream ``F`` as ``features``. Shapes and ``is_sparse`` given here are not used, as in
-    CNTK. Returns the deserializer's configuration (a ``dict``, see :func:`CTFDeserializer`)."""
+    storage; every stream of the file is read, and ``streams`` only renames:
+    ``StreamDefs(features=StreamDef(field="F"))`` exposes the file's stream ``F`` as
+    ``features``, and a ``field`` the file has no stream of renames nothing (as in CNTK: a file
+    made by ctf2bin stores the names of its CTF header, ``features`` rather than ``F``). Shapes
+    and ``is_sparse`` given here are not used, as in CNTK. Returns the deserializer's configuration (a ``dict``, see :func:`CTFDeserializer`)."""
     renames = {}
     for name, stream in streams.items():
         in_file = stream.get("stream_alias")
@@ -300,16 +302,11 @@ def _config_name(name):
     return name
 
 
-def _cbf_stream_names(path):
-    """The stream names stored in a CBF file (its header's, read by opening it alone)."""
-    with exfeed.Reader(path, minibatch_size=1, randomize=False) as reader:
-        return [s.name for s in reader.streams]
-
-
 def _reader_config_text(settings):
     """A CNTK reader block for ``to_dictionary``'s ``settings``: files made absolute (the
-    configuration is read from a temporary file), CBF renames completed with the file's other
-    streams (CNTK exposes them all, renamed or not)."""
+    configuration is read from a temporary file). A CBF file's streams are all read, renamed
+    where an alias names one (an alias naming none is ignored, as in CNTK, with a warning in
+    the reader's ``diagnostics``)."""
     reader = {k: v for k, v in settings.items() if k != "deserializers"}
     reader["precision"] = "float"
     deserializers = []
@@ -323,13 +320,6 @@ def _reader_config_text(settings):
         d["file"] = os.path.abspath(os.fspath(_plain(d["file"])))
         if kind == _CBF and not d.get("input"):
             d.pop("input", None)  # every stream of the file, under its own name
-        elif kind == _CBF:
-            renamed = {_plain(e["alias"]) for e in d["input"].values()}
-            inputs = dict(d["input"])
-            for name in _cbf_stream_names(d["file"]):
-                if name not in renamed and name not in inputs:
-                    inputs[name] = {"alias": name}
-            d["input"] = inputs
         deserializers.append(d)
     reader["deserializers"] = deserializers
     return "reader = %s\n" % _config_value(reader, "")

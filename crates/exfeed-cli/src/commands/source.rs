@@ -5,7 +5,7 @@ use exfeed::configured::ReaderArgs;
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
 use exfeed::source::{Corpus, DataPath};
-use exfeed::{DataSet, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
+use exfeed::{DataSet, DiagnosticSink, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
 
 /// How to read a data file: its inputs and CNTK's reader parameters, from flags, from a
@@ -145,6 +145,10 @@ impl SourceArgs {
                 .unwrap_or(1)
         });
         let data = args.open(cfg.as_ref(), data, from)?;
+        let mut sink = crate::diag::Stderr::new(trace_level);
+        for warning in data.rename_warnings() {
+            sink.report(warning);
+        }
         let precision = args.precision_for(cfg.as_ref(), &data);
         Ok(Opened {
             options: data.options().clone(),

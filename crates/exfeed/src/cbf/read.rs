@@ -12,7 +12,7 @@ use std::ops::Deref;
 /// One stream of a CBF file, as its header says (with the name it is exposed under).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CbfStream {
-    /// The stream as exposed: `name` is the alias when one was given ([`CbfFile::select`]),
+    /// The stream as exposed: `name` is the one a configured alias gives ([`CbfFile::select`]),
     /// `alias` then holds the name stored in the file.
     pub spec: StreamSpec,
     /// The element type stored in the file.
@@ -51,6 +51,8 @@ pub struct CbfFile<B> {
     source: Source<B>,
     file_streams: Vec<CbfStream>,
     exposed: Vec<CbfStream>,
+    /// The specs given to [`CbfFile::select`] that named no stream of the file.
+    unmatched: Vec<StreamSpec>,
     chunks: Vec<ChunkEntry>,
     header_offset: u64,
     len: u64,
@@ -252,6 +254,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         Ok(CbfFile {
             source,
             exposed: file_streams.clone(),
+            unmatched: Vec::new(),
             file_streams,
             chunks,
             header_offset,
@@ -307,8 +310,8 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         self.chunks.iter().map(|c| u64::from(c.samples)).sum()
     }
 
-    /// The streams [`read_chunk`](Self::read_chunk) produces, in order: all streams of the file
-    /// under their stored names unless [`select`](Self::select) chose others.
+    /// The streams [`read_chunk`](Self::read_chunk) produces, in order: all streams of the file,
+    /// under their stored names unless [`select`](Self::select) renamed some.
     pub fn streams(&self) -> &[CbfStream] {
         &self.exposed
     }
@@ -323,47 +326,80 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         self.exposed.iter().map(|s| s.spec.clone()).collect()
     }
 
-    /// Chooses the streams to expose, in the given order. Each spec names a stream of the file
-    /// by [`StreamSpec::name_in_file`] (its `alias` if set, else its `name`) and exposes it under
-    /// `spec.name`: CNTK's `alias` renaming. A `dim` of 0 takes the file's; otherwise storage and
-    /// dim must match the file's (a [`ErrorKind::Config`] error says what differs).
+    /// Renames streams as CNTK's binary reader does: every stream of the file is exposed, in
+    /// header order; one whose stored name is a spec's [`StreamSpec::name_in_file`] (its
+    /// `alias` if set, else its `name`) is exposed under `spec.name`. A spec that names no
+    /// stream of the file renames nothing: [`rename_warnings`](Self::rename_warnings) names
+    /// it (CNTK ignores it silently). A spec's `dim` of 0 takes the file's; otherwise storage and dim must match the
+    /// file's, and two specs may not rename one stream nor two streams end up with one name
+    /// (a [`ErrorKind::Config`] error says which).
     pub fn select(&mut self, specs: &[StreamSpec]) -> Result<()> {
-        let mut exposed = Vec::with_capacity(specs.len());
+        let mut exposed = self.file_streams.clone();
+        let mut renamed_by: Vec<Option<&str>> = vec![None; exposed.len()];
+        let mut unmatched = Vec::new();
         for spec in specs {
             let in_file = spec.name_in_file();
-            let Some(stream) = self.file_streams.iter().find(|s| s.spec.name == in_file) else {
-                let names: Vec<&str> = self
-                    .file_streams
-                    .iter()
-                    .map(|s| s.spec.name.as_str())
-                    .collect();
-                return Err(Error::config(format!(
-                    "input '{}': the file has no stream '{in_file}' (it has {})",
-                    spec.name,
-                    names.join(", ")
-                )));
+            let Some(i) = self
+                .file_streams
+                .iter()
+                .position(|s| s.spec.name == in_file)
+            else {
+                unmatched.push(spec.clone());
+                continue;
             };
-            if spec.dim != 0 && (spec.dim != stream.spec.dim || spec.storage != stream.spec.storage)
-            {
+            let file_spec = &self.file_streams[i].spec;
+            if spec.dim != 0 && (spec.dim != file_spec.dim || spec.storage != file_spec.storage) {
                 return Err(Error::config(format!(
                     "input '{}': configured as {} dim {}, the file's stream '{in_file}' is {} dim {}",
-                    spec.name, spec.storage, spec.dim, stream.spec.storage, stream.spec.dim
+                    spec.name, spec.storage, spec.dim, file_spec.storage, file_spec.dim
                 )));
             }
-            if exposed.iter().any(|e: &CbfStream| e.spec.name == spec.name) {
+            if let Some(other) = renamed_by[i] {
                 return Err(Error::config(format!(
-                    "input '{}' is selected twice",
+                    "inputs '{other}' and '{}' both name the file's stream '{in_file}'",
                     spec.name
                 )));
             }
-            let mut s = stream.clone();
-            s.spec.name = spec.name.clone();
-            s.spec.alias = (spec.name != in_file).then(|| in_file.to_string());
-            s.spec.defines_mb_size = spec.defines_mb_size;
-            exposed.push(s);
+            renamed_by[i] = Some(&spec.name);
+            let e = &mut exposed[i].spec;
+            e.name = spec.name.clone();
+            e.alias = (spec.name != in_file).then(|| in_file.to_string());
+            e.defines_mb_size = spec.defines_mb_size;
+        }
+        for (i, e) in exposed.iter().enumerate() {
+            if let Some(other) = exposed[..i].iter().find(|o| o.spec.name == e.spec.name) {
+                return Err(Error::config(format!(
+                    "the file's streams '{}' and '{}' would both be named '{}'",
+                    other.name_in_file(),
+                    e.name_in_file(),
+                    e.spec.name
+                )));
+            }
         }
         self.exposed = exposed;
+        self.unmatched = unmatched;
         Ok(())
+    }
+
+    /// A warning for each spec [`select`](Self::select) found no stream for.
+    pub fn rename_warnings(&self) -> Vec<String> {
+        let names: Vec<&str> = self
+            .file_streams
+            .iter()
+            .map(|s| s.spec.name.as_str())
+            .collect();
+        self.unmatched
+            .iter()
+            .map(|spec| {
+                format!(
+                    "input '{}': the file has no stream '{}' (it has {}); ignored, as CNTK \
+                     ignores it",
+                    spec.name,
+                    spec.name_in_file(),
+                    names.join(", ")
+                )
+            })
+            .collect()
     }
 
     /// Decodes chunk `i` into `batch` (cleared first; rebuilt if its streams do not match

@@ -117,31 +117,64 @@ fn round_trip_both_precisions_and_chunk_sizes() {
 }
 
 #[test]
-fn alias_renames_and_selects() {
+fn aliases_rename_as_cntk_renames() {
     let bytes = write(&sample_batch(), CbfWriterOptions::default());
     let mut f = CbfFile::open(&bytes[..]).unwrap();
+    let names = |f: &CbfFile<&[u8]>| -> Vec<(String, String)> {
+        f.streams()
+            .iter()
+            .map(|s| (s.spec.name.clone(), s.name_in_file().to_string()))
+            .collect()
+    };
+    // Every stream of the file, in header order; the one an alias names is renamed.
     let mut want = StreamSpec::new("labels", Storage::Sparse, 0);
     want.alias = Some("s".into());
     f.select(&[want]).unwrap();
-    assert_eq!(f.streams()[0].spec.name, "labels");
-    assert_eq!(f.streams()[0].name_in_file(), "s");
+    assert_eq!(
+        names(&f),
+        [("d".into(), "d".into()), ("labels".into(), "s".into())]
+    );
+    assert!(f.rename_warnings().is_empty());
     let mut b = SequenceBatch::<f32>::new(&[]);
     f.read_chunk(0, &mut b).unwrap();
-    assert_eq!(b.streams().len(), 1);
-    assert_eq!(b.streams()[0].sparse_sample(0).0, &[2, 7]);
-    let err = f
-        .select(&[StreamSpec::new("x", Storage::Dense, 0)])
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Config);
+    assert_eq!(b.streams().len(), 2);
+    assert_eq!(b.streams()[1].sparse_sample(0).0, &[2, 7]);
+    // An alias that names no stream renames nothing (CNTK ignores it); a warning says so.
+    let mut features = StreamSpec::new("features", Storage::Dense, 0);
+    features.alias = Some("S0".into());
+    f.select(&[features, StreamSpec::new("x", Storage::Dense, 0)])
+        .unwrap();
+    assert_eq!(
+        names(&f),
+        [("d".into(), "d".into()), ("s".into(), "s".into())]
+    );
+    assert_eq!(
+        f.rename_warnings(),
+        [
+            "input 'features': the file has no stream 'S0' (it has d, s); ignored, as CNTK \
+             ignores it",
+            "input 'x': the file has no stream 'x' (it has d, s); ignored, as CNTK ignores it"
+        ]
+    );
+    let config_error = |f: &mut CbfFile<&[u8]>, specs: &[StreamSpec]| {
+        let err = f.select(specs).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        err.to_string()
+    };
+    let err = config_error(&mut f, &[StreamSpec::new("d", Storage::Dense, 4)]);
+    assert!(err.contains("configured as dense dim 4"), "{err}");
+    let mut twice = StreamSpec::new("e", Storage::Dense, 0);
+    twice.alias = Some("d".into());
+    let err = config_error(&mut f, &[StreamSpec::new("d", Storage::Dense, 0), twice]);
     assert!(
-        err.to_string().contains("no stream 'x' (it has d, s)"),
+        err.contains("inputs 'd' and 'e' both name the file's stream 'd'"),
         "{err}"
     );
-    let err = f
-        .select(&[StreamSpec::new("d", Storage::Dense, 4)])
-        .unwrap_err();
+    let mut clash = StreamSpec::new("d", Storage::Sparse, 0);
+    clash.alias = Some("s".into());
+    let err = config_error(&mut f, &[clash]);
     assert!(
-        err.to_string().contains("configured as dense dim 4"),
+        err.contains("the file's streams 'd' and 's' would both be named 'd'"),
         "{err}"
     );
 }

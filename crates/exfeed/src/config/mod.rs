@@ -363,13 +363,35 @@ impl ConfigFile {
         };
         let cx = Cx::new(&self.file, &self.overrides, label);
         let config = cx.reader(&scope, reader)?;
+        let mut warnings = self.stray_closer_warnings();
+        warnings.extend(cx.warnings.into_inner());
         Ok(SectionReader {
             section: name.map(str::to_string),
             chosen_because: None,
             config,
             params: cx.params.into_inner(),
-            warnings: cx.warnings.into_inner(),
+            warnings,
         })
+    }
+
+    /// A warning for each closing bracket at the top level that closes nothing: CNTK's parser
+    /// reads it as a name alone (a flag set to true), and so does [`syntax::parse`].
+    fn stray_closer_warnings(&self) -> Vec<String> {
+        self.top
+            .entries
+            .iter()
+            .filter(|e| e.key.starts_with([']', '}', ')']))
+            .map(|e| {
+                format!(
+                    "{}:{}: '{}' closes nothing: read as a parameter named '{}' set to true, \
+                     as CNTK reads it",
+                    self.file,
+                    e.key_pos.line,
+                    &e.key[..1],
+                    e.key
+                )
+            })
+            .collect()
     }
 
     /// The reader of every section that has one (and of the top level), each resolved or the

@@ -172,13 +172,23 @@ pub(crate) fn error_at(
     Error::new(kind, loc, msg)
 }
 
-/// What ends a value: a record of a block (newline, `;`, `,`, the block's closing bracket)
-/// or an element of an array (`:`, `)`).
+/// What ends a value: a record of a block (newline, `,`, the block's separator, `;` unless
+/// the block chose another, and its closing bracket) or an element of an array (`:`, `)`).
 #[derive(Clone, Copy, PartialEq)]
 enum Ends {
-    Record(Option<u8>),
+    Record { close: Option<u8>, separator: u8 },
     Element,
 }
+
+/// Where CNTK's parser ends records: the top level, and blocks without a custom separator.
+const TOP_LEVEL: Ends = Ends::Record {
+    close: None,
+    separator: b';',
+};
+
+/// The characters that, right after a block's opening bracket, become its record separator in
+/// place of `;` (CNTK's `[|a=1|b=2]`), unless they start `..`, `./` or `.\\`.
+const CUSTOM_SEPARATORS: &[u8] = b"`~!@$%^&*_-+|:;,?.";
 
 struct Parser<'a> {
     src: &'a [u8],
@@ -257,8 +267,9 @@ impl<'a> Parser<'a> {
     fn at_end(&self, ends: Ends) -> bool {
         match (self.peek(), ends) {
             (None, _) => true,
-            (Some(b'\n' | b';' | b','), Ends::Record(_)) => true,
-            (Some(c), Ends::Record(Some(close))) if c == close => true,
+            (Some(b'\n' | b','), Ends::Record { .. }) => true,
+            (Some(c), Ends::Record { separator, .. }) if c == separator => true,
+            (Some(c), Ends::Record { close, .. }) if Some(c) == close => true,
             (Some(b':' | b')'), Ends::Element) => true,
             _ => self.at_comment(),
         }
@@ -289,8 +300,16 @@ impl<'a> Parser<'a> {
     }
 
     /// Moves past balanced text up to the end of the value; returns whether it held brackets
-    /// or quoted strings (then it is an expression, not a plain value).
-    fn skip_balanced(&mut self, ends: Ends, open_at: Option<usize>) -> Result<bool, Error> {
+    /// or quoted strings (then it is an expression, not a plain value). At the top level, as
+    /// in CNTK's tokenizer, a closing bracket that closes nothing ends the value when a
+    /// bracketed group or quoted string came before it in the value (`after_group`: before
+    /// this text), else it is part of the text (`a = 1 ]`).
+    fn skip_balanced(
+        &mut self,
+        ends: Ends,
+        open_at: Option<usize>,
+        after_group: bool,
+    ) -> Result<bool, Error> {
         let mut stack: Vec<(u8, usize)> = Vec::new();
         let mut structured = false;
         loop {
@@ -320,6 +339,10 @@ impl<'a> Parser<'a> {
                 b']' | b'}' | b')' => match stack.pop() {
                     Some((open, _)) if closer(open) == c => {}
                     Some((open, at)) => return Err(self.mismatched(open, at)),
+                    None if ends == TOP_LEVEL && (structured || after_group) => {
+                        return Ok(structured)
+                    }
+                    None if ends == TOP_LEVEL => {}
                     None => return Err(self.stray_closer(ends, open_at)),
                 },
                 _ => {}
@@ -358,7 +381,7 @@ impl<'a> Parser<'a> {
     /// A closing bracket that closes nothing open inside the value.
     fn stray_closer(&self, ends: Ends, open_at: Option<usize>) -> Error {
         match (ends, open_at) {
-            (Ends::Record(Some(_)), Some(at)) | (Ends::Element, Some(at)) => {
+            (Ends::Record { close: Some(_), .. }, Some(at)) | (Ends::Element, Some(at)) => {
                 let open = self.src[at];
                 self.mismatched(open, at)
             }
@@ -366,34 +389,86 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A custom record separator right after a block's opening bracket (CNTK's
+    /// `[|a=1|b=2]`), moved past.
+    fn custom_separator(&mut self) -> Option<u8> {
+        let rest = &self.src[self.at..];
+        let c = *rest.first()?;
+        let path = [&b".."[..], b"./", b".\\"]
+            .iter()
+            .any(|p| rest.starts_with(p));
+        if !CUSTOM_SEPARATORS.contains(&c) || path {
+            return None;
+        }
+        self.at += 1;
+        Some(c)
+    }
+
     /// Entries up to the closing bracket of the block opened at `open_at` (`None`: the end of
-    /// the text).
+    /// the text), into `block`. As in CNTK's parser, a bracketed record at the top level
+    /// (`[ a = 1 ]` where a name would be) adds its entries to the top level, and a closing
+    /// bracket that closes nothing there (a stray `]`) is read as a name alone, set to true.
     fn block_body(&mut self, open_at: Option<usize>, depth: usize) -> Result<Block, Error> {
-        let close = open_at.map(|at| closer(self.src[at]));
-        let ends = Ends::Record(close);
         let mut block = Block::default();
-        let mut names = Names::of(&block);
+        self.block_into(&mut block, open_at, depth)?;
+        Ok(block)
+    }
+
+    fn block_into(
+        &mut self,
+        block: &mut Block,
+        open_at: Option<usize>,
+        depth: usize,
+    ) -> Result<(), Error> {
+        let close = open_at.map(|at| closer(self.src[at]));
+        let separator = match open_at {
+            Some(_) => self.custom_separator().unwrap_or(b';'),
+            None => b';',
+        };
+        let ends = Ends::Record { close, separator };
+        let mut names = Names::of(block);
         loop {
-            self.skip_space(true, b";,");
+            self.skip_space(true, &[separator, b',']);
             match (self.peek(), close) {
-                (None, None) => return Ok(block),
+                (None, None) => return Ok(()),
                 (None, Some(_)) => {
                     let at = open_at.unwrap_or_default();
                     return Err(self.unterminated(self.src[at], at));
                 }
                 (Some(c), Some(want)) if c == want => {
                     self.at += 1;
-                    return Ok(block);
+                    return Ok(());
+                }
+                (Some(b']' | b'}' | b')'), None) => {
+                    let key_at = self.at;
+                    while !self.at_end(ends) {
+                        self.at += 1;
+                    }
+                    let key = String::from_utf8_lossy(&self.src[key_at..self.at]);
+                    let entry = self.flag(key.trim_end().to_string(), key_at);
+                    names.insert(block, entry, false);
+                    continue;
                 }
                 (Some(b']' | b'}' | b')'), _) => return Err(self.stray_closer(ends, open_at)),
+                (Some(b'[' | b'{'), None) => {
+                    let at = self.at;
+                    self.at += 1;
+                    let mut inner = Block::default();
+                    self.block_into(&mut inner, Some(at), depth + 1)?;
+                    for entry in inner.entries {
+                        names.insert(block, entry, false);
+                    }
+                    continue;
+                }
                 _ => {}
             }
             let key_at = self.at;
             while let Some(c) = self.peek() {
                 if c.is_ascii_whitespace()
+                    || c == separator
                     || matches!(
                         c,
-                        b'=' | b'[' | b']' | b'{' | b'}' | b'(' | b')' | b'"' | b';' | b','
+                        b'=' | b'[' | b']' | b'{' | b'}' | b'(' | b')' | b'"' | b','
                     )
                 {
                     break;
@@ -423,23 +498,12 @@ impl<'a> Parser<'a> {
             };
             if !assigned {
                 if !key.is_empty() && self.at_end(ends) {
-                    // A name alone is a flag: CNTK sets it to true.
-                    let pos = self.pos_of(key_at);
-                    let node = Node {
-                        value: Value::Text("true".into()),
-                        pos,
-                    };
-                    let entry = Entry {
-                        key,
-                        key_pos: pos,
-                        node,
-                        replaced: None,
-                    };
-                    names.insert(&mut block, entry, false);
+                    let entry = self.flag(key, key_at);
+                    names.insert(block, entry, false);
                 } else {
                     // A definition this reader never reads (`f(x) = ...`, `a[i:0..2] = ...`,
                     // `else [ ... ]`): skipped as balanced text.
-                    self.skip_balanced(ends, open_at)?;
+                    self.skip_balanced(ends, open_at, false)?;
                 }
                 continue;
             }
@@ -452,7 +516,22 @@ impl<'a> Parser<'a> {
                 node,
                 replaced: None,
             };
-            names.insert(&mut block, entry, merge);
+            names.insert(block, entry, merge);
+        }
+    }
+
+    /// A name alone, written at `at`: a flag, which CNTK sets to true.
+    fn flag(&self, key: String, at: usize) -> Entry {
+        let pos = self.pos_of(at);
+        let node = Node {
+            value: Value::Text("true".into()),
+            pos,
+        };
+        Entry {
+            key,
+            key_pos: pos,
+            node,
+            replaced: None,
         }
     }
 
@@ -477,13 +556,16 @@ impl<'a> Parser<'a> {
         if let Some(value) = value {
             // Inside an array, line ends are spaces.
             self.skip_space(ends == Ends::Element, b"");
-            if self.at_end(ends) {
+            // At the top level a closing bracket here closes nothing: the next record's.
+            let stray = ends == TOP_LEVEL && matches!(self.peek(), Some(b']' | b'}' | b')'));
+            if self.at_end(ends) || stray {
                 return Ok(Node { value, pos });
             }
         }
         // Bare text, or an expression: up to the end of the value.
+        let started_structured = value_started_structured(self.src[start]);
         let structured =
-            self.skip_balanced(ends, open_at)? || value_started_structured(self.src[start]);
+            self.skip_balanced(ends, open_at, started_structured)? || started_structured;
         let text = String::from_utf8_lossy(&self.src[start..self.at])
             .trim_end()
             .to_string();
@@ -745,8 +827,10 @@ after = 1
                 "a = ([b=1]",
                 "t:1:5: unterminated parenthesis: '(' is never closed by ')'",
             ),
-            ("]", "t:1:1: ']' closes nothing"),
-            ("a = f(x))", "t:1:9: ')' closes nothing"),
+            (
+                "s = [ a = f(x)) ]",
+                "t:1:15: expected ']' to close the '[' at line 1, column 5, found ')'",
+            ),
             (
                 "net = [ f(x) = (x ]",
                 "t:1:19: expected ')' to close the '(' at line 1, column 16, found ']'",
@@ -759,6 +843,57 @@ after = 1
             let err = parse(src, "t").unwrap_err();
             assert_eq!(err.to_string(), want, "{src:?}");
         }
+    }
+
+    /// Where CNTK's tokenizer is tolerant, so is this parser.
+    #[test]
+    fn stray_closers_at_the_top_level_are_names_alone() {
+        // CNTK's Network_Operator_Plus.cntk: its section closed early, the reader at the top
+        // level, a stray ']' after it.
+        let b = parse("P = [\n  a = 1\n]\nreader = [ x = 1 ]\n]\nafter = 2\n", "t").unwrap();
+        assert_eq!(text(&b, "]"), "true");
+        assert_eq!(b.get("]").unwrap().key_pos.line, 5);
+        assert_eq!(text(block(&b, "reader"), "x"), "1");
+        assert_eq!(text(&b, "after"), "2");
+        // After a bracketed or quoted value it starts a record of its own; after plain text
+        // it is part of the text.
+        let b = parse("a = f(x))\nb = [ c = 1 ] }\nd = \"q\" ] ; e = 1 ]", "t").unwrap();
+        assert!(matches!(value(&b, "a"), Value::Expr(e) if e == "f(x)"));
+        assert_eq!(text(&b, ")"), "true");
+        assert_eq!(text(block(&b, "b"), "c"), "1");
+        assert_eq!(text(&b, "}"), "true");
+        assert_eq!(text(&b, "d"), "q");
+        assert_eq!(text(&b, "]"), "true");
+        assert_eq!(text(&b, "e"), "1 ]");
+    }
+
+    #[test]
+    fn custom_separators_flags_empty_sections_and_top_level_brackets() {
+        // A separator right after an opening bracket replaces ';' in that block only.
+        let b = parse(
+            "s = [|a=1|b=x;y|n=[c=1;d=2]]\nt = {:e=2:f=3}\nu = [./g]",
+            "t",
+        )
+        .unwrap();
+        let s = block(&b, "s");
+        assert_eq!((text(s, "a"), text(s, "b")), ("1", "x;y"));
+        assert_eq!(text(block(s, "n"), "d"), "2");
+        assert_eq!(text(block(&b, "t"), "f"), "3");
+        // `./`, `..` and `.\` start a path, not a separator.
+        assert_eq!(text(block(&b, "u"), "./g"), "true");
+        // A bracketed record at the top level adds its entries there.
+        let b = parse("[ a = 1 ; b = 2 ]\n{|c=3|d=4}\n", "t").unwrap();
+        let all: Vec<_> = ["a", "b", "c", "d"].map(|k| text(&b, k)).to_vec();
+        assert_eq!(all, ["1", "2", "3", "4"]);
+        // A name alone is true; an empty section and an empty string are values; a name with
+        // '=' and nothing after it is an error, as in CNTK ("No value given").
+        let b = parse("flag\ns = []\nq = \"\"\nr = [ inner ]", "t").unwrap();
+        assert_eq!(text(&b, "flag"), "true");
+        assert!(block(&b, "s").entries.is_empty());
+        assert_eq!(text(&b, "q"), "");
+        assert_eq!(text(block(&b, "r"), "inner"), "true");
+        let e = parse("a = 1\nb =\n", "t").unwrap_err().to_string();
+        assert_eq!(e, "t:3:1: expected a value after 'b =', found end of file");
     }
 
     proptest::proptest! {

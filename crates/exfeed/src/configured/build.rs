@@ -22,13 +22,14 @@ pub struct ConfiguredSource<T: Element> {
     ctf: Vec<Arc<CtfSource>>,
     lens: Vec<Arc<LensSource>>,
     joined: Option<Arc<JoinedSource<T>>>,
-    /// Parameters given that do not apply to the files read.
+    /// Parameters given that do not apply to the files read, aliases that name no stream.
     unused: Vec<Diagnostic>,
 }
 
 impl<T: Element> ConfiguredSource<T> {
-    /// Warnings so far: parameters that do not apply to a file, index cache problems, samples
-    /// skipped under `maxErrors`, keys missing from one of several joined deserializers.
+    /// Warnings so far: parameters that do not apply to a file, CBF aliases that name no
+    /// stream of the file, index cache problems, samples skipped under `maxErrors`, keys
+    /// missing from one of several joined deserializers.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         let mut d = self.unused.clone();
         d.extend(
@@ -193,11 +194,17 @@ impl Opened {
                 self.ctf.push(s.clone());
                 Ok(s)
             }
-            DeserializerKind::Cbf => Ok(Arc::new(CbfSource::open(
-                input,
-                &d.inputs,
-                d.effective_keep_data_in_memory(cfg),
-            )?)),
+            DeserializerKind::Cbf => {
+                let s = CbfSource::open(input, &d.inputs, d.effective_keep_data_in_memory(cfg))?;
+                for message in s.file().rename_warnings() {
+                    self.unused.push(Diagnostic {
+                        severity: Severity::Warning,
+                        location: Location::default().with_file(input.display_name()),
+                        message,
+                    });
+                }
+                Ok(Arc::new(s))
+            }
             DeserializerKind::Lens => {
                 let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
                     return Err(Error::config(format!(

@@ -3,13 +3,12 @@
 //! in the `exfeed-arrow` crate.
 //!
 //! The sequence boundaries are found first ([`scan_sequences`]), and the text is cut into
-//! pieces of about [`PIECE_BYTES`] at them. Without an error budget and without a repeated
-//! sequence id, worker threads (one per thread of rayon's pool) parse pieces and pass each
+//! pieces of about [`PIECE_BYTES`] at them. Without an error budget, worker threads (one per thread of rayon's pool) parse pieces and pass each
 //! through the caller's `work` (encoding it, say), while the calling thread hands the results
 //! to `consume` in file order, stopping at the first error in file order (after the sequences
 //! complete before it): the results, and the error, are those of one parser going through the
 //! pieces in order, which is what happens with an error budget (errors must be counted in file
-//! order) or a repeated id.
+//! order).
 
 use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
@@ -44,8 +43,8 @@ pub struct PieceStages<'a, T, E> {
 }
 
 /// Parses the whole CTF file held in `ctf` (named `file` in errors) as `opts` say, in pieces of
-/// about `piece_bytes`, on every core when no error may be tolerated and no sequence id
-/// repeats (see the module documentation), passing each piece through `stages`. Tolerated
+/// about `piece_bytes`, on every core when no error may be tolerated (see the module
+/// documentation), passing each piece through `stages`. Tolerated
 /// problems go to `sink`. Memory holds at most about 32 MiB of text's pieces in flight (two per
 /// worker when pieces are larger), whatever the size of the file.
 pub fn parse_ctf_pieces<T: Element, E: Send>(
@@ -59,11 +58,11 @@ pub fn parse_ctf_pieces<T: Element, E: Send>(
     let mut parser = CtfParser::new(opts.clone())?;
     parser.set_file_name(file);
     let mode = detect_key_mode(ctf, opts.skip_sequence_ids).ok_or_else(|| parser.empty_file())?;
-    let (pieces, repeated) = cut(ctf, file, opts, mode, piece_bytes)?;
+    let pieces = cut(ctf, file, opts, mode, piece_bytes)?;
     // Pieces parse independently (in parallel) when no error may be tolerated (the first one
-    // in file order is fatal, as in a serial parse) and no id repeats; otherwise the error
-    // budget and the repeated-id check need one parser over the whole file.
-    if opts.max_errors > 0 || repeated || pieces.len() < 2 {
+    // in file order is fatal, as in a serial parse); otherwise the error budget needs one
+    // parser over the whole file.
+    if opts.max_errors > 0 || pieces.len() < 2 {
         let mut batch = SequenceBatch::<T>::new(&opts.inputs);
         let mut spares = Vec::new();
         for p in &pieces {
@@ -101,19 +100,16 @@ impl Piece {
     }
 }
 
-/// The pieces of `ctf`, and whether a sequence id repeats (only then do pieces depend on each
-/// other).
+/// The pieces of `ctf`.
 fn cut(
     ctf: &[u8],
     file: &str,
     opts: &CtfOptions,
     mode: KeyMode,
     piece_bytes: usize,
-) -> Result<(Vec<Piece>, bool)> {
+) -> Result<Vec<Piece>> {
     // Where each piece's first sequence begins: (byte offset, 1-based line).
     let mut starts: Vec<(u64, u64)> = Vec::new();
-    let mut ids = std::collections::HashSet::new();
-    let mut repeated = false;
     scan_sequences(ctf, 0, 1, mode, |e| {
         e.check_size(&opts.limits)?;
         match starts.last() {
@@ -123,13 +119,10 @@ fn cut(
             }
             Some(_) => {}
         }
-        if mode == KeyMode::Ids && !repeated {
-            repeated = !ids.insert(e.key);
-        }
         Ok(())
     })
     .map_err(|e| e.resolve_in(ctf, 0, 1).in_file(file.to_string()))?;
-    let pieces = starts
+    Ok(starts
         .iter()
         .enumerate()
         .map(|(i, &(offset, line))| Piece {
@@ -137,8 +130,7 @@ fn cut(
             line,
             end: starts.get(i + 1).map_or(ctf.len(), |s| s.0 as usize),
         })
-        .collect();
-    Ok((pieces, repeated))
+        .collect())
 }
 
 /// A bounded in-order pipeline: worker threads parse pieces and put them through `work` (a

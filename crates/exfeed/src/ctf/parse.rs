@@ -11,50 +11,21 @@ use crate::error::{
 };
 use crate::number::{parse_number, six_decimals, BadNumber};
 use crate::stream::Storage;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Parses CTF text into [`SequenceBatch`]es. Keeps the state that spans chunks of one file: the
-/// error budget, the sequence ids seen so far, the file name for messages.
+/// error budget, the file name for messages.
 #[derive(Debug, Clone)]
 pub struct CtfParser {
     opts: CtfOptions,
     /// The name each input has after `|` (its alias, else its name), with its stream index.
     names: Vec<(Box<[u8]>, usize)>,
     budget: ErrorBudget,
-    seen_ids: SeenIds,
     on_line: Vec<bool>,
     file: Option<Arc<str>>,
     /// Without ids, key each line by its byte offset rather than its line number (when the
     /// line numbers are not known: a chunk read without an index).
     keys_by_offset: bool,
-}
-
-/// The sequence ids seen so far. Ids in increasing order (the usual case) are only pushed to
-/// a list: a hash set, whose hashing cost about 2% of a parse, is built from it at the first id
-/// that is not larger than the one before.
-#[derive(Debug, Clone, Default)]
-struct SeenIds {
-    /// Every id seen, increasing, while `set` is empty.
-    increasing: Vec<u64>,
-    /// Every id seen, once one was out of order.
-    set: HashSet<u64>,
-}
-
-impl SeenIds {
-    /// Records `id`; false if it was seen before.
-    fn insert(&mut self, id: u64) -> bool {
-        if self.set.is_empty() {
-            match self.increasing.last() {
-                Some(&last) if id <= last => self.set.extend(self.increasing.drain(..)),
-                _ => {
-                    self.increasing.push(id);
-                    return true;
-                }
-            }
-        }
-        self.set.insert(id)
-    }
 }
 
 /// A sequence being read.
@@ -139,7 +110,6 @@ impl CtfParser {
             opts,
             names,
             budget,
-            seen_ids: SeenIds::default(),
             on_line,
             file: None,
             keys_by_offset: false,
@@ -413,17 +383,6 @@ impl CtfParser {
                     "{} has no sample of this input (every configured input needs one)",
                     what()
                 ),
-            );
-        }
-        if mode == KeyMode::Ids && !self.seen_ids.insert(s.key) {
-            batch.discard_sequence();
-            return self.tolerate(
-                sink,
-                ErrorKind::Invalid,
-                at,
-                0,
-                None,
-                format!("sequence id {} appears again after other sequences (its lines must be consecutive)", s.key),
             );
         }
         let longest = batch

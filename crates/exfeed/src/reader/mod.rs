@@ -143,6 +143,11 @@ pub trait ChunkSource<T: Element>: Send + Sync {
         let _ = chunk;
         None
     }
+    /// Where sequence `index` (in file order) of chunk `chunk` is, for messages. Default: the
+    /// chunk and the sequence's place in it.
+    fn sequence_place(&self, chunk: usize, index: usize) -> String {
+        format!("sequence {index} of chunk {chunk}")
+    }
     /// Selection frequencies of chunk `chunk`'s sequences, one per sequence [`ChunkSource::read_chunk`]
     /// gives, in that order (Lens's `freq:`), for drawing with replacement
     /// ([`ReaderOptions::with_replacement`]). Default: none (all equally likely).

@@ -3,7 +3,7 @@
 use super::plan::SweepPlan;
 use super::*;
 use crate::error::ErrorKind;
-use crate::source::{JoinedSource, MemorySource};
+use crate::source::{CtfSource, CtfSourceOptions, IndexMode, JoinedSource, MemorySource};
 use crate::stream::Storage;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
@@ -1016,6 +1016,67 @@ fn joining_needs_keys_and_unique_names() {
     let err = JoinedSource::new(vec![logged]).err().unwrap();
     assert!(err.message().contains("cannot be joined by key"), "{err}");
     assert!(JoinedSource::<f32>::new(vec![]).is_err());
+}
+
+#[test]
+fn joined_ctf_files_with_repeated_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str, text: &str, input: &str| -> Result<Arc<dyn ChunkSource<f32>>> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let ctf = crate::ctf::CtfOptions {
+            inputs: vec![input.parse().unwrap()],
+            ..Default::default()
+        };
+        let options = CtfSourceOptions {
+            ctf,
+            index: IndexMode::Full,
+            chunk_size: 16,
+            ..CtfSourceOptions::default()
+        };
+        Ok(Arc::new(CtfSource::open(
+            &crate::io::InputPath::new(&path),
+            options,
+        )?))
+    };
+    // The primary repeats ids (two files joined with `cat`): each sequence meets its label.
+    let features = open("f.ctf", "0 |x 1\n1 |x 2\n0 |x 3\n1 |x 4\n", "x:dense:1").unwrap();
+    let labels = open("l.ctf", "0 |y 10\n1 |y 11\n", "y:dense:1").unwrap();
+    let joined = JoinedSource::new(vec![features.clone(), labels]).unwrap();
+    assert!(joined.diagnostics().is_empty());
+    let mut batch = SequenceBatch::new(joined.streams());
+    let mut rows = Vec::new();
+    for c in 0..joined.chunks().len() {
+        batch.clear();
+        joined.read_chunk(c, &mut batch).unwrap();
+        for (i, &k) in batch.keys().iter().enumerate() {
+            let value = |s: usize| {
+                batch.streams()[s].dense_sample(batch.streams()[s].sequence_samples(i).start)[0]
+            };
+            rows.push((k, value(0), value(1)));
+        }
+    }
+    assert_eq!(
+        rows,
+        [
+            (0, 1.0, 10.0),
+            (1, 2.0, 11.0),
+            (0, 3.0, 10.0),
+            (1, 4.0, 11.0)
+        ]
+    );
+    // A repeat in a joined deserializer: which one CNTK would join is unspecified; refused.
+    let labels = open("l2.ctf", "0 |y 10\n1 |y 11\n\n0 |y 12\n", "y:dense:1").unwrap();
+    let err = JoinedSource::new(vec![features, labels]).err().unwrap();
+    let l2 = dir.path().join("l2.ctf").display().to_string();
+    assert_eq!(
+        err.message(),
+        format!(
+            "sequence id 0 repeats in deserializer 1, which is joined by key: at {l2}:1 (byte 0) \
+             and at {l2}:4 (byte 17) (a joined deserializer needs each id once; only the first \
+             deserializer may repeat ids)"
+        )
+    );
 }
 
 #[test]

@@ -4,12 +4,14 @@
 //! The first source is the primary: its chunks are the joined source's chunks and its sequence
 //! order is kept. Every other source is looked up by key through its index
 //! ([`ChunkSource::chunk_keys`]); a key missing from any source is reported once (a warning,
-//! see [`JoinedSource::diagnostics`]) and its sequence dropped. Reading a joined chunk decodes
+//! see [`JoinedSource::diagnostics`]) and its sequence dropped. The primary's keys may repeat
+//! (each of its sequences is joined with the same sequences of the others); a key repeated in
+//! another source is an error naming both places, as CNTK's choice there is unspecified. Reading a joined chunk decodes
 //! the primary chunk and the chunks of the other sources that hold its keys.
 
 use crate::batch::SequenceBatch;
 use crate::element::Element;
-use crate::error::{Diagnostic, Error, Location, Result, Severity};
+use crate::error::{Diagnostic, Error, ErrorKind, Location, Result, Severity};
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -95,12 +97,28 @@ impl<T: Element> JoinedSource<T> {
         let primary_keys = keys_of(0, &sources[0])?;
         let mut locate = Vec::new();
         for (i, s) in sources.iter().enumerate().skip(1) {
-            let mut map = HashMap::new();
+            let mut map: HashMap<u64, (usize, usize)> = HashMap::new();
             for (c, keys) in keys_of(i, s)?.into_iter().enumerate() {
-                for k in keys {
-                    map.entry(k).or_insert(c);
+                for (n, k) in keys.into_iter().enumerate() {
+                    if let Some(&(c0, n0)) = map.get(&k) {
+                        // CNTK finds a key by binary search after an unstable sort: which of
+                        // the sequences it joins is unspecified.
+                        return Err(Error::new(
+                            ErrorKind::Invalid,
+                            Location::default(),
+                            format!(
+                                "sequence id {k} repeats in deserializer {i}, which is joined by \
+                                 key: at {} and at {} (a joined deserializer needs each id once; \
+                                 only the first deserializer may repeat ids)",
+                                s.sequence_place(c0, n0),
+                                s.sequence_place(c, n)
+                            ),
+                        ));
+                    }
+                    map.insert(k, (c, n));
                 }
             }
+            let map: HashMap<u64, usize> = map.into_iter().map(|(k, (c, _))| (k, c)).collect();
             locate.push(map);
         }
         let mut diagnostics = Vec::new();

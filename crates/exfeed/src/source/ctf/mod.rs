@@ -163,8 +163,9 @@ pub enum IndexOrigin {
 /// idle thread of the reader when it is the only chunk being decoded (the first window, the
 /// consumer waiting): the same sequences in the same order as one parse of the chunk.
 ///
-/// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk and a
-/// sequence id repeated in two different chunks is not detected (both are kept).
+/// Each chunk is parsed independently (in parallel), so `maxErrors` applies per chunk. A
+/// sequence id may repeat, as in CNTK: a line whose id differs from the line before starts a
+/// sequence.
 ///
 /// With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
 /// [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
@@ -537,8 +538,8 @@ impl CtfSource {
     /// (the whole range was advised `WILLNEED`, see [`CtfSource::chunk_bytes`]). This thread decodes its pieces straight into `out` until a helper takes one;
     /// the pieces from there on are decoded into batches of their own and appended in order.
     /// The pieces' parsers do not see across pieces, so on an error (the first in file order
-    /// stops the taking of pieces) or an id repeated in two pieces the chunk is decoded again
-    /// in one piece, which reports what one parse reports. Errors end the reading (a chunk is
+    /// stops the taking of pieces) the chunk is decoded again in one piece, which reports what
+    /// one parse reports. Errors end the reading (a chunk is
     /// cut in pieces only without an error budget), so this costs nothing when all is well.
     fn read_pieces<T: Element>(
         &self,
@@ -599,11 +600,9 @@ impl CtfSource {
                 out.push_sequences_from(&b, 0..b.len());
             }
         }
-        // An error (where the pieces' parsers could not see an id repeated before it, or a
-        // piece's bounds were not found), or an id repeated in two pieces: the chunk again
-        // in one piece, for what one parse makes of it.
-        let ids = pieces.mode() == KeyMode::Ids;
-        if n > 1 && (result.is_err() || (ids && repeats(out.keys()))) {
+        // An error (a piece's bounds not found, or one a single parse would report
+        // differently): the chunk again in one piece, for what one parse makes of it.
+        if n > 1 && result.is_err() {
             out.clear();
             bytes.populate(0..bytes.bytes().len());
             (result, diagnostics) = self.decode(pieces.bounds(), 1, out, bytes.bytes());
@@ -789,16 +788,6 @@ struct Done<T> {
     result: Result<()>,
 }
 
-/// Whether `keys` hold an id twice (one parse of a chunk reports a repeated id; its pieces'
-/// parsers see only their own). Ids that only grow, as in most files, are checked at once.
-fn repeats(keys: &[u64]) -> bool {
-    if keys.windows(2).all(|w| w[0] < w[1]) {
-        return false;
-    }
-    let mut seen = std::collections::HashSet::with_capacity(keys.len());
-    !keys.iter().all(|&k| seen.insert(k))
-}
-
 /// A read buffer from [`BUFFERS`] (empty when there is none).
 fn take_buffer() -> Vec<u8> {
     BUFFERS
@@ -882,6 +871,29 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             .keys
             .get(start..start + c.sequences as usize)
             .map(<[u64]>::to_vec)
+    }
+
+    fn sequence_place(&self, chunk: usize, index: usize) -> String {
+        let found = match &self.layout {
+            Layout::Indexed(ix) => ix.chunks.get(chunk).and_then(|c| {
+                let bytes = self.chunk_bytes(c.offset, c.offset + c.bytes, chunk).ok()?;
+                let mut nth = None;
+                let mut i = 0;
+                let _ = scan_sequences(bytes.bytes(), c.offset, c.line, ix.mode, |e| {
+                    if i == index {
+                        nth = Some((e.line, e.offset));
+                    }
+                    i += 1;
+                    Ok(())
+                });
+                nth
+            }),
+            Layout::Ranges(_) => None,
+        };
+        match found {
+            Some((line, byte)) => format!("{}:{line} (byte {byte})", self.name),
+            None => format!("{}: sequence {index} of chunk {chunk}", self.name),
+        }
     }
 
     fn chunks_by_byte_range(&self) -> bool {
@@ -1362,21 +1374,11 @@ mod tests {
         // A bad value in sequence 26's second line.
         let bad = text.replacen("|a 3 4\n27 ", "|a 3 x\n27 ", 1);
         let (line, byte) = place(&bad, bad.find("|a 3 x").unwrap() + 5);
-        // Sequence 30 keyed 3 again: one parse of the chunk sees it, its pieces' parsers do not.
-        let repeated = text.replace("\n30 |a", "\n3 |a");
-        let (r_line, r_byte) = place(&repeated, repeated.rfind("\n3 |a").unwrap() + 1);
-        let cases = [
-            (
-                bad,
-                (line, 6, byte),
-                &[(1 << 20, 30), (1 << 20, 200), (300, 64), (300, u64::MAX)][..],
-            ),
-            (
-                repeated,
-                (r_line, 1, r_byte),
-                &[(1 << 20, 30), (1 << 20, u64::MAX)],
-            ),
-        ];
+        let cases = [(
+            bad,
+            (line, 6, byte),
+            &[(1 << 20, 30), (1 << 20, 200), (300, 64), (300, u64::MAX)][..],
+        )];
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
