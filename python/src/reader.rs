@@ -7,7 +7,7 @@
 //! otherwise it fills fresh buffers. An array you keep is therefore never overwritten, and
 //! arrays you drop give their memory back to the next minibatch.
 
-use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
+use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
 use exfeed::reader::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, ReaderState, RunOptions};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
@@ -148,34 +148,34 @@ impl Reader {
     fn new(
         py: Python<'_>,
         files: Option<&Bound<'_, PyAny>>,
-        minibatch_size: usize,
+        #[pyo3(from_py_with = arg::minibatch_size)] minibatch_size: usize,
         corpus: Option<&Bound<'_, PyAny>>,
         inputs: Option<&Bound<'_, PyAny>>,
         config: Option<std::path::PathBuf>,
         section: Option<String>,
         set: Option<&Bound<'_, PyAny>>,
-        max_sweeps: Option<u64>,
-        max_samples: Option<u64>,
+        #[pyo3(from_py_with = arg::max_sweeps)] max_sweeps: Option<u64>,
+        #[pyo3(from_py_with = arg::max_samples)] max_samples: Option<u64>,
         randomize: Option<bool>,
-        seed: Option<u64>,
-        window_chunks: Option<u64>,
-        window_samples: Option<u64>,
+        #[pyo3(from_py_with = arg::seed)] seed: Option<u64>,
+        #[pyo3(from_py_with = arg::window_chunks)] window_chunks: Option<u64>,
+        #[pyo3(from_py_with = arg::window_samples)] window_samples: Option<u64>,
         frame_mode: bool,
         chunk_size: Option<&Bound<'_, PyAny>>,
         keep_in_memory: bool,
         cache_index: bool,
-        max_errors: Option<u64>,
+        #[pyo3(from_py_with = arg::max_errors)] max_errors: Option<u64>,
         precision: Option<&Bound<'_, PyAny>>,
-        num_workers: usize,
-        worker_rank: usize,
-        threads: Option<usize>,
-        prefetch_chunks: Option<usize>,
+        #[pyo3(from_py_with = arg::num_workers)] num_workers: usize,
+        #[pyo3(from_py_with = arg::worker_rank)] worker_rank: usize,
+        #[pyo3(from_py_with = arg::threads)] threads: Option<usize>,
+        #[pyo3(from_py_with = arg::prefetch_chunks)] prefetch_chunks: Option<usize>,
         input_groups: Option<&Bound<'_, PyAny>>,
         target_groups: Option<&Bound<'_, PyAny>>,
         lens_mode: Option<String>,
         nan: Option<f32>,
         equalize: Option<&Bound<'_, PyAny>>,
-        max_record_size: Option<u64>,
+        #[pyo3(from_py_with = arg::max_record_size)] max_record_size: Option<u64>,
         index: Option<String>,
     ) -> PyResult<Self> {
         use crate::options::*;
@@ -337,7 +337,7 @@ impl Reader {
     fn next_minibatch(
         &mut self,
         py: Python<'_>,
-        size: Option<usize>,
+        #[pyo3(from_py_with = arg::size)] size: Option<usize>,
     ) -> PyResult<Option<Minibatch>> {
         let size = size.unwrap_or(self.minibatch_size);
         if size == 0 {
