@@ -71,3 +71,20 @@ def test_a_too_large_argument_is_a_value_error_naming_it(ctf):
     path, _ = ctf
     with pytest.raises(ValueError, match="^threads: is too large, found 1" + "0" * 30):
         exfeed.Reader(path, minibatch_size=8, inputs=INPUTS, threads=10**30)
+
+
+def test_a_broken_symlink_matched_by_a_corpus_glob_is_an_error_naming_it(tmp_path):
+    g = tmp_path / "g"
+    g.mkdir()
+    for name in ["a.ctf", "b.ctf"]:
+        write_ctf(g / name, 10)
+    (g / "c.ctf").symlink_to("/nonexistent")
+    glob = str(g / "*.ctf")
+    for call in [
+        lambda: exfeed.Reader(corpus=glob, minibatch_size=8, inputs=INPUTS),
+        lambda: exfeed.check(corpus=glob, inputs=INPUTS),
+    ]:
+        with pytest.raises(FileNotFoundError) as e:
+            call()
+        assert f"matched by the corpus glob '{glob}', a symbolic link to '/nonexistent'" in str(e.value)
+        assert e.value.filename == str(g / "c.ctf")

@@ -1004,3 +1004,43 @@ fn force_replaces_a_symlink_to_a_file_and_leaves_the_file_alone() {
     assert!(std::fs::read(link).unwrap() == want);
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_broken_symlink_matched_by_a_corpus_glob_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g");
+    std::fs::create_dir(&g).unwrap();
+    for name in ["a.ctf", "b.ctf"] {
+        std::fs::write(g.join(name), ctf_lines(10)).unwrap();
+    }
+    std::os::unix::fs::symlink("/nonexistent", g.join("c.ctf")).unwrap();
+    // A directory matched by the glob is no shard, and no error.
+    std::fs::create_dir(g.join("d.ctf")).unwrap();
+    let glob = format!("{}/*.ctf", g.display());
+    let link = g.join("c.ctf").display().to_string();
+    let want = format!(
+        "{link}: matched by the corpus glob '{glob}', a symbolic link to '/nonexistent', which \
+         does not exist"
+    );
+    for command in ["read", "check", "convert"] {
+        let out = dir.path().join("out.cbf").display().to_string();
+        let mut args = vec![command, "--corpus", &glob];
+        args.extend(CTF_INPUTS);
+        match command {
+            "read" => args.extend(["-m", "4"]),
+            "convert" => args.push(&out),
+            _ => {}
+        }
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(err.contains(&want), "{command}: {err}");
+    }
+    // The same entry in a list file, for comparison, was an error already.
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "g/a.ctf\ng/b.ctf\ng/c.ctf\n").unwrap();
+    let list = format!("@{}", list.display());
+    let (code, _, err) = run(&[&["read", "-m", "4", "--corpus", &list][..], &CTF_INPUTS].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&link), "{err}");
+}
