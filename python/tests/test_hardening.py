@@ -88,3 +88,38 @@ def test_a_broken_symlink_matched_by_a_corpus_glob_is_an_error_naming_it(tmp_pat
             call()
         assert f"matched by the corpus glob '{glob}', a symbolic link to '/nonexistent'" in str(e.value)
         assert e.value.filename == str(g / "c.ctf")
+
+
+def test_ctrl_c_while_numpy_is_first_imported_is_a_keyboard_interrupt(ctf):
+    """SIGINT at random moments of a plain loop's start, when the first array access used to
+    import NumPy: always KeyboardInterrupt, never a PanicException from the NumPy capsule.
+    (Ctrl-C during `import numpy` itself, now in `import exfeed`, is NumPy's to report.)"""
+    import random
+    import signal
+    import sys
+    import time
+
+    path, _ = ctf
+    script = (
+        "import exfeed\n"
+        "print('started', flush=True)\n"
+        "try:\n"
+        f"    r = exfeed.Reader({str(path)!r}, minibatch_size=8, inputs={INPUTS!r}, max_sweeps=None)\n"
+        "    for mb in r:\n"
+        "        mb['x'].values.sum()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('KeyboardInterrupt', flush=True)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(exfeed.__file__).parents[1]))
+    rng = random.Random(24)
+    for run in range(12):
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        assert child.stdout.readline() == "started\n"
+        time.sleep(rng.uniform(0.0, 0.4))
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        assert "PanicException" not in err and "panicked" not in err, f"run {run}: {err}"
+        assert out == "KeyboardInterrupt\n", f"run {run}: {out!r} {err}"
+        assert child.returncode == 0, err
