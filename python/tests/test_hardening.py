@@ -123,3 +123,151 @@ def test_ctrl_c_while_numpy_is_first_imported_is_a_keyboard_interrupt(ctf):
         assert "PanicException" not in err and "panicked" not in err, f"run {run}: {err}"
         assert out == "KeyboardInterrupt\n", f"run {run}: {out!r} {err}"
         assert child.returncode == 0, err
+
+
+def run_forked_child(body, timeout=30.0):
+    """Runs `body()` in a child of os.fork(); gives (exit status, what it wrote) or fails when
+    the child does not end within `timeout` seconds (it is killed)."""
+    import time
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        try:
+            os.write(write_end, repr(body()).encode())
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            os.write(write_end, f"{type(e).__name__}: {e}".encode())
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+    started = time.monotonic()
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - started > timeout:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            os.close(read_end)
+            pytest.fail(f"the forked child still ran after {timeout} s")
+        time.sleep(0.02)
+    with os.fdopen(read_end) as f:
+        return os.waitstatus_to_exitcode(status), f.read()
+
+
+def test_a_reader_inherited_through_fork_fails_at_once_saying_why(tmp_path):
+    import gc
+    import time
+
+    path = tmp_path / "data.ctf"
+    write_ctf(path, 20000)
+    # Many chunks: the child needs chunks the parent's threads never decoded.
+    options = dict(minibatch_size=8, inputs=INPUTS, threads=2, chunk_size=4096)
+    r = exfeed.Reader(path, **options)
+    first = r.next_minibatch().keys.tolist()
+
+    def child():
+        started = time.monotonic()
+        with pytest.raises(RuntimeError) as e:
+            for _ in r:
+                pass
+        assert time.monotonic() - started < 5
+        for call in [r.state_dict, lambda: r.done, lambda: r.diagnostics]:
+            with pytest.raises(RuntimeError, match="inherited through fork"):
+                call()
+        r.close()  # neither hangs nor raises
+        return str(e.value)
+
+    code, message = run_forked_child(child)
+    assert code == 0, message
+    assert "was created in process" in message and "inherited through fork()" in message, message
+    assert "threads=0" in message, message
+    # Dropped in a child by the garbage collector: no hang either.
+    readers = [exfeed.Reader(path, **options)]
+    readers[0].next_minibatch()
+    code, out = run_forked_child(lambda: (readers.clear(), gc.collect()) and "dropped")
+    assert (code, out) == (0, "'dropped'")
+    # The parent's readers go on.
+    assert len(readers) == 1 and readers[0].next_minibatch() is not None
+    second = r.next_minibatch().keys.tolist()
+    assert second and second != first
+    r.close()
+
+
+def test_a_reader_without_threads_reads_on_after_fork(ctf):
+    path, truth = ctf
+    r = exfeed.Reader(path, minibatch_size=8, inputs=INPUTS, threads=0, randomize=False)
+    code, out = run_forked_child(lambda: sum(len(mb.keys) for mb in r))
+    assert code == 0, out
+    assert int(out) == len(truth)
+
+
+def test_threads_sharing_a_reader_take_turns_and_get_every_sequence_once(tmp_path):
+    import threading
+
+    path = tmp_path / "data.ctf"
+    truth = write_ctf(path, 3000)
+    r = exfeed.Reader(path, minibatch_size=16, inputs=INPUTS, chunk_size=4096, threads=2)
+    keys, errors = [], []
+
+    def consume():
+        try:
+            while (mb := r.next_minibatch()) is not None:
+                keys.extend(mb.keys.tolist())
+                mb["x"].values.sum()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    consumers = [threading.Thread(target=consume) for _ in range(4)]
+    for t in consumers:
+        t.start()
+    # A watchdog asking what it may while the consumers read.
+    watched = 0
+    while any(t.is_alive() for t in consumers):
+        try:
+            r.state_dict(), r.done, r.diagnostics, r.total_samples, r.closed
+            watched += 1
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+            break
+    for t in consumers:
+        t.join()
+    assert errors == []
+    assert watched > 0
+    assert sorted(keys) == sorted(truth)
+    assert r.done
+    r.close()
+
+
+def test_close_from_another_thread_ends_a_read_in_progress(tmp_path):
+    import threading
+    import time
+
+    path = tmp_path / "data.ctf"
+    write_ctf(path, 3000)
+    # A read that would not end: a minibatch of 10**9 samples from endless sweeps.
+    r = exfeed.Reader(path, minibatch_size=16, inputs=INPUTS, chunk_size=4096, max_sweeps=None)
+    outcome = []
+
+    def read():
+        try:
+            outcome.append(r.next_minibatch(10**9))
+        except BaseException as e:  # noqa: BLE001 - checked below
+            outcome.append(e)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.5)
+    assert reader.is_alive() and outcome == []
+    started = time.monotonic()
+    r.close()
+    assert time.monotonic() - started < 1, "close() does not wait for the read"
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "the read went on after close()"
+    assert len(outcome) == 1 and isinstance(outcome[0], ValueError), outcome
+    assert "closed (by close() in another thread) during this read" in str(outcome[0])
+    assert r.closed
+    with pytest.raises(ValueError, match="the reader is closed"):
+        r.next_minibatch()

@@ -131,7 +131,7 @@ pub(crate) use corpus::{same_streams, to_corpus_keys};
 pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 pub use engine::{
-    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
+    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
 };
 #[cfg(fuzzing)]
 pub use index_cache::fuzz_decode as fuzz_index_cache;
