@@ -271,3 +271,19 @@ def test_close_from_another_thread_ends_a_read_in_progress(tmp_path):
     assert r.closed
     with pytest.raises(ValueError, match="the reader is closed"):
         r.next_minibatch()
+
+
+def test_overwrite_writes_into_a_fifo_for_its_reader(ctf, tmp_path):
+    path, _ = ctf
+    reference = tmp_path / "reference.cbf"
+    exfeed.convert(path, reference, inputs=INPUTS)
+    fifo = tmp_path / "out.cbf"
+    os.mkfifo(fifo)
+    with pytest.raises(FileExistsError, match="output is a FIFO"):
+        exfeed.convert(path, fifo, inputs=INPUTS)
+    got = tmp_path / "got.cbf"
+    consumer = subprocess.Popen(["sh", "-c", 'exec cat "$0" > "$1"', str(fifo), str(got)])
+    exfeed.convert(path, fifo, inputs=INPUTS, overwrite=True)
+    assert consumer.wait(timeout=20) == 0
+    assert got.read_bytes() == reference.read_bytes()
+    assert pathlib.Path(fifo).is_fifo()
