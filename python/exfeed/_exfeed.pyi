@@ -127,6 +127,12 @@ class Reader(Iterator[Minibatch]):
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
     precision="float", threads=the available cores, max_record_size=64 MiB (the most bytes one
     record, a CTF sequence, may take).
+
+    Threads and processes: calls from several threads take turns (the GIL is released while
+    one waits or decodes); ``close()`` from another thread stops a read in progress, which then
+    raises ValueError. A Reader inherited through ``os.fork()`` raises RuntimeError at once in
+    the child (its decoding threads stayed in the parent) unless ``threads=0``: create readers
+    after the fork. A negative or too large number is a ValueError naming its argument.
     """
 
     def __init__(
@@ -242,7 +248,9 @@ def convert(
 ) -> dict:
     """Converts src to the file dst (`exfeed convert`), atomically: dst keeps its old content
     or gets the whole new file. `to` (ctf, cbf, ex, bex, parquet, arrow) defaults to dst's
-    name; an existing dst is refused (FileExistsError) unless overwrite=True. Returns {"from", "to", "sequences",
+    name; an existing dst is refused (FileExistsError) unless overwrite=True, which replaces a
+    regular file or a symlink (the link, not its target) and writes into a FIFO or character
+    device in place (docs/hardening.md). Returns {"from", "to", "sequences",
     "chunks", "problems"}. ``convert(dst=..., corpus=...)`` writes every file of a corpus into
     the one file dst (keys SHARD << 40 | KEY)."""
 

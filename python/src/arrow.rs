@@ -6,7 +6,7 @@
 //! capsule protocol needs none: `ArrowStream.__arrow_c_stream__` hands out an
 //! `FFI_ArrowArrayStream` that pyarrow moves out of the capsule and pulls batches from.
 
-use crate::errors::{bad_arg, detached};
+use crate::errors::{arg, bad_arg, detached};
 use crate::options::parse_index;
 use crate::tools::{Kwargs, OpenArgs, Opened};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
@@ -227,8 +227,8 @@ pub fn _chunks<'py>(
 pub fn _read_chunks<'py>(
     py: Python<'py>,
     path: PathBuf,
-    start: usize,
-    end: usize,
+    #[pyo3(from_py_with = arg::start)] start: usize,
+    #[pyo3(from_py_with = arg::end)] end: usize,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<ArrowStream> {
     let kw = Kwargs::new(py, kwargs)?;

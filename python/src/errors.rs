@@ -2,7 +2,7 @@
 //! attributes, and panics caught before they reach Python.
 
 use exfeed::{Error, ErrorKind};
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -112,6 +112,68 @@ fn with_position(py: Python<'_>, py_err: PyErr, err: &Error) -> PyErr {
 /// A `TypeError` or `ValueError` naming the argument.
 pub fn bad_arg(name: &str, what: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(format!("{name}: {what}"))
+}
+
+/// Extracts the argument `name`: a negative or too large int is a `ValueError` naming it
+/// (pyo3 alone raises `OverflowError`, naming the argument only in a note), a wrong type a
+/// `TypeError` naming it. Every unsigned argument goes through here.
+pub fn extract_arg<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
+    v: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<T> {
+    v.extract::<T>().map_err(|e| {
+        let e: PyErr = e.into();
+        let py = v.py();
+        let found = v.repr().map(|r| r.to_string()).unwrap_or_default();
+        if e.is_instance_of::<PyOverflowError>(py) {
+            let what = match v.lt(0) {
+                Ok(true) => "must not be negative",
+                _ => "is too large",
+            };
+            bad_arg(name, format!("{what}, found {found}"))
+        } else if e.is_instance_of::<PyTypeError>(py) {
+            PyTypeError::new_err(format!("{name}: {}", e.value(py)))
+        } else {
+            e
+        }
+    })
+}
+
+/// Converters for `#[pyo3(from_py_with = ...)]`, one per unsigned argument of a signature and
+/// named after it: [`extract_arg`] with the argument's name.
+macro_rules! named_args {
+    ($($name:ident),* $(,)?) => {
+        $(
+            pub fn $name<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
+                v: &Bound<'py, PyAny>,
+            ) -> PyResult<T> {
+                extract_arg(v, stringify!($name))
+            }
+        )*
+    };
+}
+
+/// The unsigned arguments of `exfeed.Reader` and its methods.
+pub mod arg {
+    use super::extract_arg;
+    use pyo3::prelude::*;
+    named_args!(
+        minibatch_size,
+        max_sweeps,
+        max_samples,
+        seed,
+        window_chunks,
+        window_samples,
+        max_errors,
+        num_workers,
+        worker_rank,
+        threads,
+        prefetch_chunks,
+        max_record_size,
+        size,
+        start,
+        end,
+    );
 }
 
 /// Runs `f` with the GIL released, turning a library error into its exception and a panic

@@ -13,6 +13,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // NumPy and its C API now, where an interrupt is an ordinary exception: loaded lazily by
+    // the first array, a Ctrl-C during the import became a panic of rust-numpy.
+    py.import("numpy")?;
+    numpy::dtype::<f32>(py);
     m.add("DataError", py.get_type::<errors::DataError>())?;
     m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
     m.add("ConfigWarning", py.get_type::<errors::ConfigWarning>())?;

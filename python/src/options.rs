@@ -119,9 +119,7 @@ pub fn extract_equalize(
         }
         num_workers
     } else {
-        let ranks: usize = v
-            .extract()
-            .map_err(|_| PyTypeError::new_err("equalize: expected a bool or a number of ranks"))?;
+        let ranks: usize = crate::errors::extract_arg(v, "equalize")?;
         if ranks == 0 || !num_workers.is_multiple_of(ranks) {
             return Err(bad_arg(
                 "equalize",

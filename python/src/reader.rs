@@ -7,17 +7,18 @@
 //! otherwise it fills fresh buffers. An array you keep is therefore never overwritten, and
 //! arrays you drop give their memory back to the next minibatch.
 
-use crate::errors::{bad_arg, detached, to_py, ConfigWarning, InternalError};
+use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
 use exfeed::configured::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, RunOptions};
-use exfeed::reader::ReaderState;
+use exfeed::reader::{ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 const _: () = assert!(
     std::mem::size_of::<usize>() == 8,
@@ -124,16 +125,88 @@ fn stream_infos(
 
 /// The minibatch reader: `exfeed.Reader(files, *, minibatch_size, ...)`. See the stub file
 /// `exfeed/_exfeed.pyi` for every argument.
-#[pyclass(module = "exfeed", name = "Reader")]
+///
+/// Shared between Python threads, its calls take turns ([`Reader::engine`]); `close()` from
+/// another thread stops a read in progress at its next window. In a process forked from the
+/// one that made it, a reader with decoding threads refuses every call at once (its threads
+/// did not follow), and is never dropped there (that would wait for them for ever).
+#[pyclass(frozen, module = "exfeed", name = "Reader")]
 pub struct Reader {
-    inner: Option<AnyReader>,
+    engine: Mutex<Engine>,
+    /// Set by `close()`: whoever holds `engine` closes it (see [`EngineGuard`]).
+    closing: AtomicBool,
+    /// Stops the engine's read in progress (replaced with the engine by `load_state_dict`).
+    stopper: Mutex<Stopper>,
+    /// The process that made the reader.
+    owner_pid: u32,
     cfg: ReaderConfig,
     run: RunOptions,
     specs: Arc<Vec<StreamSpec>>,
     precision: Precision,
     minibatch_size: usize,
+}
+
+/// What a `Reader`'s calls take turns with: the engine and the last minibatch's buffers.
+struct Engine {
+    inner: Option<AnyReader>,
     /// The buffers of the last minibatch delivered (reused if nobody else holds them).
     last: Option<Py<Buffers>>,
+}
+
+impl Engine {
+    fn open(&mut self) -> PyResult<&mut AnyReader> {
+        self.inner.as_mut().ok_or_else(closed_error)
+    }
+
+    /// Stops the decoding threads (with the GIL released) and frees the buffers.
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(r) = self.inner.take() {
+            py.detach(move || drop(r));
+        }
+        self.last = None;
+    }
+}
+
+fn closed_error() -> PyErr {
+    PyValueError::new_err("the reader is closed")
+}
+
+/// A `Reader`'s engine held by one call; on release it closes the engine if `close()` was
+/// called meanwhile.
+struct EngineGuard<'a> {
+    engine: MutexGuard<'a, Engine>,
+    closing: &'a AtomicBool,
+}
+
+impl std::ops::Deref for EngineGuard<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl std::ops::DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        if self.closing.load(Ordering::SeqCst) {
+            Python::attach(|py| self.engine.close(py));
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if !self.threads_are_here() {
+            // A forked child's copy: dropping the engine would wait for the parent's threads.
+            let engine = self.engine.get_mut().unwrap_or_else(|e| e.into_inner());
+            std::mem::forget(engine.inner.take());
+        }
+    }
 }
 
 #[pymethods]
@@ -149,34 +222,34 @@ impl Reader {
     fn new(
         py: Python<'_>,
         files: Option<&Bound<'_, PyAny>>,
-        minibatch_size: usize,
+        #[pyo3(from_py_with = arg::minibatch_size)] minibatch_size: usize,
         corpus: Option<&Bound<'_, PyAny>>,
         inputs: Option<&Bound<'_, PyAny>>,
         config: Option<std::path::PathBuf>,
         section: Option<String>,
         set: Option<&Bound<'_, PyAny>>,
-        max_sweeps: Option<u64>,
-        max_samples: Option<u64>,
+        #[pyo3(from_py_with = arg::max_sweeps)] max_sweeps: Option<u64>,
+        #[pyo3(from_py_with = arg::max_samples)] max_samples: Option<u64>,
         randomize: Option<bool>,
-        seed: Option<u64>,
-        window_chunks: Option<u64>,
-        window_samples: Option<u64>,
+        #[pyo3(from_py_with = arg::seed)] seed: Option<u64>,
+        #[pyo3(from_py_with = arg::window_chunks)] window_chunks: Option<u64>,
+        #[pyo3(from_py_with = arg::window_samples)] window_samples: Option<u64>,
         frame_mode: bool,
         chunk_size: Option<&Bound<'_, PyAny>>,
         keep_in_memory: bool,
         cache_index: bool,
-        max_errors: Option<u64>,
+        #[pyo3(from_py_with = arg::max_errors)] max_errors: Option<u64>,
         precision: Option<&Bound<'_, PyAny>>,
-        num_workers: usize,
-        worker_rank: usize,
-        threads: Option<usize>,
-        prefetch_chunks: Option<usize>,
+        #[pyo3(from_py_with = arg::num_workers)] num_workers: usize,
+        #[pyo3(from_py_with = arg::worker_rank)] worker_rank: usize,
+        #[pyo3(from_py_with = arg::threads)] threads: Option<usize>,
+        #[pyo3(from_py_with = arg::prefetch_chunks)] prefetch_chunks: Option<usize>,
         input_groups: Option<&Bound<'_, PyAny>>,
         target_groups: Option<&Bound<'_, PyAny>>,
         lens_mode: Option<String>,
         nan: Option<f32>,
         equalize: Option<&Bound<'_, PyAny>>,
-        max_record_size: Option<u64>,
+        #[pyo3(from_py_with = arg::max_record_size)] max_record_size: Option<u64>,
         index: Option<String>,
     ) -> PyResult<Self> {
         use crate::options::*;
@@ -270,11 +343,16 @@ impl Reader {
         Ok(Reader {
             specs: Arc::new(inner.streams().to_vec()),
             precision: inner.precision(),
-            inner: Some(inner),
+            stopper: Mutex::new(inner.stopper()),
+            engine: Mutex::new(Engine {
+                inner: Some(inner),
+                last: None,
+            }),
+            closing: AtomicBool::new(false),
+            owner_pid: std::process::id(),
             cfg,
             run,
             minibatch_size,
-            last: None,
         })
     }
 
@@ -299,56 +377,56 @@ impl Reader {
     /// Samples of one sweep over the whole data set (all workers), by the index (estimated from
     /// the file's first 64 KiB without one: see `index`).
     #[getter]
-    fn total_samples(&self) -> PyResult<u64> {
-        let reader = self
-            .inner
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
-        Ok(reader.chunks().iter().map(|c| c.samples).sum())
+    fn total_samples(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut engine = self.engine(py)?;
+        Ok(engine.open()?.chunks().iter().map(|c| c.samples).sum())
     }
 
     /// Warnings so far: parameters that do not apply, index cache problems, samples skipped
     /// under max_errors, keys missing from one of several joined files.
     #[getter]
-    fn diagnostics(&self) -> PyResult<Vec<String>> {
-        let reader = self
-            .inner
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
-        Ok(reader.diagnostics().iter().map(|d| d.to_string()).collect())
+    fn diagnostics(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let mut engine = self.engine(py)?;
+        let diagnostics = engine.open()?.diagnostics();
+        Ok(diagnostics.iter().map(|d| d.to_string()).collect())
     }
 
     /// With equalize=: a note per sweep ended since the last call, saying what this worker
     /// repeated or dropped to deliver its minibatches.
-    fn take_notes(&mut self) -> Vec<String> {
-        self.inner
+    fn take_notes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let mut engine = self.engine(py)?;
+        Ok(engine
+            .inner
             .as_mut()
-            .map_or_else(Vec::new, |r| r.take_notes())
+            .map_or_else(Vec::new, |r| r.take_notes()))
     }
 
     /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.
     #[getter]
-    fn done(&self) -> bool {
-        self.inner.as_ref().is_none_or(|r| r.is_done())
+    fn done(&self, py: Python<'_>) -> PyResult<bool> {
+        let engine = self.engine(py)?;
+        Ok(engine.inner.as_ref().is_none_or(|r| r.is_done()))
     }
 
     /// The next minibatch of about `size` samples (default: minibatch_size), or None at the
     /// end of the epoch. The GIL is released while the minibatch is packed.
     #[pyo3(signature = (size=None))]
     fn next_minibatch(
-        &mut self,
+        &self,
         py: Python<'_>,
-        size: Option<usize>,
+        #[pyo3(from_py_with = arg::size)] size: Option<usize>,
     ) -> PyResult<Option<Minibatch>> {
         let size = size.unwrap_or(self.minibatch_size);
         if size == 0 {
             return Err(bad_arg("size", "must be at least 1"));
         }
-        let Some(reader) = self.inner.as_mut() else {
-            return Err(PyValueError::new_err("the reader is closed"));
+        let mut engine = self.engine(py)?;
+        let engine = &mut *engine;
+        let Some(reader) = engine.inner.as_mut() else {
+            return Err(closed_error());
         };
         // Reuse the last minibatch's buffers when only the reader still refers to them.
-        let mut mb = match self.last.take() {
+        let mut mb = match engine.last.take() {
             // SAFETY: reading the reference count of a live object we hold.
             Some(b) if unsafe { pyo3::ffi::Py_REFCNT(b.as_ptr()) } == 1 => {
                 b.bind(py).borrow_mut().mb.take()
@@ -360,11 +438,17 @@ impl Reader {
             let got = reader.next_minibatch(size, &mut mb)?;
             Ok((got, mb))
         });
+        if self.closing.load(Ordering::SeqCst) {
+            // The engine is closed when `engine` is released.
+            return Err(PyValueError::new_err(
+                "the reader was closed (by close() in another thread) during this read",
+            ));
+        }
         let (got, mb) = match result {
             Ok(r) => r,
             Err(e) => {
                 if e.is_instance_of::<InternalError>(py) {
-                    self.inner = None;
+                    engine.inner = None;
                 }
                 return Err(e);
             }
@@ -375,7 +459,7 @@ impl Reader {
         let (num_samples, num_sequences, end_of_sweep) =
             (mb.samples(), mb.len(), mb.end_of_sweep());
         let buffers = Py::new(py, Buffers { mb: Some(mb) })?;
-        self.last = Some(buffers.clone_ref(py));
+        engine.last = Some(buffers.clone_ref(py));
         Ok(Some(Minibatch {
             buffers,
             specs: self.specs.clone(),
@@ -390,20 +474,17 @@ impl Reader {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Minibatch>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Minibatch>> {
         self.next_minibatch(py, None)
     }
 
     /// The reader's position and what it reads, as a JSON-serialisable dict.
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let reader = self
-            .inner
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err("the reader is closed"))?;
+        let position = self.engine(py)?.open()?.state();
         let state = serde_json::json!({
             "format": "exfeed.Reader",
             "version": 1,
-            "position": reader.state(),
+            "position": position,
             "data": self.fingerprint(),
         });
         json_to_py(py, &state.to_string())
@@ -412,10 +493,9 @@ impl Reader {
     /// Continues from a position saved by state_dict() of a reader of the same data and
     /// options; a different data set or options is refused with a ValueError saying what
     /// differs.
-    fn load_state_dict(&mut self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.inner.is_none() {
-            return Err(PyValueError::new_err("the reader is closed"));
-        }
+    fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut engine = self.engine(py)?;
+        engine.open()?;
         let text: String = py
             .import("json")?
             .call_method1("dumps", (state,))?
@@ -442,21 +522,31 @@ impl Reader {
         let position = v.get("position").cloned().unwrap_or_default();
         let position = ReaderState::from_json(&position.to_string()).map_err(to_py)?;
         // Stop this reader's threads before opening the restored one.
-        self.inner = None;
-        self.last = None;
+        engine.close(py);
         let (cfg, run) = (&self.cfg, &self.run);
-        self.inner = Some(detached(py, move || {
-            AnyReader::restore(cfg, run, &position)
-        })?);
+        let restored = detached(py, move || AnyReader::restore(cfg, run, &position))?;
+        *lock_briefly(&self.stopper) = restored.stopper();
+        engine.inner = Some(restored);
         Ok(())
     }
 
     /// Stops the decoding threads and frees the reader's memory (arrays handed out stay valid).
-    fn close(&mut self, py: Python<'_>) {
-        if let Some(r) = self.inner.take() {
-            py.detach(move || drop(r));
+    /// From another thread, a read in progress stops at its next window and raises ValueError;
+    /// the reader is closed when it does.
+    fn close(&self, py: Python<'_>) {
+        self.closing.store(true, Ordering::SeqCst);
+        lock_briefly(&self.stopper).stop();
+        let Ok(engine) = self.engine.try_lock() else {
+            return; // the call holding the engine closes it when it returns
+        };
+        let mut engine = EngineGuard {
+            engine,
+            closing: &self.closing,
+        };
+        if !self.threads_are_here() {
+            std::mem::forget(engine.inner.take());
         }
-        self.last = None;
+        engine.close(py);
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -464,18 +554,58 @@ impl Reader {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
         self.close(py);
         false
     }
 
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
+    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.closing.load(Ordering::SeqCst) {
+            return Ok(true);
+        }
+        Ok(self.engine(py)?.inner.is_none())
     }
 }
 
+/// Locks a mutex held only for moments (never across a wait).
+fn lock_briefly<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Reader {
+    /// The engine, for one call: waits while another thread's call holds it, with the GIL
+    /// released (that call needs the GIL to finish). In a process forked from the reader's, a
+    /// reader with decoding threads refuses at once.
+    fn engine(&self, py: Python<'_>) -> PyResult<EngineGuard<'_>> {
+        if !self.threads_are_here() {
+            return Err(PyRuntimeError::new_err(format!(
+                "this Reader was created in process {} and inherited through fork() by process \
+                 {}: its decoding threads did not follow it. Create the Reader after the fork \
+                 (exfeed.torch does so in each worker), or give threads=0",
+                self.owner_pid,
+                std::process::id()
+            )));
+        }
+        let engine = loop {
+            match self.engine.try_lock() {
+                Ok(engine) => break engine,
+                Err(TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(lock_briefly(&self.engine))),
+            }
+        };
+        Ok(EngineGuard {
+            engine,
+            closing: &self.closing,
+        })
+    }
+
+    /// Whether the engine's decoding threads run in this process: it is the one that made
+    /// the reader, or the reader has none (threads=0).
+    fn threads_are_here(&self) -> bool {
+        self.owner_pid == std::process::id() || self.run.threads == Some(0)
+    }
+
     /// What a saved state must agree on besides the engine options (the library checks those).
     fn fingerprint(&self) -> serde_json::Value {
         let files: Vec<String> = self

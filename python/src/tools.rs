@@ -52,15 +52,12 @@ impl<'py> Kwargs<'py> {
         Ok(v.filter(|v| !v.is_none()))
     }
 
-    /// Removes `name` and extracts it (a `TypeError` naming it when it has the wrong type).
+    /// Removes `name` and extracts it (see [`extract_arg`](crate::errors::extract_arg)).
     pub(crate) fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
         let Some(v) = self.any(name)? else {
             return Ok(None);
         };
-        v.extract::<T>().map(Some).map_err(|e| {
-            let e: PyErr = e.into();
-            PyTypeError::new_err(format!("{name}: {}", e.value(v.py())))
-        })
+        crate::errors::extract_arg(&v, name).map(Some)
     }
 
     /// A `TypeError` for the first keyword not taken.

@@ -113,7 +113,7 @@ def test_bad_arguments_name_the_argument(ctf, kwargs, error, words):
 
 
 @pytest.mark.parametrize("name, value, error", [("minibatch_size", "8", TypeError), ("seed", "x", TypeError),
-                                                 ("frame_mode", "yes", TypeError), ("threads", -1, OverflowError)])
+                                                 ("frame_mode", "yes", TypeError), ("threads", -1, ValueError)])
 def test_mistyped_arguments_are_named(ctf, name, value, error):
     # pyo3 names the argument in a note, shown in the traceback (Python >= 3.11).
     path, _ = ctf

@@ -806,3 +806,241 @@ fn an_example_of_many_events_in_few_bytes_reads_back_in_both_forms() {
         std::fs::read(&bex).unwrap()
     );
 }
+
+/// A small CTF input in `dir` and its conversion to CBF (the bytes a consumer must get).
+fn ctf_and_its_cbf(dir: &Path) -> (String, Vec<u8>) {
+    let input = dir.join("in.ctf").display().to_string();
+    std::fs::write(&input, ctf_lines(200)).unwrap();
+    let reference = dir.join("reference.cbf").display().to_string();
+    let (code, _, err) = run(&[&["convert"][..], &CTF_INPUTS, &[&input, &reference]].concat());
+    assert_eq!(code, 0, "{err}");
+    (input, std::fs::read(&reference).unwrap())
+}
+
+#[cfg(unix)]
+#[test]
+fn force_writes_into_a_fifo_for_its_reader_and_never_renames_over_it() {
+    use std::os::unix::fs::FileTypeExt;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = ctf_and_its_cbf(dir.path());
+    let fifo = dir.path().join("out.cbf");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let convert = [
+        &["convert"][..],
+        &CTF_INPUTS,
+        &[&input, fifo.to_str().unwrap()],
+    ]
+    .concat();
+    // Without --force: refused, saying what is there and what --force would do.
+    let (code, _, err) = run(&convert);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("output is a FIFO (named pipe); --force writes into it in place"),
+        "{err}"
+    );
+    // With --force: a real consumer blocked on the FIFO gets the whole conversion.
+    let got = dir.path().join("got.cbf");
+    let mut consumer = std::process::Command::new("sh")
+        .args(["-c", "exec cat \"$0\" > \"$1\""])
+        .args([&fifo, &got])
+        .spawn()
+        .unwrap();
+    let (code, _, err) = run(&[&convert[..], &["--force"]].concat());
+    let started = Instant::now();
+    let finished = loop {
+        if let Some(status) = consumer.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = consumer.kill();
+            let _ = consumer.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, 0, "{err}");
+    assert!(finished.is_some(), "the FIFO's reader never got the output");
+    assert!(
+        std::fs::read(&got).unwrap() == want,
+        "the reader got the whole CBF"
+    );
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "still a FIFO: {kind:?}");
+    assert_eq!(partial_files(dir.path()), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn force_writes_into_a_character_device_and_it_stays_one() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = ctf_and_its_cbf(dir.path());
+    // A copy of /dev/null (needs root, as the issue's reproduction did).
+    let null = dir.path().join("null");
+    let made = std::process::Command::new("mknod")
+        .arg(&null)
+        .args(["c", "1", "3"])
+        .output()
+        .unwrap();
+    if !made.status.success() {
+        record_skip_because(&format!("mknod failed: {}", text(&made.stderr)));
+        return;
+    }
+    // Through a link as well, as /dev/stdout is one.
+    let link = dir.path().join("null-link");
+    std::os::unix::fs::symlink(&null, &link).unwrap();
+    for target in [&null, &link] {
+        let target = target.to_str().unwrap();
+        let convert = [
+            &["convert"][..],
+            &CTF_INPUTS,
+            &[&input, target, "--to", "cbf"],
+        ]
+        .concat();
+        let (code, _, err) = run(&convert);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("output is a character device; --force writes into it in place"),
+            "{err}"
+        );
+        let (code, _, err) = run(&[&convert[..], &["--force"]].concat());
+        assert_eq!(code, 0, "{target}: {err}");
+        let kind = std::fs::metadata(&null).unwrap().file_type();
+        assert!(kind.is_char_device(), "{target}: still a device: {kind:?}");
+        assert_eq!(std::fs::read(&null).unwrap().len(), 0, "still /dev/null");
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(partial_files(dir.path()), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_socket_as_output_is_refused_saying_why() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = ctf_and_its_cbf(dir.path());
+    let socket = dir.path().join("out.cbf");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let socket = socket.to_str().unwrap();
+    for force in [&[][..], &["--force"]] {
+        let args = [&["convert"][..], &CTF_INPUTS, &[&input, socket], force].concat();
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(
+                "output is a socket: exfeed writes regular files, FIFOs and character devices"
+            ),
+            "{err}"
+        );
+        let kind = std::fs::symlink_metadata(socket).unwrap().file_type();
+        assert!(kind.is_socket(), "{kind:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dangling_symlink_as_output_is_named_with_what_force_would_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = ctf_and_its_cbf(dir.path());
+    let link = dir.path().join("out.cbf");
+    std::os::unix::fs::symlink("/nonexistent/exfeed-target.cbf", &link).unwrap();
+    let link = link.to_str().unwrap();
+    let convert = [&["convert"][..], &CTF_INPUTS, &[&input, link]].concat();
+    let (code, _, err) = run(&convert);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "output is a symbolic link to '/nonexistent/exfeed-target.cbf', which does not \
+             exist; --force replaces the link with a regular file"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("appeared while writing"), "{err}");
+    assert!(std::fs::symlink_metadata(link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let (code, _, err) = run(&[&convert[..], &["--force"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let meta = std::fs::symlink_metadata(link).unwrap();
+    assert!(meta.file_type().is_file(), "the link was replaced");
+    assert!(std::fs::read(link).unwrap() == want);
+}
+
+#[cfg(unix)]
+#[test]
+fn force_replaces_a_symlink_to_a_file_and_leaves_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = ctf_and_its_cbf(dir.path());
+    let kept = dir.path().join("kept.cbf");
+    std::fs::write(&kept, "old\n").unwrap();
+    let link = dir.path().join("out.cbf");
+    std::os::unix::fs::symlink(&kept, &link).unwrap();
+    let link = link.to_str().unwrap();
+    let convert = [&["convert"][..], &CTF_INPUTS, &[&input, link]].concat();
+    let (code, _, err) = run(&convert);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "output is a symbolic link to '{}'; --force replaces the link (not the file it points to) with a regular file",
+            kept.display()
+        )),
+        "{err}"
+    );
+    let (code, _, err) = run(&[&convert[..], &["--force"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(link)
+        .unwrap()
+        .file_type()
+        .is_file());
+    assert!(std::fs::read(link).unwrap() == want);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_broken_symlink_matched_by_a_corpus_glob_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g");
+    std::fs::create_dir(&g).unwrap();
+    for name in ["a.ctf", "b.ctf"] {
+        std::fs::write(g.join(name), ctf_lines(10)).unwrap();
+    }
+    std::os::unix::fs::symlink("/nonexistent", g.join("c.ctf")).unwrap();
+    // A directory matched by the glob is no shard, and no error.
+    std::fs::create_dir(g.join("d.ctf")).unwrap();
+    let glob = format!("{}/*.ctf", g.display());
+    let link = g.join("c.ctf").display().to_string();
+    let want = format!(
+        "{link}: matched by the corpus glob '{glob}', a symbolic link to '/nonexistent', which \
+         does not exist"
+    );
+    for command in ["read", "check", "convert"] {
+        let out = dir.path().join("out.cbf").display().to_string();
+        let mut args = vec![command, "--corpus", &glob];
+        args.extend(CTF_INPUTS);
+        match command {
+            "read" => args.extend(["-m", "4"]),
+            "convert" => args.push(&out),
+            _ => {}
+        }
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(err.contains(&want), "{command}: {err}");
+    }
+    // The same entry in a list file, for comparison, was an error already.
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "g/a.ctf\ng/b.ctf\ng/c.ctf\n").unwrap();
+    let list = format!("@{}", list.display());
+    let (code, _, err) = run(&[&["read", "-m", "4", "--corpus", &list][..], &CTF_INPUTS].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&link), "{err}");
+}

@@ -346,6 +346,11 @@ impl AnyReader {
         }
     }
 
+    /// A handle that stops this reader's reads from another thread.
+    pub fn stopper(&self) -> crate::reader::Stopper {
+        typed!(&self.typed, r, _s => r.stopper())
+    }
+
     /// The current position, to save and pass to [`AnyReader::restore`].
     pub fn state(&self) -> ReaderState {
         typed!(&self.typed, r, _s => r.state())

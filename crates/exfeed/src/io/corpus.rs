@@ -80,7 +80,7 @@ impl Corpus {
                     })?;
                     // exfeed's own index caches (FILE.exfeed-index) are not shards.
                     let cache = p.extension().is_some_and(|e| e == "exfeed-index");
-                    if p.is_file() && !cache {
+                    if is_file_matched(&p, spec)? && !cache {
                         files.push(p);
                     }
                 }
@@ -93,6 +93,25 @@ impl Corpus {
             return Err(Error::config(format!("corpus {self} names no file")));
         }
         Ok(files)
+    }
+}
+
+/// Whether `path`, matched by the corpus glob `spec`, is a file (directories and other special
+/// files are no shards). A symbolic link to nothing is an error naming it, as it is in a list
+/// file: skipping it would drop a shard without a word.
+fn is_file_matched(path: &Path, spec: &str) -> Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(m.is_file()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let to = std::fs::read_link(path).map_err(|e| Error::io(path, e))?;
+            let why = format!(
+                "matched by the corpus glob '{spec}', a symbolic link to '{}', which does not \
+                 exist",
+                to.display()
+            );
+            Err(Error::io(path, std::io::Error::new(e.kind(), why)))
+        }
+        Err(e) => Err(Error::io(path, e)),
     }
 }
 

@@ -71,6 +71,24 @@ enum Sink {
     Stdout(BufWriter<io::Stdout>),
 }
 
+impl Sink {
+    /// Writing `file`, compressed as `target`'s name says.
+    fn file(target: &Path, file: File) -> Self {
+        let buffered = BufWriter::with_capacity(1 << 20, file);
+        match Compression::from_extension(target) {
+            Compression::None => Sink::Plain(buffered),
+            Compression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(
+                buffered,
+                flate2::Compression::default(),
+            )),
+            Compression::Bzip2 => Sink::Bzip2(bzip2::write::BzEncoder::new(
+                buffered,
+                bzip2::Compression::default(),
+            )),
+        }
+    }
+}
+
 /// An output file being written. Write through [`AtomicOutput`]'s `Write` impl, then
 /// [`AtomicOutput::commit`]; dropping it without committing removes the temporary file.
 /// Names ending in `.gz` or `.bz2` are compressed.
@@ -114,20 +132,111 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// What is at an output path before it is written, and the refusal naming it.
+enum Existing {
+    Nothing,
+    /// A regular file, or a symbolic link to one or to nothing: replaced (the name, never the
+    /// file a link points to) by renaming the complete output over it.
+    Replaceable(String),
+    /// A FIFO or a character device (or a link to one), named: written into in place, as a
+    /// shell's redirection does; a rename would put a regular file in its place.
+    Device(&'static str),
+    /// A directory, a socket or a block device, named: never written.
+    Unwritable(&'static str),
+}
+
+/// What `target` is: its kind, through a symbolic link (a dangling link is there too).
+fn what_is_at(target: &Path) -> io::Result<Existing> {
+    let own = match std::fs::symlink_metadata(target) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Nothing),
+        Err(e) => return Err(e),
+    };
+    let link_to = match own.file_type().is_symlink() {
+        true => Some(std::fs::read_link(target)?.display().to_string()),
+        false => None,
+    };
+    let kind = match std::fs::metadata(target) {
+        Ok(m) => m.file_type(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let to = link_to.unwrap_or_default();
+            return Ok(Existing::Replaceable(format!(
+                "output is a symbolic link to '{to}', which does not exist; --force replaces \
+                 the link with a regular file"
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    if kind.is_file() {
+        return Ok(Existing::Replaceable(match link_to {
+            Some(to) => format!(
+                "output is a symbolic link to '{to}'; --force replaces the link (not the file \
+                 it points to) with a regular file"
+            ),
+            None => "output exists; replace it with --force".into(),
+        }));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let device = if kind.is_fifo() {
+            Some("a FIFO (named pipe)")
+        } else if kind.is_char_device() {
+            Some("a character device")
+        } else {
+            None
+        };
+        if let Some(device) = device {
+            return Ok(Existing::Device(device));
+        }
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if is_socket(&kind) {
+        "a socket"
+    } else {
+        "a block device or another special file"
+    };
+    Ok(Existing::Unwritable(what))
+}
+
+fn is_socket(kind: &std::fs::FileType) -> bool {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileTypeExt::is_socket(kind);
+    #[cfg(not(unix))]
+    return false;
+}
+
 impl AtomicOutput {
+    /// Writes into a FIFO or character device in place (opening a FIFO waits for its reader):
+    /// as standard output, nothing is renamed and an error part-way leaves what was written.
+    fn into_device(target: &Path, options: &OutputOptions) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(target)
+            .map_err(|e| Error::io(target, e))?;
+        Ok(Self::in_place(Sink::file(target, file), target, options))
+    }
+
+    /// An output written as it comes, without a temporary file (standard output, a device).
+    fn in_place(sink: Sink, target: &Path, options: &OutputOptions) -> Self {
+        AtomicOutput {
+            sink,
+            temp: None,
+            target: target.to_path_buf(),
+            force: options.force,
+            written: 0,
+            writeback_at: 0,
+            _registration: None,
+        }
+    }
+
     /// Starts writing `target`. Fails at once if it is one of the inputs, or exists and
     /// `force` is not set.
     pub fn create(target: &Path, options: &OutputOptions) -> Result<Self> {
         if target == Path::new("-") {
-            return Ok(AtomicOutput {
-                sink: Sink::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())),
-                temp: None,
-                target: target.to_path_buf(),
-                force: options.force,
-                written: 0,
-                writeback_at: 0,
-                _registration: None,
-            });
+            let stdout = BufWriter::with_capacity(1 << 16, io::stdout());
+            return Ok(Self::in_place(Sink::Stdout(stdout), target, options));
         }
         if options.inputs.iter().any(|i| same_file(i, target)) {
             return Err(refused(
@@ -135,11 +244,34 @@ impl AtomicOutput {
                 "output is the same file as an input".into(),
             ));
         }
-        if !options.force && target.exists() {
-            return Err(refused(
-                target,
-                "output exists; replace it with --force (overwrite=True in Python)".into(),
-            ));
+        match what_is_at(target).map_err(|e| Error::io(target, e))? {
+            Existing::Nothing => {}
+            Existing::Replaceable(what) if !options.force => {
+                return Err(refused(
+                    target,
+                    format!("{what} (overwrite=True in Python)"),
+                ));
+            }
+            Existing::Device(kind) if !options.force => {
+                return Err(refused(
+                    target,
+                    format!(
+                        "output is {kind}; --force writes into it in place (overwrite=True \
+                         in Python)"
+                    ),
+                ));
+            }
+            Existing::Replaceable(_) => {}
+            Existing::Device(_) => return Self::into_device(target, options),
+            Existing::Unwritable(kind) => {
+                return Err(refused(
+                    target,
+                    format!(
+                        "output is {kind}: exfeed writes regular files, FIFOs and character \
+                         devices"
+                    ),
+                ))
+            }
         }
         let dir = directory_of(target);
         // The name is registered before the file exists, so that an interrupt at any moment
@@ -161,20 +293,8 @@ impl AtomicOutput {
             .map_err(|e| Error::io(target, e))?;
         let registration = registration.expect("make_in calls its function");
         let (file, temp) = temp.into_parts();
-        let buffered = BufWriter::with_capacity(1 << 20, file);
-        let sink = match Compression::from_extension(target) {
-            Compression::None => Sink::Plain(buffered),
-            Compression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(
-                buffered,
-                flate2::Compression::default(),
-            )),
-            Compression::Bzip2 => Sink::Bzip2(bzip2::write::BzEncoder::new(
-                buffered,
-                bzip2::Compression::default(),
-            )),
-        };
         Ok(AtomicOutput {
-            sink,
+            sink: Sink::file(target, file),
             temp: Some(temp),
             target: target.to_path_buf(),
             force: options.force,
@@ -193,9 +313,9 @@ impl AtomicOutput {
     /// directory (the disk that takes the output), or the system's temporary directory when
     /// the output is standard output.
     pub fn temp_dir(&self) -> PathBuf {
-        match self.sink {
-            Sink::Stdout(_) => std::env::temp_dir(),
-            _ => directory_of(&self.target).to_path_buf(),
+        match self.temp {
+            None => std::env::temp_dir(),
+            Some(_) => directory_of(&self.target).to_path_buf(),
         }
     }
 
@@ -256,11 +376,14 @@ impl AtomicOutput {
             Sink::Stdout(_) => unreachable!("flushed above"),
         };
         let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
+        let Some(temp) = self.temp else {
+            // A device or FIFO written in place: nothing to sync or rename.
+            return Ok(());
+        };
         if sync {
             file.sync_all().map_err(io)?;
         }
         drop(file);
-        let temp = self.temp.expect("a file output has its temporary file");
         let result = if self.force {
             temp.persist(&target).map(|_| ())
         } else {
@@ -330,7 +453,17 @@ impl Write for AtomicOutput {
 
 /// Writes `bytes` to `path` atomically, replacing whatever is there (a cache, a saved state):
 /// `path` holds its old content or all of `bytes`, never part of them.
+/// Only a regular file (or nothing) is replaced: a FIFO or device there is refused, since
+/// writing into it would not store anything.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Existing::Device(kind) | Existing::Unwritable(kind) =
+        what_is_at(path).map_err(|e| Error::io(path, e))?
+    {
+        return Err(refused(
+            path,
+            format!("this is {kind}: it is written only as a regular file"),
+        ));
+    }
     let replace = OutputOptions {
         force: true,
         ..OutputOptions::default()
@@ -422,6 +555,25 @@ mod tests {
         replace_file(&target, b"new").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         assert_eq!(files_in(dir.path()), ["state.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_file_refuses_a_fifo_rather_than_block_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("cache");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&target)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = replace_file(&target, b"new").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("this is a FIFO (named pipe): it is written only as a regular file"),
+            "{err}"
+        );
+        assert_eq!(files_in(dir.path()), ["cache"]);
     }
 
     #[test]

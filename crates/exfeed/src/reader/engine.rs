@@ -242,6 +242,23 @@ struct Cursor {
     index: usize,
 }
 
+/// Stops a reader's read from another thread: the read in progress, and every later one,
+/// fails at the next window ([`Reader::stopper`]). For closing a reader that another thread is
+/// reading.
+#[derive(Debug, Clone, Default)]
+pub struct Stopper(Arc<std::sync::atomic::AtomicBool>);
+
+impl Stopper {
+    /// Stops the reader: its read in progress and every later one fail.
+    pub fn stop(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// The minibatch reader. See the [module documentation](super).
 pub struct Reader<T: Element> {
     source: Arc<dyn ChunkSource<T>>,
@@ -260,6 +277,7 @@ pub struct Reader<T: Element> {
     minibatches: u64,
     done: bool,
     failed: bool,
+    stopper: Stopper,
     // Prefetch.
     sched: Cursor,
     pending: VecDeque<(usize, Pending<T>)>,
@@ -362,6 +380,7 @@ impl<T: Element> Reader<T> {
             minibatches: 0,
             done: false,
             failed: false,
+            stopper: Stopper::default(),
             sched: Cursor {
                 sweep: 0,
                 window: 0,
@@ -556,6 +575,11 @@ impl<T: Element> Reader<T> {
         self.done || self.no_data
     }
 
+    /// A handle that stops this reader's reads from another thread.
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
     /// Fills `mb` with the next minibatch of about `size` samples: whole sequences while they
     /// fit, and always at least one. Returns `false` (and an empty `mb`) once the epoch is over.
     pub fn next_minibatch(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
@@ -613,6 +637,13 @@ impl<T: Element> Reader<T> {
             _ => size,
         };
         while !self.is_done() {
+            if self.stopper.stopped() {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default(),
+                    "the reader was stopped during a read",
+                ));
+            }
             let loaded = self
                 .loaded
                 .as_ref()

@@ -108,7 +108,7 @@ pub(crate) mod rng;
 mod tests;
 
 pub use engine::{
-    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
+    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
 };
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 pub use pool::release_kept_batches;
