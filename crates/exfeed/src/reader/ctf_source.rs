@@ -488,14 +488,14 @@ impl CtfSource {
 }
 
 impl CtfSource {
-    /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are mapped
-    /// (no copy; just these pages, unmapped when done, so memory stays bounded by the chunks
-    /// being decoded) after the kernel was asked to read exactly them ahead
-    /// (`POSIX_FADV_WILLNEED`: in large requests, while the first ones are decoded), so page
-    /// faults find them there or in flight and never read around them (the neighbouring bytes
-    /// are other workers' chunks). Not `MADV_RANDOM` on the map: with it the faults read the
-    /// pages one at a time, advice or not (a cold 32 MiB chunk took 250 ms against 45 ms). They
-    /// are read into a buffer where mapping fails.
+    /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are read into
+    /// a buffer (one positioned read, after the kernel was asked to read exactly them ahead,
+    /// `POSIX_FADV_WILLNEED`, so it never reads around them: the neighbouring bytes are other
+    /// workers' chunks), never mapped: a mapped file that shrinks under the reader (truncated,
+    /// or rewritten in place by `cp`) kills the process with `SIGBUS` on the next access to a
+    /// page past its new end, which no Rust program can recover from, where a read just comes
+    /// back short and becomes an error naming the file and the byte. The copy costs some CPU
+    /// (docs/hardening.md has the figures); memory stays bounded by the chunks being decoded.
     fn chunk_bytes(&self, start: u64, end: u64, chunk: usize) -> Result<ChunkBytes<'_>> {
         let place = |e: Error| {
             e.in_file(self.name.clone())
@@ -516,24 +516,6 @@ impl CtfSource {
             }
         };
         crate::io::advise_will_need(f, start, end - start);
-        let page = 4096u64;
-        let aligned = start / page * page;
-        let skip = (start - aligned) as usize;
-        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        // SAFETY: a read-only private map of a range checked against the file's size; a file
-        // truncated by another process meanwhile is outside what any reader can defend against
-        // (as for every mmap user).
-        let mapped = (end <= size)
-            .then(|| unsafe {
-                memmap2::MmapOptions::new()
-                    .offset(aligned)
-                    .len(skip + len)
-                    .map(f)
-            })
-            .and_then(|m| m.ok());
-        if let Some(map) = mapped {
-            return Ok(ChunkBytes::Mapped { map, skip });
-        }
         let mut buf = take_buffer();
         buf.clear();
         buf.resize(len, 0);
@@ -595,10 +577,8 @@ impl CtfSource {
     ///
     /// Its pieces are taken in file order by this thread and (with `offer`) by idle threads of
     /// the reader's pool (helpers offered to rayon's work stealing: a busy thread never takes
-    /// one, so the threads are never oversubscribed); each piece's pages are brought in when it
-    /// is taken, so the chunk is decoded while the rest of it is still being read from storage
-    /// (the whole range was advised `WILLNEED`, see [`CtfSource::chunk_bytes`]). This thread decodes its pieces straight into `out` until a helper takes one;
-    /// the pieces from there on are decoded into batches of their own and appended in order.
+    /// one, so the threads are never oversubscribed). This thread decodes its pieces straight
+    /// into `out` until a helper takes one; the pieces from there on are decoded into batches of their own and appended in order.
     /// The pieces' parsers do not see across pieces, so on an error (the first in file order
     /// stops the taking of pieces) or an id repeated in two pieces the chunk is decoded again
     /// in one piece, which reports what one parse reports. Errors end the reading (a chunk is
@@ -668,7 +648,6 @@ impl CtfSource {
         let ids = pieces.mode() == KeyMode::Ids;
         if n > 1 && (result.is_err() || (ids && repeats(out.keys()))) {
             out.clear();
-            bytes.populate(0..bytes.bytes().len());
             (result, diagnostics) = self.decode(pieces.bounds(), 1, out, bytes.bytes());
         }
         self.keep(diagnostics);
@@ -726,7 +705,6 @@ impl CtfSource {
             let (result, diagnostics) = match work.ranges.range(&within, i) {
                 Ok((start, end)) => {
                     let piece = (start - base) as usize..(end - base) as usize;
-                    work.bytes.populate(piece.clone());
                     self.decode(start..end, 1, batch, &bytes[piece])
                 }
                 Err(e) => (Err(e), Vec::new()),
@@ -762,8 +740,6 @@ impl<T> Drop for Running<'_, T> {
 
 /// A chunk's bytes while it is decoded ([`CtfSource::chunk_bytes`]).
 enum ChunkBytes<'a> {
-    /// Mapped from the file (`skip`: the bytes before the chunk's start on its first page).
-    Mapped { map: memmap2::Mmap, skip: usize },
     /// Read from the file (a buffer of [`BUFFERS`], given back when dropped).
     Read(Vec<u8>),
     /// The data in memory.
@@ -773,23 +749,9 @@ enum ChunkBytes<'a> {
 impl ChunkBytes<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
-            ChunkBytes::Mapped { map, skip } => &map[*skip..],
             ChunkBytes::Read(b) => b,
             ChunkBytes::Borrowed(b) => b,
         }
-    }
-
-    /// Brings bytes `range` of the chunk in before they are parsed: a mapped range's page
-    /// tables filled in one call (`MADV_POPULATE_READ`, as `MAP_POPULATE` would), waiting for
-    /// pages still being read. Advice only: where it fails, pages fault on use.
-    fn populate(&self, range: std::ops::Range<usize>) {
-        #[cfg(target_os = "linux")]
-        if let ChunkBytes::Mapped { map, skip } = self {
-            let advice = memmap2::Advice::PopulateRead;
-            let _ = map.advise_range(advice, skip + range.start, range.len());
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = range;
     }
 }
 
@@ -910,7 +872,6 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                 let c = &ix.chunks[chunk];
                 let range = c.offset..c.offset + c.bytes;
                 let bytes = self.chunk_bytes(range.start, range.end, chunk)?;
-                bytes.populate(0..bytes.bytes().len());
                 let (r, diagnostics) = self.decode(range, c.line, out, bytes.bytes());
                 self.keep(diagnostics);
                 r
