@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import exfeed
 from conftest import INPUTS, write_ctf
 
@@ -63,3 +65,28 @@ def test_a_ctf_file_truncated_while_read_is_an_error_naming_it_and_the_byte(tmp_
         done = truncated_between_steps(path, 1000, inputs=INPUTS, chunk_size=1 << 20, index=index)
         assert done.returncode == 0, f"index={index}: killed by signal {-done.returncode}: {done.stderr}"
         assert "ERROR" in done.stdout and "data.ctf" in done.stdout and "byte" in done.stdout, done.stdout
+
+
+def test_a_state_is_refused_on_other_contents_under_the_same_name(tmp_path):
+    # Python compared the file names only: the same name, size and first 64 KiB (the sample
+    # estimate without an index) with other sequences after them resumed there.
+    n = 12000
+    old = "".join(f"{i:05} |x {i % 10}\n" for i in range(n))
+    regrouped = "".join(f"{i // 2:05} |x {i % 10}\n" for i in range(n))
+    start = old.index("\n", 70000) + 1
+    path = tmp_path / "data.ctf"
+    path.write_text(old)
+    options = dict(inputs={"x": ("dense", 1)}, minibatch_size=10, chunk_size=8192, seed=2)
+    r = exfeed.Reader(path, **options)
+    for _ in range(3):
+        r.next_minibatch()
+    state = r.state_dict()
+    r.close()
+    # Restored on the same data, copied elsewhere (new inode and times): accepted.
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "data.ctf"
+    copy.write_text(old)
+    exfeed.Reader(copy, **options).load_state_dict(state)
+    path.write_text(old[:start] + regrouped[start:])
+    with pytest.raises(exfeed.ConfigError, match="data file data.ctf has other contents"):
+        exfeed.Reader(path, **options).load_state_dict(state)

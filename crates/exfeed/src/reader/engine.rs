@@ -1,5 +1,6 @@
 //! [`Reader`]: the minibatch engine over a [`ChunkSource`].
 
+use super::data_stamp::FileStamp;
 use super::madvise::prepare_batch;
 use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
@@ -198,6 +199,12 @@ pub struct ReaderState {
     /// ([`ChunkSource::chunks_by_byte_range`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub byte_ranges: bool,
+    /// The data files it was saved on (see [`FileStamp`]), filled in by
+    /// [`AnyReader::state`](super::AnyReader::state), which refuses to restore it on other
+    /// data. A state without them (written by exfeed before they were kept, or by
+    /// [`Reader::state`]) is restored unchecked, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<FileStamp>>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -499,6 +506,7 @@ impl<T: Element> Reader<T> {
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),
+            data: None,
         }
     }
 

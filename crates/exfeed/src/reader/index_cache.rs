@@ -96,7 +96,7 @@ impl DataStamp {
 
 /// 64-bit FNV-1a: every step is a bijection of the state for a given byte, so any single
 /// changed byte changes the sum.
-fn checksum(bytes: &[u8]) -> u64 {
+pub(super) fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })

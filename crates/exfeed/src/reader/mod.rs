@@ -102,6 +102,7 @@ mod cbf_source;
 mod chunker;
 mod corpus;
 mod ctf_source;
+mod data_stamp;
 mod engine;
 mod index_cache;
 mod join;
@@ -130,6 +131,7 @@ pub use cbf_source::CbfSource;
 pub(crate) use corpus::{same_streams, to_corpus_keys};
 pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
+pub use data_stamp::FileStamp;
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Window,
 };
