@@ -22,7 +22,7 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
             let n = head.len().min(meta.len() as usize);
             read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
             if Compression::sniff(&head[..n]) == Compression::None {
-                return CbfFile::open_file(file).map_err(in_file);
+                return CbfFile::open_path(path, file).map_err(in_file);
             }
             // Compressed: decompressed once into a temporary file, each chunk then read from
             // it when decoded (memory holds chunks, not the file).

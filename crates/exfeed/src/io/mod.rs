@@ -31,6 +31,7 @@ mod lens_files;
 mod output;
 mod positioned;
 mod read_ahead;
+mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub(crate) use input::{copy_checked, open_peeked, read_all};
@@ -45,3 +46,4 @@ pub use output::{
 pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
+pub use reopening::ReopeningFile;

@@ -8,7 +8,7 @@ use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
+use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
 use crate::stream::StreamSpec;
 use std::fs::File;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -125,14 +125,20 @@ pub(super) struct Index {
 }
 
 enum Data {
-    File(File),
+    /// Closed while not read when many are open (a corpus's shards: see [`ReopeningFile`]).
+    File(ReopeningFile),
     Memory(InputBytes),
 }
 
 impl ReadAt for Data {
     fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
         match self {
-            Data::File(f) => f.bytes_at(offset, len, buf),
+            Data::File(f) => {
+                let f = f.get()?;
+                buf.resize(len, 0);
+                let n = crate::io::read_at_most(&f, buf, offset)?;
+                Ok(&buf[..n])
+            }
             Data::Memory(b) => b[..].bytes_at(offset, len, buf),
         }
     }
@@ -142,7 +148,7 @@ impl Data {
     /// The data's length in bytes.
     fn len(&self) -> Result<u64> {
         match self {
-            Data::File(f) => Ok(f.metadata()?.len()),
+            Data::File(f) => Ok(f.get()?.metadata()?.len()),
             Data::Memory(b) => Ok(b.len() as u64),
         }
     }
@@ -171,6 +177,8 @@ impl Data {
     fn check_line_starts(&self, ix: &Index) -> std::result::Result<(), String> {
         match self {
             Data::File(f) => {
+                let f = f.get().map_err(|e| e.to_string())?;
+                let f = &*f;
                 let mut start = [0u8; 3];
                 let n = crate::io::read_at_most(f, &mut start, 0).unwrap_or(0);
                 index_cache::check_line_starts(ix, &start[..n], |offset| {
@@ -354,17 +362,17 @@ impl CtfSource {
                         std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
                     ))
                 } else {
-                    Data::File(file)
+                    Data::File(ReopeningFile::new(&path, file)?)
                 };
                 (data, Some((path, meta)))
             }
             // A compressed file: decompressed once into a temporary file, then read by offset
             // as a plain one, so memory holds chunks, not the file.
             None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => (
-                Data::File(crate::io::spool(
+                Data::File(ReopeningFile::kept_open(crate::io::spool(
                     input,
                     Holding::CtfText(options.ctf.limits),
-                )?),
+                )?)?),
                 None,
             ),
             None => (
@@ -396,7 +404,7 @@ impl CtfSource {
         };
         if let Data::File(f) = &data {
             // From now on only chunks are read, each by its exact range.
-            crate::io::advise_random(f);
+            f.advise_random().map_err(in_file)?;
         }
         if infos.is_empty() {
             // As when the file is read as a stream: no data lines is an error, so an empty
@@ -504,7 +512,7 @@ impl CtfSource {
         let len = usize::try_from(end - start)
             .map_err(|_| place(Error::corrupt(start, "chunk too large")))?;
         let f = match &self.data {
-            Data::File(f) => f,
+            Data::File(f) => f.get().map_err(place)?,
             Data::Memory(b) => {
                 let e = usize::try_from(end)
                     .ok()
@@ -515,11 +523,11 @@ impl CtfSource {
                 return Ok(ChunkBytes::Borrowed(&b[start as usize..e]));
             }
         };
-        crate::io::advise_will_need(f, start, end - start);
+        crate::io::advise_will_need(&f, start, end - start);
         let mut buf = take_buffer();
         buf.clear();
         buf.resize(len, 0);
-        crate::io::read_exact_at(f, &mut buf, start).map_err(|e| place(e.into()))?;
+        crate::io::read_exact_at(&f, &mut buf, start).map_err(|e| place(e.into()))?;
         Ok(ChunkBytes::Read(buf))
     }
 
@@ -1002,7 +1010,7 @@ fn index(
 ) -> Result<(Index, IndexOrigin)> {
     let scan = || match data {
         Data::Memory(b) => index_buffer(b, options),
-        Data::File(f) => index_file(f, options, SCAN_BLOCK),
+        Data::File(f) => index_file(&*f.get()?, options, SCAN_BLOCK),
     };
     let Some((path, meta)) = file else {
         return Ok((scan()?, IndexOrigin::Scanned));
