@@ -113,7 +113,7 @@ impl ReopeningFile {
         Ok(file)
     }
 
-    /// Advises random reads (see [`advise_random`](super::advise_random)), now and whenever
+    /// Advises random reads (`POSIX_FADV_RANDOM`: no read-ahead), now and whenever
     /// the file is reopened.
     pub fn advise_random(&self) -> Result<()> {
         self.inner.random.store(true, Ordering::Relaxed);
