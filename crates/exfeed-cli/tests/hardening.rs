@@ -375,12 +375,12 @@ fn a_damaged_index_cache_is_not_used_and_is_replaced() {
     // One flipped bit in a chunk record once gave a false data error and the damaged cache
     // was kept; a shifted offset silently dropped a sequence. Any damaged byte now means "not
     // used, re-indexing", every sequence is read, and the rebuilt cache replaces the damaged
-    // one. The header is 60 bytes, each chunk record 48, the keys follow.
-    let chunks = u64::from_le_bytes(good[44..52].try_into().unwrap()) as usize;
+    // one. The header is 80 bytes, each chunk record 48, the keys follow.
+    let chunks = u64::from_le_bytes(good[64..72].try_into().unwrap()) as usize;
     for at in [
-        60 + 48,
-        60 + 48 + 16,
-        60 + 48 * chunks + 8 * 1500,
+        80 + 48,
+        80 + 48 + 16,
+        80 + 48 * chunks + 8 * 1500,
         good.len() - 1,
     ] {
         let mut bad = good.clone();

@@ -80,7 +80,8 @@ fn read_cbf(path: &Path, buffered: bool) -> Result<(f64, f64, u64)> {
     let file = if buffered {
         exfeed::io::open_cbf_buffered(path)?
     } else {
-        exfeed::io::open_cbf(&InputPath::new(path))?
+        // A map of a private copy (open_cbf no longer maps: see docs/hardening.md).
+        exfeed::cbf::CbfFile::open(exfeed::io::open_bytes(&InputPath::new(path))?)?
     };
     if file.is_buffered() != buffered {
         return Err("not the reader asked for".into());

@@ -66,7 +66,7 @@ enum Source<B> {
     /// The buffered fallback: the header is read at open and each chunk when it is decoded,
     /// with positioned reads (`pread`) into a reused buffer.
     File {
-        file: std::fs::File,
+        file: crate::io::ReopeningFile,
         buffer: std::sync::Mutex<Vec<u8>>,
     },
 }
@@ -97,7 +97,7 @@ impl<B: Deref<Target = [u8]>> Source<B> {
         let Source::File { file, .. } = self else {
             unreachable!("only the buffered fallback reads")
         };
-        read_exact_at(file, buf, offset).map_err(|e| {
+        read_exact_at(&*file.get()?, buf, offset).map_err(|e| {
             Error::from(e).in_context(format!("reading {} bytes at byte {offset}", buf.len()))
         })
     }
@@ -229,7 +229,17 @@ impl CbfFile<crate::io::InputBytes> {
     /// Opens a CBF file from an open file, read a range at a time with positioned reads (the
     /// buffered fallback, see [`crate::io::open_cbf`]; errors do not name the file).
     pub fn open_file(file: std::fs::File) -> Result<Self> {
-        let len = file.metadata()?.len();
+        Self::open_reopening(crate::io::ReopeningFile::kept_open(file)?)
+    }
+
+    /// As [`CbfFile::open_file`], `file` opened from `path`: closed while it is not read when
+    /// many files are open, and reopened from there (see [`crate::io::ReopeningFile`]).
+    pub fn open_path(path: &std::path::Path, file: std::fs::File) -> Result<Self> {
+        Self::open_reopening(crate::io::ReopeningFile::new(path, file)?)
+    }
+
+    fn open_reopening(file: crate::io::ReopeningFile) -> Result<Self> {
+        let len = file.get()?.metadata()?.len();
         Self::from_source(
             Source::File {
                 file,

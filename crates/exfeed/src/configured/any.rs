@@ -64,7 +64,8 @@
 use super::build::{open_configured_source_with, reader_options, ConfiguredSource};
 use crate::config::ReaderConfig;
 use crate::element::{Element, Precision};
-use crate::error::{Diagnostic, Result};
+use crate::error::{Diagnostic, Error, Result};
+use crate::io::data_stamp::{self, FileStamp};
 use crate::io::InputPath;
 use crate::reader::{
     equalize_quota, EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo,
@@ -244,6 +245,9 @@ macro_rules! typed {
 /// ones for the next minibatch.
 pub struct AnyReader {
     typed: Typed,
+    /// The data files, stamped for a saved state when one is first asked for.
+    files: Vec<InputPath>,
+    stamps: std::sync::OnceLock<Option<Vec<FileStamp>>>,
 }
 
 impl AnyReader {
@@ -300,12 +304,28 @@ impl AnyReader {
         } else {
             cfg
         };
+        let files = data_files(cfg, &options.inputs)?;
+        let stamps = std::sync::OnceLock::new();
+        // A state saved before states knew their data (it has none) is not checked.
+        if let Some(saved) = state.and_then(|s| s.data.as_deref()) {
+            let now = data_stamp::stamps(&files)?;
+            if let Some(why) = data_stamp::difference(saved, &now) {
+                return Err(Error::config(format!(
+                    "the saved reader state does not fit this reader: {why}"
+                )));
+            }
+            let _ = stamps.set(Some(now));
+        }
         let o = options.reader_options(cfg);
         let typed = match cfg.precision {
             Precision::Float => typed(cfg, options, o, state).map(|(r, s)| Typed::F32(r, s)),
             Precision::Double => typed(cfg, options, o, state).map(|(r, s)| Typed::F64(r, s)),
         }?;
-        Ok(AnyReader { typed })
+        Ok(AnyReader {
+            typed,
+            files,
+            stamps,
+        })
     }
 
     /// The precision of the values delivered.
@@ -352,8 +372,15 @@ impl AnyReader {
     }
 
     /// The current position, to save and pass to [`AnyReader::restore`].
+    /// It names the data files ([`ReaderState::data`]), stamped when it is first asked for (a
+    /// file that cannot be read then leaves the state without them).
     pub fn state(&self) -> ReaderState {
-        typed!(&self.typed, r, _s => r.state())
+        let mut state = typed!(&self.typed, r, _s => r.state());
+        let stamps = self
+            .stamps
+            .get_or_init(|| data_stamp::stamps(&self.files).ok());
+        state.data = stamps.clone();
+        state
     }
 
     /// Changes when the epoch ends (see [`Reader::set_limit`]).
@@ -402,6 +429,21 @@ impl AnyReader {
     pub fn index_origins(&self) -> Vec<crate::source::IndexOrigin> {
         typed!(&self.typed, _r, s => s.ctf_sources().iter().map(|c| c.index_origin()).collect())
     }
+}
+
+/// The data files of `cfg`, or `inputs` read in their place (see [`RunOptions::inputs`]).
+fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>> {
+    if !inputs.is_empty() {
+        return Ok(inputs.to_vec());
+    }
+    let mut files = Vec::new();
+    for d in &cfg.deserializers {
+        match &d.corpus {
+            Some(corpus) => files.extend(corpus.expand()?.into_iter().map(InputPath::File)),
+            None => files.push(InputPath::new(&d.file)),
+        }
+    }
+    Ok(files)
 }
 
 /// `cfg` with every deserializer's chunk size chosen for `workers` ([`auto_chunk_size`]) from

@@ -1,16 +1,16 @@
-//! Opening CBF files: memory-mapped, read a chunk at a time, or in memory.
+//! Opening CBF files: read a chunk at a time, or in memory.
 
 use super::{open_bytes, read_exact_at, Compression, InputBytes, InputPath};
 use crate::cbf::CbfFile;
 use crate::error::{Error, Result};
-use memmap2::Mmap;
 use std::path::Path;
 
-/// Opens a CBF file from a path or standard input; errors name the file. A plain file is
-/// memory-mapped, or read a chunk at a time when it cannot be mapped (the buffered fallback,
-/// as [`open_cbf_buffered`]); a compressed file is decompressed into an unlinked temporary
-/// file (see [`spool`](super::spool)) and read from it a chunk at a time; standard input and
-/// other non-regular files are read into memory.
+/// Opens a CBF file from a path or standard input; errors name the file. A plain file is read
+/// a chunk at a time, each chunk with one positioned read when it is decoded (never mapped: a
+/// mapped file that shrinks under the reader kills the process with `SIGBUS`, where a short
+/// read is an error naming the file and the byte); a compressed file is decompressed into an
+/// unlinked temporary file (see [`spool`](super::spool)) and read from it the same way;
+/// standard input and other non-regular files are read into memory.
 pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
     let name = input.display_name();
     let in_file = |e: Error| e.in_file(name.clone());
@@ -18,21 +18,11 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(path, e))?;
         if meta.is_file() && meta.len() > 0 {
-            // SAFETY: the map is read-only; a file truncated by another process while mapped
-            // is outside what any reader can defend against (as for every mmap user).
-            match unsafe { Mmap::map(&file) } {
-                Ok(map) if Compression::sniff(&map) == Compression::None => {
-                    return CbfFile::open(InputBytes::Mapped(map)).map_err(in_file);
-                }
-                Ok(_) => {} // compressed: decompressed below
-                Err(_) => {
-                    let mut head = [0u8; 4];
-                    let n = head.len().min(meta.len() as usize);
-                    read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
-                    if Compression::sniff(&head[..n]) == Compression::None {
-                        return CbfFile::open_file(file).map_err(in_file);
-                    }
-                }
+            let mut head = [0u8; 4];
+            let n = head.len().min(meta.len() as usize);
+            read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
+            if Compression::sniff(&head[..n]) == Compression::None {
+                return CbfFile::open_path(path, file).map_err(in_file);
             }
             // Compressed: decompressed once into a temporary file, each chunk then read from
             // it when decoded (memory holds chunks, not the file).

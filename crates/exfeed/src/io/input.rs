@@ -143,10 +143,10 @@ impl Compression {
     }
 }
 
-/// The whole content of an input: a memory map of a regular uncompressed file, or the bytes
-/// read (and decompressed) from anything else.
+/// The whole content of an input: a memory map of a private copy of a regular uncompressed
+/// file, or the bytes read (and decompressed) from anything else.
 pub enum InputBytes {
-    /// A memory-mapped file.
+    /// A memory-mapped private copy of a file (see [`open_bytes`]).
     Mapped(Mmap),
     /// Bytes in memory.
     Owned(Vec<u8>),
@@ -169,7 +169,8 @@ fn open_file(path: &Path) -> Result<File> {
     File::open(path).map_err(|e| Error::io(path, e))
 }
 
-/// Reads a whole input into memory: regular uncompressed files are memory-mapped, compressed
+/// Reads a whole input into memory: regular uncompressed files are copied by the kernel into an
+/// unlinked temporary file, which is mapped (never the input itself: see `snapshot`), compressed
 /// files are decompressed, standard input is read to its end.
 pub fn open_bytes(input: &InputPath) -> Result<InputBytes> {
     open_bytes_as(input, Holding::Binary)
@@ -183,11 +184,11 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
             let file = open_file(path)?;
             let meta = file.metadata().map_err(|e| Error::io(path, e))?;
             if meta.is_file() && meta.len() > 0 {
-                // SAFETY: the map is read-only; a file truncated by another process while
-                // mapped is outside what any reader can defend against (as for every mmap user).
-                let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-                if Compression::sniff(&map) == Compression::None {
-                    return Ok(InputBytes::Mapped(map));
+                let mut head = [0u8; 4];
+                let n = head.len().min(meta.len() as usize);
+                super::read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
+                if Compression::sniff(&head[..n]) == Compression::None {
+                    return snapshot(path, file, meta.len()).map(InputBytes::Mapped);
                 }
             }
             read_all(open_reader(input)?, &name, holding)
@@ -197,13 +198,38 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
     }
 }
 
+/// A map of a private copy of `file` (at `path`, `len` bytes long): an unlinked temporary file
+/// (in `TMPDIR`) that nothing else can change. The input itself is never mapped: a mapped file
+/// that shrinks under the reader (truncated, or rewritten in place by `cp`) kills the process
+/// with `SIGBUS` at the next access past its new end, which no Rust program can recover from.
+/// The copy is made by the kernel (`copy_file_range`, a reflink where the file system shares
+/// blocks); a file that ends before `len` while it is copied is an error naming it and the byte.
+fn snapshot(path: &Path, file: File, len: u64) -> Result<Mmap> {
+    let dir = std::env::temp_dir();
+    let in_tmp = |e: std::io::Error| {
+        Error::io(&dir, e).within(format!("copying {} to a temporary file", path.display()))
+    };
+    let mut copy = tempfile::tempfile_in(&dir).map_err(in_tmp)?;
+    let copied = std::io::copy(&mut file.take(len), &mut copy).map_err(|e| Error::io(path, e))?;
+    if copied < len {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the file ends before byte {len} (has the file changed?)"),
+        );
+        return Err(Error::io(path, e));
+    }
+    // SAFETY: a read-only map of a file that only this process holds (unlinked at creation),
+    // written whole before it is mapped and never changed after.
+    unsafe { Mmap::map(&copy) }.map_err(in_tmp)
+}
+
 /// As [`open_bytes`], but held in memory even where it could be mapped (`keepDataInMemory`):
 /// compressed files are decompressed, plain ones copied in whole.
 pub fn read_into_memory(input: &InputPath) -> Result<InputBytes> {
-    Ok(match open_bytes(input)? {
-        InputBytes::Mapped(map) => InputBytes::Owned(map.to_vec()),
-        owned => owned,
-    })
+    match input {
+        InputPath::Memory { bytes, .. } => Ok(InputBytes::Shared(bytes.clone())),
+        _ => read_all(open_reader(input)?, &input.display_name(), Holding::Binary),
+    }
 }
 
 /// What a stream read whole into memory holds, which says what can be checked as it arrives

@@ -26,15 +26,19 @@
 
 mod cbf_files;
 mod corpus;
+pub(crate) mod data_stamp;
 mod decompress;
 mod input;
 mod lens_files;
 mod output;
 mod positioned;
 mod read_ahead;
+mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub use corpus::{Corpus, DataPath};
+pub(crate) use data_stamp::checksum;
+pub use data_stamp::FileStamp;
 pub(crate) use input::{copy_checked, open_peeked, read_all};
 pub use input::{
     open_bytes, open_bytes_as, open_reader, read_into_memory, spool, Compression, Holding,
@@ -47,3 +51,4 @@ pub use output::{
 pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
+pub use reopening::ReopeningFile;

@@ -10,6 +10,7 @@ use super::ChunkSource;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
+use crate::io::FileStamp;
 use crate::stream::StreamSpec;
 use crossbeam_channel::Receiver;
 use serde::{Deserialize, Serialize};
@@ -198,6 +199,12 @@ pub struct ReaderState {
     /// ([`ChunkSource::chunks_by_byte_range`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub byte_ranges: bool,
+    /// The data files it was saved on (see [`FileStamp`]), filled in by
+    /// [`AnyReader::state`](super::AnyReader::state), which refuses to restore it on other
+    /// data. A state without them (written by exfeed before they were kept, or by
+    /// [`Reader::state`]) is restored unchecked, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<FileStamp>>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -518,6 +525,7 @@ impl<T: Element> Reader<T> {
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),
+            data: None,
         }
     }
 

@@ -12,7 +12,9 @@
 //! Every shard is opened when the corpus is (the plan needs every shard's chunk count): a CTF
 //! shard without an index reads just its first 64 KiB then (see
 //! [`IndexMode`](super::IndexMode)), one with the index is scanned or its index read from its
-//! cache. A worker decodes only its own chunks.
+//! cache. A worker decodes only its own chunks. A plain shard's file is closed when many are
+//! open and reopened when its chunks are read ([`ReopeningFile`](crate::io::ReopeningFile)), so
+//! any number of shards reads under the process's limit of open files.
 
 use crate::batch::SequenceBatch;
 pub use crate::batch::{split_corpus_key, CORPUS_KEY_BITS};

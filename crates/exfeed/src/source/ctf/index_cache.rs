@@ -1,10 +1,11 @@
 //! The index cache file of a CTF file (`cacheIndex`): `DATA.exfeed-index` beside the data,
 //! written atomically after a scan and used instead of scanning when it is valid for the data
-//! (length and modification time) and for the indexing parameters.
+//! (see [`DataStamp`]) and for the indexing parameters.
 //!
-//! Layout (little-endian), format version 2: magic "EXFIDX\0\0", u32 format version, u64 chunk
+//! Layout (little-endian), format version 3: magic "EXFIDX\0\0", u32 format version, u64 chunk
 //! size, u8 skipSequenceIds, u8 frameMode, u8 key mode (0 ids, 1 lines), u8 0, u64 data length,
-//! i64 data mtime seconds, u32 nanoseconds, u64 chunk count, u64 key count, then per chunk six
+//! i64 data mtime seconds, u32 nanoseconds, i64 data ctime seconds, u32 nanoseconds, u64 inode,
+//! u64 chunk count, u64 key count, then per chunk six
 //! u64 (offset, bytes, line, first sequence, sequences, samples), then the keys, then a 64-bit
 //! FNV-1a checksum of every byte before it.
 //!
@@ -17,12 +18,13 @@
 use super::index::{Chunk, Index};
 use crate::ctf::{KeyMode, BOM};
 use crate::error::Result;
+use crate::io::checksum;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const MAGIC: &[u8; 8] = b"EXFIDX\0\0";
-const VERSION: u32 = 2;
-const HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 8;
+const VERSION: u32 = 3;
+const HEADER: u64 = 8 + 4 + 8 + 4 + 8 + 8 + 4 + 8 + 4 + 8 + 8 + 8;
 const CHUNK_RECORD: u64 = 6 * 8;
 const CHECKSUM: u64 = 8;
 
@@ -52,11 +54,21 @@ impl CacheParams {
 }
 
 /// The data file as it was when the index was built: a cache for another state is stale.
+///
+/// Length and modification time are kept by a same-size rewrite that sets the old mtime again
+/// (`cp -p` over the file, `rsync --times`, an archive made with a fixed mtime extracted over
+/// it), so the inode-change time (ctime) is kept too: every write, and setting the mtime
+/// itself, sets it to the current time, and no program can set it back. The inode number
+/// catches a file replaced by another (a rename over it) on file systems whose ctime is coarse.
+/// Copying the data with its cache elsewhere changes both: the copy is indexed again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct DataStamp {
     len: u64,
     secs: i64,
     nanos: u32,
+    changed_secs: i64,
+    changed_nanos: u32,
+    inode: u64,
 }
 
 impl DataStamp {
@@ -65,20 +77,22 @@ impl DataStamp {
             Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
             _ => (0, 0),
         };
+        #[cfg(unix)]
+        let (changed_secs, changed_nanos, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.ctime(), meta.ctime_nsec() as u32, meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (changed_secs, changed_nanos, inode) = (0, 0, 0);
         DataStamp {
             len: meta.len(),
             secs,
             nanos,
+            changed_secs,
+            changed_nanos,
+            inode,
         }
     }
-}
-
-/// 64-bit FNV-1a: every step is a bijection of the state for a given byte, so any single
-/// changed byte changes the sum.
-fn checksum(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The cache file's bytes for `ix`.
@@ -99,6 +113,9 @@ pub(super) fn encode(ix: &Index, stamp: DataStamp, p: CacheParams) -> Vec<u8> {
     out.extend_from_slice(&stamp.len.to_le_bytes());
     out.extend_from_slice(&stamp.secs.to_le_bytes());
     out.extend_from_slice(&stamp.nanos.to_le_bytes());
+    out.extend_from_slice(&stamp.changed_secs.to_le_bytes());
+    out.extend_from_slice(&stamp.changed_nanos.to_le_bytes());
+    out.extend_from_slice(&stamp.inode.to_le_bytes());
     out.extend_from_slice(&(ix.chunks.len() as u64).to_le_bytes());
     out.extend_from_slice(&(ix.keys.len() as u64).to_le_bytes());
     for c in &ix.chunks {
@@ -157,6 +174,18 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
 }
 
+/// The data stamp in a cache's header `head`.
+fn stamp_at(head: &[u8]) -> DataStamp {
+    DataStamp {
+        len: u64_at(head, 24),
+        secs: i64::from_le_bytes(head[32..40].try_into().expect("8 bytes")),
+        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4 bytes")),
+        changed_secs: i64::from_le_bytes(head[44..52].try_into().expect("8 bytes")),
+        changed_nanos: u32::from_le_bytes(head[52..56].try_into().expect("4 bytes")),
+        inode: u64_at(head, 56),
+    }
+}
+
 /// Decodes and checks a cache's bytes for data in state `stamp`, indexed with `p`.
 pub(super) fn decode(
     bytes: &[u8],
@@ -195,16 +224,11 @@ pub(super) fn decode(
     } else {
         KeyMode::Ids
     };
-    let got_stamp = DataStamp {
-        len: u64_at(head, 24),
-        secs: i64::from_le_bytes(head[32..40].try_into().expect("8 bytes")),
-        nanos: u32::from_le_bytes(head[40..44].try_into().expect("4 bytes")),
-    };
-    if got_stamp != stamp {
+    if stamp_at(head) != stamp {
         return Err("the data file has changed since it was built".into());
     }
-    let n_chunks = u64_at(head, 44);
-    let n_keys = u64_at(head, 52);
+    let n_chunks = u64_at(head, 64);
+    let n_keys = u64_at(head, 72);
     let expected = n_chunks
         .checked_mul(CHUNK_RECORD)
         .and_then(|c| n_keys.checked_mul(8).and_then(|k| c.checked_add(k)))
@@ -278,11 +302,7 @@ pub fn fuzz_decode(bytes: &[u8]) {
     if bytes.len() < HEADER as usize {
         return;
     }
-    let stamp = DataStamp {
-        len: u64_at(bytes, 24),
-        secs: i64::from_le_bytes(bytes[32..40].try_into().expect("8 bytes")),
-        nanos: u32::from_le_bytes(bytes[40..44].try_into().expect("4 bytes")),
-    };
+    let stamp = stamp_at(bytes);
     let p = CacheParams {
         chunk_size: u64_at(bytes, 12),
         skip_ids: bytes[20] == 1,

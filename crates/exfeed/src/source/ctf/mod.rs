@@ -9,7 +9,7 @@ use crate::batch::SequenceBatch;
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes_as, Holding, InputBytes, InputPath};
+use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
 pub use crate::options::IndexMode;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
@@ -61,14 +61,20 @@ impl Default for CtfSourceOptions {
 }
 
 enum Data {
-    File(File),
+    /// Closed while not read when many are open (a corpus's shards: see [`ReopeningFile`]).
+    File(ReopeningFile),
     Memory(InputBytes),
 }
 
 impl ReadAt for Data {
     fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
         match self {
-            Data::File(f) => f.bytes_at(offset, len, buf),
+            Data::File(f) => {
+                let f = f.get()?;
+                buf.resize(len, 0);
+                let n = crate::io::read_at_most(&f, buf, offset)?;
+                Ok(&buf[..n])
+            }
             Data::Memory(b) => b[..].bytes_at(offset, len, buf),
         }
     }
@@ -78,7 +84,7 @@ impl Data {
     /// The data's length in bytes.
     fn len(&self) -> Result<u64> {
         match self {
-            Data::File(f) => Ok(f.metadata()?.len()),
+            Data::File(f) => Ok(f.get()?.metadata()?.len()),
             Data::Memory(b) => Ok(b.len() as u64),
         }
     }
@@ -107,6 +113,8 @@ impl Data {
     fn check_line_starts(&self, ix: &Index) -> std::result::Result<(), String> {
         match self {
             Data::File(f) => {
+                let f = f.get().map_err(|e| e.to_string())?;
+                let f = &*f;
                 let mut start = [0u8; 3];
                 let n = crate::io::read_at_most(f, &mut start, 0).unwrap_or(0);
                 index_cache::check_line_starts(ix, &start[..n], |offset| {
@@ -292,17 +300,17 @@ impl CtfSource {
                         std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
                     ))
                 } else {
-                    Data::File(file)
+                    Data::File(ReopeningFile::new(&path, file)?)
                 };
                 (data, Some((path, meta)))
             }
             // A compressed file: decompressed once into a temporary file, then read by offset
             // as a plain one, so memory holds chunks, not the file.
             None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => (
-                Data::File(crate::io::spool(
+                Data::File(ReopeningFile::kept_open(crate::io::spool(
                     input,
                     Holding::CtfText(options.ctf.limits),
-                )?),
+                )?)?),
                 None,
             ),
             None => (
@@ -334,7 +342,7 @@ impl CtfSource {
         };
         if let Data::File(f) = &data {
             // From now on only chunks are read, each by its exact range.
-            crate::io::advise_random(f);
+            f.advise_random().map_err(in_file)?;
         }
         if infos.is_empty() {
             // As when the file is read as a stream: no data lines is an error, so an empty
@@ -426,14 +434,14 @@ impl CtfSource {
 }
 
 impl CtfSource {
-    /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are mapped
-    /// (no copy; just these pages, unmapped when done, so memory stays bounded by the chunks
-    /// being decoded) after the kernel was asked to read exactly them ahead
-    /// (`POSIX_FADV_WILLNEED`: in large requests, while the first ones are decoded), so page
-    /// faults find them there or in flight and never read around them (the neighbouring bytes
-    /// are other workers' chunks). Not `MADV_RANDOM` on the map: with it the faults read the
-    /// pages one at a time, advice or not (a cold 32 MiB chunk took 250 ms against 45 ms). They
-    /// are read into a buffer where mapping fails.
+    /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are read into
+    /// a buffer (one positioned read, after the kernel was asked to read exactly them ahead,
+    /// `POSIX_FADV_WILLNEED`, so it never reads around them: the neighbouring bytes are other
+    /// workers' chunks), never mapped: a mapped file that shrinks under the reader (truncated,
+    /// or rewritten in place by `cp`) kills the process with `SIGBUS` on the next access to a
+    /// page past its new end, which no Rust program can recover from, where a read just comes
+    /// back short and becomes an error naming the file and the byte. The copy costs some CPU
+    /// (docs/hardening.md has the figures); memory stays bounded by the chunks being decoded.
     fn chunk_bytes(&self, start: u64, end: u64, chunk: usize) -> Result<ChunkBytes<'_>> {
         let place = |e: Error| {
             e.in_file(self.name.clone())
@@ -442,7 +450,7 @@ impl CtfSource {
         let len = usize::try_from(end - start)
             .map_err(|_| place(Error::corrupt(start, "chunk too large")))?;
         let f = match &self.data {
-            Data::File(f) => f,
+            Data::File(f) => f.get().map_err(place)?,
             Data::Memory(b) => {
                 let e = usize::try_from(end)
                     .ok()
@@ -453,29 +461,11 @@ impl CtfSource {
                 return Ok(ChunkBytes::Borrowed(&b[start as usize..e]));
             }
         };
-        crate::io::advise_will_need(f, start, end - start);
-        let page = 4096u64;
-        let aligned = start / page * page;
-        let skip = (start - aligned) as usize;
-        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        // SAFETY: a read-only private map of a range checked against the file's size; a file
-        // truncated by another process meanwhile is outside what any reader can defend against
-        // (as for every mmap user).
-        let mapped = (end <= size)
-            .then(|| unsafe {
-                memmap2::MmapOptions::new()
-                    .offset(aligned)
-                    .len(skip + len)
-                    .map(f)
-            })
-            .and_then(|m| m.ok());
-        if let Some(map) = mapped {
-            return Ok(ChunkBytes::Mapped { map, skip });
-        }
+        crate::io::advise_will_need(&f, start, end - start);
         let mut buf = take_buffer();
         buf.clear();
         buf.resize(len, 0);
-        crate::io::read_exact_at(f, &mut buf, start).map_err(|e| place(e.into()))?;
+        crate::io::read_exact_at(&f, &mut buf, start).map_err(|e| place(e.into()))?;
         Ok(ChunkBytes::Read(buf))
     }
 
@@ -533,10 +523,8 @@ impl CtfSource {
     ///
     /// Its pieces are taken in file order by this thread and (with `offer`) by idle threads of
     /// the reader's pool (helpers offered to rayon's work stealing: a busy thread never takes
-    /// one, so the threads are never oversubscribed); each piece's pages are brought in when it
-    /// is taken, so the chunk is decoded while the rest of it is still being read from storage
-    /// (the whole range was advised `WILLNEED`, see [`CtfSource::chunk_bytes`]). This thread decodes its pieces straight into `out` until a helper takes one;
-    /// the pieces from there on are decoded into batches of their own and appended in order.
+    /// one, so the threads are never oversubscribed). This thread decodes its pieces straight
+    /// into `out` until a helper takes one; the pieces from there on are decoded into batches of their own and appended in order.
     /// The pieces' parsers do not see across pieces, so on an error (the first in file order
     /// stops the taking of pieces) the chunk is decoded again in one piece, which reports what
     /// one parse reports. Errors end the reading (a chunk is
@@ -604,7 +592,6 @@ impl CtfSource {
         // differently): the chunk again in one piece, for what one parse makes of it.
         if n > 1 && result.is_err() {
             out.clear();
-            bytes.populate(0..bytes.bytes().len());
             (result, diagnostics) = self.decode(pieces.bounds(), 1, out, bytes.bytes());
         }
         self.keep(diagnostics);
@@ -662,7 +649,6 @@ impl CtfSource {
             let (result, diagnostics) = match work.ranges.range(&within, i) {
                 Ok((start, end)) => {
                     let piece = (start - base) as usize..(end - base) as usize;
-                    work.bytes.populate(piece.clone());
                     self.decode(start..end, 1, batch, &bytes[piece])
                 }
                 Err(e) => (Err(e), Vec::new()),
@@ -698,8 +684,6 @@ impl<T> Drop for Running<'_, T> {
 
 /// A chunk's bytes while it is decoded ([`CtfSource::chunk_bytes`]).
 enum ChunkBytes<'a> {
-    /// Mapped from the file (`skip`: the bytes before the chunk's start on its first page).
-    Mapped { map: memmap2::Mmap, skip: usize },
     /// Read from the file (a buffer of [`BUFFERS`], given back when dropped).
     Read(Vec<u8>),
     /// The data in memory.
@@ -709,23 +693,9 @@ enum ChunkBytes<'a> {
 impl ChunkBytes<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
-            ChunkBytes::Mapped { map, skip } => &map[*skip..],
             ChunkBytes::Read(b) => b,
             ChunkBytes::Borrowed(b) => b,
         }
-    }
-
-    /// Brings bytes `range` of the chunk in before they are parsed: a mapped range's page
-    /// tables filled in one call (`MADV_POPULATE_READ`, as `MAP_POPULATE` would), waiting for
-    /// pages still being read. Advice only: where it fails, pages fault on use.
-    fn populate(&self, range: std::ops::Range<usize>) {
-        #[cfg(target_os = "linux")]
-        if let ChunkBytes::Mapped { map, skip } = self {
-            let advice = memmap2::Advice::PopulateRead;
-            let _ = map.advise_range(advice, skip + range.start, range.len());
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = range;
     }
 }
 
@@ -836,7 +806,6 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                 let c = &ix.chunks[chunk];
                 let range = c.offset..c.offset + c.bytes;
                 let bytes = self.chunk_bytes(range.start, range.end, chunk)?;
-                bytes.populate(0..bytes.bytes().len());
                 let (r, diagnostics) = self.decode(range, c.line, out, bytes.bytes());
                 self.keep(diagnostics);
                 r
@@ -990,7 +959,7 @@ fn index(
 ) -> Result<(Index, IndexOrigin)> {
     let scan = || match data {
         Data::Memory(b) => index_buffer(b, options),
-        Data::File(f) => index_file(f, options, SCAN_BLOCK),
+        Data::File(f) => index_file(&*f.get()?, options, SCAN_BLOCK),
     };
     let Some((path, meta)) = file else {
         return Ok((scan()?, IndexOrigin::Scanned));
