@@ -230,7 +230,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
 }
 
-/// Exit status for a library error, the same for every command (as the README says): 2 for
+/// Exit status for a library error, the same for every command (as docs/cli.md says): 2 for
 /// I/O and usage problems, 1 for invalid data.
 pub fn exit_code_for(err: &Error) -> u8 {
     match err.kind() {
