@@ -57,13 +57,19 @@ fn every_ctf_config_section_dumps_like_its_flags() {
                 let what = format!("{cfg_name} [{section}] on {}", d.file.display());
                 assert_eq!(by_config.status.code(), by_flags.status.code(), "{what}");
                 assert_eq!(by_config.stdout, by_flags.stdout, "{what}");
-                // The data path given differs from the config's relative `file =`: a note.
+                // The data path given differs from the config's relative `file =`: a note,
+                // which only trace level 2 (information) shows.
                 let stderr = common::text(&by_config.stderr);
-                let (note, rest) = stderr.split_once('\n').unwrap();
-                assert!(
-                    note.starts_with("exfeed: note: reading "),
-                    "{what}: {stderr}"
-                );
+                let rest = if cfg.trace_level >= 2 {
+                    let (note, rest) = stderr.split_once('\n').unwrap();
+                    assert!(
+                        note.starts_with("exfeed: note: reading "),
+                        "{what}: {stderr}"
+                    );
+                    rest
+                } else {
+                    &stderr
+                };
                 assert_eq!(rest, common::text(&by_flags.stderr), "{what}");
                 compared += 1;
             }
@@ -197,12 +203,12 @@ fn config_names_what_it_cannot_read_and_exits_1() {
 }
 
 /// read, check and dump take the data file from the config's `file =`; --set overrides a
-/// parameter; a FILE given overrides the config's file with a note.
+/// parameter; a FILE given overrides the config's file, which a note says at trace level 2.
 #[test]
 fn read_check_dump_take_the_file_from_the_config() {
     let cfg = own_config("slot_tagging.cntk");
-    let chosen = "exfeed: note: using section 'Train' (the first section of command = Train:Dump:Test that has a reader)\n\
-                  exfeed: warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored\n";
+    let chosen = "exfeed: note: using section 'Train' (the first section of command = Train:Dump:Test that has a reader)\n";
+    let warned = "exfeed: warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored\n";
     let dump = exfeed(["dump", "--config", &cfg]);
     assert_eq!(
         dump.status.code(),
@@ -210,11 +216,15 @@ fn read_check_dump_take_the_file_from_the_config() {
         "{}",
         common::text(&dump.stderr)
     );
-    assert!(
-        common::text(&dump.stderr).starts_with(chosen),
-        "{}",
-        common::text(&dump.stderr)
-    );
+    // The config's `verbosity = 0` hides even warnings; `--trace-level` wins over it: 1 shows
+    // the warnings, 2 also which section was used (information).
+    assert_eq!(common::text(&dump.stderr), "");
+    let warnings = exfeed(["dump", "--config", &cfg, "--trace-level", "1"]);
+    assert_eq!(common::text(&warnings.stderr), warned);
+    let informed = exfeed(["dump", "--config", &cfg, "--trace-level", "2"]);
+    assert_eq!(common::text(&informed.stderr), format!("{chosen}{warned}"));
+    let quiet = exfeed(["dump", "--config", &cfg, "--trace-level", "0"]);
+    assert_eq!(common::text(&quiet.stderr), "");
     let lines: Vec<String> = common::text(&dump.stdout)
         .lines()
         .map(str::to_string)
@@ -222,21 +232,40 @@ fn read_check_dump_take_the_file_from_the_config() {
     assert_eq!(lines.len(), 3, "train.ctf has 3 sequences");
     assert!(lines[0].starts_with("{\"key\":0,"), "{}", lines[0]);
     // The same with the file given explicitly: the same output, no note about the file.
+    let dump_file = |file: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["dump", file.to_str().unwrap(), "--config", &cfg];
+        args.extend_from_slice(extra);
+        exfeed(args)
+    };
     let data = std::path::Path::new(&cfg).with_file_name("data/train.ctf");
-    let explicit = exfeed(["dump", data.to_str().unwrap(), "--config", &cfg]);
+    let explicit = dump_file(&data, &["--trace-level", "2"]);
     assert_eq!(explicit.stdout, dump.stdout);
     assert!(!common::text(&explicit.stderr).contains("instead of"));
-    // Another file overrides the config's, and says so.
+    // Another file overrides the config's; a note says so at trace level 2, never below.
     let test = std::path::Path::new(&cfg).with_file_name("data/test.ctf");
-    let other = exfeed(["dump", test.to_str().unwrap(), "--config", &cfg]);
+    let other = dump_file(&test, &["--trace-level", "2"]);
     assert_eq!(other.status.code(), Some(0));
     assert_eq!(common::text(&other.stdout).lines().count(), 2);
     assert!(common::text(&other.stderr).contains(&format!(
         "exfeed: note: reading {} given on the command line instead of the config's file = ",
         test.display()
     )));
+    for level in [&[][..], &["--trace-level", "1"], &["--trace-level", "0"]] {
+        let out = dump_file(&test, level);
+        assert_eq!(out.stdout, other.stdout);
+        let stderr = common::text(&out.stderr);
+        assert!(!stderr.contains("note:"), "{level:?}: {stderr}");
+    }
     // check and read, and the section chosen with --set command=..., DataDir with --set.
-    let check = exfeed(["check", "--config", &cfg, "--set", "command=Test"]);
+    let check = exfeed([
+        "check",
+        "--config",
+        &cfg,
+        "--set",
+        "command=Test",
+        "--trace-level",
+        "2",
+    ]);
     assert_eq!(
         check.status.code(),
         Some(0),
@@ -283,4 +312,69 @@ fn read_check_dump_take_the_file_from_the_config() {
         "{}",
         common::text(&none.stderr)
     );
+}
+
+/// The README's first command: the sample config names its data file as `$ConfigDir$/...`, so
+/// it runs from any directory with no FILE, and the happy path says nothing but the summary.
+/// `--set` is an override, not a duplicate, and `exfeed config` says where a value came from.
+#[test]
+fn the_sample_config_runs_from_anywhere_and_an_override_is_no_duplicate() {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+    let cfg = samples.join("sequences.cntk").canonicalize().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let read = |dir: &std::path::Path, cfg: &str, extra: &[&str]| {
+        let mut args = vec![
+            "read",
+            "--config",
+            cfg,
+            "--minibatch-size",
+            "32",
+            "--max-sweeps",
+            "2",
+            "--dump",
+        ];
+        args.extend_from_slice(extra);
+        common::exfeed_in(dir, args, None)
+    };
+    let here = read(&samples, "sequences.cntk", &[]);
+    let there = read(elsewhere.path(), cfg.to_str().unwrap(), &[]);
+    for out in [&here, &there] {
+        assert_eq!(out.status.code(), Some(0), "{}", common::text(&out.stderr));
+        let stderr = common::text(&out.stderr);
+        assert!(
+            stderr.starts_with("read: 7 minibatches, 80 sequences, 192 samples;"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert_eq!(here.stdout, there.stdout);
+    let file_order = read(
+        elsewhere.path(),
+        cfg.to_str().unwrap(),
+        &["--set", "sample.reader.randomize=false"],
+    );
+    let stderr = common::text(&file_order.stderr);
+    assert!(
+        !stderr.contains("set twice") && !stderr.contains("warning"),
+        "{stderr}"
+    );
+    let first = common::text(&file_order.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(first.contains("[{\"sweep\":0,\"key\":0,"), "{first}");
+    let shown = exfeed([
+        "config",
+        cfg.to_str().unwrap(),
+        "--set",
+        "sample.reader.randomize=false",
+        "--json",
+    ]);
+    let text = common::text(&shown.stdout);
+    assert!(
+        text.contains("--set sample.reader.randomize=false"),
+        "{text}"
+    );
+    assert!(!text.contains("set twice"), "{text}");
 }

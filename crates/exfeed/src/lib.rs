@@ -86,3 +86,8 @@ pub use stream::{Storage, StreamSpec};
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of docs/library.md, compiled and run as doctests.
+#[doc = include_str!("../../../docs/library.md")]
+#[cfg(doctest)]
+pub struct LibraryDocDoctests;

@@ -577,6 +577,43 @@ dump = [
     }
 
     #[test]
+    fn an_override_is_no_duplicate_and_is_named_as_set() {
+        let text = "s = [\n    reader = [\n        readerType = CNTKTextFormatReader\n        file = a.ctf\n        randomize = true\n        input = [ x = [ dim = 1 ; format = dense ] ]\n    ]\n]\n";
+        let read = |text: &str, overrides: &[(&str, &str)]| {
+            ConfigFile::parse_cntk(text, "c.cntk", &set(overrides)).and_then(|c| c.reader(None))
+        };
+        let r = read(text, &[("s.reader.randomize", "false")]).unwrap();
+        assert!(!r.config.randomize);
+        assert_eq!(r.warnings, Vec::<String>::new());
+        let r = read(text, &[("s.reader", "[ randomize = false ]")]).unwrap();
+        assert!(!r.config.randomize);
+        assert_eq!(r.warnings, Vec::<String>::new());
+        // A value written twice in the file is still a duplicate, overridden or not.
+        let twice = text.replace(
+            "randomize = true\n",
+            "randomize = true\n        randomize = true\n",
+        );
+        for overrides in [&[][..], &[("s.reader.randomize", "false")][..]] {
+            assert_eq!(
+                read(&twice, overrides).unwrap().warnings,
+                ["section 's': 'randomize' is set twice (lines 5 and 6); the later value is used, as in CNTK"]
+            );
+        }
+        // A parameter exfeed does not need, or a block put into text, by --set: named as such.
+        let r = read(text, &[("s.reader.numMBsToShowResult", "10")]).unwrap();
+        assert_eq!(
+            r.warnings,
+            ["section 's': 'numMBsToShowResult' (--set s.reader.numMBsToShowResult=10) is a CNTK reader parameter exfeed does not need; ignored"]
+        );
+        let err = read(&text.replace("a.ctf", "x$b$"), &[("b", "[ c = 1 ]")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("'$b$' is a block (set by --set), not a value to put into text"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_network_at_the_top_level_and_a_variable_holding_an_input_block() {
         let path = config("seq2seq.cntk");
         let cfg = ConfigFile::open(&path, &[]).unwrap();
@@ -607,23 +644,34 @@ dump = [
     #[test]
     fn the_data_file_comes_from_the_config_and_a_given_one_is_noted() {
         let r = load("slot_tagging.cntk", None, &[]).unwrap();
+        // The trace level decides: information (2) names the section, warnings (1) only warn.
         assert_eq!(
-            r.notes(),
+            r.notes(2),
             [
                 "note: using section 'Train' (the first section of command = Train:Dump:Test that has a reader)",
                 "warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored",
             ]
         );
+        assert_eq!(
+            r.notes(1),
+            ["warning: section 'Train': 'numMBsToShowResult' (line 59) is a CNTK reader parameter exfeed does not need; ignored"]
+        );
+        assert!(r.notes(0).is_empty());
         let train = config("data/train.ctf");
-        assert_eq!(r.data_files(&[]), (vec![train.clone()], vec![]));
+        assert_eq!(r.data_files(&[], 2), (vec![train.clone()], vec![]));
         // The same file written another way is no override.
         let other_spelling = config("data/../data/train.ctf");
         assert_eq!(
-            r.data_files(std::slice::from_ref(&other_spelling)).1,
+            r.data_files(std::slice::from_ref(&other_spelling), 2).1,
             Vec::<String>::new()
         );
         let test = config("data/test.ctf");
-        let (files, notes) = r.data_files(std::slice::from_ref(&test));
+        let (files, quiet) = r.data_files(std::slice::from_ref(&test), 1);
+        assert_eq!(
+            (files.as_slice(), quiet.len()),
+            (std::slice::from_ref(&test), 0)
+        );
+        let (files, notes) = r.data_files(std::slice::from_ref(&test), 2);
         assert_eq!(files, std::slice::from_ref(&test));
         assert_eq!(
             notes,
@@ -636,7 +684,7 @@ dump = [
         // A named section says nothing about how it was chosen.
         assert!(load("slot_tagging.cntk", Some("Test"), &[])
             .unwrap()
-            .notes()
+            .notes(2)
             .is_empty());
     }
 

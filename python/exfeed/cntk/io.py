@@ -9,7 +9,7 @@ dictionaries in CNTK's configuration vocabulary (``d["cacheIndex"] = True`` work
 reader parses, so every CTF/CBF parameter means what it means in a CNTK config file.
 
 Data is float32, as in CNTK's built-in composite reader. The differences from CNTK that remain
-are listed in the README ("Coming from CNTK").
+are listed in docs/deviations.md ("CNTK's Python reader API").
 """
 
 import os

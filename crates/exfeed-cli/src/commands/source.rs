@@ -71,8 +71,9 @@ impl SourceArgs {
     }
 
     /// The data to read: the files `given`, or --corpus, else what the --config's reader
-    /// names (`file =`, as CNTK opens it, or `corpus =`). Says on standard error which section
-    /// the config gave, its warnings, and a given file that overrides the config's.
+    /// names (`file =`, as CNTK opens it, or `corpus =`). Says on standard error, as far as the
+    /// trace level shows it, which section the config gave (information), its warnings, and a
+    /// given file that overrides the config's (information).
     pub fn data(&self, given: &[PathBuf]) -> anyhow::Result<Vec<DataPath>> {
         if let Some(corpus) = &self.corpus {
             if !given.is_empty() {
@@ -88,13 +89,14 @@ impl SourceArgs {
             }
             return Ok(given.iter().cloned().map(DataPath::File).collect());
         };
-        for note in r.notes() {
+        let trace_level = self.trace_level.unwrap_or(r.config.trace_level);
+        for note in r.notes(trace_level) {
             eprintln!("exfeed: {note}");
         }
         if given.is_empty() {
             return Ok(r.config.data_paths());
         }
-        let (files, overridden) = r.data_files(given);
+        let (files, overridden) = r.data_files(given, trace_level);
         for note in overridden {
             eprintln!("exfeed: {note}");
         }
@@ -233,7 +235,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a positive size in bytes (e.g. 32M), found '{s}'"))
 }
 
-/// Exit status for a library error, the same for every command (as the README says): 2 for
+/// Exit status for a library error, the same for every command (as docs/cli.md says): 2 for
 /// I/O and usage problems, 1 for invalid data.
 pub fn exit_code_for(err: &Error) -> u8 {
     match err.kind() {

@@ -1,4 +1,4 @@
-//! The end-to-end figures of the README, each against its peer measured in the same run: CTF
+//! The end-to-end figures of docs/benchmarks.md, each against its peer measured in the same run: CTF
 //! parsing (beside pyarrow's CSV reader: `scripts/bench`), CTF -> CBF conversion against that
 //! parse and CBF reading against `cat`, Lens text against binary loading, and the minibatch
 //! reader against the parse, with index-cache start-up and the peak memory of `exfeed read`.

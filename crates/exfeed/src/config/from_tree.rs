@@ -176,6 +176,14 @@ impl<'f> Cx<'f> {
         }
     }
 
+    /// Where a parameter was set, in a message about the file: its line, or the override.
+    fn place(&self, pos: Pos) -> String {
+        match pos.origin {
+            Origin::File => format!("line {}", pos.line),
+            _ => self.origin(pos),
+        }
+    }
+
     fn warn(&self, msg: String) {
         self.warnings.borrow_mut().push(msg);
     }
@@ -197,10 +205,10 @@ impl<'f> Cx<'f> {
         else {
             if let Some(u) = unused.iter().find(|k| k.eq_ignore_ascii_case(&entry.key)) {
                 self.warn(format!(
-                    "{}: {}'{u}' (line {}) is a CNTK reader parameter exfeed does not need; ignored",
+                    "{}: {}'{u}' ({}) is a CNTK reader parameter exfeed does not need; ignored",
                     self.section,
                     ctx.map_or(String::new(), |c| format!("{c}: ")),
-                    entry.key_pos.line
+                    self.place(entry.key_pos)
                 ));
                 return Ok(None);
             }
@@ -218,14 +226,14 @@ impl<'f> Cx<'f> {
             }
             return Err(self.err(entry.key_pos, ctx, msg));
         };
-        if let Some(first) = entry.replaced {
+        if let Some((first, again)) = entry.replaced {
             self.warn(format!(
                 "{}: {}'{}' is set twice (lines {} and {}); the later value is used, as in CNTK",
                 self.section,
                 ctx.map_or(String::new(), |c| format!("{c}: ")),
                 entry.key,
                 first.line,
-                entry.key_pos.line
+                again.line
             ));
         }
         seen.seen.push(name);

@@ -51,7 +51,7 @@ use std::sync::Arc;
 
 pub use options::{DeserializerConfig, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Severity};
 use from_tree::{section_names, Cx};
 use resolve::{Resolved, Resolver, Scope};
 use syntax::{error_at, Block, Entry, Node, Origin, Pos, Value};
@@ -109,21 +109,27 @@ pub struct SectionReader {
 }
 
 impl SectionReader {
-    /// What a command that reads data says before it starts: which section it uses and why
-    /// (when the user did not name it), then the warnings.
-    pub fn notes(&self) -> Vec<String> {
+    /// What a command that reads data says before it starts, as far as `trace_level` shows it
+    /// (0 errors, 1 warnings, 2 information): which section it uses and why, when the user did
+    /// not name it (information), then the warnings.
+    pub fn notes(&self, trace_level: u8) -> Vec<String> {
         let mut notes = Vec::new();
-        if let (Some(s), Some(why)) = (&self.section, &self.chosen_because) {
-            notes.push(format!("note: using section '{s}' ({why})"));
+        if trace_level >= Severity::Info as u8 {
+            if let (Some(s), Some(why)) = (&self.section, &self.chosen_because) {
+                notes.push(format!("note: using section '{s}' ({why})"));
+            }
         }
-        notes.extend(self.warnings.iter().map(|w| format!("warning: {w}")));
+        if trace_level >= Severity::Warning as u8 {
+            notes.extend(self.warnings.iter().map(|w| format!("warning: {w}")));
+        }
         notes
     }
 
     /// The data files to read: `given` (from the command line) when there are any, else the
     /// `file =` of every deserializer, as CNTK opens them (relative to the working directory).
-    /// A given file that is none of the config's is named in a note: it overrides the config.
-    pub fn data_files(&self, given: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    /// A given file that is none of the config's overrides it, which a note says when
+    /// `trace_level` shows information (2).
+    pub fn data_files(&self, given: &[PathBuf], trace_level: u8) -> (Vec<PathBuf>, Vec<String>) {
         let configured: Vec<PathBuf> = self
             .config
             .deserializers
@@ -132,6 +138,9 @@ impl SectionReader {
             .collect();
         if given.is_empty() {
             return (configured, Vec::new());
+        }
+        if trace_level < Severity::Info as u8 {
+            return (given.to_vec(), Vec::new());
         }
         let notes = given
             .iter()

@@ -213,13 +213,17 @@ impl Resolver<'_> {
                     return Err(self.err(
                         pos,
                         format!(
-                            "'${name}$' is a {} (defined at line {}), not a value to put into text",
+                            "'${name}$' is a {} ({}), not a value to put into text",
                             if matches!(entry.node.value, Value::Block(_)) {
                                 "block"
                             } else {
                                 "array"
                             },
-                            entry.key_pos.line
+                            match entry.key_pos.origin {
+                                Origin::File => format!("defined at line {}", entry.key_pos.line),
+                                Origin::Override(_) => "set by --set".to_string(),
+                                Origin::Predefined => "predefined".to_string(),
+                            }
                         ),
                     ));
                 }

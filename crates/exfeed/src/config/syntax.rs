@@ -83,9 +83,10 @@ pub struct Entry {
     pub key_pos: Pos,
     /// The value.
     pub node: Node,
-    /// Where an earlier assignment of the same name in the same block was, which this one
-    /// replaced (CNTK: the later assignment wins).
-    pub replaced: Option<Pos>,
+    /// When the name was assigned twice in the same block of the file: where the earlier
+    /// assignment, which the later one replaced (CNTK: the later assignment wins), and where the
+    /// later one was. An override (`--set`) replacing a value is no duplicate and leaves this be.
+    pub replaced: Option<(Pos, Pos)>,
 }
 
 /// A block's entries in the order written.
@@ -143,7 +144,9 @@ impl Names {
                 }
             }
             (_, value) => {
-                old.replaced = Some(old.key_pos);
+                if !matches!(entry.key_pos.origin, Origin::Override(_)) {
+                    old.replaced = Some((old.key_pos, entry.key_pos));
+                }
                 old.key_pos = entry.key_pos;
                 old.node = Node {
                     value,
@@ -791,7 +794,8 @@ after = 1
         .unwrap();
         assert_eq!(text(&b, "a"), "2");
         let a = b.get("a").unwrap();
-        assert_eq!((a.replaced.unwrap().line, a.key_pos.line), (1, 2));
+        let (first, again) = a.replaced.unwrap();
+        assert_eq!((first.line, again.line, a.key_pos.line), (1, 2, 2));
         let s = block(&b, "s");
         assert_eq!((text(s, "x"), text(s, "y")), ("1", "3"));
         assert_eq!(text(&b, "flag"), "true", "a name alone is true");
@@ -916,7 +920,7 @@ after = 1
         assert_eq!(b.entries.len(), 20_001);
         assert_eq!(block(&b, "s").entries.len(), 20_000);
         assert_eq!(
-            b.get("p19999").unwrap().replaced.map(|p| p.line),
+            b.get("p19999").unwrap().replaced.map(|(p, _)| p.line),
             Some(60_004)
         );
     }
