@@ -100,6 +100,7 @@ mod build;
 mod byte_ranges;
 mod cbf_source;
 mod chunker;
+pub mod cntk_order;
 mod corpus;
 mod ctf_source;
 mod engine;
