@@ -31,7 +31,7 @@ mod mt19937_64;
 #[cfg(test)]
 mod tests;
 
-pub use chunking::cntk_ctf_chunks;
+pub use chunking::{cntk_ctf_chunk_samples, cntk_ctf_chunks, cntk_ctf_sequences, CntkCtfSequence};
 pub use mt19937_64::Mt19937_64;
 
 use crate::error::{Error, Result};
