@@ -246,6 +246,8 @@ pub struct CtfSource {
     piece_bytes: u64,
     /// Chunks being decoded now.
     decoding: AtomicUsize,
+    /// `chunkSizeInBytes` (for CNTK's chunks, see [`ChunkSource::cntk_chunks`]).
+    chunk_size: u64,
 }
 
 /// How the chunks were found.
@@ -426,7 +428,42 @@ impl CtfSource {
                 _ => u64::MAX,
             },
             decoding: AtomicUsize::new(0),
+            chunk_size: options.chunk_size,
         })
+    }
+
+    /// CNTK's chunks' sequences' sample counts, when exfeed's index made the same chunks
+    /// (see [`ChunkSource::cntk_chunks`]): the file is scanned once more by CNTK's rules.
+    fn cntk_chunk_samples(&self) -> Result<Vec<Vec<u32>>> {
+        let Layout::Indexed(ix) = &self.layout else {
+            return Err(Error::config(format!(
+                "{}: randomizer cntk needs the full index (CNTK's chunks and every sequence's \
+                 samples): give index full, not none",
+                self.name
+            )));
+        };
+        let map;
+        let text: &[u8] = match &self.data {
+            Data::Memory(b) => b,
+            Data::File(f) => {
+                // SAFETY: the file is opened read-only; as for every mapped input, it must not
+                // be truncated while read.
+                map = unsafe { memmap2::Mmap::map(f) }
+                    .map_err(|e| Error::from(e).in_file(self.name.clone()))?;
+                let _ = map.advise(memmap2::Advice::Sequential);
+                &map
+            }
+        };
+        let ctf = self.parser.options();
+        let main = ctf.inputs.iter().find(|s| s.defines_mb_size);
+        super::cntk_order::ctf_chunk_samples(
+            text,
+            ctf.skip_sequence_ids,
+            main.map(|s| s.name_in_file()),
+            self.chunk_size,
+            ix.chunks.iter().map(|c| c.sequences),
+        )
+        .map_err(|e| e.in_file(self.name.clone()))
     }
 
     /// Where the index came from.
@@ -899,6 +936,10 @@ impl<T: Element> ChunkSource<T> for CtfSource {
 
     fn chunks(&self) -> &[ChunkInfo] {
         &self.infos
+    }
+
+    fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
+        Some(self.cntk_chunk_samples())
     }
 
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {

@@ -1,5 +1,6 @@
 //! [`Reader`]: the minibatch engine over a [`ChunkSource`].
 
+use super::cntk_delivery::CntkDelivery;
 use super::madvise::prepare_batch;
 use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
@@ -7,6 +8,7 @@ pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::pool;
 use super::ChunkSource;
+use super::Randomizer;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
@@ -74,6 +76,9 @@ pub struct ReaderOptions {
     /// one with more drops the rest of its part. [`Reader::take_notes`] says, per sweep, what
     /// was repeated or dropped.
     pub equalize: Option<u64>,
+    /// Whose order: exfeed's (the default) or CNTK's block randomizer exactly
+    /// ([`Randomizer::Cntk`]: CTF and CBF with their full index; see the `cntk_order` module).
+    pub randomizer: Randomizer,
 }
 
 /// The minibatches a worker delivers per sweep so that ranks stay in step: the sweep's samples
@@ -120,6 +125,7 @@ impl Default for ReaderOptions {
             prefetch_chunks: ReaderOptions::prefetch_for(threads),
             with_replacement: false,
             equalize: None,
+            randomizer: Randomizer::Exfeed,
         }
     }
 }
@@ -198,6 +204,10 @@ pub struct ReaderState {
     /// ([`ChunkSource::chunks_by_byte_range`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub byte_ranges: bool,
+    /// With `randomizer cntk`: CNTK's `minibatchSourcePosition` (the global sample position),
+    /// the whole position in CNTK's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cntk_position: Option<u64>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -278,6 +288,8 @@ pub struct Reader<T: Element> {
     notes: Vec<String>,
     /// With equalize: a sequence was delivered since the part was last started again.
     delivered_in_pass: bool,
+    /// With `randomizer cntk`: CNTK's order, which then decides every minibatch.
+    cntk: Option<Box<CntkDelivery<T>>>,
 }
 
 impl<T: Element> Reader<T> {
@@ -348,7 +360,16 @@ impl<T: Element> Reader<T> {
         }
         let specs = source.streams().to_vec();
         let defining = specs.iter().position(|s| s.defines_mb_size);
+        let cntk = match options.randomizer {
+            Randomizer::Exfeed => None,
+            Randomizer::Cntk => Some(Box::new(CntkDelivery::new(
+                source.clone(),
+                &options,
+                source.shard_names().is_some(),
+            )?)),
+        };
         Ok(Reader {
+            cntk,
             specs,
             defining,
             pool,
@@ -444,6 +465,17 @@ impl<T: Element> Reader<T> {
                 mismatch.join("; ")
             )));
         }
+        match (&mut r.cntk, state.cntk_position) {
+            (Some(c), Some(position)) => c.set_position(position)?,
+            (None, None) => {}
+            (c, _) => {
+                let now = if c.is_some() { "cntk" } else { "exfeed" };
+                return Err(Error::config(format!(
+                    "the saved reader state does not fit this reader: its randomizer is {now}, \
+                     the state's is not"
+                )));
+            }
+        }
         r.sweep = state.sweep;
         r.window = state.window;
         r.offset = state.offset;
@@ -499,6 +531,7 @@ impl<T: Element> Reader<T> {
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),
+            cntk_position: self.cntk.as_ref().map(|c| c.position()),
         }
     }
 
@@ -509,6 +542,9 @@ impl<T: Element> Reader<T> {
             return Err(Error::config(
                 "the epoch limit (max sweeps or max samples) must be positive",
             ));
+        }
+        if let Some(c) = &mut self.cntk {
+            c.set_limit(limit)?;
         }
         self.opts.limit = limit;
         self.done = false;
@@ -542,7 +578,7 @@ impl<T: Element> Reader<T> {
 
     /// How many chunk reads were started (decoded or being decoded).
     pub fn chunks_read(&self) -> u64 {
-        self.chunks_read
+        self.chunks_read + self.cntk.as_ref().map_or(0, |c| c.chunks_read())
     }
 
     /// The largest number of decoded (or being decoded) chunks held at once: the current
@@ -553,7 +589,7 @@ impl<T: Element> Reader<T> {
 
     /// Has the epoch ended?
     pub fn is_done(&self) -> bool {
-        self.done || self.no_data
+        self.done || self.no_data || self.cntk.as_ref().is_some_and(|c| c.done())
     }
 
     /// Fills `mb` with the next minibatch of about `size` samples: whole sequences while they
@@ -602,6 +638,14 @@ impl<T: Element> Reader<T> {
     }
 
     fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+        if let Some(c) = &mut self.cntk {
+            let filled = c.fill(size, mb)?;
+            if filled {
+                self.minibatches = self.minibatches.saturating_add(1);
+                self.samples_delivered = self.samples_delivered.saturating_add(mb.samples as u64);
+            }
+            return Ok(filled);
+        }
         self.settle(mb)?;
         if self.is_done() {
             return Ok(false);

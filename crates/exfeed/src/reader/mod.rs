@@ -100,6 +100,7 @@ mod build;
 mod byte_ranges;
 mod cbf_source;
 mod chunker;
+mod cntk_delivery;
 pub mod cntk_order;
 mod corpus;
 mod ctf_source;
@@ -128,6 +129,7 @@ pub use build::{
     ConfiguredSource,
 };
 pub use cbf_source::CbfSource;
+pub use cntk_order::Randomizer;
 pub(crate) use corpus::{same_streams, to_corpus_keys};
 pub use corpus::{split_corpus_key, Corpus, CorpusSource, DataPath, CORPUS_KEY_BITS};
 pub use ctf_source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
@@ -171,6 +173,12 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// decoding (needed to join sources by key, see [`JoinedSource`]). Default: unknown.
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
         let _ = chunk;
+        None
+    }
+    /// Each chunk's sequences' sample counts as CNTK's reader gives them to its randomizer, for
+    /// CNTK's order ([`cntk_order::Randomizer::Cntk`]); an error when this source's chunks are
+    /// not CNTK's. Default: none (the source has no CNTK counterpart).
+    fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
         None
     }
     /// Selection frequencies of chunk `chunk`'s sequences, one per sequence [`ChunkSource::read_chunk`]

@@ -188,6 +188,39 @@ pub fn cntk_ctf_chunks(
     counts
 }
 
+/// CNTK's chunks of the CTF file `text` as the randomizer's input, when they are the chunks
+/// exfeed's index made (`own`: each of those chunks' sequence count); an error names the first
+/// difference otherwise (exfeed reads chunks by its own index, so it cannot give CNTK's order
+/// over other chunks).
+pub(crate) fn ctf_chunk_samples(
+    text: &[u8],
+    skip_sequence_ids: bool,
+    main_stream: Option<&str>,
+    chunk_size: u64,
+    own: impl ExactSizeIterator<Item = u64>,
+) -> Result<Vec<Vec<u32>>> {
+    let sequences = cntk_ctf_sequences(text, skip_sequence_ids, main_stream)?;
+    let chunks = cntk_ctf_chunk_samples(&sequences, chunk_size, text.len() as u64);
+    let (ours, theirs) = (own.len(), chunks.len());
+    for (i, (mine, cntk)) in own.zip(&chunks).enumerate() {
+        if mine != cntk.len() as u64 {
+            return Err(Error::config(format!(
+                "randomizer cntk: chunk {i} has {mine} sequences by exfeed's index, {} by \
+                 CNTK's (a blank or comment line, or a line without the definesMBSize stream, \
+                 counts differently): CNTK's order cannot be given for this file",
+                cntk.len()
+            )));
+        }
+    }
+    if ours != theirs {
+        return Err(Error::config(format!(
+            "randomizer cntk: exfeed's index has {ours} chunks, CNTK's {theirs}: CNTK's order \
+             cannot be given for this file"
+        )));
+    }
+    Ok(chunks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

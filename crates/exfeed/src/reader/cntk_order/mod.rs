@@ -31,10 +31,51 @@ mod mt19937_64;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use chunking::ctf_chunk_samples;
 pub use chunking::{cntk_ctf_chunk_samples, cntk_ctf_chunks, cntk_ctf_sequences, CntkCtfSequence};
 pub use mt19937_64::Mt19937_64;
 
 use crate::error::{Error, Result};
+
+/// Which order the reader gives: `randomizer` (`--randomizer`, Python `randomizer=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Randomizer {
+    /// exfeed's own (the default): chunk windows shuffled whole, decoded ahead on threads.
+    #[default]
+    Exfeed,
+    /// CNTK 2.7's block randomizer, exactly: this module's order and minibatch boundaries.
+    Cntk,
+}
+
+impl Randomizer {
+    /// The name: `exfeed`, `cntk`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Randomizer::Exfeed => "exfeed",
+            Randomizer::Cntk => "cntk",
+        }
+    }
+}
+
+impl std::str::FromStr for Randomizer {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "exfeed" => Ok(Randomizer::Exfeed),
+            "cntk" => Ok(Randomizer::Cntk),
+            _ => Err(Error::config(format!(
+                "randomizer '{s}' is not one of exfeed, cntk"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Randomizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// CNTK's randomization window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,6 +329,8 @@ pub struct CntkBatch {
     pub global_samples: u64,
     /// Samples of this worker's sequences.
     pub local_samples: u64,
+    /// The sweep of each of `sequences` (a minibatch may cross into the next sweep).
+    pub sweeps: Vec<u64>,
     /// A sweep ended within (or exactly at the end of) this call.
     pub end_of_sweep: bool,
     /// The epoch ended: this and every later call give nothing more.
@@ -399,6 +442,25 @@ impl CntkRandomizer {
         self.epoch_size = size;
         self.epoch_start = size.wrapping_mul(epoch.index);
         self.set_position(self.epoch_start)
+    }
+
+    /// Changes the epoch's size, keeping the position (the epoch starts at 0).
+    pub fn set_epoch_size(&mut self, size: CntkEpochSize) -> Result<()> {
+        let position = self.position;
+        let (sweep, cursor, cursor_samples) = (self.sweep, self.cursor, self.cursor_samples);
+        self.start_epoch(CntkEpoch {
+            size,
+            index: 0,
+            ..self.epoch
+        })?;
+        // Back to where it was: the same sweep order and cursor.
+        if self.sweep == sweep {
+            (self.cursor, self.cursor_samples) = (cursor, cursor_samples);
+            self.position = position;
+            Ok(())
+        } else {
+            self.set_position(position)
+        }
     }
 
     /// Changes the number of workers and the rank mid-epoch (CNTK's `SetConfiguration`).
@@ -523,6 +585,7 @@ impl CntkRandomizer {
             }
             if is_local {
                 batch.sequences.push(s);
+                batch.sweeps.push(self.position / self.sweep_samples);
                 l += len;
                 at_least_one = false;
             }
