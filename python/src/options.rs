@@ -5,7 +5,7 @@ use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::{Corpus, EpochLimit, Equalize, IndexMode, ReaderArgs, RunOptions};
+use exfeed::reader::{Corpus, EpochLimit, Equalize, IndexMode, Randomizer, ReaderArgs, RunOptions};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -58,6 +58,12 @@ pub fn check_run_options(o: &RunOptions) -> PyResult<()> {
         return Err(bad_arg("prefetch_chunks", "must be at least 1"));
     }
     Ok(())
+}
+
+/// The `randomizer` argument (`"exfeed"` or `"cntk"`).
+pub fn parse_randomizer(name: &str) -> PyResult<Randomizer> {
+    name.parse()
+        .map_err(|e: exfeed::Error| bad_arg("randomizer", e.message()))
 }
 
 /// The `index` argument (`"auto"`, `"full"` or `"none"`).

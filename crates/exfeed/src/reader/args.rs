@@ -2,7 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use super::{Corpus, DataPath, IndexMode};
+use super::{Corpus, DataPath, IndexMode, Randomizer};
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
@@ -131,6 +131,8 @@ pub struct ReaderArgs {
     /// `index`, for every deserializer: whether CTF files are indexed before reading (see
     /// [`IndexMode`]).
     pub index: Option<IndexMode>,
+    /// `randomizer`: exfeed's order or CNTK's (see [`Randomizer`]).
+    pub randomizer: Option<Randomizer>,
     /// `frameMode`.
     pub frame_mode: bool,
     /// Lens files: the network's input groups (`inputGroups`).
@@ -234,6 +236,9 @@ impl ReaderArgs {
         }
         if let Some(s) = self.seed {
             cfg.randomization_seed = s;
+        }
+        if let Some(r) = self.randomizer {
+            cfg.randomizer = r;
         }
         let (chunks, samples) = (Arg::WindowChunks, Arg::WindowSamples);
         match (self.window_chunks, self.window_samples) {

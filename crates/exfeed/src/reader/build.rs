@@ -4,7 +4,7 @@
 
 use super::{
     CbfSource, ChunkSource, CorpusSource, CtfSource, CtfSourceOptions, EpochLimit, IndexMode,
-    JoinedSource, LensSource, LensSourceOptions, Reader, ReaderOptions, Window,
+    JoinedSource, LensSource, LensSourceOptions, Randomizer, Reader, ReaderOptions, Window,
 };
 use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
 use crate::ctf::CtfOptions;
@@ -183,8 +183,14 @@ impl Opened {
                         frame_mode: d.effective_frame_mode(cfg),
                         cache_index: d.effective_cache_index(cfg),
                         // Joined by key: every chunk's keys are needed, so the full index.
+                        // CNTK's order needs CNTK's chunks: the full index too.
                         index: match d.effective_index(cfg) {
-                            IndexMode::Auto if cfg.deserializers.len() > 1 => IndexMode::Full,
+                            IndexMode::Auto
+                                if cfg.deserializers.len() > 1
+                                    || cfg.randomizer == Randomizer::Cntk =>
+                            {
+                                IndexMode::Full
+                            }
                             mode => mode,
                         },
                     },
@@ -320,6 +326,7 @@ pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
         window,
         frame_mode,
         limit,
+        randomizer: cfg.randomizer,
         ..ReaderOptions::default()
     };
     if let Some(mode) = cfg.lens_mode {
