@@ -120,6 +120,39 @@ fn the_flag_and_the_config_give_cntk_s_minibatches() {
 }
 
 #[test]
+fn cntk_s_own_expected_order_comes_out_of_exfeed_read() {
+    // CNTK's TestRandomization_TwoSweeps (ReaderLibTests.cpp): 5 chunks of 2 one-sample
+    // sequences (9 bytes each, chunks of 18 bytes), a window of the whole data, seed 0.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten.ctf");
+    let lines: String = (0..10).map(|k| format!("{k} |x {k} 0\n")).collect();
+    std::fs::write(&path, lines).unwrap();
+    let file = path.to_str().unwrap();
+    let args = [
+        "--randomizer",
+        "cntk",
+        "--chunk-size",
+        "18",
+        "--window-samples",
+        "9223372036854775808",
+        "--max-sweeps",
+        "2",
+    ];
+    for mb in ["1", "4", "25"] {
+        let out = exfeed(
+            [
+                &["read", file, "--input", "x:dense:2", "-m", mb, "--dump"][..],
+                &args,
+            ]
+            .concat(),
+        );
+        let keys: Vec<u64> = minibatch_keys(&out).concat();
+        let want = [6, 3, 1, 5, 9, 0, 4, 2, 7, 8, 3, 0, 8, 4, 7, 5, 2, 9, 1, 6];
+        assert_eq!(keys, want, "minibatches of {mb}");
+    }
+}
+
+#[test]
 fn workers_share_the_sweep_as_cntk_s_workers_do() {
     let dir = tempfile::tempdir().unwrap();
     let file = ctf_data(&dir, 300);

@@ -4,7 +4,7 @@
 //! delivered (CNTK's rolling chunk window, without decoding ahead).
 
 use super::cntk_order::{minibatch_budgets, CntkEpoch, CntkEpochSize, CntkRandomizer, CntkWindow};
-use super::engine::{EpochLimit, ReaderOptions, Window};
+use super::engine::{check_frames, EpochLimit, ReaderOptions, Window};
 use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
 use super::ChunkSource;
@@ -37,6 +37,7 @@ pub(super) struct CntkDelivery<T: Element> {
     free_slots: Vec<usize>,
     done: bool,
     chunks_read: u64,
+    frame_mode: bool,
 }
 
 /// CNTK's epoch size for an exfeed epoch limit: samples count the global timeline (all
@@ -99,6 +100,7 @@ impl<T: Element> CntkDelivery<T> {
             free_slots: Vec::new(),
             done: false,
             chunks_read: 0,
+            frame_mode: opts.frame_mode,
         })
     }
 
@@ -181,6 +183,9 @@ impl<T: Element> CntkDelivery<T> {
         batch.clear();
         self.source.read_chunk(chunk as usize, batch)?;
         self.chunks_read += 1;
+        if self.frame_mode {
+            check_frames(batch, &self.specs, chunk as usize)?;
+        }
         if batch.len() != expected {
             return Err(Error::config(format!(
                 "randomizer cntk: chunk {chunk} decoded to {} sequences, its index says \
@@ -390,6 +395,34 @@ mod tests {
         let mut reader = Reader::new(source, opts.clone()).unwrap();
         let expected = expected_keys(&chunks, &opts, CntkWindow::Samples(50), 16);
         assert_eq!(read_keys(&mut reader, 16), expected);
+    }
+
+    #[test]
+    fn frame_mode_refuses_a_sequence_of_more_than_one_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        std::fs::write(&path, "0 |x 1 2\n1 |x 3 4\n1 |x 5 6\n").unwrap();
+        let source_options = CtfSourceOptions {
+            ctf: CtfOptions {
+                inputs: vec!["x:dense:2".parse().unwrap()],
+                ..CtfOptions::default()
+            },
+            index: IndexMode::Full,
+            ..CtfSourceOptions::default()
+        };
+        let source = Arc::new(CtfSource::open(&InputPath::new(&path), source_options).unwrap());
+        let opts = ReaderOptions {
+            frame_mode: true,
+            ..options(1, 0, Window::Chunks(1))
+        };
+        let mut reader = Reader::<f32>::new(source, opts).unwrap();
+        let mut mb = reader.new_minibatch();
+        let err = reader.next_minibatch(4, &mut mb).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("frameMode: sequence 1 has 2 samples"),
+            "{err}"
+        );
     }
 
     #[test]

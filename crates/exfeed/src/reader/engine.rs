@@ -998,32 +998,7 @@ impl<T: Element> Reader<T> {
     }
 
     fn check_frames(&self, batch: &SequenceBatch<T>, chunk: usize) -> Result<()> {
-        for s in 0..batch.len() {
-            for (stream, spec) in batch.streams().iter().zip(&self.specs) {
-                let n = stream.sequence_samples(s).len();
-                if n > 1 {
-                    return Err(Error::new(
-                        ErrorKind::Invalid,
-                        Location::default().with_context(format!("chunk {chunk}, input '{}'", spec.name)),
-                        format!(
-                            "frameMode: sequence {} has {n} samples; in frame mode every sequence must have exactly one sample",
-                            batch.keys()[s]
-                        ),
-                    ));
-                }
-            }
-            if batch.sequence_length(s, None) == 0 {
-                return Err(Error::new(
-                    ErrorKind::Invalid,
-                    Location::default().with_context(format!("chunk {chunk}")),
-                    format!(
-                        "frameMode: sequence {} has no samples; in frame mode every sequence must have exactly one sample",
-                        batch.keys()[s]
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        check_frames(batch, &self.specs, chunk)
     }
 
     fn track_held(&mut self, extra: usize) {
@@ -1118,4 +1093,38 @@ fn corpus_difference(saved: Option<&[String]>, now: Option<&[String]>) -> String
         }
     }
     format!("the data was {}, is {}", describe(saved), describe(now))
+}
+
+/// `frameMode`: every sequence of decoded chunk `chunk` must have exactly one sample.
+pub(super) fn check_frames<T: Element>(
+    batch: &SequenceBatch<T>,
+    specs: &[StreamSpec],
+    chunk: usize,
+) -> Result<()> {
+    for s in 0..batch.len() {
+        for (stream, spec) in batch.streams().iter().zip(specs) {
+            let n = stream.sequence_samples(s).len();
+            if n > 1 {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_context(format!("chunk {chunk}, input '{}'", spec.name)),
+                    format!(
+                        "frameMode: sequence {} has {n} samples; in frame mode every sequence must have exactly one sample",
+                        batch.keys()[s]
+                    ),
+                ));
+            }
+        }
+        if batch.sequence_length(s, None) == 0 {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                Location::default().with_context(format!("chunk {chunk}")),
+                format!(
+                    "frameMode: sequence {} has no samples; in frame mode every sequence must have exactly one sample",
+                    batch.keys()[s]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
