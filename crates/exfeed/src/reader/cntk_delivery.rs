@@ -68,12 +68,12 @@ impl<T: Element> CntkDelivery<T> {
                 "randomizer cntk reads CTF and CBF files only (CNTK's chunks)",
             ))
         })?;
-        let sweep_samples: u64 = chunks.iter().flatten().map(|&s| u64::from(s)).sum();
         let window = match opts.window {
             Window::Chunks(n) => CntkWindow::Chunks(n as u64),
             Window::Samples(n) => CntkWindow::Samples(n),
-            // CNTK's randomizationWindow when nothing sets it: the whole data set.
-            Window::All => CntkWindow::Samples(sweep_samples.max(1).saturating_mul(2)),
+            // CNTK's randomizationWindow when nothing sets it: requestDataSize samples
+            // (`SIZE_MAX >> 2`, DataReader.h).
+            Window::All => CntkWindow::Samples(u64::MAX >> 2),
         };
         let mut order = CntkRandomizer::new(chunks, window, opts.seed)?;
         order.start_epoch(CntkEpoch {
