@@ -123,6 +123,10 @@ class Reader(Iterator[Minibatch]):
     ranges; ``"auto"`` (the default) is ``"none"`` unless ``cache_index``, ``max_errors``, a
     file without sequence ids or a join by key needs the index (see docs/reader.md).
 
+    ``randomizer="cntk"`` gives CNTK 2.7's order of sequences and minibatches exactly (its block
+    randomizer; CTF and CBF files, read with the full index, chunks decoded on the calling
+    thread; see docs/cntk-order.md); ``"exfeed"`` (the default) is exfeed's own order.
+
     Defaults of the options left None: those of the configuration (config=), else
     randomize=True, seed=0, CNTK's window, chunk_size=32 MiB, max_errors=0,
     precision="float", threads=the available cores, max_record_size=64 MiB (the most bytes one
@@ -168,6 +172,7 @@ class Reader(Iterator[Minibatch]):
         equalize: Optional[Union[bool, int]] = None,
         max_record_size: Optional[int] = None,
         index: Optional[Literal["auto", "full", "none"]] = None,
+        randomizer: Optional[Literal["exfeed", "cntk"]] = None,
     ) -> None: ...
     @property
     def streams(self) -> list[StreamInfo]: ...

@@ -6,7 +6,7 @@ use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
-use exfeed::reader::EpochLimit;
+use exfeed::reader::{EpochLimit, Randomizer};
 use exfeed::source::{Corpus, IndexMode};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
@@ -60,6 +60,12 @@ pub fn check_run_options(o: &RunOptions) -> PyResult<()> {
         return Err(bad_arg("prefetch_chunks", "must be at least 1"));
     }
     Ok(())
+}
+
+/// The `randomizer` argument (`"exfeed"` or `"cntk"`).
+pub fn parse_randomizer(name: &str) -> PyResult<Randomizer> {
+    name.parse()
+        .map_err(|e: exfeed::Error| bad_arg("randomizer", e.message()))
 }
 
 /// The `index` argument (`"auto"`, `"full"` or `"none"`).

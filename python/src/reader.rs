@@ -217,7 +217,8 @@ impl Reader {
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
-        lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None))]
+        lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None,
+        randomizer=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -251,6 +252,7 @@ impl Reader {
         equalize: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = arg::max_record_size)] max_record_size: Option<u64>,
         index: Option<String>,
+        randomizer: Option<String>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -280,6 +282,7 @@ impl Reader {
                 keep_in_memory,
                 cache_index,
                 index: index.as_deref().map(parse_index).transpose()?,
+                randomizer: randomizer.as_deref().map(parse_randomizer).transpose()?,
                 frame_mode,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,

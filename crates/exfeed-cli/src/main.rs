@@ -26,7 +26,7 @@ enum Command {
     Convert(commands::convert::Args),
     /// Feed minibatches through the reader (chunked, randomized, parallel, distributed,
     /// resumable) and print a summary.
-    Read(commands::read::Args),
+    Read(Box<commands::read::Args>),
     /// Describe a file: a CBF header (streams, chunks, sizes), a Lens set (examples, events,
     /// groups, values) or a CTF file's summary; text, or JSON with --json.
     Info(commands::info::Args),
@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => commands::dump::run(args),
         Command::Check(args) => commands::check::run(args),
         Command::Info(args) => commands::info::run(args),
-        Command::Read(args) => commands::read::run(args),
+        Command::Read(args) => commands::read::run(*args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Config(args) => commands::config::run(args),
     };

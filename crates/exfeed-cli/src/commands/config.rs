@@ -118,6 +118,7 @@ fn reader_options(c: &ReaderConfig) -> Vec<(&'static str, String)> {
         ("cacheIndex", c.cache_index.to_string()),
         ("index", c.index.to_string()),
         ("equalize", c.equalize.to_string()),
+        ("randomizer", c.randomizer.to_string()),
         (
             "lensMode",
             c.lens_mode

@@ -6,7 +6,7 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::configured::{AnyReader, ArgStyle, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
-use exfeed::reader::{EpochLimit, ReadSummary, ReaderState};
+use exfeed::reader::{EpochLimit, Randomizer, ReadSummary, ReaderState};
 use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
@@ -78,6 +78,11 @@ pub struct Args {
     /// sequence ids or a join by key needs the index). Default: the config's, else auto.
     #[arg(long, value_name = "auto|full|none", value_parser = parse_named::<IndexMode>)]
     pub index: Option<IndexMode>,
+    /// randomizer: exfeed (the default: exfeed's order, chunks decoded ahead on threads) or
+    /// cntk (CNTK 2.7's order and minibatches exactly, for CTF and CBF; needs the full index).
+    /// Default: the config's, else exfeed.
+    #[arg(long, value_name = "exfeed|cntk", value_parser = parse_named::<Randomizer>)]
+    pub randomizer: Option<Randomizer>,
     /// Threads decoding chunks ahead (default: the available cores; 0: on the caller's thread;
     /// at most 4 per core).
     #[arg(long, value_name = "N")]
@@ -150,6 +155,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         keep_in_memory: args.keep_in_memory,
         cache_index: args.cache_index,
         index: args.index,
+        randomizer: args.randomizer,
         frame_mode: args.frame_mode,
         input_groups,
         target_groups,

@@ -412,6 +412,34 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
             .collect()
     }
 
+    /// The per-sequence sample counts chunk `i` starts with (what CNTK's binary reader gives
+    /// its randomizer), without decoding the chunk.
+    pub fn sequence_samples(&self, i: usize) -> Result<Vec<u32>> {
+        let info = self.chunk_info(i);
+        let len = info.sequences as usize * 4;
+        if len as u64 > info.len {
+            return Err(corrupt(
+                info.offset,
+                format!(
+                    "chunk {i}: {} sequences do not fit its {} bytes",
+                    info.sequences, info.len
+                ),
+            ));
+        }
+        let mut own = vec![0u8; len];
+        let bytes: &[u8] = match &self.source {
+            Source::Memory(b) => &b[info.offset as usize..info.offset as usize + len],
+            Source::File { .. } => {
+                self.source.read_into(info.offset, &mut own)?;
+                &own
+            }
+        };
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
     /// Decodes chunk `i` into `batch` (cleared first; rebuilt if its streams do not match
     /// [`streams`](Self::streams)), checking every count, offset and index. Values are
     /// converted to `T` when the file's element type differs. Keys are global sequence indices.

@@ -37,6 +37,7 @@ const READER_PARAMS: &[&str] = &[
     "lensMode",
     "maxRecordSizeInBytes",
     "equalize",
+    "randomizer",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -445,6 +446,7 @@ impl<'f> Cx<'f> {
                 "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
                 "index" => cfg.index = self.get(e, &rs, "index", None)?,
                 "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
+                "randomizer" => cfg.randomizer = self.get(e, &rs, "randomizer", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
                     cfg.lens_mode = Some(t.parse().map_err(|err: Error| {
@@ -905,6 +907,13 @@ impl ConfigValue for Layout {
 
 /// `index = auto | full | none`, with the reader's own message for anything else.
 impl ConfigValue for crate::options::IndexMode {
+    fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
+        t.parse().map_err(|err: Error| err.message().to_string())
+    }
+}
+
+/// `randomizer = exfeed | cntk`, with the reader's own message for anything else.
+impl ConfigValue for crate::reader::Randomizer {
     fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
         t.parse().map_err(|err: Error| err.message().to_string())
     }

@@ -196,6 +196,9 @@ pub struct ReaderConfig {
     /// `maxRecordSizeInBytes` (exfeed; default 64 MiB): the most bytes one record (a CTF
     /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
     pub limits: Limits,
+    /// `randomizer` (exfeed; `exfeed` or `cntk`, default `exfeed`): whose order of sequences
+    /// (see [`Randomizer`](crate::reader::Randomizer)).
+    pub randomizer: crate::reader::Randomizer,
     /// `equalize` (exfeed, default false): distributed workers deliver the same number of
     /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
     pub equalize: bool,
@@ -222,6 +225,7 @@ impl Default for ReaderConfig {
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
+            randomizer: crate::reader::Randomizer::Exfeed,
             deserializers: Vec::new(),
         }
     }

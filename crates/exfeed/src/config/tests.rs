@@ -108,6 +108,7 @@ reader = [
         lens_mode: None,
         limits: Default::default(),
         equalize: false,
+        randomizer: crate::reader::Randomizer::Exfeed,
         deserializers: vec![DeserializerConfig {
             kind: DeserializerKind::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),

@@ -10,6 +10,7 @@ use crate::io::InputPath;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
+use crate::reader::Randomizer;
 use crate::source::{Corpus, DataPath, IndexMode};
 use crate::stream::StreamSpec;
 use crate::{DataSet, LensLayout, OpenOptions};
@@ -131,6 +132,8 @@ pub struct ReaderArgs {
     /// `index`, for every deserializer: whether CTF files are indexed before reading (see
     /// [`IndexMode`]).
     pub index: Option<IndexMode>,
+    /// `randomizer`: exfeed's order or CNTK's (see [`Randomizer`]).
+    pub randomizer: Option<Randomizer>,
     /// `frameMode`.
     pub frame_mode: bool,
     /// Lens files: the network's input groups (`inputGroups`).
@@ -234,6 +237,9 @@ impl ReaderArgs {
         }
         if let Some(s) = self.seed {
             cfg.randomization_seed = s;
+        }
+        if let Some(r) = self.randomizer {
+            cfg.randomizer = r;
         }
         let (chunks, samples) = (Arg::WindowChunks, Arg::WindowSamples);
         match (self.window_chunks, self.window_samples) {

@@ -8,7 +8,7 @@ use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::format::FileFormat;
 use crate::io::InputPath;
-use crate::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, Window};
+use crate::reader::{ChunkSource, EpochLimit, Randomizer, Reader, ReaderOptions, Window};
 use crate::source::{
     CbfSource, CorpusSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource, LensSource,
     LensSourceOptions,
@@ -185,8 +185,14 @@ impl Opened {
                         frame_mode: d.effective_frame_mode(cfg),
                         cache_index: d.effective_cache_index(cfg),
                         // Joined by key: every chunk's keys are needed, so the full index.
+                        // CNTK's order needs CNTK's chunks: the full index too.
                         index: match d.effective_index(cfg) {
-                            IndexMode::Auto if cfg.deserializers.len() > 1 => IndexMode::Full,
+                            IndexMode::Auto
+                                if cfg.deserializers.len() > 1
+                                    || cfg.randomizer == Randomizer::Cntk =>
+                            {
+                                IndexMode::Full
+                            }
                             mode => mode,
                         },
                     },
@@ -328,6 +334,7 @@ pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
         window,
         frame_mode,
         limit,
+        randomizer: cfg.randomizer,
         ..ReaderOptions::default()
     };
     if let Some(mode) = cfg.lens_mode {

@@ -1,5 +1,6 @@
 //! [`Reader`]: the minibatch engine over a [`ChunkSource`].
 
+use super::cntk_delivery::CntkDelivery;
 use super::madvise::prepare_batch;
 use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
@@ -7,6 +8,7 @@ pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::pool;
 use super::ChunkSource;
+use super::Randomizer;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
@@ -75,6 +77,9 @@ pub struct ReaderOptions {
     /// one with more drops the rest of its part. [`Reader::take_notes`] says, per sweep, what
     /// was repeated or dropped.
     pub equalize: Option<u64>,
+    /// Whose order: exfeed's (the default) or CNTK's block randomizer exactly
+    /// ([`Randomizer::Cntk`]: CTF and CBF with their full index; see the `cntk_order` module).
+    pub randomizer: Randomizer,
 }
 
 /// The minibatches a worker delivers per sweep so that ranks stay in step: the sweep's samples
@@ -121,6 +126,7 @@ impl Default for ReaderOptions {
             prefetch_chunks: ReaderOptions::prefetch_for(threads),
             with_replacement: false,
             equalize: None,
+            randomizer: Randomizer::Exfeed,
         }
     }
 }
@@ -205,6 +211,10 @@ pub struct ReaderState {
     /// [`Reader::state`]) is restored unchecked, as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Vec<FileStamp>>,
+    /// With `randomizer cntk`: CNTK's `minibatchSourcePosition` (the global sample position),
+    /// the whole position in CNTK's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cntk_position: Option<u64>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -303,6 +313,8 @@ pub struct Reader<T: Element> {
     notes: Vec<String>,
     /// With equalize: a sequence was delivered since the part was last started again.
     delivered_in_pass: bool,
+    /// With `randomizer cntk`: CNTK's order, which then decides every minibatch.
+    cntk: Option<Box<CntkDelivery<T>>>,
 }
 
 impl<T: Element> Reader<T> {
@@ -373,7 +385,16 @@ impl<T: Element> Reader<T> {
         }
         let specs = source.streams().to_vec();
         let defining = specs.iter().position(|s| s.defines_mb_size);
+        let cntk = match options.randomizer {
+            Randomizer::Exfeed => None,
+            Randomizer::Cntk => Some(Box::new(CntkDelivery::new(
+                source.clone(),
+                &options,
+                source.shard_names().is_some(),
+            )?)),
+        };
         Ok(Reader {
+            cntk,
             specs,
             defining,
             pool,
@@ -470,6 +491,17 @@ impl<T: Element> Reader<T> {
                 mismatch.join("; ")
             )));
         }
+        match (&mut r.cntk, state.cntk_position) {
+            (Some(c), Some(position)) => c.set_position(position)?,
+            (None, None) => {}
+            (c, _) => {
+                let now = if c.is_some() { "cntk" } else { "exfeed" };
+                return Err(Error::config(format!(
+                    "the saved reader state does not fit this reader: its randomizer is {now}, \
+                     the state's is not"
+                )));
+            }
+        }
         r.sweep = state.sweep;
         r.window = state.window;
         r.offset = state.offset;
@@ -526,6 +558,7 @@ impl<T: Element> Reader<T> {
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),
             data: None,
+            cntk_position: self.cntk.as_ref().map(|c| c.position()),
         }
     }
 
@@ -536,6 +569,9 @@ impl<T: Element> Reader<T> {
             return Err(Error::config(
                 "the epoch limit (max sweeps or max samples) must be positive",
             ));
+        }
+        if let Some(c) = &mut self.cntk {
+            c.set_limit(limit)?;
         }
         self.opts.limit = limit;
         self.done = false;
@@ -569,7 +605,7 @@ impl<T: Element> Reader<T> {
 
     /// How many chunk reads were started (decoded or being decoded).
     pub fn chunks_read(&self) -> u64 {
-        self.chunks_read
+        self.chunks_read + self.cntk.as_ref().map_or(0, |c| c.chunks_read())
     }
 
     /// The largest number of decoded (or being decoded) chunks held at once: the current
@@ -580,7 +616,7 @@ impl<T: Element> Reader<T> {
 
     /// Has the epoch ended?
     pub fn is_done(&self) -> bool {
-        self.done || self.no_data
+        self.done || self.no_data || self.cntk.as_ref().is_some_and(|c| c.done())
     }
 
     /// A handle that stops this reader's reads from another thread.
@@ -634,6 +670,14 @@ impl<T: Element> Reader<T> {
     }
 
     fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+        if let Some(c) = &mut self.cntk {
+            let filled = c.fill(size, mb)?;
+            if filled {
+                self.minibatches = self.minibatches.saturating_add(1);
+                self.samples_delivered = self.samples_delivered.saturating_add(mb.samples as u64);
+            }
+            return Ok(filled);
+        }
         self.settle(mb)?;
         if self.is_done() {
             return Ok(false);
@@ -993,32 +1037,7 @@ impl<T: Element> Reader<T> {
     }
 
     fn check_frames(&self, batch: &SequenceBatch<T>, chunk: usize) -> Result<()> {
-        for s in 0..batch.len() {
-            for (stream, spec) in batch.streams().iter().zip(&self.specs) {
-                let n = stream.sequence_samples(s).len();
-                if n > 1 {
-                    return Err(Error::new(
-                        ErrorKind::Invalid,
-                        Location::default().with_context(format!("chunk {chunk}, input '{}'", spec.name)),
-                        format!(
-                            "frameMode: sequence {} has {n} samples; in frame mode every sequence must have exactly one sample",
-                            batch.keys()[s]
-                        ),
-                    ));
-                }
-            }
-            if batch.sequence_length(s, None) == 0 {
-                return Err(Error::new(
-                    ErrorKind::Invalid,
-                    Location::default().with_context(format!("chunk {chunk}")),
-                    format!(
-                        "frameMode: sequence {} has no samples; in frame mode every sequence must have exactly one sample",
-                        batch.keys()[s]
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        check_frames(batch, &self.specs, chunk)
     }
 
     fn track_held(&mut self, extra: usize) {
@@ -1113,4 +1132,38 @@ fn corpus_difference(saved: Option<&[String]>, now: Option<&[String]>) -> String
         }
     }
     format!("the data was {}, is {}", describe(saved), describe(now))
+}
+
+/// `frameMode`: every sequence of decoded chunk `chunk` must have exactly one sample.
+pub(super) fn check_frames<T: Element>(
+    batch: &SequenceBatch<T>,
+    specs: &[StreamSpec],
+    chunk: usize,
+) -> Result<()> {
+    for s in 0..batch.len() {
+        for (stream, spec) in batch.streams().iter().zip(specs) {
+            let n = stream.sequence_samples(s).len();
+            if n > 1 {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    Location::default().with_context(format!("chunk {chunk}, input '{}'", spec.name)),
+                    format!(
+                        "frameMode: sequence {} has {n} samples; in frame mode every sequence must have exactly one sample",
+                        batch.keys()[s]
+                    ),
+                ));
+            }
+        }
+        if batch.sequence_length(s, None) == 0 {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                Location::default().with_context(format!("chunk {chunk}")),
+                format!(
+                    "frameMode: sequence {} has no samples; in frame mode every sequence must have exactly one sample",
+                    batch.keys()[s]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -95,6 +95,8 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::stream::StreamSpec;
 
+mod cntk_delivery;
+pub mod cntk_order;
 mod engine;
 mod madvise;
 mod minibatch;
@@ -107,6 +109,7 @@ pub(crate) mod rng;
 #[cfg(test)]
 mod tests;
 
+pub use cntk_order::Randomizer;
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
 };
@@ -147,6 +150,12 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// chunk and the sequence's place in it.
     fn sequence_place(&self, chunk: usize, index: usize) -> String {
         format!("sequence {index} of chunk {chunk}")
+    }
+    /// Each chunk's sequences' sample counts as CNTK's reader gives them to its randomizer, for
+    /// CNTK's order ([`cntk_order::Randomizer::Cntk`]); an error when this source's chunks are
+    /// not CNTK's. Default: none (the source has no CNTK counterpart).
+    fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
+        None
     }
     /// Selection frequencies of chunk `chunk`'s sequences, one per sequence [`ChunkSource::read_chunk`]
     /// gives, in that order (Lens's `freq:`), for drawing with replacement

@@ -120,6 +120,15 @@ impl<T: Element> ChunkSource<T> for CbfSource {
             .map_err(|e| e.in_file(self.name.clone()))
     }
 
+    fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
+        let in_file = |e: crate::Error| e.in_file(self.name.clone());
+        Some(
+            (0..self.file.num_chunks())
+                .map(|i| self.file.sequence_samples(i).map_err(in_file))
+                .collect(),
+        )
+    }
+
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
         let c = self.file.chunks().get(chunk)?;
         Some((c.first_key..c.first_key.checked_add(c.sequences as u64)?).collect())

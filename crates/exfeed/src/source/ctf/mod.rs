@@ -191,6 +191,8 @@ pub struct CtfSource {
     piece_bytes: u64,
     /// Chunks being decoded now.
     decoding: AtomicUsize,
+    /// `chunkSizeInBytes` (for CNTK's chunks, see [`ChunkSource::cntk_chunks`]).
+    chunk_size: u64,
 }
 
 /// How the chunks were found.
@@ -372,7 +374,38 @@ impl CtfSource {
                 _ => u64::MAX,
             },
             decoding: AtomicUsize::new(0),
+            chunk_size: options.chunk_size,
         })
+    }
+
+    /// CNTK's chunks' sequences' sample counts, when exfeed's index made the same chunks
+    /// (see [`ChunkSource::cntk_chunks`]): the file is scanned once more by CNTK's rules.
+    fn cntk_chunk_samples(&self) -> Result<Vec<Vec<u32>>> {
+        let Layout::Indexed(ix) = &self.layout else {
+            return Err(Error::config(format!(
+                "{}: randomizer cntk needs the full index (CNTK's chunks and every sequence's \
+                 samples): give index full, not none",
+                self.name
+            )));
+        };
+        // Read whole with positioned reads (never mapped, see `io::open_bytes`): this mode
+        // holds the file in memory while CNTK's chunks are worked out.
+        let len = self.data.len().map_err(|e| e.in_file(self.name.clone()))?;
+        let mut own = Vec::new();
+        let text = self
+            .data
+            .bytes_at(0, len as usize, &mut own)
+            .map_err(|e| e.in_file(self.name.clone()))?;
+        let ctf = self.parser.options();
+        let main = ctf.inputs.iter().find(|s| s.defines_mb_size);
+        crate::reader::cntk_order::ctf_chunk_samples(
+            text,
+            ctf.skip_sequence_ids,
+            main.map(|s| s.name_in_file()),
+            self.chunk_size,
+            ix.chunks.iter().map(|c| c.sequences),
+        )
+        .map_err(|e| e.in_file(self.name.clone()))
     }
 
     /// Where the index came from.
@@ -795,6 +828,10 @@ impl<T: Element> ChunkSource<T> for CtfSource {
 
     fn chunks(&self) -> &[ChunkInfo] {
         &self.infos
+    }
+
+    fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
+        Some(self.cntk_chunk_samples())
     }
 
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {

@@ -1,0 +1,439 @@
+//! Minibatches in CNTK's order ([`Randomizer::Cntk`](super::Randomizer::Cntk)): the
+//! [`CntkRandomizer`] decides every minibatch's sequences; their chunks are decoded on the
+//! caller's thread when first needed and dropped once all their sequences of the sweep are
+//! delivered (CNTK's rolling chunk window, without decoding ahead).
+
+use super::cntk_order::{minibatch_budgets, CntkEpoch, CntkEpochSize, CntkRandomizer, CntkWindow};
+use super::engine::{check_frames, EpochLimit, ReaderOptions, Window};
+use super::minibatch::Minibatch;
+use super::packing::{copy_sequences, Entry, Loaded};
+use super::ChunkSource;
+use crate::batch::SequenceBatch;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::stream::StreamSpec;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A decoded chunk: its slot in the loaded batches and its sequences still to deliver.
+struct Held {
+    slot: usize,
+    outstanding: usize,
+}
+
+/// The CNTK-order part of a [`Reader`](super::Reader).
+pub(super) struct CntkDelivery<T: Element> {
+    source: Arc<dyn ChunkSource<T>>,
+    order: CntkRandomizer,
+    workers: usize,
+    rank: usize,
+    specs: Vec<StreamSpec>,
+    defining: Option<usize>,
+    corpus: bool,
+    loaded: Loaded<T>,
+    /// Decoded chunks by (sweep, chunk): a chunk is held until its sequences of that sweep are
+    /// delivered.
+    held: HashMap<(u64, u32), Held>,
+    free_slots: Vec<usize>,
+    done: bool,
+    chunks_read: u64,
+    frame_mode: bool,
+}
+
+/// CNTK's epoch size for an exfeed epoch limit: samples count the global timeline (all
+/// workers' samples), as in CNTK.
+fn epoch_size(limit: EpochLimit) -> CntkEpochSize {
+    match limit {
+        EpochLimit::Sweeps(n) => CntkEpochSize::Sweeps(n),
+        EpochLimit::Samples(n) => CntkEpochSize::Samples(n),
+        EpochLimit::Unlimited => CntkEpochSize::Samples(u64::MAX / 2),
+    }
+}
+
+impl<T: Element> CntkDelivery<T> {
+    /// CNTK's order over `source` with `opts` (randomizationSeed, window, workers, epoch).
+    pub(super) fn new(
+        source: Arc<dyn ChunkSource<T>>,
+        opts: &ReaderOptions,
+        corpus: bool,
+    ) -> Result<Self> {
+        if !opts.randomize || opts.with_replacement || opts.equalize.is_some() {
+            return Err(Error::config(
+                "randomizer cntk is CNTK's block randomizer: it goes with randomize, without \
+                 drawing with replacement (lensMode) or equalize",
+            ));
+        }
+        let chunks = source.cntk_chunks().unwrap_or_else(|| {
+            Err(Error::config(
+                "randomizer cntk reads CTF and CBF files only (CNTK's chunks)",
+            ))
+        })?;
+        let window = match opts.window {
+            Window::Chunks(n) => CntkWindow::Chunks(n as u64),
+            Window::Samples(n) => CntkWindow::Samples(n),
+            // CNTK's randomizationWindow when nothing sets it: requestDataSize samples
+            // (`SIZE_MAX >> 2`, DataReader.h).
+            Window::All => CntkWindow::Samples(u64::MAX >> 2),
+        };
+        let mut order = CntkRandomizer::new(chunks, window, opts.seed)?;
+        order.start_epoch(CntkEpoch {
+            workers: opts.num_workers,
+            rank: opts.worker_rank,
+            size: epoch_size(opts.limit),
+            index: 0,
+            cross_sweeps: true,
+        })?;
+        let specs = source.streams().to_vec();
+        Ok(CntkDelivery {
+            defining: specs.iter().position(|s| s.defines_mb_size),
+            specs,
+            source,
+            order,
+            workers: opts.num_workers,
+            rank: opts.worker_rank,
+            corpus,
+            loaded: Loaded {
+                batches: Vec::new(),
+                order: Vec::new(),
+            },
+            held: HashMap::new(),
+            free_slots: Vec::new(),
+            done: false,
+            chunks_read: 0,
+            frame_mode: opts.frame_mode,
+        })
+    }
+
+    /// CNTK's `minibatchSourcePosition`: the global sample position.
+    pub(super) fn position(&self) -> u64 {
+        self.order.position()
+    }
+
+    /// Moves to a saved `minibatchSourcePosition`.
+    pub(super) fn set_position(&mut self, position: u64) -> Result<()> {
+        self.release_all();
+        self.done = false;
+        self.order.set_position(position)
+    }
+
+    /// A new epoch limit, keeping the position.
+    pub(super) fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
+        self.done = false;
+        self.order.set_epoch_size(epoch_size(limit))
+    }
+
+    pub(super) fn done(&self) -> bool {
+        self.done
+    }
+
+    pub(super) fn chunks_read(&self) -> u64 {
+        self.chunks_read
+    }
+
+    /// Fills `mb` with CNTK's next minibatch of `size` samples; `false` once the epoch is over.
+    pub(super) fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+        let (global, local) = minibatch_budgets(size as u64, self.workers, self.rank, true);
+        while !self.done {
+            let batch = self.order.next_sequences(global, local)?;
+            self.done = batch.end_of_epoch;
+            if batch.sequences.is_empty() {
+                continue;
+            }
+            let mut entries = std::mem::take(&mut self.loaded.order);
+            entries.clear();
+            for (s, &sweep) in batch.sequences.iter().zip(&batch.sweeps) {
+                let slot = self.hold(sweep, s.chunk)?;
+                let decoded = &self.loaded.batches[slot];
+                entries.push(Entry {
+                    chunk: slot as u32,
+                    seq: s.index,
+                    samples: decoded.sequence_length(s.index as usize, self.defining),
+                });
+            }
+            self.loaded.order = entries;
+            // One copy per run of sequences of the same sweep.
+            let mut start = 0;
+            while start < batch.sweeps.len() {
+                let sweep = batch.sweeps[start];
+                let end = start + batch.sweeps[start..].partition_point(|&s| s == sweep);
+                copy_sequences(&self.loaded, start..end, sweep, self.corpus, mb);
+                start = end;
+            }
+            mb.samples = self.loaded.order.iter().map(|e| e.samples).sum();
+            mb.end_of_sweep = batch.end_of_sweep;
+            for (s, &sweep) in batch.sequences.iter().zip(&batch.sweeps) {
+                self.delivered(sweep, s.chunk);
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The slot of chunk `chunk` for sweep `sweep`, decoding it if it is not held.
+    fn hold(&mut self, sweep: u64, chunk: u32) -> Result<usize> {
+        let expected = self.source.chunks()[chunk as usize].sequences;
+        if let Some(h) = self.held.get(&(sweep, chunk)) {
+            return Ok(h.slot);
+        }
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.loaded.batches.push(SequenceBatch::new(&self.specs));
+            self.loaded.batches.len() - 1
+        });
+        let batch = &mut self.loaded.batches[slot];
+        batch.clear();
+        self.source.read_chunk(chunk as usize, batch)?;
+        self.chunks_read += 1;
+        if self.frame_mode {
+            check_frames(batch, &self.specs, chunk as usize)?;
+        }
+        if batch.len() != expected {
+            return Err(Error::config(format!(
+                "randomizer cntk: chunk {chunk} decoded to {} sequences, its index says \
+                 {expected} (with maxErrors, a dropped sequence changes CNTK's order)",
+                batch.len()
+            )));
+        }
+        self.held.insert(
+            (sweep, chunk),
+            Held {
+                slot,
+                outstanding: expected,
+            },
+        );
+        Ok(slot)
+    }
+
+    /// One more sequence of `chunk` of sweep `sweep` delivered: the chunk is dropped after its
+    /// last one.
+    fn delivered(&mut self, sweep: u64, chunk: u32) {
+        if let Some(h) = self.held.get_mut(&(sweep, chunk)) {
+            h.outstanding = h.outstanding.saturating_sub(1);
+            if h.outstanding == 0 {
+                let slot = h.slot;
+                self.held.remove(&(sweep, chunk));
+                self.loaded.batches[slot].clear();
+                self.free_slots.push(slot);
+            }
+        }
+    }
+
+    fn release_all(&mut self) {
+        for (_, h) in self.held.drain() {
+            self.loaded.batches[h.slot].clear();
+            self.free_slots.push(h.slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cntk_order::{cntk_ctf_chunk_samples, cntk_ctf_sequences, CntkBatch};
+    use super::super::{Randomizer, Reader};
+    use super::*;
+    use crate::cbf::{CbfWriter, CbfWriterOptions};
+    use crate::ctf::CtfOptions;
+    use crate::io::InputPath;
+    use crate::source::{CbfSource, CtfSource, CtfSourceOptions, IndexMode, MemorySource};
+    use crate::Storage;
+
+    /// A CTF file of `n` sequences (ids 0..n) of 1 to 4 lines.
+    fn ctf_text(n: u64) -> String {
+        let mut text = String::new();
+        for id in 0..n {
+            for line in 0..1 + (id * 7) % 4 {
+                text.push_str(&format!("{id} |x {} {line}\n", id as f32));
+            }
+        }
+        text
+    }
+
+    fn options(workers: usize, rank: usize, window: Window) -> ReaderOptions {
+        ReaderOptions {
+            seed: 5,
+            window,
+            limit: EpochLimit::Sweeps(2),
+            num_workers: workers,
+            worker_rank: rank,
+            threads: 0,
+            randomizer: Randomizer::Cntk,
+            ..ReaderOptions::default()
+        }
+    }
+
+    /// Every minibatch's keys, read through a [`Reader`].
+    fn read_keys(reader: &mut Reader<f32>, size: usize) -> Vec<Vec<u64>> {
+        let mut mb = reader.new_minibatch();
+        let mut out = Vec::new();
+        while reader.next_minibatch(size, &mut mb).unwrap() {
+            out.push(mb.sequences.iter().map(|s| s.key).collect());
+        }
+        out
+    }
+
+    /// What the pure randomizer says the minibatches are, as keys (a sequence's key is its
+    /// index in the file).
+    fn expected_keys(
+        chunks: &[Vec<u32>],
+        opts: &ReaderOptions,
+        window: CntkWindow,
+        size: u64,
+    ) -> Vec<Vec<u64>> {
+        let firsts: Vec<u64> = chunks
+            .iter()
+            .scan(0u64, |n, c| {
+                *n += c.len() as u64;
+                Some(*n - c.len() as u64)
+            })
+            .collect();
+        let mut r = CntkRandomizer::new(chunks.to_vec(), window, opts.seed).unwrap();
+        r.start_epoch(CntkEpoch {
+            workers: opts.num_workers,
+            rank: opts.worker_rank,
+            size: CntkEpochSize::Sweeps(2),
+            index: 0,
+            cross_sweeps: true,
+        })
+        .unwrap();
+        let (global, local) = minibatch_budgets(size, opts.num_workers, opts.worker_rank, true);
+        let mut out = Vec::new();
+        loop {
+            let b: CntkBatch = r.next_sequences(global, local).unwrap();
+            if !b.sequences.is_empty() {
+                let keys = b.sequences.iter();
+                out.push(
+                    keys.map(|s| firsts[s.chunk as usize] + u64::from(s.index))
+                        .collect(),
+                );
+            }
+            if b.end_of_epoch {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn a_ctf_file_is_read_in_cntk_s_order_minibatch_for_minibatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        let text = ctf_text(300);
+        std::fs::write(&path, &text).unwrap();
+        let seqs = cntk_ctf_sequences(text.as_bytes(), false, None).unwrap();
+        let chunks = cntk_ctf_chunk_samples(&seqs, 400, text.len() as u64);
+        assert!(chunks.len() > 10);
+        let source_options = CtfSourceOptions {
+            ctf: CtfOptions {
+                inputs: vec!["x:dense:2".parse().unwrap()],
+                ..CtfOptions::default()
+            },
+            chunk_size: 400,
+            index: IndexMode::Full,
+            ..CtfSourceOptions::default()
+        };
+        for (workers, window, cntk_window) in [
+            (1, Window::Chunks(3), CntkWindow::Chunks(3)),
+            (3, Window::Samples(200), CntkWindow::Samples(200)),
+        ] {
+            for rank in 0..workers {
+                let source = CtfSource::open(&InputPath::new(&path), source_options.clone());
+                let opts = options(workers, rank, window);
+                let mut reader = Reader::new(Arc::new(source.unwrap()), opts.clone()).unwrap();
+                let got = read_keys(&mut reader, 25);
+                assert_eq!(got, expected_keys(&chunks, &opts, cntk_window, 25));
+                assert!(!got.is_empty());
+            }
+        }
+        // Restored from a saved state, the reader goes on with the same minibatches.
+        let opts = options(2, 1, Window::Chunks(4));
+        let open =
+            || Arc::new(CtfSource::open(&InputPath::new(&path), source_options.clone()).unwrap());
+        let mut first = Reader::new(open(), opts.clone()).unwrap();
+        let mut mb = first.new_minibatch();
+        for _ in 0..7 {
+            assert!(first.next_minibatch(10, &mut mb).unwrap());
+        }
+        let state = first.state();
+        assert!(state.cntk_position.is_some());
+        let mut again = Reader::restore(open(), opts, &state).unwrap();
+        assert_eq!(read_keys(&mut again, 10), read_keys(&mut first, 10));
+        // Without the index there are no CNTK chunks.
+        let no_index = CtfSourceOptions {
+            index: IndexMode::None,
+            ..source_options
+        };
+        let source = Arc::new(CtfSource::open(&InputPath::new(&path), no_index).unwrap());
+        let err = Reader::<f32>::new(source, options(1, 0, Window::Chunks(2)))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("needs the full index"), "{err}");
+    }
+
+    #[test]
+    fn a_cbf_file_is_read_in_cntk_s_order_by_its_own_chunks() {
+        let specs = [StreamSpec::new("x", Storage::Dense, 1)];
+        let mut batch = SequenceBatch::<f32>::new(&specs);
+        for k in 0..200u64 {
+            for _ in 0..1 + k % 3 {
+                batch.stream_mut(0).push_dense_sample(&[k as f32]);
+            }
+            batch.finish_sequence(k);
+        }
+        let cbf = CbfWriterOptions {
+            chunk_size: 100,
+            ..CbfWriterOptions::default()
+        };
+        let mut writer = CbfWriter::new(Vec::new(), &specs, cbf).unwrap();
+        writer.write_batch(&batch).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.cbf");
+        std::fs::write(&path, writer.finish().unwrap()).unwrap();
+        let source = Arc::new(CbfSource::open(&InputPath::new(&path), &[], false).unwrap());
+        let chunks = ChunkSource::<f32>::cntk_chunks(&*source).unwrap().unwrap();
+        assert!(chunks.len() > 5);
+        assert_eq!(chunks.iter().flatten().count(), 200);
+        let opts = options(2, 0, Window::Samples(50));
+        let mut reader = Reader::new(source, opts.clone()).unwrap();
+        let expected = expected_keys(&chunks, &opts, CntkWindow::Samples(50), 16);
+        assert_eq!(read_keys(&mut reader, 16), expected);
+    }
+
+    #[test]
+    fn frame_mode_refuses_a_sequence_of_more_than_one_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        std::fs::write(&path, "0 |x 1 2\n1 |x 3 4\n1 |x 5 6\n").unwrap();
+        let source_options = CtfSourceOptions {
+            ctf: CtfOptions {
+                inputs: vec!["x:dense:2".parse().unwrap()],
+                ..CtfOptions::default()
+            },
+            index: IndexMode::Full,
+            ..CtfSourceOptions::default()
+        };
+        let source = Arc::new(CtfSource::open(&InputPath::new(&path), source_options).unwrap());
+        let opts = ReaderOptions {
+            frame_mode: true,
+            ..options(1, 0, Window::Chunks(1))
+        };
+        let mut reader = Reader::<f32>::new(source, opts).unwrap();
+        let mut mb = reader.new_minibatch();
+        let err = reader.next_minibatch(4, &mut mb).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("frameMode: sequence 1 has 2 samples"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_source_without_cntk_chunks_is_refused() {
+        let specs = vec![StreamSpec::new("x", Storage::Dense, 1)];
+        let mut all = SequenceBatch::<f32>::new(&specs);
+        all.stream_mut(0).push_dense_sample(&[1.0]);
+        all.finish_sequence(0);
+        let source = Arc::new(MemorySource::from_batch(specs, &all, 1));
+        let err = Reader::<f32>::new(source, options(1, 0, Window::Chunks(2)))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("CTF and CBF"), "{err}");
+    }
+}
