@@ -211,21 +211,20 @@ def test_the_epoch_advances_on_each_iteration_unless_set(data, start_method, per
         loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=persistent,
                                              multiprocessing_context=start_method)
         orders = []
-        for epoch in range(3):
+        for epoch in range(2):
             if fix:
                 ds.set_epoch(epoch)
             orders.append(keys_of(loader))
-        return ds, orders
+        return ds, loader, orders
 
-    ds, auto = epochs(fix=False)
-    assert all(sorted(keys) == sorted(truth) for keys in auto)
-    assert len({tuple(keys) for keys in auto}) == 3
-    assert ds.epoch == 3
-    _, fixed = epochs(fix=True)
-    assert auto == fixed  # the epochs counted are the epochs set
+    ds, loader, auto = epochs(fix=False)
+    assert all(sorted(keys) == sorted(truth) for keys in auto) and auto[0] != auto[1]
+    assert ds.epoch == 2
+    if start_method == "spawn":
+        return  # slow to start; the rest is the same with fork
+    assert auto == epochs(fix=True)[2]  # the epochs counted are the epochs set
     ds.set_epoch(1)
-    assert keys_of(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)) == auto[1]
-    assert keys_of(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)) == auto[1]  # stays set
+    assert keys_of(loader) == auto[1] and keys_of(loader) == auto[1]  # set: it stays
 
 
 def test_without_workers_the_epoch_advances_too(data):
@@ -326,3 +325,13 @@ def test_class_ids_refuse_a_sample_that_is_not_one_hot(tmp_path):
         list(exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, randomize=False, sparse="ids"))
     with pytest.raises(ValueError, match="sparse: expected one of csr, ids, dense, found 'onehot'"):
         exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, sparse={"y": "onehot"})
+
+
+def test_the_example_of_docs_pytorch_md_runs_without_a_warning():
+    text = (REPO / "docs" / "pytorch.md").read_text()
+    start = text.index("```python\n") + len("```python\n")
+    example = text[start : text.index("```", start)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", example], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
