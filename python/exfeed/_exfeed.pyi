@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 from typing_extensions import TypedDict, Unpack
 import numpy.typing as npt
 
+__all__ = [
+    "DataError", "ConfigError", "ConfigWarning", "InternalError", "Reader", "Minibatch", "Stream",
+    "StreamInfo", "release_memory", "_panic_for_tests", "_buffer_address", "_lens_load", "check", "info",
+    "dump", "convert", "Dump", "ArrowStream", "_to_arrow", "_chunks", "_read_chunks", "__version__",
+]
+
 __version__: str
 
-PathLike = Union[str, os.PathLike]
-Layout = Union[str, Sequence[Tuple[str, int]], Mapping[str, int]]
+_PathLike = Union[str, os.PathLike]
+_Layout = Union[str, Sequence[Tuple[str, int]], Mapping[str, int]]
 
 class DataError(ValueError):
     """Invalid data. str() is the command line's message."""
@@ -39,6 +45,7 @@ class ConfigError(ValueError):
 class InternalError(RuntimeError): ...
 class ConfigWarning(UserWarning): ...
 
+@final
 class StreamInfo:
     name: str
     storage: str
@@ -50,6 +57,7 @@ class StreamInfo:
     @property
     def is_sparse(self) -> bool: ...
 
+@final
 class Stream:
     """One stream of a minibatch; arrays are views on the minibatch's buffers."""
 
@@ -85,6 +93,7 @@ class Stream:
         """(values [sequences, longest, dim], mask [sequences, longest]); a copy."""
     def as_sequences(self) -> list: ...
 
+@final
 class Minibatch:
     num_samples: int
     num_sequences: int
@@ -95,15 +104,16 @@ class Minibatch:
     def sweeps(self) -> npt.NDArray[np.int64]: ...
     @property
     def stream_names(self) -> list[str]: ...
-    def __getitem__(self, name: str) -> Stream: ...
-    def __contains__(self, name: str) -> bool: ...
+    def __getitem__(self, name: str, /) -> Stream: ...
+    def __contains__(self, name: str, /) -> bool: ...
     def items(self) -> list[Tuple[str, Stream]]: ...
 
-InputsArg = Union[
+_InputsArg = Union[
     Mapping[str, Union[Tuple[str, int], Tuple[str, int, str]]],
     Sequence[Any],  # exfeed.Input objects or "NAME:FORMAT:DIM[:ALIAS]" strings
 ]
 
+@final
 class Reader(Iterator[Minibatch]):
     """The minibatch reader; every option of `exfeed read`.
 
@@ -139,17 +149,17 @@ class Reader(Iterator[Minibatch]):
     after the fork. A negative or too large number is a ValueError naming its argument.
     """
 
-    def __init__(
-        self,
-        files: Optional[Union[PathLike, Sequence[PathLike]]] = None,
+    def __new__(
+        cls,
+        files: Optional[Union[_PathLike, Sequence[_PathLike]]] = None,
         *,
         minibatch_size: int,
-        corpus: Optional[Union[PathLike, Sequence[PathLike]]] = None,
-        inputs: Optional[InputsArg] = None,
-        config: Optional[PathLike] = None,
+        corpus: Optional[Union[_PathLike, Sequence[_PathLike]]] = None,
+        inputs: Optional[_InputsArg] = None,
+        config: Optional[_PathLike] = None,
         section: Optional[str] = None,
         set: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
-        max_sweeps: Optional[int] = 1,
+        max_sweeps: Optional[int] = ...,  # 1: one sweep; None: no limit
         max_samples: Optional[int] = None,
         randomize: Optional[bool] = None,
         seed: Optional[int] = None,
@@ -165,15 +175,15 @@ class Reader(Iterator[Minibatch]):
         worker_rank: int = 0,
         threads: Optional[int] = None,
         prefetch_chunks: Optional[int] = None,
-        input_groups: Optional[Layout] = None,
-        target_groups: Optional[Layout] = None,
+        input_groups: Optional[_Layout] = None,
+        target_groups: Optional[_Layout] = None,
         lens_mode: Optional[str] = None,
         nan: Optional[float] = None,
         equalize: Optional[Union[bool, int]] = None,
         max_record_size: Optional[int] = None,
         index: Optional[Literal["auto", "full", "none"]] = None,
         randomizer: Optional[Literal["exfeed", "cntk"]] = None,
-    ) -> None: ...
+    ) -> Reader: ...
     @property
     def streams(self) -> list[StreamInfo]: ...
     @property
@@ -198,22 +208,22 @@ class Reader(Iterator[Minibatch]):
     def __enter__(self) -> Reader: ...
     def __exit__(self, *args: object) -> bool: ...
 
-class OpenArgs(TypedDict, total=False):
+class _OpenArgs(TypedDict, total=False):
     """How check, dump and convert read a file (as `exfeed check/dump/convert` take it).
     ``corpus`` (a glob, ``"@LIST"`` or a list of paths) reads many files as one data set in
     place of the path: keys are ``"SHARD:KEY"``."""
 
-    corpus: Optional[Union[PathLike, Sequence[PathLike]]]
-    inputs: Optional[InputsArg]
-    config: Optional[PathLike]
+    corpus: Optional[Union[_PathLike, Sequence[_PathLike]]]
+    inputs: Optional[_InputsArg]
+    config: Optional[_PathLike]
     section: Optional[str]
     set: Optional[Union[Mapping[str, Any], Sequence[str]]]
     format: Optional[str]
     max_errors: Optional[int]
     skip_sequence_ids: bool
     precision: Optional[Union[str, np.dtype, type]]
-    input_groups: Optional[Layout]
-    target_groups: Optional[Layout]
+    input_groups: Optional[_Layout]
+    target_groups: Optional[_Layout]
     nan: Optional[float]
     max_record_size: Optional[int]
 
@@ -222,34 +232,35 @@ def release_memory() -> int:
     reader (freed on their own 10 seconds after the reader closed); returns the bytes freed."""
 
 def check(
-    path: Optional[PathLike] = None,
-    **kwargs: Unpack[OpenArgs],
+    path: Optional[_PathLike] = None,
+    **kwargs: Unpack[_OpenArgs],
 ) -> dict:
     """Reads the whole file: its summary and every problem (`exfeed check`). For a corpus,
     the whole corpus's and, under "shards", each file's."""
 
-def info(path: PathLike, *, format: Optional[str] = None) -> dict:
+def info(path: _PathLike, *, format: Optional[str] = None) -> dict:
     """A CBF header or a Lens set's summary (`exfeed info`)."""
 
+@final
 class Dump(Iterator[dict]):
     def __next__(self) -> dict: ...
 
 def dump(
-    path: Optional[PathLike] = None,
-    **kwargs: Unpack[OpenArgs],
+    path: Optional[_PathLike] = None,
+    **kwargs: Unpack[_OpenArgs],
 ) -> Dump:
     """Every sequence in file order: {"key": int, name: array | (indptr, indices, data)}; of a
     corpus, file after file, keys "SHARD:KEY"."""
 
 def convert(
-    src: Optional[PathLike] = None,
-    dst: Optional[PathLike] = None,
+    src: Optional[_PathLike] = None,
+    dst: Optional[_PathLike] = None,
     *,
     to: Optional[str] = None,
     chunk_size: Optional[int] = None,
     overwrite: bool = False,
     sync: bool = True,
-    **kwargs: Unpack[OpenArgs],
+    **kwargs: Unpack[_OpenArgs],
 ) -> dict:
     """Converts src to the file dst (`exfeed convert`), atomically: dst keeps its old content
     or gets the whole new file. `to` (ctf, cbf, ex, bex, parquet, arrow) defaults to dst's
@@ -259,19 +270,32 @@ def convert(
     "chunks", "problems"}. ``convert(dst=..., corpus=...)`` writes every file of a corpus into
     the one file dst (keys SHARD << 40 | KEY)."""
 
+@final
 class ArrowStream:
     """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
 
-def _to_arrow(path: PathLike, *, chunk_size: Optional[int] = None, **kwargs: Unpack[OpenArgs]) -> ArrowStream:
+def _to_arrow(path: _PathLike, *, chunk_size: Optional[int] = None, **kwargs: Unpack[_OpenArgs]) -> ArrowStream:
     """A whole file as record batches of about chunk_size bytes (exfeed.to_arrow)."""
 
-def _chunks(path: PathLike, **options: Any) -> Tuple[list, bool, ArrowStream]:
+def _chunks(path: _PathLike, **options: Any) -> Tuple[list, bool, ArrowStream]:
     """[(sequences, samples, bytes)] of each chunk of a file (exfeed.ray's read tasks), whether
     those counts are exact (an index's; else estimates of byte ranges), and the stream of none
     of them (its schema is theirs)."""
 
-def _read_chunks(path: PathLike, start: int, end: int, **options: Any) -> ArrowStream:
+def _read_chunks(path: _PathLike, start: int, end: int, **options: Any) -> ArrowStream:
     """Chunks start..end of a file, one record batch each."""
+
+def _buffer_address(stream: Stream) -> int:
+    """The address of a dense stream's values in the Rust buffers (for the zero-copy tests)."""
+
+def _lens_load(
+    path: _PathLike, *, input_groups: Optional[_Layout] = None, target_groups: Optional[_Layout] = None,
+    nan: Optional[float] = None,
+) -> Tuple[dict, list]:
+    """(header dict, [example dict]) of a whole Lens example file (exfeed.lens wraps them)."""
+
+def _panic_for_tests(message: str) -> None:
+    """Raises InternalError from a Rust panic (for tests)."""

@@ -1,4 +1,4 @@
-"""PyTorch: :class:`Dataset`, an ``IterableDataset`` of whole minibatches.
+"""PyTorch: :class:`Dataset`, an ``IterableDataset`` of whole minibatches (docs/pytorch.md).
 
 Use it with ``DataLoader(dataset, batch_size=None)``: the dataset already delivers minibatches.
 Importing this module imports torch; ``import exfeed`` never does.
@@ -10,22 +10,32 @@ partitions together read the sweep exactly once. The Rust reader is opened insid
 (in the worker process, never before a fork) and the dataset pickles, so the ``spawn`` start
 method works.
 
-Epochs: each iteration is one sweep, shuffled with ``seed + epoch``; call :meth:`set_epoch`
-before each epoch, as with ``DistributedSampler``.
+Epochs: each iteration is one sweep, shuffled with ``seed + epoch``. The epoch advances by
+itself on each new iteration (``for epoch in ...: for batch in loader``), in the worker processes
+too; :meth:`set_epoch` fixes it instead (as with ``DistributedSampler``), and from then on it
+changes only when you call it again.
 
-Equal step counts (``equalize=True``, the default): DDP needs every rank to take the same
-number of steps. Every rank then delivers exactly ``S = total_samples // (world_size *
-minibatch_size)`` minibatches per sweep (at least 1), split between its DataLoader workers: a
-partition whose part yields more minibatches drops the rest of its part for this sweep; one
-whose part yields fewer goes through its part again from its start. This is the library's
-equalize mode (``exfeed.Reader(equalize=world_size)``, ``exfeed read --equalize``): one
-implementation, whose ``Reader.take_notes()`` say per sweep what was repeated or dropped. With
-``equalize=False`` every sequence is delivered exactly once per sweep and ranks may differ by
-a few steps.
+Equal step counts (``equalize=True``, the default, applies only where there are several ranks):
+DDP needs every rank to take the same number of steps. Every rank then delivers exactly ``S =
+total_samples // (world_size * minibatch_size)`` minibatches per sweep (at least 1), split
+between its DataLoader workers: a partition whose part yields more minibatches drops the rest
+of its part for this sweep; one whose part yields fewer goes through its part again from its
+start. This is the library's equalize mode (``exfeed.Reader(equalize=world_size)``, ``exfeed
+read --equalize``). With one rank (with or without DataLoader workers), or with
+``equalize=False``, every sequence is delivered exactly once per sweep (ranks may then differ
+by a few steps).
+
+``len(dataset)``: the minibatches of one rank per sweep. Exact where the data is equalized over
+several ranks (``S`` above). Otherwise an estimate, ``ceil(total_samples / (world_size *
+minibatch_size))``, the count if every minibatch were full, and :attr:`Dataset.len_is_exact` is
+False; the DataLoader's warning that more minibatches came than ``len()`` said is not shown for
+an estimate. ``total_samples`` itself is exact with an index (``index="full"``, CBF, Lens) and
+estimated from the file's first 64 KiB without one.
 
 Checkpoints: :meth:`state_dict` / :meth:`load_state_dict` follow the protocol of torchdata's
 ``StatefulDataLoader``, which saves each worker's position with every minibatch, so a job
-killed mid-epoch resumes with exactly the minibatches it had not seen.
+killed mid-epoch resumes with exactly the minibatches it had not seen, and the epochs after it
+follow as they would have.
 
 Layouts of each stream ``name`` in the dict a minibatch becomes:
 
@@ -36,14 +46,24 @@ Layouts of each stream ``name`` in the dict a minibatch becomes:
 - ``"packed"``: dense ``name`` [samples, dim] without a copy and ``name_offsets`` int64
   [sequences + 1].
 
-Sparse streams are ``torch.sparse_csr_tensor`` [samples, dim] in every layout, with
-``name_offsets`` (and ``name_lengths`` in the padded layout). ``with_keys=True`` adds ``keys``
-and ``sweeps`` (int64 [sequences]).
+Sparse streams (``sparse=``, one mode for all sparse streams or a dict ``{name: mode}``):
+
+- ``"csr"`` (the default): ``torch.sparse_csr_tensor`` [samples, dim] on the reader's buffers,
+  in every layout, with ``name_offsets`` (and ``name_lengths`` in the padded layout);
+- ``"ids"``: the class ids of one-hot samples (exactly one entry, of value 1, per sample) as
+  int64, laid out as a dense stream of dim 1 without its last axis: padded [sequences, longest]
+  padded with -100 (``cross_entropy``'s ``ignore_index``), jagged [sequences, j], packed
+  [samples]; a sample that is not one-hot is a ``ValueError``;
+- ``"dense"``: the stream as a dense one, laid out as the dense streams are (a copy).
+
+``with_keys=True`` adds ``keys`` and ``sweeps`` (int64 [sequences]).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional, Sequence, Union
+import math
+import warnings
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -54,34 +74,118 @@ import exfeed
 __all__ = ["Dataset", "to_tensors"]
 
 LAYOUTS = ("padded", "jagged", "packed")
+SPARSE_MODES = ("csr", "ids", "dense")
+IGNORE_INDEX = -100  # the pad of "ids": torch.nn.functional.cross_entropy's default ignore_index
 _RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibatch_size")
+# The most DataLoader workers one Dataset counts epochs for (a slot of shared memory each).
+MAX_WORKERS = 1024
+
+# Warnings that say nothing to an exfeed user, each only where it comes from: the DataLoader's that
+# more minibatches came than len() said, for a len() documented as an estimate (the message names
+# the dataset, whose repr says so); torch's note that sparse CSR is in beta, on the tensors built
+# here; and that the invariant checks are off, on those tensors received from DataLoader workers
+# (built here with check_invariants=False: their indices are the reader's, checked as parsed).
+warnings.filterwarnings("ignore", message=r"Length of IterableDataset <exfeed\.torch\.Dataset, estimated len")
+_TORCH_REBUILDS = r"torch\.multiprocessing\.reductions"
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta",
+                        module=rf"exfeed\.torch|{_TORCH_REBUILDS}")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled", module=_TORCH_REBUILDS)
+
+SparseArg = Union[str, Mapping[str, str]]
 
 
-def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool = False) -> Dict[str, torch.Tensor]:
-    """A minibatch as a dict of tensors in `layout` (see the module documentation)."""
+def _check_sparse(sparse: SparseArg) -> None:
+    modes = sparse.values() if isinstance(sparse, Mapping) else [sparse]
+    for mode in modes:
+        if mode not in SPARSE_MODES:
+            raise ValueError(f"sparse: expected one of {', '.join(SPARSE_MODES)}, found {mode!r}")
+
+
+def _padded(values: np.ndarray, offsets: np.ndarray, pad: float) -> np.ndarray:
+    """[samples, ...] as [sequences, longest, ...], `pad` after each sequence's end."""
+    lengths = np.diff(offsets)
+    out = np.full((len(lengths), int(lengths.max(initial=0)), *values.shape[1:]), pad, dtype=values.dtype)
+    seq = np.repeat(np.arange(len(lengths)), lengths)
+    out[seq, np.arange(len(values)) - offsets[seq]] = values
+    return out
+
+
+def _class_ids(name: str, s: "exfeed.Stream", keys: np.ndarray) -> np.ndarray:
+    """The column of each sample's one entry; a ValueError names the first sample that is not
+    one-hot."""
+    counts = np.diff(s.indptr)
+    bad = np.flatnonzero(counts != 1)
+    if len(bad) == 0:
+        bad = np.flatnonzero(s.data != 1)
+    if len(bad):
+        sample = int(bad[0])
+        sequence = int(np.searchsorted(s.offsets, sample, side="right")) - 1
+        lo, hi = s.indptr[sample], s.indptr[sample + 1]
+        entries = ", ".join(f"{i}:{v:g}" for i, v in zip(s.indices[lo:hi], s.data[lo:hi])) or "none"
+        raise ValueError(
+            f"sparse={name!r}: 'ids' needs one-hot samples (one entry of value 1), found sample "
+            f"{sample - int(s.offsets[sequence])} of sequence {int(keys[sequence])} with entries: {entries}"
+        )
+    return s.indices.astype(np.int64)
+
+
+def _dense(s: "exfeed.Stream") -> np.ndarray:
+    out = np.zeros((s.num_samples, s.dim), dtype=s.data.dtype)
+    out[np.repeat(np.arange(s.num_samples), np.diff(s.indptr)), s.indices] = s.data
+    return out
+
+
+def _laid_out(out: Dict[str, torch.Tensor], name: str, values: np.ndarray, offsets: np.ndarray,
+              layout: str, pad: float) -> None:
+    """The tensors of values [samples, ...] in `layout` (padded: a copy; else views)."""
+    t_offsets = torch.from_numpy(offsets)
+    if layout == "padded":
+        out[name] = torch.from_numpy(_padded(values, offsets, pad))
+        out[f"{name}_lengths"] = t_offsets[1:] - t_offsets[:-1]
+    elif layout == "jagged":
+        out[name] = torch.nested.nested_tensor_from_jagged(torch.from_numpy(values), t_offsets)
+    else:
+        out[name] = torch.from_numpy(values)
+        out[f"{name}_offsets"] = t_offsets
+
+
+def _csr(s: "exfeed.Stream") -> torch.Tensor:
+    indptr = torch.from_numpy(s.indptr)
+    return torch.sparse_csr_tensor(
+        indptr, torch.from_numpy(s.indices).to(indptr.dtype), torch.from_numpy(s.data),
+        size=(s.num_samples, s.dim), check_invariants=False,
+    )
+
+
+def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool = False,
+               sparse: SparseArg = "csr") -> Dict[str, torch.Tensor]:
+    """A minibatch as a dict of tensors in `layout`, sparse streams as `sparse` says (see the
+    module documentation)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout: expected one of {', '.join(LAYOUTS)}, found {layout!r}")
+    _check_sparse(sparse)
     out: Dict[str, torch.Tensor] = {}
     for name, s in mb.items():
-        offsets = torch.from_numpy(s.offsets)
-        if s.is_sparse:
-            indptr = torch.from_numpy(s.indptr)
-            out[name] = torch.sparse_csr_tensor(
-                indptr, torch.from_numpy(s.indices).to(indptr.dtype), torch.from_numpy(s.data),
-                size=(s.num_samples, s.dim), check_invariants=False,
-            )
+        if not s.is_sparse:
+            if layout == "padded":
+                values, _ = s.to_padded()
+                out[name] = torch.from_numpy(values)
+                offsets = torch.from_numpy(s.offsets)
+                out[f"{name}_lengths"] = offsets[1:] - offsets[:-1]
+            else:
+                _laid_out(out, name, s.values, s.offsets, layout, 0)
+            continue
+        mode = sparse.get(name, "csr") if isinstance(sparse, Mapping) else sparse
+        if mode == "ids":
+            _laid_out(out, name, _class_ids(name, s, mb.keys), s.offsets, layout, IGNORE_INDEX)
+        elif mode == "dense":
+            _laid_out(out, name, _dense(s), s.offsets, layout, 0)
+        else:
+            offsets = torch.from_numpy(s.offsets)
+            out[name] = _csr(s)
             out[f"{name}_offsets"] = offsets
             if layout == "padded":
                 out[f"{name}_lengths"] = offsets[1:] - offsets[:-1]
-        elif layout == "padded":
-            values, _ = s.to_padded()
-            out[name] = torch.from_numpy(values)
-            out[f"{name}_lengths"] = offsets[1:] - offsets[:-1]
-        elif layout == "jagged":
-            out[name] = torch.nested.nested_tensor_from_jagged(torch.from_numpy(s.values), offsets)
-        else:
-            out[name] = torch.from_numpy(s.values)
-            out[f"{name}_offsets"] = offsets
     if with_keys:
         out["keys"] = torch.from_numpy(mb.keys)
         out["sweeps"] = torch.from_numpy(mb.sweeps)
@@ -95,11 +199,20 @@ def _distributed() -> tuple:
     return 0, 1
 
 
+# The epoch counter, in memory shared with the DataLoader's worker processes (inherited by fork,
+# passed by torch's pickler to spawned ones): whether set_epoch fixed the epoch and which, the
+# offset of the counted epochs, then per worker id the iterations it has begun. Each worker
+# writes only its own slot, and every worker of an iteration has begun as many before it.
+_EXPLICIT, _SET_EPOCH, _OFFSET, _SLOTS = 0, 1, 2, 3
+
+
 class Dataset(torch.utils.data.IterableDataset):
     """Whole minibatches of exfeed files as dicts of tensors. See the module documentation.
 
     ``reader_options`` are :class:`exfeed.Reader`'s (corpus, inputs, config, window_chunks,
     threads, ...); the epoch, the partition and the minibatch size are the dataset's.
+    ``sparse`` is ``"csr"``, ``"ids"`` or ``"dense"`` for every sparse stream, or a dict of them
+    by stream name (others stay ``"csr"``).
     """
 
     def __init__(
@@ -113,11 +226,13 @@ class Dataset(torch.utils.data.IterableDataset):
         seed: int = 0,
         equalize: bool = True,
         with_keys: bool = False,
+        sparse: SparseArg = "csr",
         **reader_options: Any,
     ) -> None:
         super().__init__()
         if layout not in LAYOUTS:
             raise ValueError(f"layout: expected one of {', '.join(LAYOUTS)}, found {layout!r}")
+        _check_sparse(sparse)
         for name in _RESERVED:
             if name in reader_options:
                 raise TypeError(f"{name}: set by the Dataset (one sweep per epoch, its own partition)")
@@ -133,43 +248,84 @@ class Dataset(torch.utils.data.IterableDataset):
         self.seed = seed
         self.equalize = equalize
         self.with_keys = with_keys
+        self.sparse = dict(sparse) if isinstance(sparse, Mapping) else sparse
         self.reader_options = reader_options
-        self.epoch = 0
+        self._epochs = torch.zeros(_SLOTS + MAX_WORKERS, dtype=torch.int64).share_memory_()
         self._position: Optional[dict] = None  # where the current iteration is
         self._resume: Optional[dict] = None  # set by load_state_dict, used by the next __iter__
         self._live: Optional[exfeed.Reader] = None  # the reader of the iteration in progress
+        self._len: Optional[tuple] = None  # (len, exact), worked out on the first len()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._epochs.share_memory_()  # a copy unpickled by plain pickle shares its own again
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration reads: sweep order seeded with ``seed + epoch``."""
-        self.epoch = epoch
+        """Fixes the epoch the next iterations read (sweep order seeded with ``seed + epoch``),
+        in the DataLoader's workers too (persistent ones included); without it the epoch
+        advances by itself on each new iteration."""
+        self._epochs[_SET_EPOCH] = epoch
+        self._epochs[_EXPLICIT] = 1
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration reads (of worker 0, or of the process without workers)."""
+        e = self._epochs
+        return int(e[_SET_EPOCH] if e[_EXPLICIT] else e[_OFFSET] + e[_SLOTS])
+
+    def _ranks(self) -> tuple:
+        return (self.rank, self.world_size) if self.world_size is not None else _distributed()
 
     def _partition(self) -> tuple:
-        rank, world = (self.rank, self.world_size) if self.world_size is not None else _distributed()
+        rank, world = self._ranks()
         info = torch.utils.data.get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return rank * workers + worker, world * workers, rank, world, workers, worker
 
-    def _open(self, partition: int, partitions: int, world: int) -> "exfeed.Reader":
+    def _equalized(self, world: int) -> bool:
+        return self.equalize and world > 1
+
+    def _open(self, epoch: int, partition: int, partitions: int, world: int) -> "exfeed.Reader":
         # equalize: the world's ranks stay in step, the partitions split evenly between them.
         return exfeed.Reader(
-            self.files, minibatch_size=self.minibatch_size, seed=self.seed + self.epoch, max_sweeps=1,
-            num_workers=partitions, worker_rank=partition, equalize=world if self.equalize else None,
-            **self.reader_options,
+            self.files, minibatch_size=self.minibatch_size, seed=self.seed + epoch, max_sweeps=1,
+            num_workers=partitions, worker_rank=partition,
+            equalize=world if self._equalized(world) else None, **self.reader_options,
         )
 
+    def _begin(self, worker: int, resume_epoch: Optional[int]) -> int:
+        """Counts an iteration begun by `worker`: the epoch it reads."""
+        if worker >= MAX_WORKERS:
+            raise ValueError(f"num_workers: at most {MAX_WORKERS} DataLoader workers, found worker {worker}")
+        e = self._epochs
+        begun = int(e[_SLOTS + worker])
+        e[_SLOTS + worker] = begun + 1
+        if resume_epoch is not None:
+            if not e[_EXPLICIT]:
+                e[_OFFSET] = resume_epoch - begun  # the epochs after it follow on
+            return resume_epoch
+        return int(e[_SET_EPOCH] if e[_EXPLICIT] else e[_OFFSET] + begun)
+
     def __iter__(self) -> Iterator[Dict[str, torch.Tensor]]:
+        # Not a generator: the epoch is counted when the iteration begins, and state_dict(),
+        # which StatefulDataLoader asks for at once, already says which epoch it is.
         partition, partitions, rank, world, workers, worker = self._partition()
         resume, self._resume = self._resume, None
-        position = {"epoch": self.epoch, "partition": [partition, partitions], "delivered": 0, "reader": None}
-        if resume is not None:
-            if resume["partition"] != [partition, partitions] or resume["epoch"] != self.epoch:
+        epoch = self._begin(worker, None if resume is None else resume["epoch"])
+        position = {"epoch": epoch, "partition": [partition, partitions], "delivered": 0, "reader": None}
+        if resume is not None and resume["partition"] is not None:
+            if resume["partition"] != [partition, partitions]:
                 raise ValueError(
                     f"state: saved for partition {resume['partition']} of epoch {resume['epoch']}, "
-                    f"this is partition {[partition, partitions]} of epoch {self.epoch}"
+                    f"this is partition {[partition, partitions]}"
                 )
             position.update(resume)
         self._position = position
-        with self._open(partition, partitions, world) as reader:
+        return self._minibatches(position, world)
+
+    def _minibatches(self, position: dict, world: int) -> Iterator[Dict[str, torch.Tensor]]:
+        partition, partitions = position["partition"]
+        with self._open(position["epoch"], partition, partitions, world) as reader:
             if position["reader"] is not None:
                 reader.load_state_dict(position["reader"])
             # The reader's position is read only when a state is asked for (state_dict).
@@ -177,23 +333,56 @@ class Dataset(torch.utils.data.IterableDataset):
             try:
                 for mb in reader:
                     position["delivered"] += 1
-                    yield to_tensors(mb, self.layout, self.with_keys)
+                    yield to_tensors(mb, self.layout, self.with_keys, self.sparse)
             finally:
                 position["reader"] = reader.state_dict()
                 self._live = None
 
+    def _length(self) -> tuple:
+        if self._len is None:
+            rank, world = self._ranks()
+            # threads=0: no reader threads in this process, which may fork DataLoader workers.
+            options = {**self.reader_options, "threads": 0}
+            with exfeed.Reader(self.files, minibatch_size=self.minibatch_size, seed=self.seed, **options) as reader:
+                samples = reader.total_samples
+            if self._equalized(world):
+                self._len = (max(1, samples // (world * self.minibatch_size)), True)
+            else:
+                self._len = (math.ceil(samples / (world * self.minibatch_size)), False)
+        return self._len
+
+    def __len__(self) -> int:
+        """Minibatches of this rank per sweep: exact where equalized over several ranks, else an
+        estimate (see :attr:`len_is_exact` and the module documentation)."""
+        return self._length()[0]
+
+    @property
+    def len_is_exact(self) -> bool:
+        """Whether ``len()`` is the exact count of minibatches (equalized over several ranks) or
+        an estimate."""
+        return self._length()[1]
+
+    def __repr__(self) -> str:
+        if self._len is not None and not self._len[1]:
+            return f"<exfeed.torch.Dataset, estimated len {self._len[0]}>"
+        return "<exfeed.torch.Dataset>"
+
     def state_dict(self) -> dict:
         """The position of the iteration in progress (JSON-serialisable)."""
-        state: Dict[str, Any] = {"version": 1, "epoch": self.epoch}
-        if self._position is not None:
-            state["position"] = dict(self._position)
+        position = self._position
+        state: Dict[str, Any] = {"version": 1, "epoch": self.epoch if position is None else position["epoch"]}
+        if position is not None:
+            state["position"] = dict(position)
             if self._live is not None:
                 state["position"]["reader"] = self._live.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Continue from `state` at the next ``iter()``."""
+        """Continue from `state` at the next ``iter()``: the rest of its epoch, then the epochs
+        after it."""
         if state.get("version") != 1:
             raise ValueError("state: not a state_dict() of exfeed.torch.Dataset")
-        self.epoch = state["epoch"]
-        self._resume = state.get("position")
+        position = state.get("position")
+        if position is None:  # saved before an iteration began: the next one reads its epoch
+            position = {"epoch": state["epoch"], "partition": None, "delivered": 0, "reader": None}
+        self._resume = position

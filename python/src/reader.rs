@@ -14,7 +14,9 @@ use exfeed::reader::{ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyImportError, PyKeyError, PyModuleNotFoundError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -933,7 +935,19 @@ impl Stream {
     /// Sparse: a scipy.sparse.csr_matrix [samples, dim] sharing the data (scipy needed).
     fn to_scipy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.require(Storage::Sparse, "to_scipy()")?;
-        let sparse = py.import("scipy.sparse")?;
+        let sparse = py.import("scipy.sparse").map_err(|e| {
+            if !e.is_instance_of::<PyImportError>(py) {
+                return e;
+            }
+            let missing = PyModuleNotFoundError::new_err(format!(
+                "stream {:?} is sparse: as a scipy.sparse matrix (Stream.to_scipy(), \
+                 as_sequences(), exfeed.cntk.io) it needs SciPy, which is not installed: \
+                 pip install scipy (or pip install 'exfeed[scipy]')",
+                self.spec.name
+            ));
+            missing.set_cause(py, Some(e));
+            missing
+        })?;
         let shape = (self.num_samples(py)?, self.spec.dim);
         let parts = (self.data(py)?, self.indices(py)?, self.indptr(py)?);
         let kwargs = PyDict::new(py);

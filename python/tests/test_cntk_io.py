@@ -4,6 +4,8 @@ real files (temporary CTF files written here, samples/ and the CNTK conformance 
 import json
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -132,6 +134,36 @@ def test_sparse_and_dense_streams_of_a_text_file(tmp_path):
     mb = source.next_minibatch(1)
     assert mb[features_si].num_samples == 3 and mb[labels_si].num_samples == 1
     assert not mb[features_si].end_of_sweep
+
+
+def test_sparse_data_without_scipy_says_what_to_install(tmp_path):
+    # A fresh interpreter in which `import scipy` fails, as where SciPy is not installed.
+    path = write(tmp_path, SPARSE_WITH_LABELS)
+    script = f"""
+import sys
+
+class NoScipy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, NoScipy())
+from exfeed.cntk.io import MinibatchSource, CTFDeserializer, StreamDef, StreamDefs
+source = MinibatchSource(CTFDeserializer({str(path)!r}, StreamDefs(x=StreamDef(field="x", shape=1000, is_sparse=True))),
+                         randomize=False)
+data = source.next_minibatch(7)[source.streams.x]
+try:
+    data.asarray()
+except ModuleNotFoundError as e:
+    print(e)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        'stream "x" is sparse: as a scipy.sparse matrix (Stream.to_scipy(), as_sequences(), exfeed.cntk.io) '
+        "it needs SciPy, which is not installed: pip install scipy (or pip install 'exfeed[scipy]')"
+    )
 
 
 def test_sparse_data_as_csr_per_sequence(tmp_path):

@@ -176,3 +176,162 @@ def test_kill_and_resume_through_stateful_dataloader(tmp_path):
     resumed_log = tmp_path / "resumed.log"
     run(resumed_log, ckpt, "resume")
     assert killed[:step] + resumed_log.read_text().splitlines() == full
+
+
+SAMPLE = REPO / "samples" / "sequences.ctf"
+SAMPLE_INPUTS = {"features": ("dense", 4), "label": ("sparse", 3)}
+
+
+def sample_keys():
+    return sorted({int(line.split()[0]) for line in SAMPLE.read_text().splitlines() if line.strip()})
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_one_rank_reads_every_sequence_once_by_default(tmp_path, workers):
+    # equalize=True is the default: with one rank it must not drop or repeat anything, neither on
+    # the 40-sequence sample nor on a file whose size is estimated from its start (no index).
+    keys = keys_of(torch.utils.data.DataLoader(
+        exfeed.torch.Dataset(SAMPLE, inputs=SAMPLE_INPUTS, minibatch_size=8, with_keys=True),
+        batch_size=None, num_workers=workers))
+    assert sorted(keys) == sample_keys()
+    path = tmp_path / "big.ctf"
+    truth = write_ctf(path, 3000, seed=5)
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, index="none",
+                              inputs=INPUTS, chunk_size=4096)
+    keys = keys_of(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers))
+    assert sorted(keys) == sorted(truth)
+
+
+@pytest.mark.parametrize("start_method,persistent", [("fork", False), ("spawn", False), ("fork", True)])
+def test_the_epoch_advances_on_each_iteration_unless_set(data, start_method, persistent):
+    path, truth = data
+
+    def epochs(fix):
+        ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, seed=4, **OPTS)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=persistent,
+                                             multiprocessing_context=start_method)
+        orders = []
+        for epoch in range(2):
+            if fix:
+                ds.set_epoch(epoch)
+            orders.append(keys_of(loader))
+        return ds, loader, orders
+
+    ds, loader, auto = epochs(fix=False)
+    assert all(sorted(keys) == sorted(truth) for keys in auto) and auto[0] != auto[1]
+    assert ds.epoch == 2
+    if start_method == "spawn":
+        return  # slow to start; the rest is the same with fork
+    assert auto == epochs(fix=True)[2]  # the epochs counted are the epochs set
+    ds.set_epoch(1)
+    assert keys_of(loader) == auto[1] and keys_of(loader) == auto[1]  # set: it stays
+
+
+def test_without_workers_the_epoch_advances_too(data):
+    path, _ = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, with_keys=True, **OPTS)
+    first, second = keys_of(ds), keys_of(ds)
+    assert first != second and sorted(first) == sorted(second) and ds.epoch == 2
+
+
+def test_resume_mid_epoch_then_the_next_epochs_follow(data):
+    stateful = require("torchdata.stateful_dataloader")
+    path, _ = data
+    make = lambda: stateful.StatefulDataLoader(
+        exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, seed=2, **OPTS),
+        batch_size=None, num_workers=2)
+    whole = make()
+    epochs = [keys_of(whole) for _ in range(3)]
+    loader = make()
+    keys_of(loader)  # epoch 0
+    it = iter(loader)
+    head = [k for _ in range(5) for k in next(it)["keys"].tolist()]
+    state = json.loads(json.dumps(loader.state_dict()))
+    del it, loader
+    again = make()
+    again.load_state_dict(state)
+    assert head + keys_of(again) == epochs[1]
+    assert keys_of(again) == epochs[2]
+
+
+def test_len_is_exact_where_equalized_else_an_estimate_without_warnings(tmp_path):
+    path = tmp_path / "uneven.ctf"
+    write_ctf(path, 257, seed=3)
+    for rank in range(2):
+        ds = exfeed.torch.Dataset(path, minibatch_size=8, rank=rank, world_size=2, index="full", **OPTS)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+        assert ds.len_is_exact and len(loader) == len(list(loader))
+    # One rank: an estimate (every minibatch full), exceeded here: the sequences are of 1..4
+    # samples and each worker ends its part with a partial minibatch. The DataLoader's warning
+    # about it, torch's sparse CSR notes and anything else would show on stderr.
+    script = f"""
+import torch, exfeed.torch
+ds = exfeed.torch.Dataset({str(path)!r}, minibatch_size=8, layout="packed", inputs={INPUTS!r}, chunk_size=600,
+                          index="full")
+loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+total = exfeed.Reader({str(path)!r}, minibatch_size=8, inputs={INPUTS!r}, index="full").total_samples
+assert not ds.len_is_exact and len(loader) == -(-total // 8), (len(loader), total)
+for epoch in range(2):
+    n = sum(1 for b in loader if b["y"].layout == torch.sparse_csr)
+    assert n > len(loader), (n, len(loader))
+print("ok", len(loader), n)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr
+    assert done.stderr == ""
+
+
+def write_labels(path, labels):
+    """One sample per sequence: x = the key, y = the entries given as text (one-hot: "c:1")."""
+    path.write_text("".join(f"{k} |x {k} 0 0 |y {y}\n" for k, y in enumerate(labels)))
+
+
+@pytest.mark.parametrize("layout", ["padded", "jagged", "packed"])
+def test_sparse_streams_as_class_ids_or_dense_through_workers(data, layout):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout=layout, with_keys=True, sparse={"y": "ids"}, **OPTS)
+    dense = exfeed.torch.Dataset(path, minibatch_size=8, layout=layout, with_keys=True, sparse="dense", **OPTS)
+    csr = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, **OPTS)
+    loader = lambda d: list(torch.utils.data.DataLoader(d, batch_size=None, num_workers=2))
+    seen = 0
+    for b, d, c in zip(loader(ds), loader(dense), loader(csr)):
+        keys = b["keys"].tolist()
+        labels = [truth[k][1] for k in keys]  # y: one sample per sequence
+        ids, values, want = b["y"], d["y"], c["y"].to_dense()
+        assert ids.dtype == torch.int64 and values.dtype == torch.float32
+        if layout == "padded":
+            assert ids[:, 0].tolist() == labels and (ids[:, 1:] == -100).all()
+            assert torch.equal(values[:, 0], want) and (values[:, 1:] == 0).all()
+            assert b["y_lengths"].tolist() == [1] * len(keys)
+        elif layout == "jagged":
+            assert ids.is_nested and [int(t[0]) for t in ids.unbind()] == labels
+            assert torch.equal(torch.cat(values.unbind()), want)
+        else:
+            assert ids.tolist() == labels and torch.equal(values, want)
+            assert b["y_offsets"].tolist() == list(range(len(keys) + 1))
+        seen += len(keys)
+    assert seen == len(truth)
+
+
+def test_class_ids_refuse_a_sample_that_is_not_one_hot(tmp_path):
+    path = tmp_path / "labels.ctf"
+    write_labels(path, ["1:1", "0:1", "2:1 3:1", "4:1"])
+    ds = exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, randomize=False, sparse="ids")
+    with pytest.raises(ValueError, match=r"'y'.*one-hot.*sample 0 of sequence 2 with entries: 2:1, 3:1"):
+        list(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1))
+    write_labels(path, ["1:1", "0:0.5"])
+    with pytest.raises(ValueError, match=r"sequence 1 with entries: 0:0.5"):
+        list(exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, randomize=False, sparse="ids"))
+    with pytest.raises(ValueError, match="sparse: expected one of csr, ids, dense, found 'onehot'"):
+        exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, sparse={"y": "onehot"})
+
+
+def test_the_example_of_docs_pytorch_md_runs_without_a_warning():
+    text = (REPO / "docs" / "pytorch.md").read_text()
+    start = text.index("```python\n") + len("```python\n")
+    example = text[start : text.index("```", start)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", example], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

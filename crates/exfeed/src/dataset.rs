@@ -603,7 +603,7 @@ impl DataSet {
             let info = summary.lens.insert(Info::default());
             while let Some(ex) = examples.next_example()? {
                 let len = ex.events.len();
-                if summary.longest.map_or(true, |(l, _)| len > l) {
+                if summary.longest.is_none_or(|(l, _)| len > l) {
                     summary.longest = Some((len, info.examples as u64));
                 }
                 info.add(&ex);
@@ -703,7 +703,7 @@ impl Summary {
         }
         for q in 0..batch.len() {
             let len = batch.sequence_length(q, None);
-            if self.longest.map_or(true, |(l, _)| len > l) {
+            if self.longest.is_none_or(|(l, _)| len > l) {
                 self.longest = Some((len, batch.keys()[q]));
             }
         }

@@ -5,6 +5,12 @@ import numpy.typing as npt
 
 from exfeed.cntk.logging import TraceLevel
 
+__all__ = [
+    "CBFDeserializer", "CTFDeserializer", "DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS", "FULL_DATA_SWEEP",
+    "INFINITELY_REPEAT", "MinibatchData", "MinibatchSource", "MinibatchSourceConfig", "Record", "StreamDef",
+    "StreamDefs", "StreamInformation", "Value", "sequence_to_cntk_text_format", "to_dictionary",
+]
+
 INFINITELY_REPEAT: int
 FULL_DATA_SWEEP: int
 DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS: int
@@ -95,6 +101,7 @@ class Value:
     is_sparse: bool
     dtype: type
     num_samples: int
+    def __init__(self, stream: Any, is_sparse: bool, dim: int) -> None: ...
     @property
     def shape(self) -> Tuple[int, int, int]: ...
     @property

@@ -87,7 +87,11 @@ pub fn generated_ex(bytes: usize) -> Vec<u8> {
     while s.len() < bytes {
         let _ = write!(s, "name:{{item {k}}}\nI:");
         for u in 0..100 {
-            s.push_str(if (k + u) % 7 == 0 { " 1" } else { " 0" });
+            s.push_str(if (k + u).is_multiple_of(7) {
+                " 1"
+            } else {
+                " 0"
+            });
         }
         s.push_str("\nT:");
         for u in 0..20u64 {

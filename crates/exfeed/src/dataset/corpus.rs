@@ -198,7 +198,7 @@ impl Summary {
     pub fn merge(&mut self, shard: usize, other: &Summary) {
         self.sequences += other.sequences;
         if let Some((len, key)) = other.longest {
-            if self.longest.map_or(true, |(l, _)| len > l) {
+            if self.longest.is_none_or(|(l, _)| len > l) {
                 self.longest = Some((len, (shard as u64) << CORPUS_KEY_BITS | key));
             }
         }

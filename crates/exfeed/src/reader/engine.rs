@@ -95,7 +95,7 @@ pub fn equalize_quota(
     ranks: usize,
     worker: usize,
 ) -> Result<u64> {
-    if ranks == 0 || workers % ranks != 0 || minibatch_size == 0 {
+    if ranks == 0 || !workers.is_multiple_of(ranks) || minibatch_size == 0 {
         return Err(Error::config(format!(
             "equalize: {workers} workers cannot be split between {ranks} ranks"
         )));
@@ -655,7 +655,7 @@ impl<T: Element> Reader<T> {
     ) -> Result<ReadSummary> {
         let mut mb = self.new_minibatch();
         let mut summary = ReadSummary::default();
-        while stop_after.map_or(true, |m| summary.minibatches < m) {
+        while stop_after.is_none_or(|m| summary.minibatches < m) {
             if !self.next_minibatch(size, &mut mb)? {
                 summary.finished = true;
                 break;

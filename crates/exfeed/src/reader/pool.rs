@@ -12,8 +12,24 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::stream::StreamSpec;
 use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Whether a process-wide pool whose first user's process id is in `owner` may be used here: a
+/// process forked from that one (a PyTorch DataLoader worker) has a copy of the pool whose mutex
+/// another thread of the parent may have held at the fork, and none of the parent's threads, so
+/// it never touches the pool (it reads with fresh buffers instead).
+pub(crate) fn owned_by_this_process(owner: &AtomicU32) -> bool {
+    let me = std::process::id();
+    match owner.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => true,
+        Err(first) => first == me,
+    }
+}
+
+/// The process [`POOL`] belongs to (see [`owned_by_this_process`]).
+static POOL_OWNER: AtomicU32 = AtomicU32::new(0);
 
 /// Batches kept at most (a window of 4 chunks and 4 prefetched, twice over).
 const KEPT_BATCHES: usize = 16;
@@ -54,6 +70,9 @@ pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
                 .zip(specs)
                 .all(|(s, spec)| s.storage() == spec.storage && s.dim() == spec.dim)
     };
+    if !owned_by_this_process(&POOL_OWNER) {
+        return SequenceBatch::new(specs);
+    }
     let kept = POOL.lock().ok().and_then(|mut pool| {
         let i = pool.kept.iter().position(|k| {
             k.batch
@@ -71,6 +90,9 @@ pub(super) fn take<T: Element>(specs: &[StreamSpec]) -> SequenceBatch<T> {
 /// Keeps `batches` (emptied) for a later [`take`], as far as the bounds allow; the rest are
 /// freed.
 pub(super) fn keep<T: Element>(batches: impl IntoIterator<Item = SequenceBatch<T>>) {
+    if !owned_by_this_process(&POOL_OWNER) {
+        return;
+    }
     let mut freed = Vec::new();
     let until = Instant::now() + KEPT_FOR;
     if let Ok(mut pool) = POOL.lock() {
@@ -106,6 +128,9 @@ pub(super) fn keep<T: Element>(batches: impl IntoIterator<Item = SequenceBatch<T
 /// Frees every kept batch now and returns their bytes: for a process that is done reading and
 /// wants its memory back before they expire on their own (after 10 seconds).
 pub fn release_kept_batches() -> usize {
+    if !owned_by_this_process(&POOL_OWNER) {
+        return 0;
+    }
     let released = match POOL.lock() {
         Ok(mut pool) => std::mem::take(&mut pool.kept),
         Err(_) => Vec::new(),
@@ -176,5 +201,39 @@ mod tests {
         big.stream_mut(0).reserve(0, KEPT_BYTES / 4 + 1);
         keep(vec![big]);
         assert!(take::<f32>(&specs).allocated_bytes() < KEPT_BYTES);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_forked_child_never_waits_for_the_parents_pool() {
+        // The pool's mutex held while the process forks (as a thread of a Python process may
+        // hold it when a DataLoader forks its workers): the child has a copy locked for ever.
+        let specs = [StreamSpec::new("x", Storage::Dense, 7907)];
+        keep(vec![take::<f32>(&specs)]); // the pool is this process's
+        let held = POOL.lock().unwrap();
+        // SAFETY: the child only takes, keeps and releases batches, then leaves with _exit.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            keep(vec![take::<f32>(&specs)]);
+            release_kept_batches();
+            // SAFETY: ends the child at once, without the test harness's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut status = 0;
+        // SAFETY: waitpid and kill on the child this test forked.
+        while unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) } == 0 {
+            if Instant::now() > deadline {
+                unsafe {
+                    libc::kill(child, libc::SIGKILL);
+                    libc::waitpid(child, &mut status, 0);
+                }
+                panic!("the forked child waited for the parent's pool");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
 }

@@ -208,7 +208,7 @@ fn is_ws(c: u8) -> bool {
 /// Whether position `i` is the end of the buffer or a delimiter.
 #[inline(always)]
 fn delim_at(b: &[u8], i: usize) -> bool {
-    b.get(i).map_or(true, |&c| is_delim(c))
+    b.get(i).is_none_or(|&c| is_delim(c))
 }
 
 /// Characters that end a number or an unquoted string without whitespace.

@@ -11,6 +11,7 @@ use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
 pub use crate::options::IndexMode;
+use crate::reader::owned_by_this_process;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use byte_ranges::{ByteRanges, ReadAt, HEAD};
@@ -20,7 +21,7 @@ pub use index_cache::fuzz_decode as fuzz_index_cache;
 pub use index_cache::index_cache_path;
 use index_cache::{CacheParams, DataStamp};
 use std::fs::File;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
@@ -205,6 +206,9 @@ enum Layout {
 /// 4 KiB on every chunk). One pool for the process, not one per source: a corpus of thousands
 /// of shards keeps at most [`KEPT_BUFFERS`] buffers and [`KEPT_BYTES`], not a chunk per shard.
 static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// The process [`BUFFERS`] belongs to: a forked child never touches them (see
+/// [`owned_by_this_process`]).
+static BUFFERS_OWNER: AtomicU32 = AtomicU32::new(0);
 /// Buffers kept in [`BUFFERS`] (about one per decoding thread).
 const KEPT_BUFFERS: usize = 8;
 /// Bytes kept in [`BUFFERS`] at most (one buffer is kept whatever its size).
@@ -793,6 +797,9 @@ struct Done<T> {
 
 /// A read buffer from [`BUFFERS`] (empty when there is none).
 fn take_buffer() -> Vec<u8> {
+    if !owned_by_this_process(&BUFFERS_OWNER) {
+        return Vec::new();
+    }
     BUFFERS
         .lock()
         .ok()
@@ -802,7 +809,7 @@ fn take_buffer() -> Vec<u8> {
 
 /// Puts `buf` back into [`BUFFERS`] when the pool has room for it.
 fn give_back(buf: Vec<u8>) {
-    if buf.capacity() == 0 {
+    if buf.capacity() == 0 || !owned_by_this_process(&BUFFERS_OWNER) {
         return;
     }
     if let Ok(mut b) = BUFFERS.lock() {
