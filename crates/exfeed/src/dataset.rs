@@ -65,7 +65,8 @@ pub struct OpenOptions {
     /// The format, overriding detection (`--from`).
     pub format: Option<FileFormat>,
     /// CTF: the inputs (streams) to read, in the order of the batches' streams (required).
-    /// CBF: the streams to expose and their names (see [`CbfFile::select`]); empty for all.
+    /// CBF: every stream is exposed; these rename the ones they name, as CNTK does (see
+    /// [`CbfFile::select`]).
     pub inputs: Vec<StreamSpec>,
     /// CTF: every line is a sequence keyed by its line number (`skipSequenceIds`).
     pub skip_sequence_ids: bool,
