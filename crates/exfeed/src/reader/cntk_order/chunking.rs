@@ -87,7 +87,7 @@ pub fn cntk_ctf_sequences(
         return Err(Error::config("the input file is empty"));
     }
     let counts = |line: &[u8], end: usize| {
-        main_stream.map_or(true, |name| holds_stream(line, name.as_bytes(), end == len))
+        main_stream.is_none_or(|name| holds_stream(line, name.as_bytes(), end == len))
     };
     let mut out = Vec::new();
     let span = |offset: usize, end: usize, samples: u32| CntkCtfSequence {

@@ -17,7 +17,7 @@ fn values(seqs: &[CntkSequence], per_chunk: usize) -> Vec<u32> {
     seqs.iter()
         .flat_map(|s| {
             let v = s.chunk * per_chunk as u32 + s.index;
-            std::iter::repeat(v).take(s.samples as usize)
+            std::iter::repeat_n(v, s.samples as usize)
         })
         .collect()
 }
@@ -113,7 +113,7 @@ fn two_sweeps() -> Vec<u32> {
 fn repeat_samples(values: &[u32], length: u32) -> Vec<u32> {
     values
         .iter()
-        .flat_map(|&v| std::iter::repeat(v).take(length as usize))
+        .flat_map(|&v| std::iter::repeat_n(v, length as usize))
         .collect()
 }
 
@@ -244,7 +244,7 @@ fn sequential(seed: u64, chunk_samples: u64, sweep: u64, max_length: u32) -> Vec
     while total < sweep {
         let length = if sweep - total < u64::from(max_length) {
             (sweep - total) as u32
-        } else if total % 1000 == 0 {
+        } else if total.is_multiple_of(1000) {
             1
         } else {
             1 + rng.below(u64::from(max_length)) as u32
