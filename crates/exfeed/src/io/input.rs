@@ -188,7 +188,11 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
                 let n = head.len().min(meta.len() as usize);
                 super::read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
                 if Compression::sniff(&head[..n]) == Compression::None {
-                    return snapshot(path, file, meta.len()).map(InputBytes::Mapped);
+                    // Where the copy cannot be made (no room in TMPDIR, a file-size limit),
+                    // the file is read into memory instead.
+                    if let Ok(map) = snapshot(path, file, meta.len()) {
+                        return Ok(InputBytes::Mapped(map));
+                    }
                 }
             }
             read_all(open_reader(input)?, &name, holding)
