@@ -101,7 +101,7 @@ pub struct ReaderArgs {
     /// deserializer each (CBF and Lens files, or one CTF file).
     pub files: Vec<PathBuf>,
     /// A corpus instead of files, read as one data set of shards (see
-    /// [`CorpusSource`](super::CorpusSource)); with a configuration, in place of its (one)
+    /// [`CorpusSource`](crate::source::CorpusSource)); with a configuration, in place of its (one)
     /// deserializer's file.
     pub corpus: Option<Corpus>,
     /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
