@@ -211,6 +211,7 @@ impl CtfSource {
     /// ```
     /// use exfeed::ctf::CtfOptions;
     /// use exfeed::io::InputPath;
+    /// use exfeed::options::{ChunkSize, ReadOptions};
     /// use exfeed::reader::ChunkSource;
     /// use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
     /// use exfeed::SequenceBatch;
@@ -220,9 +221,8 @@ impl CtfSource {
     /// std::fs::write(&path, "0 |x 1 2\n0 |x 3 4\n1 |x 5 6\n2 |x 7 8\n")?;
     /// let options = CtfSourceOptions {
     ///     ctf: CtfOptions { inputs: vec!["x:dense:2".parse()?], ..CtfOptions::default() },
-    ///     chunk_size: 20, // bytes: the sequences go into chunks of about this size
-    ///     cache_index: true,
-    ///     ..CtfSourceOptions::default()
+    ///     // Bytes: the sequences go into chunks of about this size.
+    ///     read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(20)).with_cache_index(true),
     /// };
     /// let source = CtfSource::open(&InputPath::new(&path), options.clone())?;
     /// assert_eq!(source.index_origin(), IndexOrigin::ScannedAndCached);
@@ -237,7 +237,8 @@ impl CtfSource {
     /// assert_eq!(again.index_origin(), IndexOrigin::Cache);
     ///
     /// // Without an index: byte ranges of about 20 bytes, each decoded to whole sequences.
-    /// let options = CtfSourceOptions { cache_index: false, index: IndexMode::None, ..options };
+    /// let read = options.read.with_cache_index(false).with_index(IndexMode::None);
+    /// let options = CtfSourceOptions { read, ..options };
     /// let ranges = CtfSource::open(&InputPath::new(&path), options)?;
     /// assert_eq!(ranges.index_origin(), IndexOrigin::ByteRanges);
     /// let mut keys = Vec::new();
