@@ -15,8 +15,9 @@ use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::format::FileFormat;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::ChunkSource;
-use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode};
+use exfeed::source::IndexMode;
 use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
 use exfeed_arrow::stream::SequenceStream;
 use exfeed_arrow::Value;
@@ -143,20 +144,19 @@ pub fn _to_arrow<'py>(
 /// (`index`: by default without one when the file allows it, so that a Ray read task reads its own
 /// chunks and not the whole file); CBF in its own chunks; Lens in the reader's.
 fn source<T: Value>(
-    data: DataSet,
+    mut data: DataSet,
     chunk_size: u64,
     index: IndexMode,
 ) -> exfeed::Result<Arc<dyn ChunkSource<T>>> {
     if data.format() != FileFormat::Ctf {
         return data.into_chunk_source::<T>();
     }
-    let ctf = CtfSourceOptions {
-        ctf: data.options().ctf(),
-        chunk_size,
-        index,
-        ..CtfSourceOptions::default()
-    };
-    Ok(Arc::new(CtfSource::open(&data.into_input()?, ctf)?))
+    data.set_read(
+        ReadOptions::new()
+            .with_chunk_size(ChunkSize::Bytes(chunk_size))
+            .with_index(index),
+    );
+    data.into_chunk_source::<T>()
 }
 
 /// `(sequences, samples, bytes)` of each chunk of a file.

@@ -6,6 +6,7 @@ use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::lens::materialize::Layout;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{EpochLimit, Randomizer};
 use exfeed::source::{Corpus, IndexMode};
 use exfeed::{Precision, Storage, StreamSpec};
@@ -89,16 +90,18 @@ pub fn extract_files(files: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// `chunk_size`: bytes (int, taken by the library's arguments) or `"auto"`: whether it is auto.
-pub fn extract_auto_chunk_size(v: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+/// `chunk_size`: bytes (an int) or `"auto"`; None: not given.
+pub fn extract_chunk_size(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ChunkSize>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
-        return Ok(false);
+        return Ok(None);
     };
-    if v.extract::<u64>().is_ok() && !v.is_instance_of::<pyo3::types::PyBool>() {
-        return Ok(false);
+    if !v.is_instance_of::<pyo3::types::PyBool>() {
+        if let Ok(bytes) = v.extract::<u64>() {
+            return Ok(Some(ChunkSize::Bytes(bytes)));
+        }
     }
     match v.extract::<String>() {
-        Ok(s) if s == "auto" => Ok(true),
+        Ok(s) if s == "auto" => Ok(Some(ChunkSize::Auto)),
         _ => Err(bad_arg(
             "chunk_size",
             format!(
@@ -107,6 +110,34 @@ pub fn extract_auto_chunk_size(v: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
             ),
         )),
     }
+}
+
+/// The keywords of `ReadOptions`: `chunk_size`, `index` (None: not given) and the switches
+/// `keep_in_memory`, `cache_index`, `frame_mode` (False: the configuration's value stands).
+pub fn read_options(
+    chunk_size: Option<&Bound<'_, PyAny>>,
+    index: Option<&str>,
+    keep_in_memory: bool,
+    cache_index: bool,
+    frame_mode: bool,
+) -> PyResult<ReadOptions> {
+    let mut read = ReadOptions::new();
+    if let Some(size) = extract_chunk_size(chunk_size)? {
+        read = read.with_chunk_size(size);
+    }
+    if let Some(index) = index {
+        read = read.with_index(parse_index(index)?);
+    }
+    if keep_in_memory {
+        read = read.with_keep_in_memory(true);
+    }
+    if cache_index {
+        read = read.with_cache_index(true);
+    }
+    if frame_mode {
+        read = read.with_frame_mode(true);
+    }
+    Ok(read)
 }
 
 /// `equalize`: True (the `num_workers` workers are the ranks kept in step), a number of ranks

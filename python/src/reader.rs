@@ -280,12 +280,14 @@ impl Reader {
                 seed,
                 window_chunks,
                 window_samples,
-                chunk_size: chunk_size.and_then(|c| c.extract::<u64>().ok()),
-                keep_in_memory,
-                cache_index,
-                index: index.as_deref().map(parse_index).transpose()?,
+                read: read_options(
+                    chunk_size,
+                    index.as_deref(),
+                    keep_in_memory,
+                    cache_index,
+                    frame_mode,
+                )?,
                 randomizer: randomizer.as_deref().map(parse_randomizer).transpose()?,
-                frame_mode,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,
                 nan,
@@ -322,7 +324,6 @@ impl Reader {
             threads,
             prefetch_chunks,
             inputs,
-            auto_chunk_size: extract_auto_chunk_size(chunk_size)?,
             equalize: match equalize.filter(|e| !e.is_none()) {
                 Some(e) => extract_equalize(Some(e), minibatch_size, num_workers)?,
                 None => cfg.equalize.then_some(exfeed::configured::Equalize {

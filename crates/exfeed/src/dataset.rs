@@ -48,6 +48,7 @@ use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::pipe::PipeReader;
 use crate::lens::ExampleSet;
 use crate::limits::Limits;
+use crate::options::ReadOptions;
 use crate::reader::ChunkSource;
 use crate::source::{CbfSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions};
 use crate::stream::{Storage, StreamSpec};
@@ -79,6 +80,9 @@ pub struct OpenOptions {
     /// The most bytes one record (a CTF sequence, a Lens example) may take, also in an input
     /// read whole from a stream (see [`Limits`]).
     pub limits: Limits,
+    /// How [`DataSet::into_chunk_source`] reads a CTF or Lens file: its chunk size, index,
+    /// index cache, whether it is held in memory (a CBF file has its own chunks).
+    pub read: ReadOptions,
 }
 
 /// The network layout a Lens example file is read for (see [`Materializer`]).
@@ -340,8 +344,8 @@ impl DataSet {
         })
     }
 
-    /// The engine's source over this input: chunks of whole sequences decoded on demand, with
-    /// the default chunk size (see [`CtfSource`], [`CbfSource`], [`LensSource`]). A Lens file
+    /// The engine's source over this input: chunks of whole sequences decoded on demand, read
+    /// as [`OpenOptions::read`] says (see [`CtfSource`], [`CbfSource`], [`LensSource`]). A Lens file
     /// needs [`OpenOptions::lens`]. Inputs that cannot seek are read into memory first.
     pub fn into_chunk_source<T: Element>(self) -> Result<Arc<dyn ChunkSource<T>>> {
         if self.is_corpus() {
@@ -365,7 +369,7 @@ impl DataSet {
                 &input,
                 CtfSourceOptions {
                     ctf: options.ctf(),
-                    ..CtfSourceOptions::default()
+                    read: options.read,
                 },
             )?),
             FileFormat::Cbf => unreachable!("CBF is opened as CBF content"),
@@ -379,6 +383,7 @@ impl DataSet {
                         target_groups: layout.target_groups.clone(),
                         nan: layout.nan,
                         limits: options.limits,
+                        read: options.read,
                         ..LensSourceOptions::default()
                     },
                 )?)
@@ -400,6 +405,14 @@ impl DataSet {
         self.options.max_errors = max_errors;
         if let Content::Corpus(c) = &mut self.content {
             c.first.set_max_errors(max_errors);
+        }
+    }
+
+    /// Sets how [`DataSet::into_chunk_source`] reads the data (see [`OpenOptions::read`]).
+    pub fn set_read(&mut self, read: ReadOptions) {
+        self.options.read = read;
+        if let Content::Corpus(c) = &mut self.content {
+            c.first.set_read(read);
         }
     }
 

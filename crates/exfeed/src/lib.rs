@@ -5,7 +5,7 @@
 //! # Layering
 //!
 //! Each layer imports only from the layers above it in this list, never from one below:
-//! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`];
+//! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`](mod@format);
 //! 2. pure cores per format, over byte slices, never opening a file: [`ctf`], [`cbf`], [`lens`];
 //! 3. [`io`]: memory maps, standard input, compression, positioned reads, spooling, corpus
 //!    globs, atomic output;

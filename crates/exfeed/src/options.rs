@@ -2,6 +2,7 @@
 //! follow it.
 
 use crate::error::{Error, Result};
+use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
 
 /// How a CTF file's chunks are found: by a full index (a scan of the whole file at open, or
 /// its cache), or as byte ranges fixed from the file's size, each resolved to whole sequences
@@ -52,5 +53,158 @@ impl std::str::FromStr for IndexMode {
 impl std::fmt::Display for IndexMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// How big the chunks of a data file are: CNTK's `chunkSizeInBytes`, or chosen from the size of
+/// the data and the number of workers (at least [`AUTO_CHUNKS_PER_WORKER`] chunks each, at most
+/// the `chunkSizeInBytes` in effect below it: see [`ReadOptions::sized_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkSize {
+    /// About this many bytes of whole sequences (at least 1).
+    Bytes(u64),
+    /// From the size of the data and the number of workers.
+    Auto,
+}
+
+/// Chunks per worker [`ChunkSize::Auto`] aims at.
+pub const AUTO_CHUNKS_PER_WORKER: u64 = 4;
+
+/// How the data of a deserializer is read: its chunk size, whether it is held in memory,
+/// indexed (and the index cached), and whether every sample is a sequence. One value per
+/// layer: the reader block of a configuration, a deserializer's block, the settings a front
+/// end was given (`exfeed read`'s flags, `exfeed.Reader`'s keywords); [`ReadOptions::over`]
+/// puts one layer on another, and what no layer sets has its default.
+///
+/// ```
+/// use exfeed::options::{ChunkSize, IndexMode, ReadOptions};
+///
+/// let config = ReadOptions::new().with_chunk_size(ChunkSize::Bytes(1 << 20)).with_cache_index(true);
+/// let given = ReadOptions::new().with_chunk_size(ChunkSize::Auto).with_index(IndexMode::Full);
+/// let read = given.over(&config);
+/// assert_eq!((read.cache_index(), read.index()), (true, IndexMode::Full));
+/// // Auto: at least 4 chunks a worker, at most the 1 MiB set below it.
+/// assert_eq!(read.sized_for(Some(64 << 20), 2).chunk_bytes(), 1 << 20);
+/// assert_eq!(read.sized_for(Some(8 << 20), 8).chunk_bytes(), 256 << 10);
+/// // Unset: CNTK's defaults.
+/// assert_eq!(ReadOptions::new().chunk_bytes(), 32 << 20);
+/// assert!(!ReadOptions::new().keep_in_memory());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    chunk_bytes: Option<u64>,
+    auto_chunks: Option<bool>,
+    keep_in_memory: Option<bool>,
+    frame_mode: Option<bool>,
+    cache_index: Option<bool>,
+    index: Option<IndexMode>,
+}
+
+impl ReadOptions {
+    /// Nothing set: every value its default.
+    pub fn new() -> Self {
+        ReadOptions::default()
+    }
+
+    /// `chunkSizeInBytes`, or [`ChunkSize::Auto`]. A size of 0 is refused when the data is
+    /// opened.
+    pub fn with_chunk_size(mut self, size: ChunkSize) -> Self {
+        match size {
+            ChunkSize::Bytes(n) => (self.chunk_bytes, self.auto_chunks) = (Some(n), Some(false)),
+            ChunkSize::Auto => self.auto_chunks = Some(true),
+        }
+        self
+    }
+
+    /// `keepDataInMemory`: read the whole file into memory when it is opened.
+    pub fn with_keep_in_memory(mut self, keep: bool) -> Self {
+        self.keep_in_memory = Some(keep);
+        self
+    }
+
+    /// `frameMode`: every sample is a sequence of its own.
+    pub fn with_frame_mode(mut self, frame_mode: bool) -> Self {
+        self.frame_mode = Some(frame_mode);
+        self
+    }
+
+    /// `cacheIndex`: use (or write) a CTF file's index cache beside it.
+    pub fn with_cache_index(mut self, cache: bool) -> Self {
+        self.cache_index = Some(cache);
+        self
+    }
+
+    /// `index`: whether a CTF file is indexed before it is read (see [`IndexMode`]).
+    pub fn with_index(mut self, index: IndexMode) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// These options with what they leave unset taken from `below`.
+    pub fn over(&self, below: &ReadOptions) -> ReadOptions {
+        ReadOptions {
+            chunk_bytes: self.chunk_bytes.or(below.chunk_bytes),
+            auto_chunks: self.auto_chunks.or(below.auto_chunks),
+            keep_in_memory: self.keep_in_memory.or(below.keep_in_memory),
+            frame_mode: self.frame_mode.or(below.frame_mode),
+            cache_index: self.cache_index.or(below.cache_index),
+            index: self.index.or(below.index),
+        }
+    }
+
+    /// The chunk size asked for: [`ChunkSize::Auto`], or the bytes (default: CNTK's 32 MiB).
+    pub fn chunk_size(&self) -> ChunkSize {
+        match self.auto_chunks {
+            Some(true) => ChunkSize::Auto,
+            _ => ChunkSize::Bytes(self.chunk_bytes()),
+        }
+    }
+
+    /// The chunk size in bytes: `chunkSizeInBytes` (default: CNTK's 32 MiB); for
+    /// [`ChunkSize::Auto`] not yet [sized](ReadOptions::sized_for), the most it may be.
+    pub fn chunk_bytes(&self) -> u64 {
+        self.chunk_bytes.unwrap_or(DEFAULT_CHUNK_SIZE_BYTES)
+    }
+
+    /// With [`ChunkSize::Auto`], the bytes for `data_bytes` of data read by `workers` workers:
+    /// at least [`AUTO_CHUNKS_PER_WORKER`] chunks per worker, at most [`ReadOptions::chunk_bytes`]
+    /// (so a large file keeps its chunks), at least 1 byte. A chunk holds whole sequences, so
+    /// a file of few sequences has fewer chunks. Data of unknown size (standard input, a pipe)
+    /// keeps [`ReadOptions::chunk_bytes`]. Otherwise unchanged.
+    pub fn sized_for(&self, data_bytes: Option<u64>, workers: usize) -> ReadOptions {
+        let mut sized = *self;
+        if self.chunk_size() == ChunkSize::Auto {
+            let most = self.chunk_bytes().max(1);
+            let per = AUTO_CHUNKS_PER_WORKER.saturating_mul(workers.max(1) as u64);
+            let bytes = data_bytes.map_or(most, |d| (d / per).clamp(1, most));
+            sized = sized.with_chunk_size(ChunkSize::Bytes(bytes));
+        }
+        sized
+    }
+
+    /// Whether the whole file is read into memory when it is opened (default: no).
+    pub fn keep_in_memory(&self) -> bool {
+        self.keep_in_memory.unwrap_or(false)
+    }
+
+    /// Whether every sample is a sequence of its own (default: no).
+    pub fn frame_mode(&self) -> bool {
+        self.frame_mode.unwrap_or(false)
+    }
+
+    /// Whether a CTF file's index cache is used or written (default: no).
+    pub fn cache_index(&self) -> bool {
+        self.cache_index.unwrap_or(false)
+    }
+
+    /// Whether a CTF file is indexed before it is read (default: [`IndexMode::Auto`]).
+    pub fn index(&self) -> IndexMode {
+        self.index.unwrap_or_default()
+    }
+
+    /// Whether `index` was set (at any layer).
+    pub fn sets_index(&self) -> bool {
+        self.index.is_some()
     }
 }

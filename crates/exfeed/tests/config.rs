@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 
 use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::options::ChunkSize;
 use exfeed::{Precision, Storage, StreamSpec};
 
 /// `SECTION PRECISION RANDOMIZE [chunk=N] [keep] [trace=N] [skip] [maxErrors=N] ; FILE INPUT... ; ...`
@@ -91,10 +92,14 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
     };
     for extra in head {
         match extra.split_once('=') {
-            Some(("chunk", n)) => cfg.chunk_size_bytes = n.parse().unwrap(),
+            Some(("chunk", n)) => {
+                cfg.read = cfg
+                    .read
+                    .with_chunk_size(ChunkSize::Bytes(n.parse().unwrap()))
+            }
             Some(("trace", n)) => cfg.trace_level = n.parse().unwrap(),
             Some(("maxErrors", n)) => cfg.max_errors = n.parse().unwrap(),
-            None if extra == "keep" => cfg.keep_data_in_memory = true,
+            None if extra == "keep" => cfg.read = cfg.read.with_keep_in_memory(true),
             None if extra == "skip" => cfg.skip_sequence_ids = true,
             _ => panic!("bad expectation {extra}"),
         }
@@ -196,14 +201,14 @@ fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
     let mut s = format!("precision = \"{}\"\n\n[reader]\n", cfg.precision);
     let d0 = ReaderConfig::default();
     s += &format!("randomize = {}\n", cfg.randomize);
-    if cfg.chunk_size_bytes != d0.chunk_size_bytes {
-        s += &format!("chunkSizeInBytes = {}\n", cfg.chunk_size_bytes);
+    if cfg.read.chunk_bytes() != d0.read.chunk_bytes() {
+        s += &format!("chunkSizeInBytes = {}\n", cfg.read.chunk_bytes());
     }
     for (key, on) in [
-        ("keepDataInMemory", cfg.keep_data_in_memory),
+        ("keepDataInMemory", cfg.read.keep_in_memory()),
         ("skipSequenceIds", cfg.skip_sequence_ids),
-        ("frameMode", cfg.frame_mode),
-        ("cacheIndex", cfg.cache_index),
+        ("frameMode", cfg.read.frame_mode()),
+        ("cacheIndex", cfg.read.cache_index()),
     ] {
         if on {
             s += &format!("{key} = true\n");
@@ -298,7 +303,7 @@ fn cbf_alias_only_inputs_leave_dim_to_the_file() {
             ("features5", "e")
         ]
     );
-    assert_eq!(cfg.chunk_size_bytes, DEFAULT_CHUNK_SIZE_BYTES);
+    assert_eq!(cfg.read.chunk_bytes(), DEFAULT_CHUNK_SIZE_BYTES);
     // CNTK opens files relative to the working directory; the tests resolve against the data.
     let data = dir.join("../cbf");
     assert_eq!(

@@ -8,6 +8,7 @@ use exfeed::io::InputPath;
 use exfeed::lens::materialize::{Layout, Materializer};
 use exfeed::lens::model::{ExampleSet, RangeKind};
 use exfeed::lens::select::SelectionMode;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, ReaderState};
 use exfeed::source::{LensSource, LensSourceOptions};
 use exfeed::{Element, SequenceBatch};
@@ -64,7 +65,7 @@ fn options(set: &ExampleSet, chunk_size: u64) -> LensSourceOptions {
     LensSourceOptions {
         input_groups,
         target_groups,
-        chunk_size,
+        read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(chunk_size)),
         ..LensSourceOptions::default()
     }
 }
@@ -198,7 +199,7 @@ fn rejecting_options() -> LensSourceOptions {
     LensSourceOptions {
         input_groups: Layout::parse("in:4096").unwrap(),
         target_groups: Layout::parse("out:4096").unwrap(),
-        chunk_size: 1,
+        read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(1)),
         ..LensSourceOptions::default()
     }
 }
@@ -238,7 +239,7 @@ fn generated_source(p: &Path, chunk_size: u64, mode: SelectionMode) -> Arc<dyn C
     let opts = LensSourceOptions {
         input_groups: Layout::parse("a:2").unwrap(),
         target_groups: Layout::parse("t:1").unwrap(),
-        chunk_size,
+        read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(chunk_size)),
         use_frequencies: mode.uses_frequencies(),
         ..LensSourceOptions::default()
     };
@@ -603,7 +604,7 @@ fn truncated_files_are_refused_exactly_when_the_loader_refuses_them() {
             let opts = LensSourceOptions {
                 input_groups: Layout::parse("a:2").unwrap(),
                 target_groups: Layout::parse("t:1").unwrap(),
-                chunk_size: 30,
+                read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(30)),
                 ..LensSourceOptions::default()
             };
             match (LensSource::open(&input, &[], opts), loaded) {

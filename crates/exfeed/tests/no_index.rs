@@ -9,6 +9,7 @@ use exfeed::config::ReaderConfig;
 use exfeed::configured::open_configured_source;
 use exfeed::ctf::CtfOptions;
 use exfeed::io::InputPath;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, ReaderState, Window};
 use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 use exfeed::{Element, SequenceBatch, Storage, StreamSpec};
@@ -60,9 +61,9 @@ fn options(chunk: u64, index: IndexMode) -> CtfSourceOptions {
             inputs: specs(),
             ..CtfOptions::default()
         },
-        chunk_size: chunk,
-        index,
-        ..CtfSourceOptions::default()
+        read: ReadOptions::new()
+            .with_chunk_size(ChunkSize::Bytes(chunk))
+            .with_index(index),
     }
 }
 
@@ -283,11 +284,12 @@ fn conformance_sequences(
     cfg.resolve_files(&dir.join("ctf"));
     // At most a thousand chunks a file (the tests run unoptimized).
     let size = std::fs::metadata(&cfg.deserializers[0].file)?.len();
-    cfg.chunk_size_bytes = chunk.max(size / 1000);
-    cfg.index = index;
+    let read = ReadOptions::new()
+        .with_chunk_size(ChunkSize::Bytes(chunk.max(size / 1000)))
+        .with_index(index);
+    cfg.read = read.over(&cfg.read);
     for d in &mut cfg.deserializers {
-        d.chunk_size_bytes = None;
-        d.index = None;
+        d.read = read.over(&d.read);
     }
     let source = open_configured_source::<f64>(&cfg)?;
     let text = std::fs::read(&cfg.deserializers[0].file)?;
@@ -374,7 +376,7 @@ fn auto_takes_the_index_only_when_something_needs_it() {
     errors.ctf.max_errors = 3;
     assert_eq!(origin(&ids, errors), IndexOrigin::Scanned);
     let cached = CtfSourceOptions {
-        cache_index: true,
+        read: auto.read.with_cache_index(true),
         ..auto.clone()
     };
     assert_eq!(origin(&ids, cached.clone()), IndexOrigin::ScannedAndCached);
@@ -390,9 +392,10 @@ fn auto_takes_the_index_only_when_something_needs_it() {
         ]
     );
     // It cannot be both without an index and with its cache.
+    let none = options(5, IndexMode::None);
     let both = CtfSourceOptions {
-        cache_index: true,
-        ..options(5, IndexMode::None)
+        read: none.read.with_cache_index(true),
+        ..none
     };
     let err = CtfSource::open(&InputPath::new(&ids), both).err().unwrap();
     assert!(err.to_string().contains("index none"), "{err}");

@@ -6,6 +6,7 @@ use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
 use exfeed::configured::{AnyReader, ArgStyle, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{EpochLimit, Randomizer, ReadSummary, ReaderState};
 use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
@@ -111,13 +112,6 @@ pub struct Args {
     pub lens_mode: Option<exfeed::lens::select::SelectionMode>,
 }
 
-/// `--chunk-size`: bytes, or chosen from the number of workers.
-#[derive(Debug, Clone, Copy)]
-pub enum ChunkSize {
-    Bytes(u64),
-    Auto,
-}
-
 fn parse_chunk_size(s: &str) -> Result<ChunkSize, String> {
     if s == "auto" {
         return Ok(ChunkSize::Auto);
@@ -133,6 +127,28 @@ fn parse_named<T: std::str::FromStr<Err = Error>>(s: &str) -> Result<T, String> 
 /// The reader configuration: --config (files replaced by the FILE arguments) or one
 /// deserializer per file, then the flags on top; and the inputs, one per deserializer, each
 /// file opened once.
+/// The flags of `ReadOptions`; a flag not given leaves the configuration's value.
+fn read_options(args: &Args) -> ReadOptions {
+    let mut read = ReadOptions::new();
+    if let Some(size) = args.chunk_size {
+        read = read.with_chunk_size(size);
+    }
+    if let Some(index) = args.index {
+        read = read.with_index(index);
+    }
+    // Switches: given, they set the value; absent, the configuration's stands.
+    if args.keep_in_memory {
+        read = read.with_keep_in_memory(true);
+    }
+    if args.cache_index {
+        read = read.with_cache_index(true);
+    }
+    if args.frame_mode {
+        read = read.with_frame_mode(true);
+    }
+    read
+}
+
 fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let s = &args.source;
     let (input_groups, target_groups) = args.lens.layouts()?.unzip();
@@ -148,15 +164,8 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         seed: args.seed,
         window_chunks: args.window_chunks,
         window_samples: args.window_samples,
-        chunk_size: match args.chunk_size {
-            Some(ChunkSize::Bytes(n)) => Some(n),
-            _ => None,
-        },
-        keep_in_memory: args.keep_in_memory,
-        cache_index: args.cache_index,
-        index: args.index,
+        read: read_options(args),
         randomizer: args.randomizer,
-        frame_mode: args.frame_mode,
         input_groups,
         target_groups,
         nan: args.lens.nan,
@@ -206,7 +215,6 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         num_workers: args.num_workers,
         worker_rank: args.worker_rank,
         inputs,
-        auto_chunk_size: matches!(args.chunk_size, Some(ChunkSize::Auto)),
         equalize: (args.equalize || cfg.equalize).then_some(Equalize {
             minibatch_size: args.minibatch_size as usize,
             ranks: args.num_workers,

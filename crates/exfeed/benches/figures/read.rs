@@ -6,6 +6,7 @@ use super::{common, Args, Result};
 use exfeed::ctf::{CtfOptions, CtfParser};
 use exfeed::error::Ignore;
 use exfeed::io::InputPath;
+use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{ChunkSource, EpochLimit, Reader, ReaderOptions, Window};
 use exfeed::source::{index_cache_path, CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
 use exfeed::{SequenceBatch, StreamSpec};
@@ -38,10 +39,10 @@ fn source_options(
             inputs: inputs.to_vec(),
             ..CtfOptions::default()
         },
-        chunk_size: chunk,
-        cache_index: cache,
-        index,
-        ..CtfSourceOptions::default()
+        read: ReadOptions::new()
+            .with_chunk_size(ChunkSize::Bytes(chunk))
+            .with_cache_index(cache)
+            .with_index(index),
     }
 }
 

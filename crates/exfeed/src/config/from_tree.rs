@@ -12,6 +12,7 @@ use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::Corpus;
 use crate::lens::materialize::Layout;
+use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::{Storage, StreamSpec};
 
 const READER_PARAMS: &[&str] = &[
@@ -69,6 +70,15 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "inputGroups",
     "targetGroups",
     "nanValue",
+];
+/// The parameters of [`ReadOptions`], in a reader block or a deserializer's (see
+/// [`Cx::read_param`]).
+const READ_PARAMS: &[&str] = &[
+    "chunkSizeInBytes",
+    "keepDataInMemory",
+    "frameMode",
+    "cacheIndex",
+    "index",
 ];
 const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
 /// Deserializer types and reader types of CNTK that exfeed does not read: named in a clear
@@ -296,6 +306,28 @@ impl<'f> Cx<'f> {
     }
 
     /// The value of `e` as a `T` (see [`ConfigValue`]), recorded as read.
+    /// `read` with the reading option `name` (one of [`READ_PARAMS`]) set to entry `e`'s value.
+    fn read_param<'a>(
+        &self,
+        read: ReadOptions,
+        e: &'a Entry,
+        scope: &Scope<'a>,
+        name: &str,
+        ctx: Option<&str>,
+    ) -> Result<ReadOptions> {
+        Ok(match name {
+            "chunkSizeInBytes" => {
+                let bytes = self.get::<Positive>(e, scope, name, ctx)?.0;
+                read.with_chunk_size(ChunkSize::Bytes(bytes))
+            }
+            "keepDataInMemory" => read.with_keep_in_memory(self.get(e, scope, name, ctx)?),
+            "frameMode" => read.with_frame_mode(self.get(e, scope, name, ctx)?),
+            "cacheIndex" => read.with_cache_index(self.get(e, scope, name, ctx)?),
+            "index" => read.with_index(self.get(e, scope, name, ctx)?),
+            other => unreachable!("{other} is not in READ_PARAMS"),
+        })
+    }
+
     fn get<'a, T: ConfigValue>(
         &self,
         e: &'a Entry,
@@ -436,15 +468,9 @@ impl<'f> Cx<'f> {
                 "verbosity" => {
                     verbosity = Some(self.get::<TraceLevel>(e, &rs, "verbosity", None)?.0)
                 }
-                "chunkSizeInBytes" => {
-                    cfg.chunk_size_bytes = self.get::<Positive>(e, &rs, "chunkSizeInBytes", None)?.0
+                name if READ_PARAMS.contains(&name) => {
+                    cfg.read = self.read_param(cfg.read, e, &rs, name, None)?
                 }
-                "keepDataInMemory" => {
-                    cfg.keep_data_in_memory = self.get::<bool>(e, &rs, "keepDataInMemory", None)?
-                }
-                "frameMode" => cfg.frame_mode = self.get::<bool>(e, &rs, "frameMode", None)?,
-                "cacheIndex" => cfg.cache_index = self.get::<bool>(e, &rs, "cacheIndex", None)?,
-                "index" => cfg.index = self.get(e, &rs, "index", None)?,
                 "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
                 "randomizer" => cfg.randomizer = self.get(e, &rs, "randomizer", None)?,
                 "lensMode" => {
@@ -684,15 +710,9 @@ impl<'f> Cx<'f> {
                 "traceLevel" => {
                     d.trace_level = Some(self.get::<TraceLevel>(e, ds, "traceLevel", c)?.0)
                 }
-                "chunkSizeInBytes" => {
-                    d.chunk_size_bytes = Some(self.get::<Positive>(e, ds, "chunkSizeInBytes", c)?.0)
+                name if READ_PARAMS.contains(&name) => {
+                    d.read = self.read_param(d.read, e, ds, name, c)?
                 }
-                "keepDataInMemory" => {
-                    d.keep_data_in_memory = Some(self.get::<bool>(e, ds, "keepDataInMemory", c)?)
-                }
-                "frameMode" => d.frame_mode = Some(self.get::<bool>(e, ds, "frameMode", c)?),
-                "cacheIndex" => d.cache_index = Some(self.get::<bool>(e, ds, "cacheIndex", c)?),
-                "index" => d.index = Some(self.get(e, ds, "index", c)?),
                 name @ ("inputGroups" | "targetGroups" | "nanValue") => {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;
@@ -906,7 +926,7 @@ impl ConfigValue for Layout {
 }
 
 /// `index = auto | full | none`, with the reader's own message for anything else.
-impl ConfigValue for crate::options::IndexMode {
+impl ConfigValue for IndexMode {
     fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
         t.parse().map_err(|err: Error| err.message().to_string())
     }

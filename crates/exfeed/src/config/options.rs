@@ -6,6 +6,7 @@ use crate::element::Precision;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
+use crate::options::ReadOptions;
 use crate::stream::StreamSpec;
 
 pub use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
@@ -71,16 +72,9 @@ pub struct DeserializerConfig {
     pub max_errors: Option<u64>,
     /// `traceLevel` set in this deserializer's block (overrides the reader's).
     pub trace_level: Option<u8>,
-    /// `chunkSizeInBytes` set in this deserializer's block (overrides the reader's).
-    pub chunk_size_bytes: Option<u64>,
-    /// `keepDataInMemory` set in this deserializer's block (overrides the reader's).
-    pub keep_data_in_memory: Option<bool>,
-    /// `frameMode` set in this deserializer's block (overrides the reader's).
-    pub frame_mode: Option<bool>,
-    /// `cacheIndex` set in this deserializer's block (overrides the reader's).
-    pub cache_index: Option<bool>,
-    /// `index` set in this deserializer's block (overrides the reader's).
-    pub index: Option<crate::options::IndexMode>,
+    /// `chunkSizeInBytes`, `keepDataInMemory`, `frameMode`, `cacheIndex` and `index` set in
+    /// this deserializer's block (over the reader's, see [`DeserializerConfig::effective_read`]).
+    pub read: ReadOptions,
     /// Lens (exfeed): `inputGroups = "NAME:SIZE,..."`, the network's input groups in order.
     pub input_groups: Option<Layout>,
     /// Lens (exfeed): `targetGroups = "NAME:SIZE,..."`, the network's target groups in order.
@@ -129,30 +123,9 @@ impl DeserializerConfig {
         self.trace_level.unwrap_or(reader.trace_level)
     }
 
-    /// `chunkSizeInBytes` in effect: this block's, else the reader's.
-    pub fn effective_chunk_size_bytes(&self, reader: &ReaderConfig) -> u64 {
-        self.chunk_size_bytes.unwrap_or(reader.chunk_size_bytes)
-    }
-
-    /// `keepDataInMemory` in effect: this block's, else the reader's.
-    pub fn effective_keep_data_in_memory(&self, reader: &ReaderConfig) -> bool {
-        self.keep_data_in_memory
-            .unwrap_or(reader.keep_data_in_memory)
-    }
-
-    /// `frameMode` in effect: this block's, else the reader's.
-    pub fn effective_frame_mode(&self, reader: &ReaderConfig) -> bool {
-        self.frame_mode.unwrap_or(reader.frame_mode)
-    }
-
-    /// `cacheIndex` in effect: this block's, else the reader's.
-    pub fn effective_cache_index(&self, reader: &ReaderConfig) -> bool {
-        self.cache_index.unwrap_or(reader.cache_index)
-    }
-
-    /// `index` in effect: this block's, else the reader's.
-    pub fn effective_index(&self, reader: &ReaderConfig) -> crate::options::IndexMode {
-        self.index.unwrap_or(reader.index)
+    /// How this deserializer's data is read: this block's options over the reader's.
+    pub fn effective_read(&self, reader: &ReaderConfig) -> ReadOptions {
+        self.read.over(&reader.read)
     }
 }
 
@@ -177,18 +150,11 @@ pub struct ReaderConfig {
     pub trace_level: u8,
     /// `maxErrors` (default 0: the first error is fatal).
     pub max_errors: u64,
-    /// `chunkSizeInBytes` (default 32 MiB).
-    pub chunk_size_bytes: u64,
-    /// `keepDataInMemory` (default false).
-    pub keep_data_in_memory: bool,
-    /// `frameMode` (default false).
-    pub frame_mode: bool,
-    /// `cacheIndex` (default false).
-    pub cache_index: bool,
-    /// `index` (exfeed; `auto`, `full` or `none`, default `auto`): whether a CTF file is indexed
-    /// before reading or read in byte ranges without an index (see
-    /// [`IndexMode`](crate::options::IndexMode)).
-    pub index: crate::options::IndexMode,
+    /// `chunkSizeInBytes` (default 32 MiB), `keepDataInMemory`, `frameMode`, `cacheIndex`
+    /// (default false) and `index` (exfeed; `auto`, `full` or `none`, default `auto`: whether a
+    /// CTF file is indexed before reading or read in byte ranges without an index, see
+    /// [`IndexMode`](crate::options::IndexMode)), for every deserializer.
+    pub read: ReadOptions,
     /// `lensMode` (exfeed): Lens's example selection (ORDERED, PERMUTED, RANDOMIZED,
     /// PROBABILISTIC) instead of `randomize` and the window; see
     /// [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
@@ -217,11 +183,7 @@ impl Default for ReaderConfig {
             skip_sequence_ids: false,
             trace_level: 1,
             max_errors: 0,
-            chunk_size_bytes: DEFAULT_CHUNK_SIZE_BYTES,
-            keep_data_in_memory: false,
-            frame_mode: false,
-            cache_index: false,
-            index: crate::options::IndexMode::Auto,
+            read: ReadOptions::default(),
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
@@ -243,7 +205,7 @@ impl ReaderConfig {
         if self.sample_based_randomization_window || !has_ctf {
             None
         } else {
-            Some(((4u64 << 30) / self.chunk_size_bytes.max(1)).max(1))
+            Some(((4u64 << 30) / self.read.chunk_bytes().max(1)).max(1))
         }
     }
 

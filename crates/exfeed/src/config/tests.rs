@@ -1,6 +1,7 @@
 use super::*;
 use crate::element::Precision;
 use crate::error::ErrorKind;
+use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::Storage;
 
 const CTF_READER: &str = r#"readerType = "CNTKTextFormatReader"; file = "d.ctf""#;
@@ -45,7 +46,10 @@ reader = {
     );
     assert_eq!(d.effective_max_errors(&cfg), 100);
     assert_eq!(d.effective_trace_level(&cfg), 2);
-    assert_eq!(d.effective_chunk_size_bytes(&cfg), DEFAULT_CHUNK_SIZE_BYTES);
+    assert_eq!(
+        d.effective_read(&cfg).chunk_bytes(),
+        DEFAULT_CHUNK_SIZE_BYTES
+    );
     assert!(
         !cfg.sample_based_randomization_window,
         "a CTF deserializer: the window counts chunks"
@@ -100,11 +104,12 @@ reader = [
         skip_sequence_ids: false,
         trace_level: 2,
         max_errors: 100,
-        chunk_size_bytes: 1024,
-        keep_data_in_memory: true,
-        frame_mode: false,
-        cache_index: true,
-        index: crate::options::IndexMode::Full,
+        read: ReadOptions::new()
+            .with_chunk_size(ChunkSize::Bytes(1024))
+            .with_keep_in_memory(true)
+            .with_frame_mode(false)
+            .with_cache_index(true)
+            .with_index(IndexMode::Full),
         lens_mode: None,
         limits: Default::default(),
         equalize: false,
@@ -203,7 +208,7 @@ fn default_randomization_window_is_4_gib_of_chunks() {
     cfg.deserializers
         .push(DeserializerConfig::new(DeserializerKind::Ctf, "x", vec![]));
     assert_eq!(cfg.default_randomization_window(), Some(128));
-    cfg.chunk_size_bytes = 10_000;
+    cfg.read = cfg.read.with_chunk_size(ChunkSize::Bytes(10_000));
     assert_eq!(cfg.default_randomization_window(), Some(429_496));
     cfg.sample_based_randomization_window = true;
     assert_eq!(cfg.default_randomization_window(), None);
@@ -226,20 +231,17 @@ fn composite_of_ctf_and_cbf() {
     let text = text.replace("deserializers =", "truncated = false; truncationLength = 0; multiThreadedDeserialization = true\ndeserializers =");
     let cfg = ReaderConfig::from_cntk_str(&text, "c", None).unwrap();
     let d0 = &cfg.deserializers[0];
-    assert!(
-        d0.effective_keep_data_in_memory(&cfg)
-            && d0.effective_frame_mode(&cfg)
-            && d0.effective_cache_index(&cfg)
-    );
+    let read = d0.effective_read(&cfg);
+    assert!(read.keep_in_memory() && read.frame_mode() && read.cache_index());
     let d1 = &cfg.deserializers[1];
-    assert!(
-        !d1.effective_keep_data_in_memory(&cfg)
-            && !d1.effective_frame_mode(&cfg)
-            && !d1.effective_cache_index(&cfg)
-    );
+    let read = d1.effective_read(&cfg);
+    assert!(!read.keep_in_memory() && !read.frame_mode() && !read.cache_index());
     let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.kind).collect();
     assert_eq!(kinds, [DeserializerKind::Ctf, DeserializerKind::Cbf]);
-    assert_eq!(cfg.deserializers[0].chunk_size_bytes, Some(4096));
+    assert_eq!(
+        cfg.deserializers[0].read.chunk_size(),
+        ChunkSize::Bytes(4096)
+    );
     assert_eq!(cfg.deserializers[1].inputs[0].alias.as_deref(), Some("L"));
     let mut cfg = cfg;
     cfg.resolve_files(Path::new("/data"));

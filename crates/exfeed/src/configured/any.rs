@@ -61,7 +61,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::build::{open_configured_source_with, reader_options, ConfiguredSource};
+use super::build::{open_sources, reader_options, ConfiguredSource};
 use crate::config::ReaderConfig;
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, Error, Result};
@@ -90,9 +90,6 @@ pub struct RunOptions {
     /// Inputs read in place of the deserializers' files, in order (e.g. data already read from
     /// a pipe, see [`crate::DataSet::into_input`]); empty: the files the configuration names.
     pub inputs: Vec<InputPath>,
-    /// Choose the chunk size of CTF and Lens files from the number of workers (see
-    /// [`auto_chunk_size`]) instead of `chunkSizeInBytes`.
-    pub auto_chunk_size: bool,
     /// Keep ranks in step: every worker delivers the same number of minibatches per sweep
     /// ([`ReaderOptions::equalize`], the number from [`equalize_quota`]).
     pub equalize: Option<Equalize>,
@@ -108,19 +105,6 @@ pub struct Equalize {
     pub ranks: usize,
 }
 
-/// Chunks per worker [`auto_chunk_size`] aims at.
-pub const AUTO_CHUNKS_PER_WORKER: u64 = 4;
-
-/// The chunk size for `data_bytes` of data read by `workers` workers: at least
-/// [`AUTO_CHUNKS_PER_WORKER`] chunks per worker (`data_bytes / (4 × workers)`), at most
-/// `configured` (so a large file keeps its chunks), at least 1 byte. A chunk holds whole
-/// sequences, so a file of few sequences has fewer chunks. For a compressed file the size on
-/// disk is used (its text is larger: more chunks).
-pub fn auto_chunk_size(data_bytes: u64, workers: usize, configured: u64) -> u64 {
-    let per = AUTO_CHUNKS_PER_WORKER.saturating_mul(workers.max(1) as u64);
-    (data_bytes / per).clamp(1, configured.max(1))
-}
-
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
@@ -130,7 +114,6 @@ impl Default for RunOptions {
             num_workers: 1,
             worker_rank: 0,
             inputs: Vec::new(),
-            auto_chunk_size: false,
             equalize: None,
         }
     }
@@ -279,7 +262,7 @@ impl AnyReader {
             mut options: ReaderOptions,
             state: Option<&ReaderState>,
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
-            let source = open_configured_source_with::<T>(cfg, &run.inputs)?;
+            let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
                 let total = source.source.chunks().iter().map(|c| c.samples).sum();
                 let (workers, rank) = (run.num_workers, run.worker_rank);
@@ -297,13 +280,6 @@ impl AnyReader {
             };
             Ok((reader, source))
         }
-        let sized;
-        let cfg = if options.auto_chunk_size {
-            sized = sized_for_workers(cfg, options.num_workers)?;
-            &sized
-        } else {
-            cfg
-        };
         let files = data_files(cfg, &options.inputs)?;
         let stamps = std::sync::OnceLock::new();
         // A state saved before states knew their data (it has none) is not checked.
@@ -444,30 +420,6 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
         }
     }
     Ok(files)
-}
-
-/// `cfg` with every deserializer's chunk size chosen for `workers` ([`auto_chunk_size`]) from
-/// the size of its file (or of all the files of its corpus); one whose size is unknown (standard
-/// input, a pipe) keeps its own.
-fn sized_for_workers(cfg: &ReaderConfig, workers: usize) -> Result<ReaderConfig> {
-    let mut cfg = cfg.clone();
-    let configured: Vec<u64> = (cfg.deserializers.iter())
-        .map(|d| d.effective_chunk_size_bytes(&cfg))
-        .collect();
-    for (d, configured) in cfg.deserializers.iter_mut().zip(configured) {
-        let files = match &d.corpus {
-            Some(corpus) => corpus.expand()?,
-            None => vec![d.file.clone()],
-        };
-        let sizes: Option<u64> = files
-            .iter()
-            .map(|f| Some(std::fs::metadata(f).ok().filter(|m| m.is_file())?.len()))
-            .sum();
-        if let Some(bytes) = sizes {
-            d.chunk_size_bytes = Some(auto_chunk_size(bytes, workers, configured));
-        }
-    }
-    Ok(cfg)
 }
 
 // The reader moves to other threads (a Python binding releases the GIL around it).

@@ -10,8 +10,9 @@ use crate::io::InputPath;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
+use crate::options::ReadOptions;
 use crate::reader::Randomizer;
-use crate::source::{Corpus, DataPath, IndexMode};
+use crate::source::{Corpus, DataPath};
 use crate::stream::StreamSpec;
 use crate::{DataSet, LensLayout, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -102,7 +103,7 @@ pub struct ReaderArgs {
     /// deserializer each (CBF and Lens files, or one CTF file).
     pub files: Vec<PathBuf>,
     /// A corpus instead of files, read as one data set of shards (see
-    /// [`CorpusSource`](super::CorpusSource)); with a configuration, in place of its (one)
+    /// [`CorpusSource`](crate::source::CorpusSource)); with a configuration, in place of its (one)
     /// deserializer's file.
     pub corpus: Option<Corpus>,
     /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
@@ -123,19 +124,11 @@ pub struct ReaderArgs {
     pub window_chunks: Option<u64>,
     /// `randomizationWindow` in samples (`sampleBasedRandomizationWindow`).
     pub window_samples: Option<u64>,
-    /// `chunkSizeInBytes`, for every deserializer.
-    pub chunk_size: Option<u64>,
-    /// `keepDataInMemory`, for every deserializer.
-    pub keep_in_memory: bool,
-    /// `cacheIndex`, for every deserializer.
-    pub cache_index: bool,
-    /// `index`, for every deserializer: whether CTF files are indexed before reading (see
-    /// [`IndexMode`]).
-    pub index: Option<IndexMode>,
+    /// How every deserializer's data is read (`chunkSizeInBytes`, `keepDataInMemory`,
+    /// `cacheIndex`, `index`, `frameMode`): what is set here goes over the configuration.
+    pub read: ReadOptions,
     /// `randomizer`: exfeed's order or CNTK's (see [`Randomizer`]).
     pub randomizer: Option<Randomizer>,
-    /// `frameMode`.
-    pub frame_mode: bool,
     /// Lens files: the network's input groups (`inputGroups`).
     pub input_groups: Option<Layout>,
     /// Lens files: the network's target groups (`targetGroups`).
@@ -264,25 +257,12 @@ impl ReaderArgs {
             }
             (None, None) => {}
         }
-        if self.chunk_size == Some(0) {
+        if self.read.chunk_bytes() == 0 {
             return Err(style.must(Arg::ChunkSize, "be at least 1 byte"));
         }
         for d in &mut cfg.deserializers {
-            d.chunk_size_bytes = self.chunk_size.or(d.chunk_size_bytes);
-            if self.keep_in_memory {
-                d.keep_data_in_memory = Some(true);
-            }
-            if self.cache_index {
-                d.cache_index = Some(true);
-            }
-            if self.index.is_some() {
-                d.index = self.index;
-            }
-            if self.frame_mode {
-                d.frame_mode = Some(true);
-            }
+            d.read = self.read.over(&d.read);
         }
-        cfg.frame_mode |= self.frame_mode;
         self.apply_lens(&mut cfg)?;
         Ok((cfg, inputs))
     }
@@ -636,7 +616,7 @@ mod tests {
         );
         let zero = ReaderArgs {
             nan: None,
-            chunk_size: Some(0),
+            read: ReadOptions::new().with_chunk_size(crate::options::ChunkSize::Bytes(0)),
             ..python
         };
         let err = zero.configure(None).unwrap_err().to_string();

@@ -8,11 +8,13 @@ use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::format::FileFormat;
 use crate::io::InputPath;
+use crate::options::ReadOptions;
 use crate::reader::{ChunkSource, EpochLimit, Randomizer, Reader, ReaderOptions, Window};
 use crate::source::{
     CbfSource, CorpusSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource, LensSource,
     LensSourceOptions,
 };
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The data set a [`ReaderConfig`] describes, opened and indexed.
@@ -71,6 +73,17 @@ pub fn open_configured_source_with<T: Element>(
     cfg: &ReaderConfig,
     inputs: &[InputPath],
 ) -> Result<ConfiguredSource<T>> {
+    open_sources(cfg, inputs, 1)
+}
+
+/// [`open_configured_source_with`] for `workers` workers: a deserializer with
+/// [`ChunkSize::Auto`] is sized for them ([`ReadOptions::sized_for`]) from the size of its file
+/// (or of all the files of its corpus).
+pub(super) fn open_sources<T: Element>(
+    cfg: &ReaderConfig,
+    inputs: &[InputPath],
+    workers: usize,
+) -> Result<ConfiguredSource<T>> {
     if cfg.deserializers.is_empty() {
         return Err(Error::config(
             "the reader configuration has no deserializer",
@@ -79,7 +92,7 @@ pub fn open_configured_source_with<T: Element>(
     if cfg
         .deserializers
         .iter()
-        .any(|d| d.effective_chunk_size_bytes(cfg) == 0)
+        .any(|d| d.effective_read(cfg).chunk_bytes() == 0)
     {
         return Err(Error::config("chunkSizeInBytes must be positive"));
     }
@@ -102,11 +115,9 @@ pub fn open_configured_source_with<T: Element>(
         }
     }
     if cfg.deserializers.len() > 1 {
-        if let Some(d) = cfg
-            .deserializers
-            .iter()
-            .find(|d| d.kind == DeserializerKind::Ctf && d.effective_index(cfg) == IndexMode::None)
-        {
+        if let Some(d) = cfg.deserializers.iter().find(|d| {
+            d.kind == DeserializerKind::Ctf && d.effective_read(cfg).index() == IndexMode::None
+        }) {
             return Err(Error::config(format!(
                 "{}: index none cannot be joined by key with other deserializers (the join \
                  needs every chunk's keys: the full index)",
@@ -123,14 +134,17 @@ pub fn open_configured_source_with<T: Element>(
                     "a corpus is read alone: it cannot be joined by key with other deserializers",
                 ));
             }
-            sources.push(open_corpus(cfg, d, &mut opened)?);
+            sources.push(open_corpus(cfg, d, workers, &mut opened)?);
             continue;
         }
         let input = match inputs.get(i) {
             Some(input) => input.clone(),
             None => readable_input(d)?,
         };
-        sources.push(opened.open(cfg, d, &input)?);
+        let read = d
+            .effective_read(cfg)
+            .sized_for(data_bytes(&[&d.file]), workers);
+        sources.push(opened.open(cfg, d, read, &input)?);
     }
     let Opened { ctf, lens, unused } = opened;
     if sources.len() == 1 {
@@ -162,11 +176,12 @@ struct Opened {
 }
 
 impl Opened {
-    /// Opens `input` as deserializer `d` says.
+    /// Opens `input` as deserializer `d` says, read as `read` says (`d`'s options, sized).
     fn open<T: Element>(
         &mut self,
         cfg: &ReaderConfig,
         d: &DeserializerConfig,
+        read: ReadOptions,
         input: &InputPath,
     ) -> Result<Arc<dyn ChunkSource<T>>> {
         match d.kind {
@@ -180,20 +195,16 @@ impl Opened {
                             max_errors: d.effective_max_errors(cfg),
                             limits: cfg.limits,
                         },
-                        chunk_size: d.effective_chunk_size_bytes(cfg),
-                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
-                        frame_mode: d.effective_frame_mode(cfg),
-                        cache_index: d.effective_cache_index(cfg),
                         // Joined by key: every chunk's keys are needed, so the full index.
                         // CNTK's order needs CNTK's chunks: the full index too.
-                        index: match d.effective_index(cfg) {
+                        read: match read.index() {
                             IndexMode::Auto
                                 if cfg.deserializers.len() > 1
                                     || cfg.randomizer == Randomizer::Cntk =>
                             {
-                                IndexMode::Full
+                                read.with_index(IndexMode::Full)
                             }
-                            mode => mode,
+                            _ => read,
                         },
                     },
                 )?);
@@ -201,7 +212,7 @@ impl Opened {
                 Ok(s)
             }
             DeserializerKind::Cbf => {
-                let s = CbfSource::open(input, &d.inputs, d.effective_keep_data_in_memory(cfg))?;
+                let s = CbfSource::open(input, &d.inputs, read.keep_in_memory())?;
                 for message in s.file().rename_warnings() {
                     self.unused.push(Diagnostic {
                         severity: Severity::Warning,
@@ -227,8 +238,7 @@ impl Opened {
                         input_groups: inputs.clone(),
                         target_groups: targets.clone(),
                         nan: d.nan,
-                        chunk_size: d.effective_chunk_size_bytes(cfg),
-                        keep_in_memory: d.effective_keep_data_in_memory(cfg),
+                        read,
                         use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
                         limits: cfg.limits,
                     },
@@ -244,13 +254,13 @@ impl Opened {
                         message: format!("{what} does not apply to Lens example files: {why}"),
                     })
                 };
-                if d.effective_cache_index(cfg) {
+                if read.cache_index() {
                     unused("cacheIndex", "the file is indexed anew on every run");
                 }
                 if d.effective_max_errors(cfg) > 0 {
                     unused("maxErrors", "as in Lens, one bad example refuses the file");
                 }
-                if d.effective_index(cfg) == IndexMode::None {
+                if read.index() == IndexMode::None {
                     unused("index none", "a Lens file is indexed when it is opened");
                 }
                 self.lens.push(s.clone());
@@ -265,11 +275,15 @@ impl Opened {
 fn open_corpus<T: Element>(
     cfg: &ReaderConfig,
     d: &DeserializerConfig,
+    workers: usize,
     opened: &mut Opened,
 ) -> Result<Arc<dyn ChunkSource<T>>> {
     let corpus = d.corpus.as_ref().expect("a corpus deserializer");
+    let files = corpus.expand()?;
+    let read =
+        (d.effective_read(cfg)).sized_for(data_bytes(&files.iter().collect::<Vec<_>>()), workers);
     let mut shards = Vec::new();
-    for file in corpus.expand()? {
+    for file in files {
         // The first bytes say the format; the source opens the file (a compressed one is
         // decompressed to a temporary file there, once).
         let input = InputPath::new(&file);
@@ -284,9 +298,19 @@ fn open_corpus<T: Element>(
             corpus: None,
             ..d.clone()
         };
-        shards.push((input.display_name(), opened.open(cfg, &shard, &input)?));
+        shards.push((
+            input.display_name(),
+            opened.open(cfg, &shard, read, &input)?,
+        ));
     }
     Ok(Arc::new(CorpusSource::new(shards)?))
+}
+
+/// The size of `files` together, when every one is a regular file (not standard input, a pipe).
+fn data_bytes(files: &[&PathBuf]) -> Option<u64> {
+    (files.iter())
+        .map(|f| Some(std::fs::metadata(f).ok().filter(|m| m.is_file())?.len()))
+        .sum()
 }
 
 /// Deserializer `d`'s file, read into memory when it cannot be read twice.
@@ -323,11 +347,8 @@ pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
         Some(n) if cfg.sample_based_randomization_window => Window::Samples(n),
         Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX)),
     };
-    let frame_mode = cfg.frame_mode
-        || cfg
-            .deserializers
-            .iter()
-            .any(|d| d.effective_frame_mode(cfg));
+    let frame_mode = cfg.read.frame_mode()
+        || (cfg.deserializers.iter()).any(|d| d.effective_read(cfg).frame_mode());
     let mut options = ReaderOptions {
         randomize: cfg.randomize,
         seed: cfg.randomization_seed,

@@ -6,9 +6,7 @@ mod any;
 mod args;
 mod build;
 
-pub use any::{
-    auto_chunk_size, AnyMinibatch, AnyReader, Equalize, RunOptions, AUTO_CHUNKS_PER_WORKER,
-};
+pub use any::{AnyMinibatch, AnyReader, Equalize, RunOptions};
 pub use args::{ArgStyle, ReaderArgs};
 pub use build::{
     build_reader, open_configured_source, open_configured_source_with, reader_options,

@@ -233,6 +233,7 @@ mod tests {
     use crate::cbf::{CbfWriter, CbfWriterOptions};
     use crate::ctf::CtfOptions;
     use crate::io::InputPath;
+    use crate::options::{ChunkSize, ReadOptions};
     use crate::source::{CbfSource, CtfSource, CtfSourceOptions, IndexMode, MemorySource};
     use crate::Storage;
 
@@ -325,8 +326,9 @@ mod tests {
                 inputs: vec!["x:dense:2".parse().unwrap()],
                 ..CtfOptions::default()
             },
-            chunk_size: 400,
-            index: IndexMode::Full,
+            read: ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(400))
+                .with_index(IndexMode::Full),
             ..CtfSourceOptions::default()
         };
         for (workers, window, cntk_window) in [
@@ -357,7 +359,7 @@ mod tests {
         assert_eq!(read_keys(&mut again, 10), read_keys(&mut first, 10));
         // Without the index there are no CNTK chunks.
         let no_index = CtfSourceOptions {
-            index: IndexMode::None,
+            read: source_options.read.with_index(IndexMode::None),
             ..source_options
         };
         let source = Arc::new(CtfSource::open(&InputPath::new(&path), no_index).unwrap());
@@ -406,7 +408,7 @@ mod tests {
                 inputs: vec!["x:dense:2".parse().unwrap()],
                 ..CtfOptions::default()
             },
-            index: IndexMode::Full,
+            read: ReadOptions::new().with_index(IndexMode::Full),
             ..CtfSourceOptions::default()
         };
         let source = Arc::new(CtfSource::open(&InputPath::new(&path), source_options).unwrap());

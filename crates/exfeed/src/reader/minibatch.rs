@@ -10,7 +10,7 @@ pub struct SequenceInfo {
     /// The sweep it was read in (0-based).
     pub sweep: u64,
     /// Its key (the CTF sequence id, the CBF/Lens sequence number; in a corpus, the shard and
-    /// that key, see [`split_corpus_key`](super::split_corpus_key)).
+    /// that key, see [`split_corpus_key`](crate::batch::split_corpus_key)).
     pub key: u64,
     /// Its sample count as the minibatch size counts it.
     pub samples: usize,

@@ -4,7 +4,7 @@
 //! that has a list of streams, a list of chunks (runs of whole sequences of about
 //! `chunkSizeInBytes`) and
 //! can decode any chunk into a [`SequenceBatch`]. The CTF, CBF and Lens readers provide one each;
-//! [`MemorySource`] holds sequences in memory.
+//! [`MemorySource`](crate::source::MemorySource) holds sequences in memory.
 //!
 //! How a sweep (one pass over the data) is planned:
 //! 1. with `randomize`, the chunks are permuted with a generator seeded by
@@ -20,7 +20,7 @@
 //! [`ChunkSource::chunk_weights`] when it has them. Lens's example selection modes map onto
 //! this: ORDERED is `randomize = false`; PERMUTED is `randomize` with [`Window::All`];
 //! RANDOMIZED adds `with_replacement`; PROBABILISTIC is RANDOMIZED over a source with weights
-//! (a [`LensSource`] opened with `use_frequencies`). See
+//! (a [`LensSource`](crate::source::LensSource) opened with `use_frequencies`). See
 //! [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to).
 //!
 //! Windows are consecutive, non-overlapping groups of a worker's chunks (CNTK's block
@@ -117,6 +117,11 @@ pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 pub(crate) use pool::owned_by_this_process;
 pub use pool::release_kept_batches;
 
+// Transitional, for the README's example (another branch rewrites the README): the configured
+// reader now lives in `crate::configured`, above this engine. Remove once the README uses it.
+#[doc(hidden)]
+pub use crate::configured::{AnyReader, RunOptions};
+
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
 /// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -142,7 +147,7 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// appended in file order.
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
     /// The keys of chunk `chunk`'s sequences in file order, when the index knows them without
-    /// decoding (needed to join sources by key, see [`JoinedSource`]). Default: unknown.
+    /// decoding (needed to join sources by key, see [`JoinedSource`](crate::source::JoinedSource)). Default: unknown.
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
         let _ = chunk;
         None
@@ -165,13 +170,13 @@ pub trait ChunkSource<T: Element>: Send + Sync {
         let _ = chunk;
         None
     }
-    /// The names of the files of a corpus ([`CorpusSource`]), whose keys then hold the shard
-    /// (see [`CORPUS_KEY_BITS`]). Default: none (one file, or files joined by key).
+    /// The names of the files of a corpus ([`CorpusSource`](crate::source::CorpusSource)), whose keys then hold the shard
+    /// (see [`CORPUS_KEY_BITS`](crate::batch::CORPUS_KEY_BITS)). Default: none (one file, or files joined by key).
     fn shard_names(&self) -> Option<&[String]> {
         None
     }
     /// Whether the chunks are byte ranges of files, resolved to whole sequences when decoded
-    /// (a CTF file read without an index, see [`IndexMode::None`]): then [`ChunkInfo`]'s
+    /// (a CTF file read without an index, see [`IndexMode::None`](crate::options::IndexMode::None)): then [`ChunkInfo`]'s
     /// `sequences` and `samples` are estimates, fixed when the source is opened. Default: no.
     fn chunks_by_byte_range(&self) -> bool {
         false

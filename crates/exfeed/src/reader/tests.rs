@@ -3,6 +3,7 @@
 use super::plan::SweepPlan;
 use super::*;
 use crate::error::ErrorKind;
+use crate::options::{ChunkSize, ReadOptions};
 use crate::source::{CtfSource, CtfSourceOptions, IndexMode, JoinedSource, MemorySource};
 use crate::stream::Storage;
 use std::collections::{BTreeSet, HashSet};
@@ -1030,8 +1031,9 @@ fn joined_ctf_files_with_repeated_ids() {
         };
         let options = CtfSourceOptions {
             ctf,
-            index: IndexMode::Full,
-            chunk_size: 16,
+            read: ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(16))
+                .with_index(IndexMode::Full),
             ..CtfSourceOptions::default()
         };
         Ok(Arc::new(CtfSource::open(

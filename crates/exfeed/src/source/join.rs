@@ -25,6 +25,7 @@ type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 /// ```
 /// use exfeed::ctf::CtfOptions;
 /// use exfeed::io::InputPath;
+/// use exfeed::options::ReadOptions;
 /// use exfeed::reader::ChunkSource;
 /// use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, JoinedSource};
 /// use exfeed::SequenceBatch;
@@ -36,7 +37,8 @@ type Decoded<T> = (SequenceBatch<T>, HashMap<u64, usize>);
 ///     std::fs::write(&path, text)?;
 ///     let ctf = CtfOptions { inputs: vec![input.parse()?], ..CtfOptions::default() };
 ///     // A join reads every chunk's keys from the full index.
-///     let options = CtfSourceOptions { ctf, index: IndexMode::Full, ..CtfSourceOptions::default() };
+///     let read = ReadOptions::new().with_index(IndexMode::Full);
+///     let options = CtfSourceOptions { ctf, read };
 ///     let source: Arc<dyn ChunkSource<f32>> =
 ///         Arc::new(CtfSource::open(&InputPath::new(&path), options)?);
 ///     Ok(source)

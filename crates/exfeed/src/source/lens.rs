@@ -9,12 +9,13 @@ use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::model::{Example, SetHeader, Spare};
 use crate::lens::select::SelectionMode;
 use crate::lens::{binary, shifted, text};
+use crate::options::ReadOptions;
 use crate::reader::{ChunkInfo, ChunkSource, ReaderOptions, Window};
 use crate::stream::{Storage, StreamSpec};
 use std::collections::BTreeSet;
 
 /// How to open a Lens example file for the reader.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LensSourceOptions {
     /// The network's input groups, in network order (`--input-groups`).
     pub input_groups: Layout,
@@ -23,29 +24,14 @@ pub struct LensSourceOptions {
     /// The value NaN (`-` in the file) becomes; `None` keeps NaN (float buffers hold it, and
     /// in Lens a NaN target means "no error here").
     pub nan: Option<f32>,
-    /// `chunkSizeInBytes`: examples are grouped into chunks of about this many bytes.
-    pub chunk_size: u64,
-    /// `keepDataInMemory`: read the whole file into memory instead of mapping it.
-    pub keep_in_memory: bool,
+    /// `chunkSizeInBytes` (examples are grouped into chunks of about this many bytes) and
+    /// `keepDataInMemory` (read the whole file into memory instead of mapping it).
+    pub read: ReadOptions,
     /// Whether [`ChunkSource::chunk_weights`] gives the examples' frequencies (only Lens's
     /// PROBABILISTIC mode uses them; RANDOMIZED draws uniformly).
     pub use_frequencies: bool,
     /// The most bytes one example may take (`--max-record-size`).
     pub limits: crate::limits::Limits,
-}
-
-impl Default for LensSourceOptions {
-    fn default() -> Self {
-        LensSourceOptions {
-            input_groups: Layout::default(),
-            target_groups: Layout::default(),
-            nan: None,
-            chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
-            keep_in_memory: false,
-            use_frequencies: false,
-            limits: crate::limits::Limits::default(),
-        }
-    }
 }
 
 /// A Lens example file as a [`ChunkSource`].
@@ -87,7 +73,7 @@ impl LensSource {
     ) -> Result<Self> {
         let input = input.clone().with_compressed_lookup();
         let name = input.display_name();
-        let bytes = if options.keep_in_memory {
+        let bytes = if options.read.keep_in_memory() {
             read_into_memory(&input)?
         } else {
             open_bytes(&input)?
@@ -127,7 +113,7 @@ impl LensSource {
             // As Lens (and `lens::parse`): anything shorter than the binary cookie is refused.
             return Err(fail(crate::lens::too_short(), None));
         }
-        let mut chunker = Chunker::new(self.options.chunk_size);
+        let mut chunker = Chunker::new(self.options.read.chunk_bytes());
         let mut spare = Spare::default();
         let mut unknown = BTreeSet::new();
         let max = self.options.limits.max_record_bytes;

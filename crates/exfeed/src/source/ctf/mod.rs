@@ -11,6 +11,7 @@ use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
 pub use crate::options::IndexMode;
+use crate::options::ReadOptions;
 use crate::reader::owned_by_this_process;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
@@ -24,40 +25,26 @@ use std::fs::File;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-/// Options of a [`CtfSource`]: the parsing options plus CNTK's indexing parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Options of a [`CtfSource`]: the parsing options and how the file is read (its chunk size,
+/// whether it is indexed, the index cached, held in memory, read in frame mode).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CtfSourceOptions {
     /// Inputs, `skipSequenceIds`, `maxErrors`.
     pub ctf: CtfOptions,
-    /// `chunkSizeInBytes`.
-    pub chunk_size: u64,
-    /// `keepDataInMemory`: read the whole file into memory at open.
-    pub keep_in_memory: bool,
-    /// `frameMode` (recorded in the index cache).
-    pub frame_mode: bool,
-    /// `cacheIndex`.
-    pub cache_index: bool,
-    /// Whether the file is indexed before reading, or read in byte ranges (`index`).
-    pub index: IndexMode,
+    /// `chunkSizeInBytes` (a [`ChunkSize::Auto`](crate::options::ChunkSize::Auto) not sized
+    /// before is the most it may be), `keepDataInMemory`, `frameMode` (recorded in the index
+    /// cache), `cacheIndex`, `index`.
+    pub read: ReadOptions,
 }
 
 impl CtfSourceOptions {
     /// The parameters an index cache must have been built with to be used.
     fn cache_params(&self) -> CacheParams {
-        CacheParams::new(self.chunk_size, self.ctf.skip_sequence_ids, self.frame_mode)
-    }
-}
-
-impl Default for CtfSourceOptions {
-    fn default() -> Self {
-        CtfSourceOptions {
-            ctf: CtfOptions::default(),
-            chunk_size: crate::config::DEFAULT_CHUNK_SIZE_BYTES,
-            keep_in_memory: false,
-            frame_mode: false,
-            cache_index: false,
-            index: IndexMode::Auto,
-        }
+        CacheParams::new(
+            self.read.chunk_bytes(),
+            self.ctf.skip_sequence_ids,
+            self.read.frame_mode(),
+        )
     }
 }
 
@@ -239,6 +226,7 @@ impl CtfSource {
     /// ```
     /// use exfeed::ctf::CtfOptions;
     /// use exfeed::io::InputPath;
+    /// use exfeed::options::{ChunkSize, ReadOptions};
     /// use exfeed::reader::ChunkSource;
     /// use exfeed::source::{CtfSource, CtfSourceOptions, IndexMode, IndexOrigin};
     /// use exfeed::SequenceBatch;
@@ -248,9 +236,8 @@ impl CtfSource {
     /// std::fs::write(&path, "0 |x 1 2\n0 |x 3 4\n1 |x 5 6\n2 |x 7 8\n")?;
     /// let options = CtfSourceOptions {
     ///     ctf: CtfOptions { inputs: vec!["x:dense:2".parse()?], ..CtfOptions::default() },
-    ///     chunk_size: 20, // bytes: the sequences go into chunks of about this size
-    ///     cache_index: true,
-    ///     ..CtfSourceOptions::default()
+    ///     // Bytes: the sequences go into chunks of about this size.
+    ///     read: ReadOptions::new().with_chunk_size(ChunkSize::Bytes(20)).with_cache_index(true),
     /// };
     /// let source = CtfSource::open(&InputPath::new(&path), options.clone())?;
     /// assert_eq!(source.index_origin(), IndexOrigin::ScannedAndCached);
@@ -265,7 +252,8 @@ impl CtfSource {
     /// assert_eq!(again.index_origin(), IndexOrigin::Cache);
     ///
     /// // Without an index: byte ranges of about 20 bytes, each decoded to whole sequences.
-    /// let options = CtfSourceOptions { cache_index: false, index: IndexMode::None, ..options };
+    /// let read = options.read.with_cache_index(false).with_index(IndexMode::None);
+    /// let options = CtfSourceOptions { read, ..options };
     /// let ranges = CtfSource::open(&InputPath::new(&path), options)?;
     /// assert_eq!(ranges.index_origin(), IndexOrigin::ByteRanges);
     /// let mut keys = Vec::new();
@@ -281,7 +269,7 @@ impl CtfSource {
         let name: Arc<str> = input.display_name().into();
         let mut parser = CtfParser::new(options.ctf.clone())?;
         parser.set_file_name(name.clone());
-        if options.index == IndexMode::None && options.cache_index {
+        if options.read.index() == IndexMode::None && options.read.cache_index() {
             return Err(Error::config(format!(
                 "{name}: index none reads the file without an index, and cacheIndex asks for \
                  one: give one or the other"
@@ -301,7 +289,7 @@ impl CtfSource {
         let (data, file) = match plain_file {
             Some((path, file)) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
-                let data = if options.keep_in_memory {
+                let data = if options.read.keep_in_memory() {
                     Data::Memory(InputBytes::Owned(
                         std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
                     ))
@@ -312,7 +300,7 @@ impl CtfSource {
             }
             // A compressed file: decompressed once into a temporary file, then read by offset
             // as a plain one, so memory holds chunks, not the file.
-            None if matches!(input, InputPath::File(_)) && !options.keep_in_memory => (
+            None if matches!(input, InputPath::File(_)) && !options.read.keep_in_memory() => (
                 Data::File(ReopeningFile::kept_open(crate::io::spool(
                     input,
                     Holding::CtfText(options.ctf.limits),
@@ -378,7 +366,7 @@ impl CtfSource {
                 _ => u64::MAX,
             },
             decoding: AtomicUsize::new(0),
-            chunk_size: options.chunk_size,
+            chunk_size: options.read.chunk_bytes(),
         })
     }
 
@@ -921,10 +909,10 @@ fn byte_ranges(
     data: &Data,
     options: &CtfSourceOptions,
 ) -> Result<Option<(ByteRanges, Vec<ChunkInfo>)>> {
-    let wanted = match options.index {
+    let wanted = match options.read.index() {
         IndexMode::Full => false,
         IndexMode::None => true,
-        IndexMode::Auto => !options.cache_index && options.ctf.max_errors == 0,
+        IndexMode::Auto => !options.read.cache_index() && options.ctf.max_errors == 0,
     };
     if !wanted {
         return Ok(None);
@@ -935,10 +923,10 @@ fn byte_ranges(
     let Some(mode) = key_mode(data, head, len, options.ctf.skip_sequence_ids)? else {
         return Ok(None);
     };
-    if mode == KeyMode::Lines && options.index == IndexMode::Auto {
+    if mode == KeyMode::Lines && options.read.index() == IndexMode::Auto {
         return Ok(None); // its keys are line numbers
     }
-    let ranges = ByteRanges::new(len, options.chunk_size, mode, options.ctf.limits);
+    let ranges = ByteRanges::new(len, options.read.chunk_bytes(), mode, options.ctf.limits);
     // The plan's sample and sequence counts: those of the head's whole lines, per byte.
     let whole = if head.len() as u64 == len {
         head.len()
@@ -951,7 +939,11 @@ fn byte_ranges(
         lines += e.lines;
         Ok(())
     });
-    let samples = if options.frame_mode { sequences } else { lines };
+    let samples = if options.read.frame_mode() {
+        sequences
+    } else {
+        lines
+    };
     let per_byte = |n: u64| n.max(1) as f64 / whole.max(1) as f64;
     let estimate = |bytes: u64, rate: f64| ((bytes as f64 * rate).round() as u64).max(1);
     let infos = (0..ranges.len())
@@ -1011,7 +1003,7 @@ fn index(
     let params = options.cache_params();
     let stamp = DataStamp::of(&meta);
     let cache = index_cache_path(&path);
-    if options.cache_index {
+    if options.read.cache_index() {
         let not_used = |why: String| {
             format!(
                 "index cache {} not used ({why}); re-indexing",
@@ -1029,7 +1021,7 @@ fn index(
     }
     let ix = scan()?;
     let mut origin = IndexOrigin::Scanned;
-    if options.cache_index {
+    if options.read.cache_index() {
         match index_cache::write(&cache, &ix, stamp, params) {
             Ok(()) => origin = IndexOrigin::ScannedAndCached,
             Err(e) => warnings.push(format!("could not write the index cache: {e}")),
@@ -1049,10 +1041,10 @@ struct IndexBuilder {
 impl IndexBuilder {
     fn new(options: &CtfSourceOptions) -> Self {
         IndexBuilder {
-            chunker: Chunker::new(options.chunk_size),
+            chunker: Chunker::new(options.read.chunk_bytes()),
             lines: Vec::new(),
             keys: Vec::new(),
-            frame_mode: options.frame_mode,
+            frame_mode: options.read.frame_mode(),
         }
     }
 
@@ -1191,6 +1183,7 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::ChunkSize;
     use crate::stream::Storage;
     use std::path::PathBuf;
 
@@ -1208,9 +1201,9 @@ mod tests {
                 max_errors: 0,
                 ..CtfOptions::default()
             },
-            chunk_size: chunk,
-            index: IndexMode::Full,
-            ..Default::default()
+            read: ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(chunk))
+                .with_index(IndexMode::Full),
         }
     }
 
@@ -1254,9 +1247,10 @@ mod tests {
         let mut whole = SequenceBatch::<f32>::new(&opts(1).ctf.inputs);
         crate::ctf::parse(DATA.as_bytes(), &opts(1).ctf, &mut whole, &mut Vec::new()).unwrap();
         for keep in [false, true] {
+            let o = opts(30);
             let o = CtfSourceOptions {
-                keep_in_memory: keep,
-                ..opts(30)
+                read: o.read.with_keep_in_memory(keep),
+                ..o
             };
             let src = CtfSource::open(&InputPath::new(&p), o).unwrap();
             let n = ChunkSource::<f32>::chunks(&src).len();
@@ -1303,9 +1297,9 @@ mod tests {
     fn in_pieces(path: &std::path::Path, ctf: &CtfOptions, chunk: u64, piece: u64) -> CtfSource {
         let options = CtfSourceOptions {
             ctf: ctf.clone(),
-            chunk_size: chunk,
-            index: IndexMode::None,
-            ..Default::default()
+            read: ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(chunk))
+                .with_index(IndexMode::None),
         };
         let mut source = CtfSource::open(&InputPath::new(path), options).unwrap();
         source.piece_bytes = piece;
@@ -1479,9 +1473,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(&dir, DATA);
         let input = InputPath::new(&p);
+        let o = opts(30);
         let o = CtfSourceOptions {
-            cache_index: true,
-            ..opts(30)
+            read: o.read.with_cache_index(true),
+            ..o
         };
         let first = CtfSource::open(&input, o.clone()).unwrap();
         assert_eq!(first.index_origin(), IndexOrigin::ScannedAndCached);
@@ -1495,7 +1490,7 @@ mod tests {
         let other = CtfSource::open(
             &input,
             CtfSourceOptions {
-                chunk_size: 7,
+                read: o.read.with_chunk_size(ChunkSize::Bytes(7)),
                 ..o.clone()
             },
         )
