@@ -4,24 +4,19 @@
 
 mod common;
 
-use common::{ctf_data, exfeed, text};
+use common::{ctf_data, dumped_minibatches, exfeed, text};
 use exfeed::reader::cntk_order::{
-    cntk_ctf_chunk_samples, cntk_ctf_sequences, minibatch_budgets, CntkEpoch, CntkEpochSize,
-    CntkRandomizer, CntkWindow,
+    self, cntk_ctf_chunk_samples, cntk_ctf_sequences, CntkEpoch, CntkEpochSize, CntkWindow,
 };
 use std::process::Output;
 
 /// Every minibatch's keys `exfeed read --dump` printed.
 fn minibatch_keys(out: &Output) -> Vec<Vec<u64>> {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
-            let seqs = mb["sequences"].as_array().unwrap();
-            seqs.iter().map(|s| s["key"].as_u64().unwrap()).collect()
-        })
-        .collect()
+    let keys = |mb: &serde_json::Value| -> Vec<u64> {
+        let seqs = mb["sequences"].as_array().unwrap();
+        seqs.iter().map(|s| s["key"].as_u64().unwrap()).collect()
+    };
+    dumped_minibatches(out).iter().map(keys).collect()
 }
 
 /// CNTK's minibatches of one sweep of `file` (keys are the file's sequence indices), chunks of
@@ -38,15 +33,6 @@ fn cntk_minibatches(
     let text = std::fs::read(file).unwrap();
     let seqs = cntk_ctf_sequences(&text, false, None).unwrap();
     let chunks = cntk_ctf_chunk_samples(&seqs, chunk_size, text.len() as u64);
-    let mut first = 0;
-    let firsts: Vec<u64> = chunks
-        .iter()
-        .map(|c| {
-            first += c.len() as u64;
-            first - c.len() as u64
-        })
-        .collect();
-    let mut r = CntkRandomizer::new(chunks, window, seed).unwrap();
     let epoch = CntkEpoch {
         workers,
         rank,
@@ -54,22 +40,7 @@ fn cntk_minibatches(
         index: 0,
         cross_sweeps: true,
     };
-    r.start_epoch(epoch).unwrap();
-    let (global, local) = minibatch_budgets(mb, workers, rank, true);
-    let mut out = Vec::new();
-    loop {
-        let b = r.next_sequences(global, local).unwrap();
-        if !b.sequences.is_empty() {
-            let keys = b.sequences.iter();
-            out.push(
-                keys.map(|s| firsts[s.chunk as usize] + u64::from(s.index))
-                    .collect(),
-            );
-        }
-        if b.end_of_epoch {
-            return out;
-        }
-    }
+    cntk_order::minibatch_keys(chunks, window, seed, epoch, mb).unwrap()
 }
 
 fn read(file: &str, args: &[&str]) -> Output {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ctf_data as data, exfeed, text};
+use common::{ctf_data as data, dumped_minibatches, exfeed, text};
 use std::collections::BTreeMap;
 use std::process::Output;
 
@@ -32,19 +32,14 @@ fn read(file: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
 
 /// The dumped minibatches: (end_of_sweep, [(sweep, key)]).
 fn minibatches(out: &Output) -> Vec<(bool, Vec<(u64, u64)>)> {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
-            let seqs = mb["sequences"].as_array().unwrap();
-            let seqs = seqs
-                .iter()
-                .map(|s| (s["sweep"].as_u64().unwrap(), s["key"].as_u64().unwrap()))
-                .collect();
-            (mb["end_of_sweep"].as_bool().unwrap(), seqs)
-        })
-        .collect()
+    let summary = |mb: &serde_json::Value| {
+        let seqs = mb["sequences"].as_array().unwrap().iter();
+        let seqs = seqs
+            .map(|s| (s["sweep"].as_u64().unwrap(), s["key"].as_u64().unwrap()))
+            .collect();
+        (mb["end_of_sweep"].as_bool().unwrap(), seqs)
+    };
+    dumped_minibatches(out).iter().map(summary).collect()
 }
 
 #[test]

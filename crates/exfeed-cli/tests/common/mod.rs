@@ -106,16 +106,21 @@ pub fn fifo(dir: &std::path::Path, name: &str, data: Vec<u8>, passes: usize) -> 
     path.display().to_string()
 }
 
-/// Every sequence `exfeed read --dump` printed (one JSON minibatch per line), in order; the command
+/// Every minibatch `exfeed read --dump` printed (one JSON object per line), in order; the command
 /// must have succeeded.
-pub fn dumped_sequences(out: &Output) -> Vec<serde_json::Value> {
+pub fn dumped_minibatches(out: &Output) -> Vec<serde_json::Value> {
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)
         .lines()
-        .flat_map(|l| {
-            let mb: serde_json::Value = serde_json::from_str(l).unwrap();
-            mb["sequences"].as_array().unwrap().clone()
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every sequence `exfeed read --dump` printed, in order; the command must have succeeded.
+pub fn dumped_sequences(out: &Output) -> Vec<serde_json::Value> {
+    dumped_minibatches(out)
+        .iter()
+        .flat_map(|mb| mb["sequences"].as_array().unwrap().clone())
         .collect()
 }
 

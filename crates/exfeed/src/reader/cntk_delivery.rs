@@ -227,7 +227,7 @@ impl<T: Element> CntkDelivery<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cntk_order::{cntk_ctf_chunk_samples, cntk_ctf_sequences, CntkBatch};
+    use super::super::cntk_order::{cntk_ctf_chunk_samples, cntk_ctf_sequences, minibatch_keys};
     use super::super::{Randomizer, Reader};
     use super::*;
     use crate::cbf::{CbfWriter, CbfWriterOptions};
@@ -279,37 +279,14 @@ mod tests {
         window: CntkWindow,
         size: u64,
     ) -> Vec<Vec<u64>> {
-        let firsts: Vec<u64> = chunks
-            .iter()
-            .scan(0u64, |n, c| {
-                *n += c.len() as u64;
-                Some(*n - c.len() as u64)
-            })
-            .collect();
-        let mut r = CntkRandomizer::new(chunks.to_vec(), window, opts.seed).unwrap();
-        r.start_epoch(CntkEpoch {
+        let epoch = CntkEpoch {
             workers: opts.num_workers,
             rank: opts.worker_rank,
             size: CntkEpochSize::Sweeps(2),
             index: 0,
             cross_sweeps: true,
-        })
-        .unwrap();
-        let (global, local) = minibatch_budgets(size, opts.num_workers, opts.worker_rank, true);
-        let mut out = Vec::new();
-        loop {
-            let b: CntkBatch = r.next_sequences(global, local).unwrap();
-            if !b.sequences.is_empty() {
-                let keys = b.sequences.iter();
-                out.push(
-                    keys.map(|s| firsts[s.chunk as usize] + u64::from(s.index))
-                        .collect(),
-                );
-            }
-            if b.end_of_epoch {
-                return out;
-            }
-        }
+        };
+        minibatch_keys(chunks.to_vec(), window, opts.seed, epoch, size).unwrap()
     }
 
     #[test]
@@ -329,7 +306,6 @@ mod tests {
             read: ReadOptions::new()
                 .with_chunk_size(ChunkSize::Bytes(400))
                 .with_index(IndexMode::Full),
-            ..CtfSourceOptions::default()
         };
         for (workers, window, cntk_window) in [
             (1, Window::Chunks(3), CntkWindow::Chunks(3)),
@@ -409,7 +385,6 @@ mod tests {
                 ..CtfOptions::default()
             },
             read: ReadOptions::new().with_index(IndexMode::Full),
-            ..CtfSourceOptions::default()
         };
         let source = Arc::new(CtfSource::open(&InputPath::new(&path), source_options).unwrap());
         let opts = ReaderOptions {

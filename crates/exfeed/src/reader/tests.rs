@@ -1034,7 +1034,6 @@ fn joined_ctf_files_with_repeated_ids() {
             read: ReadOptions::new()
                 .with_chunk_size(ChunkSize::Bytes(16))
                 .with_index(IndexMode::Full),
-            ..CtfSourceOptions::default()
         };
         Ok(Arc::new(CtfSource::open(
             &crate::io::InputPath::new(&path),

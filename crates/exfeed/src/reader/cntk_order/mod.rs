@@ -337,6 +337,43 @@ pub struct CntkBatch {
     pub end_of_epoch: bool,
 }
 
+/// The minibatches worker `epoch.rank` gets in CNTK's order over `chunks` (each chunk's
+/// sequences' samples), as keys: a sequence's key is its index in the file. Minibatches hold
+/// about `minibatch_size` samples of the global timeline (CNTK's local timeline); this is the
+/// reference the reader's `randomizer cntk` mode is tested against.
+pub fn minibatch_keys(
+    chunks: Vec<Vec<u32>>,
+    window: CntkWindow,
+    seed: u64,
+    epoch: CntkEpoch,
+    minibatch_size: u64,
+) -> Result<Vec<Vec<u64>>> {
+    let firsts: Vec<u64> = chunks
+        .iter()
+        .scan(0u64, |n, c| {
+            *n += c.len() as u64;
+            Some(*n - c.len() as u64)
+        })
+        .collect();
+    let (global, local) = minibatch_budgets(minibatch_size, epoch.workers, epoch.rank, true);
+    let mut r = CntkRandomizer::new(chunks, window, seed)?;
+    r.start_epoch(epoch)?;
+    let mut out = Vec::new();
+    loop {
+        let b = r.next_sequences(global, local)?;
+        if !b.sequences.is_empty() {
+            let keys = b.sequences.iter();
+            out.push(
+                keys.map(|s| firsts[s.chunk as usize] + u64::from(s.index))
+                    .collect(),
+            );
+        }
+        if b.end_of_epoch {
+            return Ok(out);
+        }
+    }
+}
+
 /// The global and local sample budgets CNTK's packer asks the randomizer for, for minibatches
 /// of `minibatch_size` samples (CNTK's `SequencePacker::SetConfiguration`). With
 /// `local_timeline` (CNTK's default) each worker counts only its own samples: the global budget
