@@ -206,7 +206,7 @@ pub struct ReaderState {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub byte_ranges: bool,
     /// The data files it was saved on (see [`FileStamp`]), filled in by
-    /// [`AnyReader::state`](super::AnyReader::state), which refuses to restore it on other
+    /// [`AnyReader::state`](crate::configured::AnyReader::state), which refuses to restore it on other
     /// data. A state without them (written by exfeed before they were kept, or by
     /// [`Reader::state`]) is restored unchecked, as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -117,11 +117,6 @@ pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 pub(crate) use pool::owned_by_this_process;
 pub use pool::release_kept_batches;
 
-// Transitional, for the README's example (another branch rewrites the README): the configured
-// reader now lives in `crate::configured`, above this engine. Remove once the README uses it.
-#[doc(hidden)]
-pub use crate::configured::{AnyReader, RunOptions};
-
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
 /// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
