@@ -190,7 +190,7 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
                 if Compression::sniff(&head[..n]) == Compression::None {
                     // Where the copy cannot be made (no room in TMPDIR, a file-size limit),
                     // the file is read into memory instead.
-                    if let Ok(map) = snapshot(path, file, meta.len()) {
+                    if let Some(map) = snapshot(path, file, meta.len())? {
                         return Ok(InputBytes::Mapped(map));
                     }
                 }
@@ -207,14 +207,16 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
 /// that shrinks under the reader (truncated, or rewritten in place by `cp`) kills the process
 /// with `SIGBUS` at the next access past its new end, which no Rust program can recover from.
 /// The copy is made by the kernel (`copy_file_range`, a reflink where the file system shares
-/// blocks); a file that ends before `len` while it is copied is an error naming it and the byte.
-fn snapshot(path: &Path, file: File, len: u64) -> Result<Mmap> {
-    let dir = std::env::temp_dir();
-    let in_tmp = |e: std::io::Error| {
-        Error::io(&dir, e).within(format!("copying {} to a temporary file", path.display()))
+/// blocks). `None` where the copy cannot be made (no room in `TMPDIR`, a file-size limit: a
+/// read error of the input itself recurs, named, when it is read instead); a file that ends
+/// before `len` while it is copied is an error naming it and the byte.
+fn snapshot(path: &Path, file: File, len: u64) -> Result<Option<Mmap>> {
+    let Ok(mut copy) = tempfile::tempfile_in(std::env::temp_dir()) else {
+        return Ok(None);
     };
-    let mut copy = tempfile::tempfile_in(&dir).map_err(in_tmp)?;
-    let copied = std::io::copy(&mut file.take(len), &mut copy).map_err(|e| Error::io(path, e))?;
+    let Ok(copied) = std::io::copy(&mut file.take(len), &mut copy) else {
+        return Ok(None);
+    };
     if copied < len {
         let e = std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
@@ -224,7 +226,7 @@ fn snapshot(path: &Path, file: File, len: u64) -> Result<Mmap> {
     }
     // SAFETY: a read-only map of a file that only this process holds (unlinked at creation),
     // written whole before it is mapped and never changed after.
-    unsafe { Mmap::map(&copy) }.map_err(in_tmp)
+    Ok(unsafe { Mmap::map(&copy) }.ok())
 }
 
 /// As [`open_bytes`], but held in memory even where it could be mapped (`keepDataInMemory`):
@@ -438,6 +440,24 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use std::io::Write;
+
+    #[test]
+    fn a_file_that_ends_early_while_copied_is_an_error_naming_it() {
+        // The file is shorter than the length its copy was started for: it shrank meanwhile.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.ctf");
+        std::fs::write(&path, b"0 |x 1\n").unwrap();
+        let file = File::open(&path).unwrap();
+        let e = snapshot(&path, file, 20).unwrap_err().to_string();
+        assert!(
+            e.contains("x.ctf") && e.contains("ends before byte 20"),
+            "{e}"
+        );
+        // Whole, it is copied and mapped.
+        let file = File::open(&path).unwrap();
+        let map = snapshot(&path, file, 7).unwrap().expect("a copy in TMPDIR");
+        assert_eq!(&map[..], b"0 |x 1\n");
+    }
 
     #[test]
     fn sniff_magic() {
