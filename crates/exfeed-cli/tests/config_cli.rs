@@ -5,7 +5,7 @@
 mod common;
 
 use common::exfeed;
-use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig};
+use exfeed::config::{cntk_sections, FileFormat, ReaderConfig};
 
 #[test]
 fn every_ctf_config_section_dumps_like_its_flags() {
@@ -20,7 +20,7 @@ fn every_ctf_config_section_dumps_like_its_flags() {
             let cfg = ReaderConfig::from_cntk_str(&text, cfg_name, Some(&section)).unwrap();
             for d in &cfg.deserializers {
                 let data = cntk.join("ctf").join(&d.file);
-                if d.kind != DeserializerKind::Ctf || !data.exists() {
+                if d.format != FileFormat::Ctf || !data.exists() {
                     continue; // the corpus does not carry every file CNTK's tests generate
                 }
                 let data = data.to_str().unwrap().to_string();

@@ -13,9 +13,7 @@
 mod files;
 mod pieces;
 
-pub use files::{
-    convert, convert_with_progress, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, Converted,
-};
+pub use files::{convert, convert_with_progress, write_cbf, write_ctf, ConvertOptions, Converted};
 pub use pieces::{parse_ctf_pieces, PieceStages, PIECE_BYTES};
 
 use crate::batch::SequenceBatch;

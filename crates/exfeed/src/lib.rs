@@ -55,6 +55,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod batch;
 pub mod cbf;
 pub mod config;
@@ -77,7 +79,9 @@ pub mod source;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
-pub use dataset::{open, open_corpus, DataSet, LensLayout, OpenOptions, Sequences, Summary};
+pub use dataset::{
+    open, open_corpus, DataSet, FormatSource, LensLayout, OpenOptions, Sequences, Summary,
+};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};

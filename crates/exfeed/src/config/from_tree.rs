@@ -4,12 +4,16 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::options::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use super::options::{
+    deserializer_type, inputs_described_by_file, reader_type, DeserializerConfig, ReaderConfig,
+    DESERIALIZER_FORMATS,
+};
 use super::resolve::{Resolved, Resolver, Scope};
 use super::syntax::{error_at, Block, Entry, Origin, Pos, Value};
 use super::Param;
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::FileFormat;
 use crate::io::Corpus;
 use crate::lens::materialize::Layout;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
@@ -371,16 +375,16 @@ impl<'f> Cx<'f> {
         scope: &Scope<'a>,
         name: &str,
         ctx: Option<&str>,
-        of: fn(DeserializerKind) -> &'static str,
-    ) -> Result<DeserializerKind> {
+        of: fn(FileFormat) -> &'static str,
+    ) -> Result<FileFormat> {
         let t = self.text(e, scope, name, ctx)?;
-        if let Some(k) = DeserializerKind::ALL
+        if let Some(k) = DESERIALIZER_FORMATS
             .into_iter()
             .find(|k| of(*k).eq_ignore_ascii_case(&t))
         {
             return Ok(k);
         }
-        let names: Vec<_> = DeserializerKind::ALL.into_iter().map(of).collect();
+        let names: Vec<_> = DESERIALIZER_FORMATS.into_iter().map(of).collect();
         let others = if name == "type" {
             CNTK_OTHER_DESERIALIZERS
         } else {
@@ -515,7 +519,7 @@ impl<'f> Cx<'f> {
                 // Beside `deserializers`, a readerType is ignored; it must still name a reader.
                 let t = self.text(e, &rs, "readerType", None)?;
                 if !t.eq_ignore_ascii_case(COMPOSITE_READER) {
-                    self.kind(e, &rs, "readerType", None, DeserializerKind::reader_type)?;
+                    self.kind(e, &rs, "readerType", None, reader_type)?;
                 }
             }
         } else {
@@ -526,13 +530,7 @@ impl<'f> Cx<'f> {
                     "reader block has no 'readerType' (or 'deserializers')",
                 ));
             };
-            let kind = self.kind(
-                kind_entry,
-                &rs,
-                "readerType",
-                None,
-                DeserializerKind::reader_type,
-            )?;
+            let kind = self.kind(kind_entry, &rs, "readerType", None, reader_type)?;
             let (path, corpus) = match (file, corpus) {
                 (Some((path, _)), None) => (path, None),
                 (None, Some((spec, _))) => (spec.clone(), Some(Corpus::parse(&spec))),
@@ -547,18 +545,18 @@ impl<'f> Cx<'f> {
                 Some(e) => self.inputs(e, &rs, kind, None)?,
                 None => Vec::new(),
             };
-            if inputs.is_empty() && !kind.inputs_described_by_file() {
+            if inputs.is_empty() && !inputs_described_by_file(kind) {
                 return Err(self.err(reader_entry.key_pos, None, "reader block has no 'input'"));
             }
             let mut d = DeserializerConfig {
-                kind,
+                format: kind,
                 file: path.into(),
                 inputs,
                 corpus,
                 ..Default::default()
             };
             for (name, e) in lens_params {
-                if kind != DeserializerKind::Lens {
+                if !kind.is_lens() {
                     return Err(self.err(
                         e.key_pos,
                         None,
@@ -593,7 +591,7 @@ impl<'f> Cx<'f> {
         let has_ctf = cfg
             .deserializers
             .iter()
-            .any(|d| d.kind == DeserializerKind::Ctf);
+            .any(|d| d.format == FileFormat::Ctf);
         cfg.sample_based_randomization_window = sample_based.unwrap_or(!has_ctf);
         Ok(cfg)
     }
@@ -677,7 +675,7 @@ impl<'f> Cx<'f> {
         // The type first: a deserializer exfeed cannot read is named before its parameters,
         // which belong to that other reader, are looked at.
         let kind = match block.get("type") {
-            Some(e) => self.kind(e, ds, "type", c, DeserializerKind::deserializer_type)?,
+            Some(e) => self.kind(e, ds, "type", c, deserializer_type)?,
             None => return Err(self.err(pos, c, "no 'type'")),
         };
         let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
@@ -692,10 +690,7 @@ impl<'f> Cx<'f> {
             match param {
                 "type" => {}
                 "module" => {
-                    module = Some((
-                        self.kind(e, ds, "module", c, DeserializerKind::reader_type)?,
-                        e.node.pos,
-                    ))
+                    module = Some((self.kind(e, ds, "module", c, reader_type)?, e.node.pos))
                 }
                 "file" => file = Some(self.text(e, ds, "file", c)?),
                 "corpus" => {
@@ -727,14 +722,14 @@ impl<'f> Cx<'f> {
                     c,
                     format!(
                         "module '{}' does not provide type '{}'",
-                        m.reader_type(),
-                        kind.deserializer_type()
+                        reader_type(m),
+                        deserializer_type(kind)
                     ),
                 ));
             }
         }
         if let Some((name, e)) = lens.first() {
-            if kind != DeserializerKind::Lens {
+            if !kind.is_lens() {
                 return Err(self.err(
                     e.key_pos,
                     c,
@@ -742,7 +737,7 @@ impl<'f> Cx<'f> {
                 ));
             }
         }
-        d.kind = kind;
+        d.format = kind;
         d.file = match (file, &d.corpus, corpus_at) {
             (Some(_), Some(_), Some(at)) => {
                 return Err(self.err(at, c, "give 'file' or 'corpus', not both"))
@@ -754,7 +749,7 @@ impl<'f> Cx<'f> {
         if let Some(e) = input {
             d.inputs = self.inputs(e, ds, kind, Some(ctx))?;
         }
-        if d.inputs.is_empty() && !kind.inputs_described_by_file() {
+        if d.inputs.is_empty() && !inputs_described_by_file(kind) {
             return Err(self.err(pos, c, "no 'input'"));
         }
         Ok(d)
@@ -764,7 +759,7 @@ impl<'f> Cx<'f> {
         &self,
         e: &'a Entry,
         scope: &Scope<'a>,
-        kind: DeserializerKind,
+        kind: FileFormat,
         ctx: Option<&str>,
     ) -> Result<Vec<StreamSpec>> {
         let is = self.block(e, scope, "input", ctx)?;
@@ -821,11 +816,11 @@ impl<'f> Cx<'f> {
                     spec.dim = d as usize;
                     spec.storage = f;
                 }
-                (None, None) if kind.inputs_described_by_file() => {}
-                (None, Some(_)) if !kind.inputs_described_by_file() => {
+                (None, None) if inputs_described_by_file(kind) => {}
+                (None, Some(_)) if !inputs_described_by_file(kind) => {
                     return Err(self.err(ie.key_pos, c, "no 'dim'"))
                 }
-                (Some(_), None) if !kind.inputs_described_by_file() => {
+                (Some(_), None) if !inputs_described_by_file(kind) => {
                     return Err(self.err(ie.key_pos, c, "no 'format' (dense or sparse)"))
                 }
                 (None, None) => return Err(self.err(ie.key_pos, c, "no 'dim' and no 'format'")),

@@ -115,7 +115,7 @@ reader = [
         equalize: false,
         randomizer: crate::reader::Randomizer::Exfeed,
         deserializers: vec![DeserializerConfig {
-            kind: DeserializerKind::Ctf,
+            kind: FileFormat::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),
             inputs: vec![
                 "Some_very_long_input_name:dense:3:a".parse().unwrap(),
@@ -189,11 +189,7 @@ fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_k
         ReaderConfig::from_cntk_str(&text, "c", Some("test")).unwrap(),
         top
     );
-    let d = DeserializerConfig::new(
-        DeserializerKind::Ctf,
-        "d.ctf",
-        vec!["a:dense:1".parse().unwrap()],
-    );
+    let d = DeserializerConfig::new(FileFormat::Ctf, "d.ctf", vec!["a:dense:1".parse().unwrap()]);
     assert_eq!(top.deserializers, [d]);
 }
 
@@ -206,7 +202,7 @@ fn default_randomization_window_is_4_gib_of_chunks() {
         "no CTF deserializer: whole data set"
     );
     cfg.deserializers
-        .push(DeserializerConfig::new(DeserializerKind::Ctf, "x", vec![]));
+        .push(DeserializerConfig::new(FileFormat::Ctf, "x", vec![]));
     assert_eq!(cfg.default_randomization_window(), Some(128));
     cfg.read = cfg.read.with_chunk_size(ChunkSize::Bytes(10_000));
     assert_eq!(cfg.default_randomization_window(), Some(429_496));
@@ -236,8 +232,8 @@ fn composite_of_ctf_and_cbf() {
     let d1 = &cfg.deserializers[1];
     let read = d1.effective_read(&cfg);
     assert!(!read.keep_in_memory() && !read.frame_mode() && !read.cache_index());
-    let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.kind).collect();
-    assert_eq!(kinds, [DeserializerKind::Ctf, DeserializerKind::Cbf]);
+    let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.format).collect();
+    assert_eq!(kinds, [FileFormat::Ctf, FileFormat::Cbf]);
     assert_eq!(
         cfg.deserializers[0].read.chunk_size(),
         ChunkSize::Bytes(4096)

@@ -2,7 +2,7 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{Error, Result};
 use crate::format::FileFormat;
@@ -199,12 +199,8 @@ impl ReaderArgs {
                         inputs.push(InputPath::new(&d.file));
                         continue;
                     }
-                    let format = match d.kind {
-                        DeserializerKind::Ctf => Some(FileFormat::Ctf),
-                        DeserializerKind::Cbf => Some(FileFormat::Cbf),
-                        // Text or binary: the Lens source tells them apart by content.
-                        DeserializerKind::Lens => None,
-                    };
+                    // Lens text or binary: the Lens source tells them apart by content.
+                    let format = Some(d.format).filter(|f| !f.is_lens());
                     inputs.push(open_once(&d.file, format, limits)?.1);
                 }
                 (cfg, inputs)
@@ -303,6 +299,7 @@ impl ReaderArgs {
                 input_groups,
                 target_groups,
                 nan: self.nan.or_else(|| d.and_then(|d| d.nan)),
+                frequencies: false,
             });
         }
         options
@@ -428,10 +425,11 @@ impl ReaderArgs {
         for (f, format) in corpus.iter().chain(&self.files).zip(formats) {
             let (kind, streams) = match format {
                 // A Lens file's streams are 'input' and 'target', from the layout.
-                FileFormat::LensText | FileFormat::LensBinary => {
-                    (DeserializerKind::Lens, Vec::new())
+                FileFormat::LensText | FileFormat::LensBinary => (FileFormat::LensText, Vec::new()),
+                // The others describe their streams; inputs select and rename them.
+                FileFormat::Cbf | FileFormat::Parquet | FileFormat::ArrowIpc => {
+                    (format, self.inputs.clone())
                 }
-                FileFormat::Cbf => (DeserializerKind::Cbf, self.inputs.clone()),
                 FileFormat::Ctf if self.inputs.is_empty() => {
                     return Err(style.fail(
                         "inputs",
@@ -443,7 +441,7 @@ impl ReaderArgs {
                         ),
                     ))
                 }
-                FileFormat::Ctf => (DeserializerKind::Ctf, self.inputs.clone()),
+                FileFormat::Ctf => (FileFormat::Ctf, self.inputs.clone()),
             };
             let mut d = DeserializerConfig::new(kind, f, streams);
             d.corpus = self.corpus.clone();
@@ -457,10 +455,7 @@ impl ReaderArgs {
     /// The layout and NaN value for every Lens deserializer, and the selection mode.
     fn apply_lens(&self, cfg: &mut ReaderConfig) -> Result<()> {
         let style = self.style;
-        let has_lens = cfg
-            .deserializers
-            .iter()
-            .any(|d| d.kind == DeserializerKind::Lens);
+        let has_lens = cfg.deserializers.iter().any(|d| d.format.is_lens());
         let lens_arg = [
             ("input_groups", self.input_groups.is_some()),
             ("target_groups", self.target_groups.is_some()),
@@ -478,11 +473,7 @@ impl ReaderArgs {
                 ArgStyle::Python => style.fail(keyword, format!("applies {what}")),
             });
         }
-        for d in cfg
-            .deserializers
-            .iter_mut()
-            .filter(|d| d.kind == DeserializerKind::Lens)
-        {
+        for d in cfg.deserializers.iter_mut().filter(|d| d.format.is_lens()) {
             d.input_groups = self.input_groups.clone().or(d.input_groups.take());
             d.target_groups = self.target_groups.clone().or(d.target_groups.take());
             d.nan = self.nan.or(d.nan);

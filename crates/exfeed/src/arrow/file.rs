@@ -1,109 +1,26 @@
-//! Parquet and Arrow IPC files of the [schema](crate::schema): [`SequenceWriter`] writes
+//! Parquet and Arrow IPC files of the [schema](crate::arrow::schema): [`SequenceWriter`] writes
 //! sequences into one, [`ArrowSequences`] reads them back.
 
-use crate::decode::append_record_batch;
-use crate::encode::{arrow_error, BatchBuilder};
-use crate::schema::Streams;
-use crate::Value;
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::ArrowError;
+use crate::arrow::encode::{arrow_error, parquet_error, BatchBuilder};
+use crate::arrow::Value;
+use crate::format::FileFormat;
+use crate::{DiagnosticSink, Error, Result, SequenceBatch, Sequences, StreamSpec};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use exfeed::convert::ColumnarFormat;
-use exfeed::{
-    DiagnosticSink, Element, Error, Precision, Result, SequenceBatch, Sequences, StreamSpec,
-};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use std::collections::VecDeque;
 use std::io::Write;
-use std::ops::Range;
-use std::path::Path;
 use std::sync::Arc;
-
-/// Which Arrow file: Parquet, or Arrow's IPC file format (Feather v2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArrowFormat {
-    /// Apache Parquet (`.parquet`, `.pq`).
-    Parquet,
-    /// The Arrow IPC file format (`.arrow`, `.feather`, `.ipc`).
-    Ipc,
-}
-
-impl ArrowFormat {
-    /// From the file name's extension (the core library's names, [`ColumnarFormat::from_name`]);
-    /// `None` for other names.
-    pub fn from_name(path: &Path) -> Option<Self> {
-        ColumnarFormat::from_name(path).map(Self::from)
-    }
-
-    /// From a file's first bytes: `PAR1` (Parquet) or `ARROW1` (IPC file).
-    pub fn from_magic(head: &[u8]) -> Option<Self> {
-        if head.starts_with(b"PAR1") {
-            Some(ArrowFormat::Parquet)
-        } else if head.starts_with(b"ARROW1") {
-            Some(ArrowFormat::Ipc)
-        } else {
-            None
-        }
-    }
-
-    /// The file's format from its first bytes, or else its name. Only a regular file is
-    /// peeked at: a FIFO or device (which cannot be read twice) goes by its name alone.
-    pub fn of_file(path: &Path) -> Option<Self> {
-        let mut head = [0u8; 6];
-        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
-        let magic = regular
-            .then(|| std::fs::File::open(path).ok())
-            .flatten()
-            .and_then(|mut f| {
-                let n = std::io::Read::read(&mut f, &mut head).ok()?;
-                Self::from_magic(&head[..n])
-            });
-        magic.or_else(|| Self::from_name(path))
-    }
-
-    /// `parquet` or `arrow`: the name `--to` takes.
-    pub fn short_name(self) -> &'static str {
-        match self {
-            ArrowFormat::Parquet => "parquet",
-            ArrowFormat::Ipc => "arrow",
-        }
-    }
-
-    /// "Parquet" or "Arrow IPC".
-    pub fn describe(self) -> &'static str {
-        ColumnarFormat::from(self).describe()
-    }
-}
-
-impl From<ArrowFormat> for ColumnarFormat {
-    fn from(format: ArrowFormat) -> Self {
-        match format {
-            ArrowFormat::Parquet => ColumnarFormat::Parquet,
-            ArrowFormat::Ipc => ColumnarFormat::ArrowIpc,
-        }
-    }
-}
-
-impl From<ColumnarFormat> for ArrowFormat {
-    fn from(format: ColumnarFormat) -> Self {
-        match format {
-            ColumnarFormat::Parquet => ArrowFormat::Parquet,
-            ColumnarFormat::ArrowIpc => ArrowFormat::Ipc,
-        }
-    }
-}
 
 /// How [`SequenceWriter`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOptions {
-    /// Parquet or Arrow IPC.
-    pub format: ArrowFormat,
+    /// [`FileFormat::Parquet`] or [`FileFormat::ArrowIpc`].
+    pub format: FileFormat,
     /// Bytes of data (values, indices, keys, offsets) per record batch, which is also one
     /// Parquet row group: as exfeed's chunks, the unit a reader decodes at once. A sequence is
     /// never split; a batch ends after the sequence that reaches the size.
@@ -115,7 +32,7 @@ pub struct WriteOptions {
 
 impl WriteOptions {
     /// `format` in record batches of `chunk_size` bytes, encoded on every core.
-    pub fn new(format: ArrowFormat, chunk_size: u64) -> Self {
+    pub fn new(format: FileFormat, chunk_size: u64) -> Self {
         WriteOptions {
             format,
             chunk_size,
@@ -223,17 +140,13 @@ pub(crate) fn parquet_properties() -> WriterProperties {
         .build()
 }
 
-fn parquet_error(e: parquet::errors::ParquetError) -> Error {
-    Error::config(format!("Parquet: {e}"))
-}
-
 impl<W: Write + Send, T: Value> SequenceWriter<W, T> {
     /// Starts a file of `streams` with values of type `T` on `out`.
     pub fn new(out: W, streams: &[StreamSpec], options: WriteOptions) -> Result<Self> {
         let builder = BatchBuilder::<T>::new(streams)?;
         let schema = builder.schema().clone();
         let sink = match options.format {
-            ArrowFormat::Parquet => {
+            FileFormat::Parquet => {
                 // The writer that `ArrowWriter` is made of (with the Arrow schema in the
                 // file's metadata), driven a row group at a time.
                 let props = parquet_properties();
@@ -253,9 +166,15 @@ impl<W: Write + Send, T: Value> SequenceWriter<W, T> {
                     encoder,
                 }
             }
-            ArrowFormat::Ipc => Sink::Ipc(Box::new(
+            FileFormat::ArrowIpc => Sink::Ipc(Box::new(
                 arrow_ipc::writer::FileWriter::try_new(out, &schema).map_err(arrow_error)?,
             )),
+            other => {
+                return Err(Error::config(format!(
+                    "{} is not a columnar format",
+                    other.describe()
+                )))
+            }
         };
         Ok(SequenceWriter {
             builder,
@@ -395,193 +314,4 @@ pub(crate) fn write_batches<W: Write + Send, T: Value>(
     let n = writer.sequences();
     let (out, chunks) = writer.finish()?;
     Ok((out, n, chunks))
-}
-
-/// Rows per record batch read from a Parquet file.
-const PARQUET_BATCH_ROWS: usize = 1024;
-
-/// The sequences of a Parquet or Arrow IPC file of the [schema](crate::schema), read a record
-/// batch at a time. Only the columns of the streams read (and the keys) are read from the file,
-/// and, when chunks are chosen ([`ArrowSequences::open_chunks`]), only their row groups.
-pub struct ArrowSequences {
-    name: String,
-    format: ArrowFormat,
-    pub(crate) streams: Streams,
-    chunks: usize,
-    batches: Box<dyn RecordBatchReader + Send>,
-}
-
-/// What [`Streams::of`] found in a file's schema, as the columns of its projection: the key
-/// and the selected streams' columns, in file order; returns those columns and the streams
-/// renumbered to them.
-fn project(streams: Streams) -> (Vec<usize>, Streams) {
-    let mut read = streams.columns.clone();
-    read.push(streams.key_column);
-    read.sort_unstable();
-    let at = |c: usize| read.binary_search(&c).expect("a column read");
-    let projected = Streams {
-        key_column: at(streams.key_column),
-        columns: streams.columns.iter().map(|&c| at(c)).collect(),
-        ..streams
-    };
-    (read, projected)
-}
-
-/// A Parquet file's record batches: the projection of the streams `given` selects, of row
-/// groups `chunks` (all when `None`); and the file's row group count.
-pub(crate) fn parquet_batches<R: parquet::file::reader::ChunkReader + 'static>(
-    file: R,
-    given: &[StreamSpec],
-    chunks: Option<Range<usize>>,
-) -> Result<(Streams, ParquetRecordBatchReader, usize)> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_error)?;
-    let (columns, streams) = project(Streams::of(builder.schema(), given)?);
-    let groups = builder.metadata().num_row_groups();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
-    let mut builder = builder
-        .with_projection(mask)
-        .with_batch_size(PARQUET_BATCH_ROWS);
-    if let Some(chunks) = chunks {
-        check_chunks(&chunks, groups)?;
-        builder = builder.with_row_groups(chunks.collect());
-    }
-    Ok((streams, builder.build().map_err(parquet_error)?, groups))
-}
-
-fn check_chunks(chunks: &Range<usize>, count: usize) -> Result<()> {
-    if chunks.start > chunks.end || chunks.end > count {
-        return Err(Error::config(format!(
-            "chunks {}..{} of a file of {count}",
-            chunks.start, chunks.end
-        )));
-    }
-    Ok(())
-}
-
-/// An Arrow IPC file's record batches `chunks` (all when `None`), of the columns of the
-/// streams `given` selects.
-struct IpcBatches {
-    reader: arrow_ipc::reader::FileReader<std::io::BufReader<std::fs::File>>,
-    left: usize,
-}
-
-impl Iterator for IpcBatches {
-    type Item = std::result::Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.left = self.left.checked_sub(1)?;
-        self.reader.next()
-    }
-}
-
-impl RecordBatchReader for IpcBatches {
-    fn schema(&self) -> arrow_schema::SchemaRef {
-        self.reader.schema()
-    }
-}
-
-fn ipc_batches(
-    file: std::fs::File,
-    given: &[StreamSpec],
-    chunks: Option<Range<usize>>,
-) -> Result<(Streams, IpcBatches, usize)> {
-    let again = file.try_clone().map_err(Error::from)?;
-    let all = arrow_ipc::reader::FileReader::try_new(std::io::BufReader::new(file), None)
-        .map_err(arrow_error)?;
-    let (columns, streams) = project(Streams::of(&all.schema(), given)?);
-    let count = all.num_batches();
-    // Opened again with the projection (the footer is read again: a few bytes).
-    let mut reader =
-        arrow_ipc::reader::FileReader::try_new(std::io::BufReader::new(again), Some(columns))
-            .map_err(arrow_error)?;
-    let chunks = chunks.unwrap_or(0..count);
-    check_chunks(&chunks, count)?;
-    if chunks.start < count {
-        reader.set_index(chunks.start).map_err(arrow_error)?;
-    }
-    let left = chunks.len();
-    Ok((streams, IpcBatches { reader, left }, count))
-}
-
-impl ArrowSequences {
-    /// Opens `path` (Parquet or Arrow IPC, by its first bytes, else its name) and reads its
-    /// schema. `given` selects streams and supplies missing dims (see [`Streams::of`]): only
-    /// their columns are read. A file of another schema is an error naming the column.
-    pub fn open(path: &Path, given: &[StreamSpec]) -> Result<Self> {
-        Self::open_chunks(path, given, None)
-    }
-
-    /// As [`ArrowSequences::open`], reading only the chunks `chunks` (Parquet row groups,
-    /// Arrow IPC record batches: exfeed writes one per chunk), all when `None`: a worker
-    /// reading its share of a file reads only its row groups.
-    pub fn open_chunks(
-        path: &Path,
-        given: &[StreamSpec],
-        chunks: Option<Range<usize>>,
-    ) -> Result<Self> {
-        let name = path.display().to_string();
-        let in_file = |e: Error| e.in_file(name.clone());
-        let format = ArrowFormat::of_file(path)
-            .ok_or_else(|| in_file(Error::config("neither a Parquet nor an Arrow IPC file")))?;
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let (streams, batches, count): (_, Box<dyn RecordBatchReader + Send>, _) = match format {
-            ArrowFormat::Parquet => {
-                let (s, b, n) = parquet_batches(file, given, chunks).map_err(in_file)?;
-                (s, Box::new(b), n)
-            }
-            ArrowFormat::Ipc => {
-                let (s, b, n) = ipc_batches(file, given, chunks).map_err(in_file)?;
-                (s, Box::new(b), n)
-            }
-        };
-        Ok(ArrowSequences {
-            name,
-            format,
-            streams,
-            chunks: count,
-            batches,
-        })
-    }
-
-    /// The file's chunks: its row groups (Parquet) or record batches (Arrow IPC).
-    pub fn num_chunks(&self) -> usize {
-        self.chunks
-    }
-
-    /// Parquet or Arrow IPC.
-    pub fn format(&self) -> ArrowFormat {
-        self.format
-    }
-
-    /// The streams of every batch, in order.
-    pub fn streams(&self) -> &[StreamSpec] {
-        &self.streams.specs
-    }
-
-    /// The precision of the file's values (`Double` when any stream holds `float64`).
-    pub fn precision(&self) -> Precision {
-        self.streams.precision
-    }
-
-    /// The next record batch of the file, as it is stored.
-    pub fn next_record_batch(&mut self) -> Result<Option<RecordBatch>> {
-        self.batches
-            .next()
-            .transpose()
-            .map_err(|e: ArrowError| arrow_error(e).in_file(self.name.clone()))
-    }
-
-    /// Fills `batch` (cleared first; its streams are [`ArrowSequences::streams`]) with the
-    /// sequences of the next record batch; `false` at the end of the file.
-    pub fn next_batch<T: Element>(&mut self, batch: &mut SequenceBatch<T>) -> Result<bool> {
-        batch.clear();
-        while batch.is_empty() {
-            let Some(rb) = self.next_record_batch()? else {
-                return Ok(false);
-            };
-            append_record_batch(&rb, &self.streams, batch)
-                .map_err(|e| e.in_file(self.name.clone()))?;
-        }
-        Ok(true)
-    }
 }
