@@ -5,7 +5,8 @@
 mod common;
 
 use common::exfeed;
-use exfeed::config::{cntk_sections, FileFormat, ReaderConfig};
+use exfeed::config::{cntk_sections, ReaderConfig};
+use exfeed::format::FileFormat;
 
 #[test]
 fn every_ctf_config_section_dumps_like_its_flags() {
@@ -177,7 +178,8 @@ fn config_names_what_it_cannot_read_and_exits_1() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let err = v["sections"][0]["error"].as_str().unwrap();
     assert!(err.ends_with("deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed cannot read \
-         (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"), "{err}");
+         (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, \
+         ParquetDeserializer, ArrowDeserializer)"), "{err}");
     let out = exfeed([
         "config",
         &own_config("slot_tagging.cntk"),

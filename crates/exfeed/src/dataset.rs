@@ -1102,6 +1102,7 @@ mod tests {
                 input_groups: Layout::parse("in:2").unwrap(),
                 target_groups: Layout::parse("out:2").unwrap(),
                 nan: None,
+                frequencies: false,
             }),
             ..OpenOptions::default()
         };

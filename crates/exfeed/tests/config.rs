@@ -6,7 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use exfeed::config::{cntk_sections, FileFormat, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::config::{cntk_sections, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::format::FileFormat;
 use exfeed::options::ChunkSize;
 use exfeed::{Precision, Storage, StreamSpec};
 
@@ -127,7 +128,7 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
             })
             .collect();
         cfg.deserializers.push(exfeed::config::DeserializerConfig {
-            kind,
+            format: kind,
             file: file.into(),
             inputs,
             ..Default::default()
@@ -234,7 +235,7 @@ fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
         let d = &cfg.deserializers[0];
         s += &format!(
             "readerType = \"{}\"\nfile = \"{}\"\n",
-            crate::config::reader_type(d.format),
+            exfeed::config::reader_type(d.format),
             d.file.display()
         );
         input_tables(&mut s, "reader", d);
@@ -640,7 +641,8 @@ dump = [
         assert!(
             err.to_string().ends_with(
                 "images_and_text.cntk:8:20: deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed \
-                 cannot read (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"
+                 cannot read (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, \
+                 ParquetDeserializer, ArrowDeserializer)"
             ),
             "{err}"
         );

@@ -4,7 +4,7 @@
 use crate::arrow::encode::{arrow_error, parquet_error, BatchBuilder};
 use crate::arrow::Value;
 use crate::format::FileFormat;
-use crate::{DiagnosticSink, Error, Result, SequenceBatch, Sequences, StreamSpec};
+use crate::{Error, Result, SequenceBatch, StreamSpec};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
@@ -285,22 +285,10 @@ fn append_row_group<W: Write + Send>(
     Ok(())
 }
 
-/// Writes every sequence of `sequences` to `out` as a Parquet or Arrow IPC file; returns the
-/// output, the sequences and the chunks written. Problems the reading tolerates go to `sink`.
-pub fn write_sequences<W: Write + Send, T: Value>(
-    mut sequences: Sequences<T>,
-    out: W,
-    options: WriteOptions,
-    sink: &mut dyn DiagnosticSink,
-) -> Result<(W, u64, u64)> {
-    let specs = sequences.streams().to_vec();
-    write_batches(&specs, |b| sequences.next_batch(b, sink), out, options)
-}
-
 /// Writes the sequences of `specs` that `fill` gives, batch after batch until it returns
 /// `false`, to `out` as a Parquet or Arrow IPC file; returns the output, the sequences and the
 /// chunks written.
-pub(crate) fn write_batches<W: Write + Send, T: Value>(
+pub fn write_batches<W: Write + Send, T: Value>(
     specs: &[StreamSpec],
     mut fill: impl FnMut(&mut SequenceBatch<T>) -> Result<bool>,
     out: W,

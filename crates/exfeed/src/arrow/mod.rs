@@ -1,9 +1,9 @@
 //! Apache Arrow and Parquet (the `arrow` feature): the sequences of any input as Arrow record
 //! batches ([`BatchBuilder`]), written to Parquet and Arrow IPC files ([`SequenceWriter`],
-//! [`write_sequences`]) and read back ([`ColumnarFile`], [`ArrowSequences`]). [`crate::open`]
+//! [`write_batches`]) and read back ([`ColumnarFile`], [`ArrowSequences`]). [`crate::open`]
 //! reads these files like any other format (a row group or record batch is a chunk), and
 //! [`crate::convert::convert`] writes them.
-//! [`stream::SequenceStream`] is a `RecordBatchReader` for the Arrow C stream interface
+//! [`crate::convert::arrow_stream::SequenceStream`] is a `RecordBatchReader` for the Arrow C stream interface
 //! (Python's `exfeed.to_arrow`).
 //!
 //! The schema (one row per sequence: `key`, then a list column per stream) is described in
@@ -39,20 +39,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub(crate) mod convert;
 mod decode;
 mod encode;
 mod file;
 mod read;
 pub mod schema;
-pub mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use convert::write_arrow_file;
 pub use decode::append_record_batch;
 pub use encode::BatchBuilder;
-pub use file::{write_sequences, SequenceWriter, WriteOptions};
+pub use file::{write_batches, SequenceWriter, WriteOptions};
 pub use read::{ArrowSequences, ColumnarFile, ColumnarInput};
 
 use arrow_array::types::{Float32Type, Float64Type};

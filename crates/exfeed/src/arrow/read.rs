@@ -17,7 +17,9 @@ use crate::reader::{ChunkInfo, ChunkSource};
 use crate::{Element, Error, Precision, Result, SequenceBatch, StreamSpec};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::ArrowError;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::{ChunkReader, Length};
 use std::fs::File;
@@ -268,18 +270,8 @@ impl ColumnarFile {
     fn batches(&self, chunks: Range<usize>) -> Result<Box<dyn RecordBatchReader + Send>> {
         let in_file = |e: Error| e.in_file(self.name.clone());
         if let Some(meta) = &self.parquet {
-            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                self.input.clone(),
-                meta.clone(),
-            );
-            let mask = ProjectionMask::roots(builder.parquet_schema(), self.columns.clone());
-            let reader = builder
-                .with_projection(mask)
-                .with_batch_size(PARQUET_BATCH_ROWS)
-                .with_row_groups(chunks.collect())
-                .build()
-                .map_err(|e| in_file(parquet_error(e)))?;
-            return Ok(Box::new(reader));
+            let reader = parquet_batches(self.input.clone(), meta, &self.columns, chunks);
+            return Ok(Box::new(reader.map_err(in_file)?));
         }
         let reader = PositionedReader {
             input: self.input.clone(),
@@ -324,9 +316,27 @@ impl<T: Element> ChunkSource<T> for ColumnarFile {
     }
 }
 
+/// The record batches of a Parquet file whose footer is `meta`: its `columns` (see [`project`]),
+/// of row groups `chunks`.
+pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
+    input: R,
+    meta: &ArrowReaderMetadata,
+    columns: &[usize],
+    chunks: Range<usize>,
+) -> Result<ParquetRecordBatchReader> {
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, meta.clone());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+    builder
+        .with_projection(mask)
+        .with_batch_size(PARQUET_BATCH_ROWS)
+        .with_row_groups(chunks.collect())
+        .build()
+        .map_err(parquet_error)
+}
+
 /// The columns of a file's streams as read: the key and the selected streams' columns, in file
 /// order; returns those columns and the streams renumbered to them.
-fn project(streams: Streams) -> (Vec<usize>, Streams) {
+pub(crate) fn project(streams: Streams) -> (Vec<usize>, Streams) {
     let mut read = streams.columns.clone();
     read.push(streams.key_column);
     read.sort_unstable();
@@ -498,6 +508,12 @@ impl ArrowSequences {
     /// The precision of the file's values (`Double` when any stream holds `float64`).
     pub fn precision(&self) -> Precision {
         self.file.precision()
+    }
+
+    /// The streams and their columns in the record batches read.
+    #[cfg(test)]
+    pub(crate) fn projected_streams(&self) -> &Streams {
+        &self.file.streams
     }
 
     /// The next record batch of the file, as it is stored.

@@ -1,12 +1,16 @@
 //! Round trips through record batches and files, and what a file of another schema gets.
 
+use crate::arrow::read::{parquet_batches, project};
 use crate::arrow::schema::{Streams, META_DIM};
-use crate::arrow::stream::SequenceStream;
 use crate::arrow::*;
+use crate::convert::arrow_stream::SequenceStream;
+use crate::convert::write_sequences;
+use crate::format::FileFormat;
 use crate::{SequenceBatch, Storage, StreamSpec};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, LargeListArray, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use std::sync::Arc;
 
 fn specs() -> Vec<StreamSpec> {
@@ -169,7 +173,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
     for piece in [1, 100, 5000, 1 << 20] {
         for threads in [1, 2] {
             let w = WriteOptions { threads, ..write };
-            let (got, n) = crate::arrow::convert::write_ctf_pieces::<_, f32>(
+            let (got, n) = crate::convert::columnar::write_ctf_pieces::<_, f32>(
                 open(),
                 Vec::new(),
                 w,
@@ -184,7 +188,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
     // Arrow IPC too.
     let ipc = WriteOptions::new(FileFormat::ArrowIpc, 1000);
     let (want, _, _) = stream(ipc);
-    let (got, _) = crate::arrow::convert::write_ctf_pieces::<_, f32>(
+    let (got, _) = crate::convert::columnar::write_ctf_pieces::<_, f32>(
         open(),
         Vec::new(),
         ipc,
@@ -204,7 +208,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
         .to_string();
     assert!(want.contains("in.ctf:38:"), "{want}");
     for piece in [1, 100, 5000] {
-        let got = crate::arrow::convert::write_ctf_pieces::<_, f32>(
+        let got = crate::convert::columnar::write_ctf_pieces::<_, f32>(
             open(),
             Vec::new(),
             write,
@@ -462,9 +466,10 @@ fn a_stream_selection_reads_only_its_columns_and_chosen_chunks_only_their_row_gr
             read: Default::default(),
         };
         let log = recording.read.clone();
-        let (streams, batches, n) =
-            crate::arrow::file::parquet_batches(recording, given, chunks).unwrap();
-        assert_eq!(n, groups);
+        let footer = ArrowReaderMetadata::load(&recording, Default::default()).unwrap();
+        let (columns, streams) = project(Streams::of(footer.schema(), given).unwrap());
+        let chunks = chunks.unwrap_or(0..groups);
+        let batches = parquet_batches(recording, &footer, &columns, chunks).unwrap();
         let mut back = SequenceBatch::<f32>::new(&streams.specs);
         for rb in batches {
             let rb = rb.unwrap();
@@ -507,10 +512,9 @@ fn a_stream_selection_reads_only_its_columns_and_chosen_chunks_only_their_row_gr
         assert!(!overlaps(&log, &chunk(g, 2)) && !overlaps(&log, &chunk(g, 3)));
     }
     // Out of range: an error, not a panic.
-    let file = std::fs::File::open(&path).unwrap();
-    let err = crate::arrow::file::parquet_batches(file, &x, Some(groups..groups + 1))
-        .err()
-        .unwrap();
+    let input = ColumnarInput::file(&path).unwrap();
+    let file = ColumnarFile::open(input, "f.parquet", FileFormat::Parquet, &x).unwrap();
+    let err = file.sequences(Some(groups..groups + 1)).err().unwrap();
     assert!(
         err.to_string().contains(&format!("of a file of {groups}")),
         "{err}"
@@ -535,7 +539,7 @@ fn arrow_ipc_reads_chosen_record_batches_of_the_selected_columns() {
         assert_eq!(rb.num_columns(), 2);
         rows.push(rb.num_rows());
         let mut b = SequenceBatch::<f32>::new(file.streams());
-        append_record_batch(&rb, &file.streams, &mut b).unwrap();
+        append_record_batch(&rb, file.projected_streams(), &mut b).unwrap();
         back.push_sequences_from(&b, 0..b.len());
     }
     assert_eq!(rows.len(), 2);

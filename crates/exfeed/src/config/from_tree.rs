@@ -928,7 +928,7 @@ impl ConfigValue for IndexMode {
 }
 
 /// `randomizer = exfeed | cntk`, with the reader's own message for anything else.
-impl ConfigValue for crate::reader::Randomizer {
+impl ConfigValue for crate::options::Randomizer {
     fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
         t.parse().map_err(|err: Error| err.message().to_string())
     }

@@ -164,8 +164,8 @@ pub struct ReaderConfig {
     /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
     pub limits: Limits,
     /// `randomizer` (exfeed; `exfeed` or `cntk`, default `exfeed`): whose order of sequences
-    /// (see [`Randomizer`](crate::reader::Randomizer)).
-    pub randomizer: crate::reader::Randomizer,
+    /// (see [`Randomizer`](crate::options::Randomizer)).
+    pub randomizer: crate::options::Randomizer,
     /// `equalize` (exfeed, default false): distributed workers deliver the same number of
     /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
     pub equalize: bool,
@@ -188,7 +188,7 @@ impl Default for ReaderConfig {
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
-            randomizer: crate::reader::Randomizer::Exfeed,
+            randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
         }
     }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::element::Precision;
 use crate::error::ErrorKind;
+use crate::format::FileFormat;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::Storage;
 
@@ -115,7 +116,7 @@ reader = [
         equalize: false,
         randomizer: crate::reader::Randomizer::Exfeed,
         deserializers: vec![DeserializerConfig {
-            kind: FileFormat::Ctf,
+            format: FileFormat::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),
             inputs: vec![
                 "Some_very_long_input_name:dense:3:a".parse().unwrap(),
@@ -256,9 +257,9 @@ fn errors_are_reported_verbatim() {
         (reader("traceLevel = high"), None, "c:3:14: traceLevel must be a non-negative integer, found 'high'"),
         (reader("precision = half"), None, "c:3:13: precision must be 'float' or 'double', found 'half'"),
         (reader("readerType = HTKMLFReader"), None,
-         "c:3:14: the top-level reader uses readerType 'HTKMLFReader', which exfeed cannot read (it reads CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
+         "c:3:14: the top-level reader uses readerType 'HTKMLFReader', which exfeed cannot read (it reads CNTKTextFormatReader, CNTKBinaryReader, LensReader, ParquetReader, ArrowReader)"),
         (reader("readerType = HTKMLReader"), None,
-         "c:3:14: unknown readerType 'HTKMLReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
+         "c:3:14: unknown readerType 'HTKMLReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader, ParquetReader, ArrowReader)"),
         (reader("file = \"d.ctf\""), None, "c:2:1: reader block has no 'readerType' (or 'deserializers')"),
         (reader(r#"readerType = "CNTKTextFormatReader""#), None, "c:2:1: reader block has no 'file'"),
         (reader(CTF_READER), None, "c:2:1: reader block has no 'input'"),
@@ -289,7 +290,7 @@ fn errors_are_reported_verbatim() {
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; module = CNTKTextFormatReader; file = x ])"),
          None, "c:3:66: deserializer 1: module 'CNTKTextFormatReader' does not provide type 'CNTKBinaryFormatDeserializer'"),
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; file = x ]:[ type = Foo ])"), None,
-         "c:3:77: deserializer 2: unknown type 'Foo' (known: CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"),
+         "c:3:77: deserializer 2: unknown type 'Foo' (known: CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, ParquetDeserializer, ArrowDeserializer)"),
         (reader("file = x\ndeserializers = ([ type = CNTKBinaryFormatDeserializer; file = x ])"), None,
          "c:3:1: 'file' belongs in a deserializer block when 'deserializers' is given"),
         (reader("deserializers = ()"), None, "c:3:17: deserializers is empty"),

@@ -201,7 +201,7 @@ impl ReaderArgs {
                     }
                     // Lens text or binary: the Lens source tells them apart by content.
                     let format = Some(d.format).filter(|f| !f.is_lens());
-                    inputs.push(open_once(&d.file, format, limits)?.1);
+                    inputs.push(open_once(&d.file, format, &d.inputs, limits)?.1);
                 }
                 (cfg, inputs)
             }
@@ -400,7 +400,7 @@ impl ReaderArgs {
             // the corpus is opened).
             Some(corpus) => {
                 let first = &corpus.expand()?[0];
-                formats.push(open_once(first, None, limits)?.0);
+                formats.push(open_once(first, None, &self.inputs, limits)?.0);
                 let name = PathBuf::from(corpus.to_string());
                 inputs.push(InputPath::new(&name));
                 vec![name]
@@ -408,7 +408,7 @@ impl ReaderArgs {
             None => Vec::new(),
         };
         for f in &self.files {
-            let (format, input) = open_once(f, None, limits)?;
+            let (format, input) = open_once(f, None, &self.inputs, limits)?;
             formats.push(format);
             inputs.push(input);
         }
@@ -520,15 +520,18 @@ impl ReaderArgs {
     }
 }
 
-/// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
+/// Opens `file` once (its format recognised, or `format` when known; `inputs` select and name
+/// the streams of a file that describes its own) and gives what the reader
 /// reads: the file itself, or its content in memory when it cannot be read twice.
 fn open_once(
     file: &Path,
     format: Option<FileFormat>,
+    inputs: &[StreamSpec],
     limits: Limits,
 ) -> Result<(FileFormat, InputPath)> {
     let options = OpenOptions {
         format,
+        inputs: inputs.to_vec(),
         limits,
         ..OpenOptions::default()
     };

@@ -278,7 +278,7 @@ fn write_columnar(
     options: &ConvertOptions,
     sink: &mut dyn DiagnosticSink,
 ) -> Result<u64> {
-    crate::arrow::write_arrow_file(data, output, to, options, sink)
+    crate::convert::write_arrow_file(data, output, to, options, sink)
 }
 
 /// Without the `arrow` feature, Parquet and Arrow IPC outputs are refused.
@@ -470,6 +470,7 @@ mod tests {
                 input_groups: crate::lens::materialize::Layout::parse("in:2").unwrap(),
                 target_groups: crate::lens::materialize::Layout::parse("out:2").unwrap(),
                 nan: None,
+                frequencies: false,
             }),
             ..OpenOptions::default()
         };

@@ -37,39 +37,7 @@ pub use mt19937_64::Mt19937_64;
 
 use crate::error::{Error, Result};
 
-/// Which order the reader gives: `randomizer` (`--randomizer`, Python `randomizer=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Randomizer {
-    /// exfeed's own (the default): chunk windows shuffled whole, decoded ahead on threads.
-    #[default]
-    Exfeed,
-    /// CNTK 2.7's block randomizer, exactly: this module's order and minibatch boundaries.
-    Cntk,
-}
-
-impl Randomizer {
-    /// The name: `exfeed`, `cntk`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Randomizer::Exfeed => "exfeed",
-            Randomizer::Cntk => "cntk",
-        }
-    }
-}
-
-impl std::str::FromStr for Randomizer {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "exfeed" => Ok(Randomizer::Exfeed),
-            "cntk" => Ok(Randomizer::Cntk),
-            _ => Err(Error::config(format!(
-                "randomizer '{s}' is not one of exfeed, cntk"
-            ))),
-        }
-    }
-}
+pub use crate::options::Randomizer;
 
 impl std::fmt::Display for Randomizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

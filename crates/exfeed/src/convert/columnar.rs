@@ -2,12 +2,13 @@
 //! [`crate::convert::convert`] does when the output is one of these formats (reading them is
 //! [`crate::open`]'s, like any other format).
 
-use crate::arrow::file::{write_sequences, SequenceWriter, WriteOptions};
 use crate::arrow::Value;
+use crate::arrow::{write_batches, SequenceWriter, WriteOptions};
 use crate::convert::{parse_ctf_pieces, ConvertOptions, PieceStages, PIECE_BYTES};
 use crate::format::FileFormat;
 use crate::io::{AtomicOutput, OutputOptions};
 use crate::SequenceBatch;
+use crate::Sequences;
 use crate::{DataSet, DiagnosticSink, Precision, Result};
 use std::path::{Path, PathBuf};
 
@@ -124,4 +125,16 @@ pub(crate) fn write_ctf_pieces<W: std::io::Write + Send, T: Value>(
     })?;
     let sequences = writer.sequences();
     Ok((writer.finish()?.0, sequences))
+}
+
+/// Writes every sequence of `sequences` to `out` as a Parquet or Arrow IPC file; returns the
+/// output, the sequences and the chunks written. Problems the reading tolerates go to `sink`.
+pub fn write_sequences<W: std::io::Write + Send, T: Value>(
+    mut sequences: Sequences<T>,
+    out: W,
+    options: WriteOptions,
+    sink: &mut dyn DiagnosticSink,
+) -> Result<(W, u64, u64)> {
+    let specs = sequences.streams().to_vec();
+    write_batches(&specs, |b| sequences.next_batch(b, sink), out, options)
 }

@@ -2,9 +2,9 @@
 //! [`RecordBatchReader`], which [`arrow_array::ffi_stream`] exports through the Arrow C stream
 //! interface: Python's `exfeed.to_arrow` and `exfeed.ray`).
 
-use crate::arrow::convert::{ctf_pieces, parses_in_pieces};
-use crate::arrow::encode::BatchBuilder;
+use crate::arrow::BatchBuilder;
 use crate::arrow::Value;
+use crate::convert::columnar::{ctf_pieces, parses_in_pieces};
 use crate::convert::PIECE_BYTES;
 use crate::reader::ChunkSource;
 use crate::{DataSet, DiagnosticSink, Result, SequenceBatch, Sequences};
