@@ -259,8 +259,12 @@ fn lens_unused(
     out
 }
 
-/// The size of `files` together, when every one is a regular file (not standard input, a pipe).
+/// The size of `files` together, when there are some and every one is a regular file (not
+/// standard input, a pipe; data read into memory has no files).
 fn data_bytes(files: &[PathBuf]) -> Option<u64> {
+    if files.is_empty() {
+        return None;
+    }
     (files.iter())
         .map(|f| Some(std::fs::metadata(f).ok().filter(|m| m.is_file())?.len()))
         .sum()
@@ -307,4 +311,28 @@ pub fn build_reader<T: Element>(
     let source = open_configured_source::<T>(cfg)?;
     let reader = Reader::new(source.source.clone(), reader_options(cfg, limit))?;
     Ok((reader, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ChunkSize;
+
+    #[test]
+    fn data_in_memory_with_auto_chunks_gets_the_largest_chunk_not_one_byte_ones() {
+        let text = "0 |x 1\n1 |x 2\n2 |x 3\n";
+        let mut cfg = ReaderConfig::default();
+        let mut d =
+            DeserializerConfig::new(FileFormat::Ctf, "-", vec!["x:dense:1".parse().unwrap()]);
+        d.read = ReadOptions::new().with_chunk_size(ChunkSize::Auto);
+        cfg.deserializers.push(d);
+        let input = InputPath::Memory {
+            name: "<stdin>".into(),
+            bytes: text.as_bytes().into(),
+        };
+        let opened = open_sources::<f32>(&cfg, &[input], 4).unwrap();
+        // Its size unknown to the sizing, the data is one chunk of at most the default size.
+        assert_eq!(opened.source.chunks().len(), 1);
+        assert_eq!(data_bytes(&[]), None);
+    }
 }
