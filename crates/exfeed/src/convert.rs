@@ -15,7 +15,7 @@
 #[cfg(feature = "arrow")]
 pub mod arrow_stream;
 #[cfg(feature = "arrow")]
-mod columnar;
+pub(crate) mod columnar;
 mod files;
 mod pieces;
 

@@ -292,8 +292,7 @@ impl ColumnarFile {
 
     /// Decodes chunk `chunk` into `out` (whose streams are [`ColumnarFile::streams`]).
     pub fn read_chunk<T: Element>(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
-        let mut batches = self.batches(chunk..chunk + 1)?;
-        while let Some(rb) = batches.next() {
+        for rb in self.batches(chunk..chunk + 1)? {
             let rb = rb.map_err(|e| arrow_error(e).in_file(self.name.clone()))?;
             append_record_batch(&rb, &self.streams, out)
                 .map_err(|e| e.in_file(self.name.clone()))?;

@@ -64,7 +64,7 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
     /// Fills `buf` with the bytes at `offset`; bytes missing (the file ended) are an error.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
     /// The length in bytes.
-    fn len(&self) -> Result<u64>;
+    fn byte_len(&self) -> Result<u64>;
 }
 
 /// Where the bytes of a [`CbfFile`] are.
@@ -245,7 +245,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Opens a CBF file read a range at a time from `file` (see [`ReadAt`]): the header now,
     /// each chunk with one read when it is decoded. Errors do not name the file.
     pub fn open_ranges(file: Box<dyn ReadAt>) -> Result<Self> {
-        let len = file.len()?;
+        let len = file.byte_len()?;
         let buffer = std::sync::Mutex::new(Vec::new());
         Self::from_source(Source::Ranges { file, buffer }, len)
     }

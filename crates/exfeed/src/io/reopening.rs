@@ -169,7 +169,7 @@ impl crate::cbf::ReadAt for ReopeningFile {
         super::read_exact_at(&*self.get()?, buf, offset).map_err(Error::from)
     }
 
-    fn len(&self) -> Result<u64> {
+    fn byte_len(&self) -> Result<u64> {
         Ok(self.get()?.metadata()?.len())
     }
 }
