@@ -58,7 +58,8 @@ pub fn inputs_described_by_file(format: FileFormat) -> bool {
 /// One deserializer: a file, its format and the inputs read from it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DeserializerConfig {
-    /// The file's format (for Lens, either form: see [`DESERIALIZER_FORMATS`]).
+    /// The file's format (for Lens [`FileFormat::LensText`] stands for either form: the file's
+    /// first bytes tell them apart).
     pub format: FileFormat,
     /// The file as written in the configuration. CNTK opens it relative to the working
     /// directory; see [`DeserializerConfig::resolve_file`] to resolve it against another one.
