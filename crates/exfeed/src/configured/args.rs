@@ -104,9 +104,7 @@ impl ReaderArgs {
         &self,
         config: Option<ReaderConfig>,
     ) -> Result<(ReaderConfig, Vec<InputPath>)> {
-        if self.max_record_size == Some(0) {
-            return Err(ArgError::must(ReaderArg::MaxRecordSize, "be at least 1 byte").into());
-        }
+        self.check_max_record_size()?;
         let limits = self.limits(config.as_ref());
         if self.corpus.is_some() && !self.files.is_empty() {
             return Err(ArgError::about(ReaderArg::Corpus)
@@ -246,12 +244,20 @@ impl ReaderArgs {
         data: &DataPath,
         format: Option<FileFormat>,
     ) -> Result<DataSet> {
+        self.check_max_record_size()?;
         let mut options = self.open_options(config, Path::new(&data.to_string()));
         options.format = format;
         match data {
             DataPath::File(file) => crate::open(file, &options),
             DataPath::Corpus(corpus) => crate::open_corpus(corpus, &options),
         }
+    }
+
+    fn check_max_record_size(&self) -> Result<()> {
+        if self.max_record_size == Some(0) {
+            return Err(ArgError::must(ReaderArg::MaxRecordSize, "be at least 1 byte").into());
+        }
+        Ok(())
     }
 
     /// The record limits: [`ReaderArgs::max_record_size`], else the configuration's, else the
