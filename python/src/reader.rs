@@ -9,7 +9,7 @@
 
 use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
-use exfeed::configured::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, RunOptions};
+use exfeed::configured::{AnyMinibatch, AnyReader, ReaderArgs, RunOptions};
 use exfeed::reader::{ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
@@ -298,7 +298,6 @@ impl Reader {
                     })
                     .transpose()?,
                 max_record_size,
-                style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },
         };

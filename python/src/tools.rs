@@ -7,7 +7,7 @@ use crate::options::{
     SourceArgs,
 };
 use exfeed::config::ConfigOptions;
-use exfeed::configured::{ArgStyle, ReaderArgs};
+use exfeed::configured::ReaderArgs;
 use exfeed::convert::{convert as convert_file, ConvertOptions};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
@@ -107,7 +107,6 @@ impl OpenArgs {
                 nan: kw.get("nan")?,
                 max_record_size: kw.get("max_record_size")?,
                 corpus: extract_corpus(kw.any("corpus")?.as_ref())?,
-                style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },
         };

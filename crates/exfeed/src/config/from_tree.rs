@@ -19,6 +19,7 @@ use crate::lens::materialize::Layout;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::{Storage, StreamSpec};
 
+/// A reader block's parameters, besides [`READ_PARAMS`].
 const READER_PARAMS: &[&str] = &[
     "readerType",
     "file",
@@ -34,11 +35,6 @@ const READER_PARAMS: &[&str] = &[
     "maxErrors",
     "traceLevel",
     "verbosity",
-    "chunkSizeInBytes",
-    "keepDataInMemory",
-    "frameMode",
-    "cacheIndex",
-    "index",
     "lensMode",
     "maxRecordSizeInBytes",
     "equalize",
@@ -57,6 +53,7 @@ const READER_PARAMS: &[&str] = &[
 /// a warning names them, they are not errors.
 const READER_ACCEPTED_UNUSED: &[&str] =
     &["numMBsToShowResult", "prefetch", "miniBatchMode", "module"];
+/// A deserializer block's parameters, besides [`READ_PARAMS`].
 const DESERIALIZER_PARAMS: &[&str] = &[
     "type",
     "module",
@@ -66,11 +63,6 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "skipSequenceIds",
     "maxErrors",
     "traceLevel",
-    "chunkSizeInBytes",
-    "keepDataInMemory",
-    "frameMode",
-    "cacheIndex",
-    "index",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -126,16 +118,16 @@ pub(crate) struct Cx<'f> {
 
 /// Known parameters of one block, checked as they are met.
 struct Seen {
-    known: &'static [&'static str],
+    known: Vec<&'static str>,
     what: &'static str,
     context: Option<String>,
     seen: Vec<&'static str>,
 }
 
 impl Seen {
-    fn new(known: &'static [&'static str], what: &'static str, context: Option<String>) -> Self {
+    fn new(known: &[&'static [&'static str]], what: &'static str, context: Option<String>) -> Self {
         Seen {
-            known,
+            known: known.concat(),
             what,
             context,
             seen: Vec::new(),
@@ -236,7 +228,7 @@ impl<'f> Cx<'f> {
                     "'{}' is a reader parameter: set it in the reader block, not in a deserializer",
                     entry.key
                 );
-            } else if let Some(near) = nearest(&entry.key, seen.known) {
+            } else if let Some(near) = nearest(&entry.key, &seen.known) {
                 msg.push_str(&format!(" (did you mean '{near}'?)"));
             }
             return Err(self.err(entry.key_pos, ctx, msg));
@@ -427,7 +419,7 @@ impl<'f> Cx<'f> {
         if let Some((e, s)) = rs.inherited("precision") {
             cfg.precision = self.precision(e, &s)?;
         }
-        let mut seen = Seen::new(READER_PARAMS, "reader", None);
+        let mut seen = Seen::new(&[READER_PARAMS, READ_PARAMS], "reader", None);
         let mut kind: Option<&Entry> = None;
         let mut file = None;
         let mut corpus = None;
@@ -508,7 +500,7 @@ impl<'f> Cx<'f> {
                 "multiThreadedDeserialization" | "useNumericSequenceKeys" | "hashSequenceKeys" => {
                     self.get::<bool>(e, &rs, "a composite reader flag", None)?;
                 }
-                other => unreachable!("{other} is in READER_PARAMS"),
+                other => unreachable!("{other} is a reader parameter"),
             }
         }
         cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
@@ -678,7 +670,11 @@ impl<'f> Cx<'f> {
             Some(e) => self.kind(e, ds, "type", c, deserializer_type)?,
             None => return Err(self.err(pos, c, "no 'type'")),
         };
-        let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
+        let mut seen = Seen::new(
+            &[DESERIALIZER_PARAMS, READ_PARAMS],
+            "deserializer",
+            Some(ctx.to_string()),
+        );
         let mut d = DeserializerConfig::default();
         let (mut module, mut file, mut input) = (None, None, None);
         let mut corpus_at = None;
@@ -712,7 +708,7 @@ impl<'f> Cx<'f> {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;
                 }
-                other => unreachable!("{other} is in DESERIALIZER_PARAMS"),
+                other => unreachable!("{other} is a deserializer parameter"),
             }
         }
         if let Some((m, mpos)) = module {
@@ -773,7 +769,7 @@ impl<'f> Cx<'f> {
             };
             let c = Some(ictx.as_str());
             let bs = self.block(ie, &is, "an input", c)?;
-            let mut seen = Seen::new(INPUT_PARAMS, "input", Some(ictx.clone()));
+            let mut seen = Seen::new(&[INPUT_PARAMS], "input", Some(ictx.clone()));
             let mut spec = StreamSpec::new(ie.key.clone(), Storage::Dense, 0);
             let (mut dim, mut format) = (None, None);
             for p in &bs.block().entries {

@@ -207,8 +207,7 @@ fn open_options(cfg: &ReaderConfig, d: &DeserializerConfig) -> Result<OpenOption
         _ if d.format.is_lens() => {
             return Err(Error::config(format!(
                 "reading the Lens example file {} needs the network's layout: \
-                 inputGroups and targetGroups (NAME:SIZE,... in network order; \
-                 --input-groups/--target-groups on the command line)",
+                 inputGroups and targetGroups (NAME:SIZE,... in network order)",
                 d.file.display()
             )))
         }
