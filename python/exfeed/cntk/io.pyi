@@ -1,4 +1,4 @@
-from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Hashable, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -148,6 +148,7 @@ class MinibatchSource:
         truncation_length: int = ...,
         randomize: bool = ...,
         max_errors: int = ...,
+        randomizer: Literal["cntk", "exfeed"] = ...,
     ) -> None: ...
     def stream_infos(self) -> List[StreamInformation]: ...
     @property

@@ -57,10 +57,10 @@ impl<T: Element> CntkDelivery<T> {
         opts: &ReaderOptions,
         corpus: bool,
     ) -> Result<Self> {
-        if !opts.randomize || opts.with_replacement || opts.equalize.is_some() {
+        if opts.with_replacement || opts.equalize.is_some() {
             return Err(Error::config(
-                "randomizer cntk is CNTK's block randomizer: it goes with randomize, without \
-                 drawing with replacement (lensMode) or equalize",
+                "randomizer cntk is CNTK's block randomizer (or, with randomize = false, its \
+                 NoRandomizer): it goes without drawing with replacement (lensMode) or equalize",
             ));
         }
         let chunks = source.cntk_chunks().unwrap_or_else(|| {
@@ -75,7 +75,11 @@ impl<T: Element> CntkDelivery<T> {
             // (`SIZE_MAX >> 2`, DataReader.h).
             Window::All => CntkWindow::Samples(u64::MAX >> 2),
         };
-        let mut order = CntkRandomizer::new(chunks, window, opts.seed)?;
+        let mut order = if opts.randomize {
+            CntkRandomizer::new(chunks, window, opts.seed)?
+        } else {
+            CntkRandomizer::in_file_order(chunks)?
+        };
         order.start_epoch(CntkEpoch {
             workers: opts.num_workers,
             rank: opts.worker_rank,
@@ -331,8 +335,25 @@ mod tests {
         }
         let state = first.state();
         assert!(state.cntk_position.is_some());
-        let mut again = Reader::restore(open(), opts, &state).unwrap();
-        assert_eq!(read_keys(&mut again, 10), read_keys(&mut first, 10));
+        let mut again = Reader::restore(open(), opts.clone(), &state).unwrap();
+        // CNTK's checkpoint holds only the position: a fresh reader moved there goes on alike.
+        let mut moved = Reader::new(open(), opts.clone()).unwrap();
+        moved
+            .set_cntk_position(state.cntk_position.unwrap())
+            .unwrap();
+        let rest = read_keys(&mut first, 10);
+        assert!(!rest.is_empty());
+        assert_eq!(read_keys(&mut again, 10), rest);
+        assert_eq!(read_keys(&mut moved, 10), rest);
+        let exfeed_order = ReaderOptions {
+            randomizer: Randomizer::Exfeed,
+            ..opts
+        };
+        let err = Reader::<f32>::new(open(), exfeed_order)
+            .unwrap()
+            .set_cntk_position(3)
+            .unwrap_err();
+        assert!(err.to_string().contains("needs randomizer cntk"), "{err}");
         // Without the index there are no CNTK chunks.
         let no_index = CtfSourceOptions {
             read: source_options.read.with_index(IndexMode::None),

@@ -562,6 +562,24 @@ impl<T: Element> Reader<T> {
         }
     }
 
+    /// With `randomizer cntk`: goes to CNTK's checkpoint position `minibatchSourcePosition`
+    /// (a global sample position, as in [`ReaderState::cntk_position`]) as CNTK's
+    /// `SetState` does: the sweep is `position / samples per sweep`, and reading goes on at the
+    /// first sequence of that sweep's order starting at or after the position. The counts of
+    /// what this reader delivered are kept. An error with exfeed's randomizer, whose position
+    /// is its whole [`ReaderState`].
+    pub fn set_cntk_position(&mut self, position: u64) -> Result<()> {
+        let Some(c) = &mut self.cntk else {
+            return Err(Error::config(
+                "a CNTK checkpoint position (minibatchSourcePosition) needs randomizer cntk; \
+                 with randomizer exfeed restore the whole saved reader state",
+            ));
+        };
+        c.set_position(position)?;
+        self.done = false;
+        Ok(())
+    }
+
     /// Changes when the epoch ends, e.g. to go on reading after it ended (CNTK's next epoch).
     /// The position is kept: `Sweeps(k)` and `Samples(n)` count from the start of sweep 0.
     pub fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
