@@ -13,7 +13,7 @@ from conftest import IN_CI, REPO, require
 
 import exfeed
 
-from exfeed.cntk.cntk_py import DictionaryValue, to_dictionary
+from exfeed.cntk.cntk_py import DictionaryValue, are_equal, to_dictionary
 from exfeed.cntk.io import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,
@@ -686,11 +686,26 @@ def assert_same_minibatches(source_a, mb_a, source_b, mb_b):
         )
         assert x.data.masked_count() == y.data.masked_count()
         np.testing.assert_array_equal(x.mask, y.mask)
+        assert are_equal(x.data.data, y.data.data)  # CNTK's comparison
         for p, q in zip(x.as_sequences(), y.as_sequences()):
             if x.is_sparse:
                 assert (p != q).nnz == 0
             else:
                 np.testing.assert_array_equal(p, q)
+
+
+def test_are_equal_compares_elements_and_shapes(tmp_path):
+    def first(text, sparse):
+        path = write(tmp_path, text, "v%d.ctf" % len(list(tmp_path.iterdir())))
+        d = CTFDeserializer(path, StreamDefs(v=StreamDef(field="v", shape=3, is_sparse=sparse)))
+        source = MinibatchSource(d, randomize=False)
+        return source.next_minibatch(10)[source.streams.v].data.data
+
+    for sparse, (a, b) in [(False, ("1 0 2", "1 0 3")), (True, ("0:1 2:2", "0:1 2:3"))]:
+        x, y = first("0 |v %s\n1 |v %s\n" % (a, a), sparse), first("0 |v %s\n1 |v %s\n" % (a, b), sparse)
+        assert are_equal(x, x) and not are_equal(x, y)
+        # The same elements in another shape (one sequence of two samples) differ.
+        assert not are_equal(x, first("0 |v %s\n0 |v %s\n" % (a, a), sparse))
 
 
 def test_cbf_and_ctf_deliver_the_same_minibatches():

@@ -373,7 +373,7 @@ class StreamInformation:
 class Value:
     """The data of one stream of a minibatch (what CNTK's ``MinibatchData.data`` is): ``shape``
     ``(sequences, longest sequence, dim)``, ``mask``, ``is_sparse``, ``dtype``, ``asarray()``,
-    ``as_sequences()``, ``masked_count()``."""
+    ``as_sequences()``, ``masked_count()``, ``data``."""
 
     def __init__(self, stream, is_sparse, dim):
         self._stream = stream
@@ -427,6 +427,12 @@ class Value:
         )
         bounds = self._offsets.tolist()
         return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    @property
+    def data(self):
+        """The value's array view (CNTK's ``NDArrayView``): here the value itself, with
+        ``shape``, ``asarray()`` and :func:`exfeed.cntk.cntk_py.are_equal`."""
+        return self
 
     def erase(self):
         """Kept for CNTK's signature: exfeed's buffers need no explicit release."""
