@@ -31,8 +31,8 @@ mod mt19937_64;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use chunking::ctf_chunk_samples;
 pub use chunking::{cntk_ctf_chunk_samples, cntk_ctf_chunks, cntk_ctf_sequences, CntkCtfSequence};
+pub(crate) use chunking::{cntk_ctf_sequences_read, ctf_chunk_samples};
 pub use mt19937_64::Mt19937_64;
 
 use crate::error::{Error, Result};
