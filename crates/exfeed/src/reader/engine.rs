@@ -355,7 +355,7 @@ impl<T: Element> Reader<T> {
                 ReaderOptions::max_threads()
             )));
         }
-        let pool = if options.threads > 0 {
+        let mut pool = if options.threads > 0 {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(options.threads)
                 .thread_name(|i| format!("exfeed-reader-{i}"))
@@ -387,10 +387,12 @@ impl<T: Element> Reader<T> {
         let defining = specs.iter().position(|s| s.defines_mb_size);
         let cntk = match options.randomizer {
             Randomizer::Exfeed => None,
+            // CNTK's order decodes ahead on the reader's threads by itself.
             Randomizer::Cntk => Some(Box::new(CntkDelivery::new(
                 source.clone(),
                 &options,
                 source.shard_names().is_some(),
+                pool.take(),
             )?)),
         };
         Ok(Reader {

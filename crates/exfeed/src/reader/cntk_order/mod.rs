@@ -561,6 +561,34 @@ impl CntkRandomizer {
         Ok(())
     }
 
+    /// Whether this is the block randomizer (else `NoRandomizer`, file order).
+    pub fn randomizes(&self) -> bool {
+        self.randomize
+    }
+
+    /// The sweep whose order is drawn (`None` before the first).
+    pub fn current_sweep(&self) -> Option<u64> {
+        self.sweep
+    }
+
+    /// This worker's next sequences of the current sweep from place `from` of the sweep's
+    /// order on (not before the next one to give), as `(place, chunk)`: what to decode ahead.
+    /// The next sweep's are not known before its order is drawn.
+    pub fn upcoming(&self, from: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
+        let (workers, rank) = (self.epoch.workers as u64, self.epoch.rank as u64);
+        let mine = move |k: usize, s: &CntkSequence| {
+            if self.randomize {
+                u64::from(s.randomized_chunk) % workers == rank
+            } else {
+                (self.sequence_position + (k - self.cursor) as u64) % workers == rank
+            }
+        };
+        let places = self.order.iter().enumerate().skip(from.max(self.cursor));
+        places
+            .filter(move |(k, s)| mine(*k, s))
+            .map(|(k, s)| (k, s.chunk))
+    }
+
     /// CNTK's `PrepareNewSweepIfNeeded`.
     fn prepare_sweep(&mut self, position: u64) -> Result<()> {
         let sweep = position / self.sweep_samples;
