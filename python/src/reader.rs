@@ -535,6 +535,16 @@ impl Reader {
         Ok(())
     }
 
+    /// With randomizer="cntk": goes to CNTK's checkpoint position, the global sample position
+    /// CNTK saves as `minibatchSourcePosition`, as CNTK's SetState does (the sweep is position
+    /// // samples per sweep; reading goes on at the first sequence of that sweep's order starting
+    /// at or after it). ValueError with randomizer="exfeed" (restore a state_dict() there).
+    fn set_cntk_position(&self, py: Python<'_>, position: u64) -> PyResult<()> {
+        let mut engine = self.engine(py)?;
+        let reader = engine.open()?;
+        detached(py, move || reader.set_cntk_position(position))
+    }
+
     /// Stops the decoding threads and frees the reader's memory (arrays handed out stay valid).
     /// From another thread, a read in progress stops at its next window and raises ValueError;
     /// the reader is closed when it does.
