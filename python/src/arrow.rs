@@ -1,5 +1,5 @@
 //! `exfeed.to_arrow` and the read tasks of `exfeed.ray`: sequences as Arrow record batches of
-//! exfeed-arrow's schema, handed to pyarrow (or any consumer of the Arrow PyCapsule protocol)
+//! exfeed's sequence schema (exfeed::arrow::schema), handed to pyarrow (or any consumer of the Arrow PyCapsule protocol)
 //! through the Arrow C stream interface. No value passes through Python objects.
 //!
 //! arrow-rs's own pyo3 integration (`pyarrow` feature) is built on another pyo3 than ours; the

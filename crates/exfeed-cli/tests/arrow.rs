@@ -190,7 +190,7 @@ fn a_stream_selection_reads_one_column_of_parquet_and_arrow() {
         let mut args = vec!["convert", "in.ctf", out];
         args.extend(inputs());
         ok(&args, d);
-        // `y` alone (the reader reads only its column; exfeed-arrow's tests check the bytes
+        // `y` alone (the reader reads only its column; the library's arrow tests check the bytes
         // read), by its name, and by its name in the file exposed under another; written
         // under the alias the file keeps.
         for (i, input) in ["y:sparse:5", "labels:sparse:5:y"].iter().enumerate() {

@@ -1,7 +1,7 @@
 //! Conversion: whole inputs of any format to files of any format ([`convert`], what
 //! `exfeed convert` does), and the cores between CTF and CBF ([`ctf_to_cbf`], [`cbf_to_ctf`]).
 //! With the `arrow` feature, any input also becomes a stream of Arrow record batches
-//! ([`arrow_stream::SequenceStream`], Python's `exfeed.to_arrow`).
+//! (`arrow_stream::SequenceStream`, Python's `exfeed.to_arrow`).
 //!
 //! CTF to CBF parses the text in pieces of whole sequences on every core ([`parse_ctf_pieces`]),
 //! encoding each where it was parsed, while this thread writes them out in order: memory stays
