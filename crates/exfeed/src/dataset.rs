@@ -783,26 +783,32 @@ impl<T: Element> FormatSource<T> {
         }
     }
 
+    /// The single files' sources: this one, or a corpus's shards.
+    fn files(&self) -> Vec<&FormatSource<T>> {
+        match self {
+            FormatSource::Corpus { shards, .. } => shards.iter().flat_map(|s| s.files()).collect(),
+            one => vec![one],
+        }
+    }
+
     /// The CTF files' sources among these (a corpus's shards included).
     pub fn ctf_sources(&self) -> Vec<Arc<CtfSource>> {
-        match self {
-            FormatSource::Ctf(s) => vec![s.clone()],
-            FormatSource::Corpus { shards, .. } => {
-                shards.iter().flat_map(|s| s.ctf_sources()).collect()
-            }
-            _ => Vec::new(),
-        }
+        (self.files().into_iter())
+            .filter_map(|s| match s {
+                FormatSource::Ctf(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The Lens files' sources among these (a corpus's shards included).
     pub fn lens_sources(&self) -> Vec<Arc<LensSource>> {
-        match self {
-            FormatSource::Lens(s) => vec![s.clone()],
-            FormatSource::Corpus { shards, .. } => {
-                shards.iter().flat_map(|s| s.lens_sources()).collect()
-            }
-            _ => Vec::new(),
-        }
+        (self.files().into_iter())
+            .filter_map(|s| match s {
+                FormatSource::Lens(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Warnings so far: index cache problems and samples skipped under `maxErrors` (CTF),
