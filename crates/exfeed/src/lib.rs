@@ -5,7 +5,8 @@
 //! # Layering
 //!
 //! Each layer imports only from the layers above it in this list, never from one below:
-//! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`](mod@format);
+//! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`](mod@format),
+//!    and the process's pools of reusable read buffers (private);
 //! 2. pure cores per format, over byte slices, never opening a file: [`ctf`], [`cbf`], [`lens`];
 //! 3. [`io`]: memory maps, standard input, compression, positioned reads, spooling, corpus
 //!    globs, atomic output;
@@ -69,6 +70,7 @@
 #[cfg(feature = "arrow")]
 pub mod arrow;
 pub mod batch;
+mod buffers;
 pub mod cbf;
 pub mod config;
 pub mod configured;

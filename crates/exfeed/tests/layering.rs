@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("element", 1),
     ("stream", 1),
     ("batch", 1),
+    ("buffers", 1),
     ("limits", 1),
     ("format", 1),
     ("number", 1),

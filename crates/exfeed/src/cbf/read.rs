@@ -2,6 +2,7 @@
 
 use super::{CBF_MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::SequenceBatch;
+use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Storage, StreamSpec};
@@ -72,12 +73,9 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
 enum Source<B> {
     /// All in memory.
     Memory(B),
-    /// Read by range: the header at open and each chunk when it is decoded, into a reused
-    /// buffer.
-    Ranges {
-        file: Box<dyn ReadAt>,
-        buffer: std::sync::Mutex<Vec<u8>>,
-    },
+    /// Read by range: the header at open and each chunk when it is decoded, into a buffer from
+    /// the process's pool of read buffers (shared by the decoding threads).
+    Ranges(Box<dyn ReadAt>),
 }
 
 impl<B: Deref<Target = [u8]>> Source<B> {
@@ -85,7 +83,7 @@ impl<B: Deref<Target = [u8]>> Source<B> {
     fn bytes(&self) -> Option<&[u8]> {
         match self {
             Source::Memory(b) => Some(b),
-            Source::Ranges { .. } => None,
+            Source::Ranges(_) => None,
         }
     }
 
@@ -103,7 +101,7 @@ impl<B: Deref<Target = [u8]>> Source<B> {
 
     /// Reads `buf.len()` bytes at `offset` from the file (read by range only).
     fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let Source::Ranges { file, .. } = self else {
+        let Source::Ranges(file) = self else {
             unreachable!("only a file read by range reads")
         };
         file.read_exact_at(buf, offset)
@@ -246,8 +244,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// each chunk with one read when it is decoded. Errors do not name the file.
     pub fn open_ranges(file: Box<dyn ReadAt>) -> Result<Self> {
         let len = file.byte_len()?;
-        let buffer = std::sync::Mutex::new(Vec::new());
-        Self::from_source(Source::Ranges { file, buffer }, len)
+        Self::from_source(Source::Ranges(file), len)
     }
 
     fn from_source(source: Source<B>, len: u64) -> Result<Self> {
@@ -465,16 +462,14 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
             Source::Memory(b) => decode(&b[offset..offset + len], batch),
             // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
             // the kernel's fault-around on a page-cached file.)
-            Source::Ranges { buffer, .. } => {
-                // One buffer reused from chunk to chunk; a concurrent reader gets its own.
-                let mut own = Vec::new();
-                let mut guard = buffer.try_lock().ok();
-                let buf = guard.as_deref_mut().unwrap_or(&mut own);
-                if buf.len() < len {
-                    buf.resize(len, 0);
-                }
-                self.source.read_into(info.offset, &mut buf[..len])?;
-                decode(&buf[..len], batch)
+            Source::Ranges(_) => {
+                let mut buf = take_read_buffer(len);
+                let decoded = self
+                    .source
+                    .read_into(info.offset, &mut buf)
+                    .and_then(|()| decode(&buf, batch));
+                give_back_read_buffer(buf);
+                decoded
             }
         }
         .map_err(|e| {

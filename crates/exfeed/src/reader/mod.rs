@@ -114,7 +114,6 @@ pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
 };
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
-pub(crate) use pool::owned_by_this_process;
 pub use pool::release_kept_batches;
 
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks

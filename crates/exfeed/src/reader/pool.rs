@@ -9,24 +9,13 @@
 //! [`release_kept_batches`]), freed by a thread that lives only while batches are kept.
 
 use crate::batch::SequenceBatch;
+use crate::buffers::owned_by_this_process;
 use crate::element::Element;
 use crate::stream::StreamSpec;
 use std::any::Any;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// Whether a process-wide pool whose first user's process id is in `owner` may be used here: a
-/// process forked from that one (a PyTorch DataLoader worker) has a copy of the pool whose mutex
-/// another thread of the parent may have held at the fork, and none of the parent's threads, so
-/// it never touches the pool (it reads with fresh buffers instead).
-pub(crate) fn owned_by_this_process(owner: &AtomicU32) -> bool {
-    let me = std::process::id();
-    match owner.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => true,
-        Err(first) => first == me,
-    }
-}
 
 /// The process [`POOL`] belongs to (see [`owned_by_this_process`]).
 static POOL_OWNER: AtomicU32 = AtomicU32::new(0);

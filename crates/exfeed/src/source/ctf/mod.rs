@@ -6,13 +6,13 @@ mod index_cache;
 
 use super::chunker::{Chunker, SequenceSpan};
 use crate::batch::SequenceBatch;
+use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
 pub use crate::options::IndexMode;
 use crate::options::ReadOptions;
-use crate::reader::owned_by_this_process;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use byte_ranges::{ByteRanges, ReadAt, HEAD};
@@ -22,7 +22,7 @@ pub use index_cache::fuzz_decode as fuzz_index_cache;
 pub use index_cache::index_cache_path;
 use index_cache::{CacheParams, DataStamp};
 use std::fs::File;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Options of a [`CtfSource`]: the parsing options and how the file is read (its chunk size,
@@ -188,18 +188,6 @@ enum Layout {
     Indexed(Index),
     Ranges(ByteRanges),
 }
-
-/// Read buffers for reuse, shared by every CTF source (fresh ones would cost a page fault per
-/// 4 KiB on every chunk). One pool for the process, not one per source: a corpus of thousands
-/// of shards keeps at most [`KEPT_BUFFERS`] buffers and [`KEPT_BYTES`], not a chunk per shard.
-static BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-/// The process [`BUFFERS`] belongs to: a forked child never touches them (see
-/// [`owned_by_this_process`]).
-static BUFFERS_OWNER: AtomicU32 = AtomicU32::new(0);
-/// Buffers kept in [`BUFFERS`] (about one per decoding thread).
-const KEPT_BUFFERS: usize = 8;
-/// Bytes kept in [`BUFFERS`] at most (one buffer is kept whatever its size).
-const KEPT_BYTES: usize = 64 << 20;
 
 /// Bytes of a piece: without an index a chunk is decoded in pieces of about this size, cut
 /// where sequences start by the rule that cuts the file into chunks, on every idle thread of the
@@ -500,9 +488,7 @@ impl CtfSource {
             }
         };
         crate::io::advise_will_need(&f, start, end - start);
-        let mut buf = take_buffer();
-        buf.clear();
-        buf.resize(len, 0);
+        let mut buf = take_read_buffer(len);
         crate::io::read_exact_at(&f, &mut buf, start).map_err(|e| place(e.into()))?;
         Ok(ChunkBytes::Read(buf))
     }
@@ -740,7 +726,7 @@ impl ChunkBytes<'_> {
 impl Drop for ChunkBytes<'_> {
     fn drop(&mut self) {
         if let ChunkBytes::Read(b) = self {
-            give_back(std::mem::take(b));
+            give_back_read_buffer(std::mem::take(b));
         }
     }
 }
@@ -794,31 +780,6 @@ struct Done<T> {
     batch: Option<SequenceBatch<T>>,
     diagnostics: Vec<Diagnostic>,
     result: Result<()>,
-}
-
-/// A read buffer from [`BUFFERS`] (empty when there is none).
-fn take_buffer() -> Vec<u8> {
-    if !owned_by_this_process(&BUFFERS_OWNER) {
-        return Vec::new();
-    }
-    BUFFERS
-        .lock()
-        .ok()
-        .and_then(|mut b| b.pop())
-        .unwrap_or_default()
-}
-
-/// Puts `buf` back into [`BUFFERS`] when the pool has room for it.
-fn give_back(buf: Vec<u8>) {
-    if buf.capacity() == 0 || !owned_by_this_process(&BUFFERS_OWNER) {
-        return;
-    }
-    if let Ok(mut b) = BUFFERS.lock() {
-        let kept: usize = b.iter().map(Vec::capacity).sum();
-        if b.is_empty() || (b.len() < KEPT_BUFFERS && kept + buf.capacity() <= KEPT_BYTES) {
-            b.push(buf);
-        }
-    }
 }
 
 /// `loc`'s line, counted from 1 at a chunk's first line, made the file's: `lines_before` is the
