@@ -33,6 +33,8 @@ mod lens_files;
 mod output;
 mod positioned;
 mod read_ahead;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
