@@ -405,6 +405,22 @@ impl Remote {
         }
     }
 
+    /// What the server says when asked for the object's first byte: a refused HEAD has no
+    /// body, a GET's says why (S3's `SignatureDoesNotMatch`, `InvalidAccessKeyId`, ...).
+    fn explain(&self, path: &ObjectPath) -> Option<String> {
+        let (store, runtime) = self.client().ok()?;
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(0..1)),
+            ..GetOptions::default()
+        };
+        let error = runtime.block_on(store.get_opts(path, options)).err()?;
+        let said = server_said(&error);
+        match self.classify(&error, false) {
+            Failure::Permanent(said_in_full) if said.contains(", ") => Some(said_in_full),
+            _ => None,
+        }
+    }
+
     /// Waits before attempt `attempt + 1`, or says why there is none (the bounds are reached).
     fn back_off(&self, attempt: u32, started: Instant) -> bool {
         let policy = &self.options.retry;
@@ -530,6 +546,7 @@ impl RemoteObject {
                     attempt += 1;
                 }
                 Failure::Permanent(said) | Failure::Replaced(said) => {
+                    let said = remote.explain(&path).unwrap_or(said);
                     return Err(remote.error(None, ErrorKind::Io, said));
                 }
             }
