@@ -10,7 +10,7 @@
 //! time ([`RetryPolicy`]); each retry asks only for the bytes that have not arrived, so nothing
 //! is lost or delivered twice. Permanent failures (403, 404, a refused or unknown endpoint when
 //! the object is first reached) fail at once, naming the URL and what the server said.
-//! [`glob`] lists a bucket prefix and matches a pattern (`s3://data/train-*.ctf`).
+//! [`glob()`] lists a bucket prefix and matches a pattern (`s3://data/train-*.ctf`).
 //!
 //! Credentials and settings come from the standard environment variables (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT`, ..., and
@@ -690,7 +690,7 @@ fn gave_up(attempts: u32, started: Instant, said: &str) -> String {
     )
 }
 
-/// One object found by [`list`]: its URL and size.
+/// One object found by [`glob()`]: its URL and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteEntry {
     /// `s3://bucket/key`.
