@@ -104,7 +104,10 @@ impl RemoteOptions {
 /// Whether `path` is a URL this module reads (`s3://`, `http://`, `https://`).
 pub fn is_remote_url(path: &str) -> bool {
     ["s3://", "http://", "https://"].iter().any(|scheme| {
-        path.len() > scheme.len() && path[..scheme.len()].eq_ignore_ascii_case(scheme)
+        path.len() > scheme.len()
+            && path
+                .get(..scheme.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
     })
 }
 
@@ -788,6 +791,7 @@ mod tests {
         }
         assert!(is_remote_url("S3://b/k") && is_remote_url("https://h/x"));
         assert!(!is_remote_url("data/s3://x") && !is_remote_url("s3://"));
+        assert!(!is_remote_url("éééééé.ctf"));
     }
 
     #[test]
