@@ -53,12 +53,17 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// A proxy on a free loopback port in front of `upstream` (`http://host:port`).
     pub fn start(upstream: &str) -> FaultProxy {
+        FaultProxy::start_at("127.0.0.1:0".parse().unwrap(), upstream)
+    }
+
+    /// A proxy on `address` (one that an earlier proxy left: a server started again).
+    pub fn start_at(address: SocketAddr, upstream: &str) -> FaultProxy {
         let upstream: SocketAddr = upstream
             .trim_start_matches("http://")
             .trim_end_matches('/')
             .parse()
             .expect("upstream is http://IP:PORT");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = TcpListener::bind(address).unwrap();
         listener.set_nonblocking(true).unwrap();
         let address = listener.local_addr().unwrap();
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -85,6 +90,11 @@ impl FaultProxy {
             stop,
             acceptor: Some(acceptor),
         }
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
     }
 
     /// `http://127.0.0.1:PORT`.

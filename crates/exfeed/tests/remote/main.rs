@@ -311,6 +311,35 @@ fn transient_faults_are_retried_and_reads_resume_where_they_stopped() {
 }
 
 #[test]
+fn a_read_waits_out_a_server_stopped_and_started_again() {
+    let Some(services) = services() else { return };
+    let key = unique("restart.bin");
+    let data = pattern(100_000, 13);
+    services.put(&key, &data);
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let address = proxy.address();
+    let mut options = services.options_at(&proxy.url(), &services.key_id, &services.secret);
+    options.retry = RetryPolicy {
+        max_attempts: 30,
+        ..fast_retries()
+    };
+    let object = RemoteObject::open(&services.url(&key), &options).unwrap();
+    // Down: connections are refused until it is back, 300 ms later.
+    drop(proxy);
+    let upstream = services.s3_endpoint.clone();
+    let restarted = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let proxy = FaultProxy::start_at(address, &upstream);
+        std::thread::sleep(Duration::from_secs(3));
+        proxy.gets().len()
+    });
+    let started = Instant::now();
+    assert_eq!(object.read_at(5, 50_000).unwrap(), &data[5..50_005]);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(restarted.join().unwrap(), 1);
+}
+
+#[test]
 fn http_reads_resume_after_a_cut_body() {
     let Some(services) = services() else { return };
     let name = format!("cut-{}.bin", std::process::id());
