@@ -35,6 +35,8 @@ mod positioned;
 mod read_ahead;
 #[cfg(feature = "remote")]
 pub mod remote;
+#[cfg(all(feature = "remote", target_os = "linux"))]
+pub mod remote_cache;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};

@@ -5,6 +5,7 @@
 //!
 //! Without the services' variables these tests say they were skipped; under CI=true they fail.
 
+mod cache;
 #[path = "../common/mod.rs"]
 mod common;
 mod fault_proxy;
