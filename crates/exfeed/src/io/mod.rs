@@ -37,6 +37,8 @@ mod read_ahead;
 pub mod remote;
 #[cfg(all(feature = "remote", target_os = "linux"))]
 pub mod remote_cache;
+#[cfg(feature = "remote")]
+pub mod remote_write;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};

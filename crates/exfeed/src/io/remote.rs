@@ -214,7 +214,7 @@ struct Client {
 }
 
 /// What a request's failure means for the read.
-enum Failure {
+pub(super) enum Failure {
     /// Worth another attempt.
     Transient(String),
     /// Final: the message says why.
@@ -224,7 +224,7 @@ enum Failure {
 }
 
 /// Access to one remote object: its URL, how to reach it, and what it was when opened.
-struct Remote {
+pub(super) struct Remote {
     url: Arc<str>,
     location: ObjectUrl,
     options: RemoteOptions,
@@ -233,7 +233,7 @@ struct Remote {
 }
 
 impl Remote {
-    fn new(url: &str, options: &RemoteOptions) -> Result<Self> {
+    pub(super) fn new(url: &str, options: &RemoteOptions) -> Result<Self> {
         let location = parse_url(url)?;
         let remote = Remote {
             url: url.into(),
@@ -248,13 +248,18 @@ impl Remote {
     }
 
     /// Removes every secret value from `text`.
-    fn redact(&self, text: &str) -> String {
+    pub(super) fn redact(&self, text: &str) -> String {
         self.secrets.iter().fold(text.to_string(), |text, secret| {
             text.replace(secret.as_str(), "<redacted>")
         })
     }
 
-    fn error(&self, byte: Option<u64>, kind: ErrorKind, message: impl AsRef<str>) -> Error {
+    pub(super) fn error(
+        &self,
+        byte: Option<u64>,
+        kind: ErrorKind,
+        message: impl AsRef<str>,
+    ) -> Error {
         let mut location = Location::default().with_file(self.url.clone());
         location.byte = byte;
         Error::new(kind, location, self.redact(message.as_ref()))
@@ -338,7 +343,7 @@ impl Remote {
     }
 
     /// The store and runtime of this process (made on first use, and again after a fork).
-    fn client(&self) -> Result<(Arc<dyn ObjectStore>, Arc<tokio::runtime::Runtime>)> {
+    pub(super) fn client(&self) -> Result<(Arc<dyn ObjectStore>, Arc<tokio::runtime::Runtime>)> {
         let mut slot = self
             .client
             .lock()
@@ -362,7 +367,17 @@ impl Remote {
         Ok((client.store.clone(), client.runtime.clone()))
     }
 
-    fn path(&self) -> Result<ObjectPath> {
+    /// The URL, as given.
+    pub(super) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether the object is in S3 (HTTP servers take no writes).
+    pub(super) fn is_s3(&self) -> bool {
+        matches!(self.location, ObjectUrl::S3 { .. })
+    }
+
+    pub(super) fn path(&self) -> Result<ObjectPath> {
         let raw = match &self.location {
             ObjectUrl::S3 { key, .. } => key,
             ObjectUrl::Http { path, .. } => path,
@@ -374,7 +389,7 @@ impl Remote {
     /// Sorts a failure of object_store into transient, permanent or replaced, with a message
     /// saying what the server said. `reached` tells whether the server answered before (a
     /// refused connection is then a server restarting, not a wrong endpoint).
-    fn classify(&self, error: &object_store::Error, reached: bool) -> Failure {
+    pub(super) fn classify(&self, error: &object_store::Error, reached: bool) -> Failure {
         use object_store::Error as E;
         let said = server_said(error);
         match error {

@@ -1,5 +1,5 @@
 //! A loopback fault injector: an HTTP/1.1 proxy in front of a real server (SeaweedFS, nginx)
-//! that forwards each request and, on command, answers the next GET requests with a fault
+//! that forwards each request and, on command, answers the next GET (or PUT) requests with a fault
 //! instead: `503 SlowDown`, a reset connection, a body cut short, a delay, or a test's own
 //! action before forwarding. It injects faults into the real protocol; it imitates nothing.
 //!
@@ -40,6 +40,7 @@ pub struct SeenRequest {
 #[derive(Default)]
 struct Shared {
     faults: VecDeque<Fault>,
+    put_faults: VecDeque<Fault>,
     seen: Vec<SeenRequest>,
 }
 
@@ -107,13 +108,23 @@ impl FaultProxy {
         self.shared.lock().unwrap().faults.extend(faults);
     }
 
+    /// Applies these faults to the next PUT requests (uploads and their parts), one each.
+    pub fn inject_puts(&self, faults: impl IntoIterator<Item = Fault>) {
+        self.shared.lock().unwrap().put_faults.extend(faults);
+    }
+
     /// The GET requests seen so far.
     pub fn gets(&self) -> Vec<SeenRequest> {
+        self.requests("GET")
+    }
+
+    /// The requests of this method seen so far.
+    pub fn requests(&self, method: &str) -> Vec<SeenRequest> {
         let shared = self.shared.lock().unwrap();
         shared
             .seen
             .iter()
-            .filter(|r| r.method == "GET")
+            .filter(|r| r.method == method)
             .cloned()
             .collect()
     }
@@ -165,10 +176,10 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
             path,
             range: header("range"),
         });
-        if method == "GET" {
-            shared.faults.pop_front()
-        } else {
-            None
+        match method.as_str() {
+            "GET" => shared.faults.pop_front(),
+            "PUT" => shared.put_faults.pop_front(),
+            _ => None,
         }
     };
     let mut client = client;

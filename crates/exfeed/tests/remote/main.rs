@@ -9,6 +9,7 @@ mod cache;
 #[path = "../common/mod.rs"]
 mod common;
 mod fault_proxy;
+mod write;
 
 use exfeed::io::remote::{glob, RemoteObject, RemoteOptions, RetryPolicy};
 use exfeed::{Error, ErrorKind};
