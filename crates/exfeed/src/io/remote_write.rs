@@ -91,7 +91,7 @@ impl RemoteOutput {
             Ok(_) => Err(self.remote.error(
                 None,
                 ErrorKind::Refused,
-                "output exists; --force replaces it (overwrite=True in Python)",
+                "output exists; replace it with --force (overwrite=True in Python)",
             )),
             Err(e) => Err(self.failed("cannot tell whether the output exists", &e)),
         }

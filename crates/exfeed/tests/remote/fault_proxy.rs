@@ -118,6 +118,18 @@ impl FaultProxy {
         self.requests("GET")
     }
 
+    /// Waits until `count` requests of this method were seen; panics after two minutes.
+    pub fn wait_for(&self, method: &str, count: usize) {
+        let started = std::time::Instant::now();
+        while self.requests(method).len() < count {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "fewer than {count} {method} requests in two minutes"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The requests of this method seen so far.
     pub fn requests(&self, method: &str) -> Vec<SeenRequest> {
         let shared = self.shared.lock().unwrap();

@@ -8,7 +8,7 @@ use exfeed::io::remote::{RemoteObject, RemoteOptions};
 use exfeed::io::remote_write::RemoteOutput;
 use exfeed::ErrorKind;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Three parts of 8 MiB and a short last one.
 const SIZE: usize = (24 << 20) + 12_345;
@@ -126,14 +126,7 @@ fn a_killed_writer_leaves_no_object() {
         .env("EXFEED_TEST_CHILD_KEY", &key)
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while proxy.requests("PUT").len() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no second part"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    proxy.wait_for("PUT", 2);
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_secs(6));
