@@ -33,6 +33,12 @@ mod lens_files;
 mod output;
 mod positioned;
 mod read_ahead;
+#[cfg(feature = "remote")]
+pub mod remote;
+#[cfg(all(feature = "remote", target_os = "linux"))]
+pub mod remote_cache;
+#[cfg(feature = "remote")]
+pub mod remote_write;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};

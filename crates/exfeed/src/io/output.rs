@@ -107,6 +107,10 @@ pub struct AtomicOutput {
     writeback_at: u64,
     /// Dropped (unregistered) only after the temporary file is renamed or deleted.
     _registration: Option<Registration>,
+    /// The object the temporary file becomes at commit, for an `s3://` target: its upload,
+    /// aborted if this is dropped without a commit.
+    #[cfg(feature = "remote")]
+    upload: Option<super::remote_write::RemoteOutput>,
 }
 
 fn refused(path: &Path, message: String) -> Error {
@@ -115,6 +119,31 @@ fn refused(path: &Path, message: String) -> Error {
         Location::default().with_file(path.display().to_string()),
         message,
     )
+}
+
+/// A new temporary file in `dir` for the output `target`, registered for removal on an
+/// interrupt.
+fn partial_file(dir: &Path, target: &Path) -> Result<(File, TempPath, Registration)> {
+    // The name is registered before the file exists, so that an interrupt at any moment
+    // finds it (registering after the creation left a window in which a signal left the
+    // file behind). A name taken already is retried by tempfile with another one.
+    let mut registration = None;
+    let temp = tempfile::Builder::new()
+        .prefix(".exfeed-partial-")
+        .make_in(dir, |path| {
+            registration = Some(Registration::new(path));
+            let mut open = std::fs::OpenOptions::new();
+            open.read(true).write(true).create_new(true);
+            // An ordinary file: 0666 less the process umask, as for any file a program
+            // creates (tempfile's own files are 0600).
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o666);
+            open.open(path)
+        })
+        .map_err(|e| Error::io(target, e))?;
+    let registration = registration.expect("make_in calls its function");
+    let (file, temp) = temp.into_parts();
+    Ok((file, temp, registration))
 }
 
 /// The directory of the file `target` (`.` for a bare name).
@@ -228,6 +257,8 @@ impl AtomicOutput {
             written: 0,
             writeback_at: 0,
             _registration: None,
+            #[cfg(feature = "remote")]
+            upload: None,
         }
     }
 
@@ -237,6 +268,10 @@ impl AtomicOutput {
         if target == Path::new("-") {
             let stdout = BufWriter::with_capacity(1 << 16, io::stdout());
             return Ok(Self::in_place(Sink::Stdout(stdout), target, options));
+        }
+        #[cfg(feature = "remote")]
+        if let Some(url) = target.to_str().filter(|t| super::remote::is_remote_url(t)) {
+            return Self::to_bucket(target, url, options);
         }
         if options.inputs.iter().any(|i| same_file(i, target)) {
             return Err(refused(
@@ -273,26 +308,12 @@ impl AtomicOutput {
                 ))
             }
         }
-        let dir = directory_of(target);
-        // The name is registered before the file exists, so that an interrupt at any moment
-        // finds it (registering after the creation left a window in which a signal left the
-        // file behind). A name taken already is retried by tempfile with another one.
-        let mut registration = None;
-        let temp = tempfile::Builder::new()
-            .prefix(".exfeed-partial-")
-            .make_in(dir, |path| {
-                registration = Some(Registration::new(path));
-                let mut open = std::fs::OpenOptions::new();
-                open.read(true).write(true).create_new(true);
-                // An ordinary file: 0666 less the process umask, as for any file a program
-                // creates (tempfile's own files are 0600).
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o666);
-                open.open(path)
-            })
-            .map_err(|e| Error::io(target, e))?;
-        let registration = registration.expect("make_in calls its function");
-        let (file, temp) = temp.into_parts();
+        Self::through_partial_file(target, directory_of(target), options)
+    }
+
+    /// Writing `target` through a temporary file in `dir`.
+    fn through_partial_file(target: &Path, dir: &Path, options: &OutputOptions) -> Result<Self> {
+        let (file, temp, registration) = partial_file(dir, target)?;
         Ok(AtomicOutput {
             sink: Sink::file(target, file),
             temp: Some(temp),
@@ -301,7 +322,22 @@ impl AtomicOutput {
             written: 0,
             writeback_at: 0,
             _registration: Some(registration),
+            #[cfg(feature = "remote")]
+            upload: None,
         })
+    }
+
+    /// Writing the object at `url` (`s3://bucket/key`): into a temporary file in the system's
+    /// temporary directory, uploaded at commit (see [`super::remote_write`]). The upload is
+    /// started now, so that an existing object is refused before any work. Storage options
+    /// come from the environment (`AWS_ENDPOINT`, `AWS_ACCESS_KEY_ID`, ...).
+    #[cfg(feature = "remote")]
+    fn to_bucket(target: &Path, url: &str, options: &OutputOptions) -> Result<Self> {
+        let remote = super::remote::RemoteOptions::default();
+        let upload = super::remote_write::RemoteOutput::create(url, &remote, options.force)?;
+        let mut output = Self::through_partial_file(target, &std::env::temp_dir(), options)?;
+        output.upload = Some(upload);
+        Ok(output)
     }
 
     /// The final path.
@@ -313,6 +349,10 @@ impl AtomicOutput {
     /// directory (the disk that takes the output), or the system's temporary directory when
     /// the output is standard output.
     pub fn temp_dir(&self) -> PathBuf {
+        #[cfg(feature = "remote")]
+        if self.upload.is_some() {
+            return std::env::temp_dir();
+        }
         match self.temp {
             None => std::env::temp_dir(),
             Some(_) => directory_of(&self.target).to_path_buf(),
@@ -376,6 +416,14 @@ impl AtomicOutput {
             Sink::Stdout(_) => unreachable!("flushed above"),
         };
         let file = buffered.into_inner().map_err(|e| io(e.into_error()))?;
+        #[cfg(feature = "remote")]
+        if let Some(mut upload) = self.upload.take() {
+            // The whole output, from its start, then the upload's completion.
+            use std::io::Seek;
+            (&file).seek(io::SeekFrom::Start(0)).map_err(io)?;
+            io::copy(&mut &file, &mut upload).map_err(Error::from)?;
+            return upload.finish();
+        }
         let Some(temp) = self.temp else {
             // A device or FIFO written in place: nothing to sync or rename.
             return Ok(());

@@ -1,0 +1,829 @@
+//! Objects in S3-compatible storage and on HTTP(S) servers, read at random by byte range
+//! (the `remote` feature).
+//!
+//! [`RemoteObject::open`] takes a URL (`s3://bucket/key`, `http://host/path`,
+//! `https://host/path`) and asks the server for the object's size and ETag; then
+//! [`RemoteObject::read_at`] reads any byte range with one ranged GET, conditional on that ETag:
+//! an object replaced since it was opened is an error naming it, never a mix of two versions.
+//! Transient failures (5xx, 429 and S3's `503 SlowDown`, reset connections, timeouts, bodies
+//! cut short) are retried with exponential backoff and full jitter, bounded in attempts and in
+//! time ([`RetryPolicy`]); each retry asks only for the bytes that have not arrived, so nothing
+//! is lost or delivered twice. Permanent failures (403, 404, a refused or unknown endpoint when
+//! the object is first reached) fail at once, naming the URL and what the server said.
+//! [`glob()`] lists a bucket prefix and matches a pattern (`s3://data/train-*.ctf`).
+//!
+//! Credentials and settings come from the standard environment variables (`AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT`, ..., and
+//! instance or container credentials where they exist), overridden by explicit storage options
+//! named as object_store's `AmazonS3ConfigKey` and `ClientConfigKey` parse them
+//! (`aws_access_key_id`, `aws_secret_access_key`, `aws_endpoint`, `aws_region`,
+//! `aws_allow_http`, `timeout`, ...). An `aws_endpoint` given as `http://...` allows plain HTTP
+//! by itself. Secret values (keys, tokens, passwords) never appear in a message.
+//!
+//! The API is blocking: calls run on one private tokio runtime shared by the process, so the
+//! callers are plain threads (it must not be called from inside another tokio runtime).
+//! A process forked after using it (a PyTorch DataLoader worker) builds its own runtime and
+//! clients on first use.
+
+use crate::error::{Error, ErrorKind, Location, Result};
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::client::{HttpError, HttpErrorKind};
+use object_store::http::HttpBuilder;
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How transient failures are retried: at most `max_attempts` requests for one read, and no
+/// new attempt once `max_elapsed` has passed since the first; between attempts a random wait
+/// in `[0, min(max_backoff, initial_backoff * 2^retry))` (exponential backoff, full jitter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Requests per read, the first included (at least 1).
+    pub max_attempts: u32,
+    /// Time after which no further attempt is started.
+    pub max_elapsed: Duration,
+    /// The ceiling of the first wait.
+    pub initial_backoff: Duration,
+    /// The largest ceiling of any wait.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 10,
+            max_elapsed: Duration::from_secs(120),
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How to reach remote objects: storage options (`KEY=VALUE` pairs, see the module docs) and
+/// the retry policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Settings of the store, e.g. `("aws_endpoint", "http://127.0.0.1:8333")`; they override
+    /// the environment's.
+    pub storage_options: Vec<(String, String)>,
+    /// Retries of transient failures.
+    pub retry: RetryPolicy,
+}
+
+impl RemoteOptions {
+    /// Options with these storage options and the default retry policy.
+    pub fn with_storage_options<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        RemoteOptions {
+            storage_options: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Parses `KEY=VALUE` (the CLI's `--storage-option`) into a storage option.
+    pub fn parse_storage_option(text: &str) -> Result<(String, String)> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_ascii_lowercase(), value.to_string()))
+            }
+            _ => Err(Error::config(format!(
+                "storage option '{}' is not KEY=VALUE",
+                text.split_once('=').map_or(text, |(key, _)| key)
+            ))),
+        }
+    }
+}
+
+/// Whether `path` is a URL this module reads (`s3://`, `http://`, `https://`).
+pub fn is_remote_url(path: &str) -> bool {
+    ["s3://", "http://", "https://"].iter().any(|scheme| {
+        path.len() > scheme.len()
+            && path
+                .get(..scheme.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+    })
+}
+
+/// An object's URL taken apart: the store it lives in and its path there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ObjectUrl {
+    /// `s3://bucket/key`.
+    S3 { bucket: String, key: String },
+    /// `http(s)://authority/path`: the store is `scheme://authority`.
+    Http { base: String, path: String },
+}
+
+fn parse_url(url: &str) -> Result<ObjectUrl> {
+    let bad = |why: &str| {
+        Error::new(
+            ErrorKind::Config,
+            Location::default().with_file(url),
+            format!("not a readable remote URL: {why}"),
+        )
+    };
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if authority.is_empty() {
+        return Err(bad("no bucket or host"));
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "s3" => Ok(ObjectUrl::S3 {
+            bucket: authority.to_string(),
+            key: path.to_string(),
+        }),
+        scheme @ ("http" | "https") => {
+            if authority.contains('@') {
+                return Err(bad(
+                    "credentials in the URL are not taken (use storage options)",
+                ));
+            }
+            Ok(ObjectUrl::Http {
+                base: format!("{scheme}://{authority}"),
+                path: path.to_string(),
+            })
+        }
+        other => Err(bad(&format!(
+            "scheme '{other}' is not one of s3, http, https"
+        ))),
+    }
+}
+
+/// The secret values among the options and the environment, to be kept out of messages.
+fn secrets_of(options: &RemoteOptions) -> Vec<String> {
+    let is_secret = |key: &str| {
+        let key = key.to_ascii_lowercase();
+        ["secret", "token", "password"]
+            .iter()
+            .any(|s| key.contains(s))
+    };
+    let from_env = std::env::vars().filter(|(key, _)| is_secret(key));
+    options
+        .storage_options
+        .iter()
+        .cloned()
+        .chain(from_env)
+        .filter(|(key, value)| is_secret(key) && value.len() >= 4)
+        .map(|(_, value)| value)
+        .collect()
+}
+
+/// The process's runtime, rebuilt in a forked child (whose parent's threads do not exist).
+fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let mut slot = RUNTIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pid = std::process::id();
+    if let Some((owner, runtime)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(runtime.clone());
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("exfeed-remote")
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                Location::default(),
+                format!("cannot start the remote reader's runtime: {e}"),
+            )
+        })?;
+    let runtime = Arc::new(runtime);
+    if let Some((_, stale)) = slot.replace((pid, runtime.clone())) {
+        // The parent's runtime: its threads are gone, dropping it would wait for them.
+        std::mem::forget(stale);
+    }
+    Ok(runtime)
+}
+
+/// A store and path ready for requests, made in this process.
+struct Client {
+    pid: u32,
+    store: Arc<dyn ObjectStore>,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+/// What a request's failure means for the read.
+pub(super) enum Failure {
+    /// Worth another attempt.
+    Transient(String),
+    /// Final: the message says why.
+    Permanent(String),
+    /// The object is not the one that was opened.
+    Replaced(String),
+}
+
+/// Access to one remote object: its URL, how to reach it, and what it was when opened.
+pub(super) struct Remote {
+    url: Arc<str>,
+    location: ObjectUrl,
+    options: RemoteOptions,
+    secrets: Vec<String>,
+    client: Mutex<Option<Client>>,
+}
+
+impl Remote {
+    pub(super) fn new(url: &str, options: &RemoteOptions) -> Result<Self> {
+        let location = parse_url(url)?;
+        let remote = Remote {
+            url: url.into(),
+            location,
+            options: options.clone(),
+            secrets: secrets_of(options),
+            client: Mutex::new(None),
+        };
+        // Bad options fail here, before any request.
+        remote.client()?;
+        Ok(remote)
+    }
+
+    /// Removes every secret value from `text`.
+    pub(super) fn redact(&self, text: &str) -> String {
+        self.secrets.iter().fold(text.to_string(), |text, secret| {
+            text.replace(secret.as_str(), "<redacted>")
+        })
+    }
+
+    pub(super) fn error(
+        &self,
+        byte: Option<u64>,
+        kind: ErrorKind,
+        message: impl AsRef<str>,
+    ) -> Error {
+        let mut location = Location::default().with_file(self.url.clone());
+        location.byte = byte;
+        Error::new(kind, location, self.redact(message.as_ref()))
+    }
+
+    fn config_error(&self, message: impl AsRef<str>) -> Error {
+        self.error(None, ErrorKind::Config, message)
+    }
+
+    fn build_store(&self) -> Result<Arc<dyn ObjectStore>> {
+        // Retries are this module's (see read_range): object_store makes one attempt.
+        let one_attempt = object_store::RetryConfig {
+            max_retries: 0,
+            ..Default::default()
+        };
+        let store: Arc<dyn ObjectStore> = match &self.location {
+            ObjectUrl::S3 { bucket, .. } => {
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                let mut endpoint = std::env::var("AWS_ENDPOINT")
+                    .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
+                    .ok();
+                let mut allow_http_given = false;
+                for (key, value) in &self.options.storage_options {
+                    let parsed: AmazonS3ConfigKey = key.parse().map_err(|_| {
+                        self.config_error(format!(
+                            "unknown storage option '{key}' (expected a name such as \
+                             aws_access_key_id, aws_secret_access_key, aws_endpoint, aws_region, \
+                             aws_allow_http, timeout)"
+                        ))
+                    })?;
+                    match parsed {
+                        AmazonS3ConfigKey::Endpoint => endpoint = Some(value.clone()),
+                        AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp) => {
+                            allow_http_given = true
+                        }
+                        _ => {}
+                    }
+                    builder = builder.with_config(parsed, value);
+                }
+                // An endpoint named http://... asks for plain HTTP by itself.
+                let plain_endpoint =
+                    endpoint.is_some_and(|e| e.to_ascii_lowercase().starts_with("http://"));
+                if plain_endpoint && !allow_http_given {
+                    builder = builder.with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
+                        "true",
+                    );
+                }
+                let store = builder
+                    .with_retry(one_attempt)
+                    .build()
+                    .map_err(|e| self.config_error(format!("cannot reach the bucket: {e}")))?;
+                Arc::new(store)
+            }
+            ObjectUrl::Http { base, .. } => {
+                let mut builder = HttpBuilder::new().with_url(base.as_str());
+                if base.starts_with("http://") {
+                    builder = builder.with_config(ClientConfigKey::AllowHttp, "true");
+                }
+                for (key, value) in &self.options.storage_options {
+                    match key.parse::<ClientConfigKey>() {
+                        Ok(parsed) => builder = builder.with_config(parsed, value),
+                        // S3's own settings are for s3:// URLs read with the same options.
+                        Err(_) if key.parse::<AmazonS3ConfigKey>().is_ok() => {}
+                        Err(_) => {
+                            return Err(self.config_error(format!(
+                                "unknown storage option '{key}' for an HTTP URL (expected a \
+                                 client setting such as timeout, connect_timeout, allow_http)"
+                            )))
+                        }
+                    }
+                }
+                let store = builder
+                    .with_retry(one_attempt)
+                    .build()
+                    .map_err(|e| self.config_error(format!("cannot reach the server: {e}")))?;
+                Arc::new(store)
+            }
+        };
+        Ok(store)
+    }
+
+    /// The store and runtime of this process (made on first use, and again after a fork).
+    pub(super) fn client(&self) -> Result<(Arc<dyn ObjectStore>, Arc<tokio::runtime::Runtime>)> {
+        let mut slot = self
+            .client
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let pid = std::process::id();
+        match slot.as_ref() {
+            Some(client) if client.pid == pid => {}
+            _ => {
+                let client = Client {
+                    pid,
+                    store: self.build_store()?,
+                    runtime: runtime()?,
+                };
+                if let Some(stale) = slot.replace(client) {
+                    // Its connections belong to the parent's runtime.
+                    std::mem::forget(stale);
+                }
+            }
+        }
+        let client = slot.as_ref().expect("set above");
+        Ok((client.store.clone(), client.runtime.clone()))
+    }
+
+    /// The URL, as given.
+    pub(super) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether the object is in S3 (HTTP servers take no writes).
+    pub(super) fn is_s3(&self) -> bool {
+        matches!(self.location, ObjectUrl::S3 { .. })
+    }
+
+    pub(super) fn path(&self) -> Result<ObjectPath> {
+        let raw = match &self.location {
+            ObjectUrl::S3 { key, .. } => key,
+            ObjectUrl::Http { path, .. } => path,
+        };
+        ObjectPath::from_url_path(raw)
+            .map_err(|e| self.config_error(format!("not a valid object path: {e}")))
+    }
+
+    /// Sorts a failure of object_store into transient, permanent or replaced, with a message
+    /// saying what the server said. `reached` tells whether the server answered before (a
+    /// refused connection is then a server restarting, not a wrong endpoint).
+    pub(super) fn classify(&self, error: &object_store::Error, reached: bool) -> Failure {
+        use object_store::Error as E;
+        let said = server_said(error);
+        match error {
+            E::NotFound { .. } => Failure::Permanent(format!("not found ({said})")),
+            E::PermissionDenied { .. } => Failure::Permanent(format!("access denied ({said})")),
+            E::Unauthenticated { .. } => Failure::Permanent(format!("not authenticated ({said})")),
+            E::Precondition { .. } => Failure::Replaced(said),
+            E::Generic { .. } => {
+                if let Some(status) = http_status(error) {
+                    return if status >= 500 || status == 429 || status == 408 {
+                        Failure::Transient(said)
+                    } else {
+                        Failure::Permanent(said)
+                    };
+                }
+                match http_error_kind(error) {
+                    Some(HttpErrorKind::Connect) if !reached => Failure::Permanent(format!(
+                        "cannot connect to the server (is the endpoint right?): {said}"
+                    )),
+                    Some(
+                        HttpErrorKind::Connect
+                        | HttpErrorKind::Request
+                        | HttpErrorKind::Timeout
+                        | HttpErrorKind::Interrupted
+                        | HttpErrorKind::Decode,
+                    ) => Failure::Transient(said),
+                    _ => Failure::Permanent(said),
+                }
+            }
+            _ => Failure::Permanent(said),
+        }
+    }
+
+    /// What the server says when asked for the object's first byte: a refused HEAD has no
+    /// body, a GET's says why (S3's `SignatureDoesNotMatch`, `InvalidAccessKeyId`, ...).
+    fn explain(&self, path: &ObjectPath) -> Option<String> {
+        let (store, runtime) = self.client().ok()?;
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(0..1)),
+            ..GetOptions::default()
+        };
+        let error = runtime.block_on(store.get_opts(path, options)).err()?;
+        let said = server_said(&error);
+        match self.classify(&error, false) {
+            Failure::Permanent(said_in_full) if said.contains(", ") => Some(said_in_full),
+            _ => None,
+        }
+    }
+
+    /// Waits before attempt `attempt + 1`, or says why there is none (the bounds are reached).
+    fn back_off(&self, attempt: u32, started: Instant) -> bool {
+        let policy = &self.options.retry;
+        if attempt >= policy.max_attempts.max(1) {
+            return false;
+        }
+        let ceiling = policy
+            .initial_backoff
+            .saturating_mul(1u32 << (attempt - 1).min(20))
+            .min(policy.max_backoff);
+        let fraction = (std::collections::hash_map::RandomState::new().hash_one(attempt) >> 11)
+            as f64
+            / (1u64 << 53) as f64;
+        let wait = ceiling.mul_f64(fraction);
+        if started.elapsed() + wait > policy.max_elapsed {
+            return false;
+        }
+        std::thread::sleep(wait);
+        true
+    }
+}
+
+/// The HTTP status in an object_store error's chain. object_store keeps its request error
+/// type private; its message reads `Server returned non-2xx status code: 503 ...`.
+fn http_status(error: &object_store::Error) -> Option<u16> {
+    const MARK: &str = "non-2xx status code: ";
+    let text = error.to_string();
+    let at = text.find(MARK)? + MARK.len();
+    text.get(at..at + 3)?.parse().ok()
+}
+
+fn http_error_kind(error: &object_store::Error) -> Option<HttpErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            return Some(http.kind());
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// What the server said: the status and, for S3, the error's code and message from its XML
+/// body; otherwise object_store's message.
+fn server_said(error: &object_store::Error) -> String {
+    let text = error.to_string();
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = start + text[start..].find(&format!("</{name}>"))?;
+        Some(text[start..end].to_string())
+    };
+    match (http_status(error), tag("Code")) {
+        (Some(status), Some(code)) => match tag("Message") {
+            Some(message) => format!("HTTP {status}, {code}: {message}"),
+            None => format!("HTTP {status}, {code}"),
+        },
+        (Some(status), None) => format!("HTTP {status}"),
+        // object_store's message, and the innermost cause where it does not say it
+        // (`connection refused`, `operation timed out`).
+        _ => {
+            let mut root: &(dyn std::error::Error + 'static) = error;
+            while let Some(source) = root.source() {
+                root = source;
+            }
+            let cause = root.to_string();
+            if text.contains(&cause) {
+                text
+            } else {
+                format!("{text}: {cause}")
+            }
+        }
+    }
+}
+
+/// A remote object opened for reading at random: its URL, size and ETag as the server gave
+/// them when it was opened.
+pub struct RemoteObject {
+    remote: Remote,
+    size: u64,
+    etag: Option<String>,
+}
+
+impl std::fmt::Debug for RemoteObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteObject")
+            .field("url", &self.remote.url)
+            .field("size", &self.size)
+            .field("etag", &self.etag)
+            .finish()
+    }
+}
+
+impl RemoteObject {
+    /// Opens the object at `url`: one HEAD request (retried like a read) for its size and
+    /// ETag.
+    pub fn open(url: &str, options: &RemoteOptions) -> Result<Self> {
+        let remote = Remote::new(url, options)?;
+        let path = remote.path()?;
+        let started = Instant::now();
+        let mut attempt = 1;
+        loop {
+            let (store, runtime) = remote.client()?;
+            let failure = match runtime.block_on(store.head(&path)) {
+                Ok(meta) => {
+                    return Ok(RemoteObject {
+                        remote,
+                        size: meta.size,
+                        etag: meta.e_tag,
+                    })
+                }
+                Err(e) => remote.classify(&e, false),
+            };
+            match failure {
+                Failure::Transient(said) => {
+                    if !remote.back_off(attempt, started) {
+                        return Err(remote.error(
+                            None,
+                            ErrorKind::Io,
+                            gave_up(attempt, started, &said),
+                        ));
+                    }
+                    attempt += 1;
+                }
+                Failure::Permanent(said) | Failure::Replaced(said) => {
+                    let said = remote.explain(&path).unwrap_or(said);
+                    return Err(remote.error(None, ErrorKind::Io, said));
+                }
+            }
+        }
+    }
+
+    /// The URL, as given.
+    pub fn url(&self) -> &str {
+        &self.remote.url
+    }
+
+    /// The object's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The object's ETag when it was opened (servers without ETags give none).
+    pub fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
+    /// Reads `len` bytes at `offset`: exactly those bytes, of the version that was opened, or
+    /// an error naming the URL and the byte where the read stopped.
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Fills `buf` with the bytes at `offset`; see [`RemoteObject::read_at`].
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bytes = self.read_at(offset, buf.len())?;
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        let remote = &self.remote;
+        let end = offset
+            .checked_add(len as u64)
+            .filter(|&end| end <= self.size);
+        let Some(end) = end else {
+            return Err(remote.error(
+                Some(offset),
+                ErrorKind::UnexpectedEof,
+                format!(
+                    "a read of {len} bytes at byte {offset} goes past the object's end ({} bytes)",
+                    self.size
+                ),
+            ));
+        };
+        buf.clear();
+        buf.reserve_exact(len);
+        if len == 0 {
+            return Ok(());
+        }
+        let path = remote.path()?;
+        let started = Instant::now();
+        let mut attempt = 1;
+        loop {
+            let from = offset + buf.len() as u64;
+            let (store, runtime) = remote.client()?;
+            let failure = runtime.block_on(self.fetch(&*store, &path, from..end, buf));
+            let Some(failure) = failure else {
+                return Ok(());
+            };
+            let at = Some(offset + buf.len() as u64);
+            match failure {
+                Failure::Transient(said) => {
+                    if !remote.back_off(attempt, started) {
+                        return Err(remote.error(
+                            at,
+                            ErrorKind::Io,
+                            gave_up(attempt, started, &said),
+                        ));
+                    }
+                    attempt += 1;
+                }
+                Failure::Permanent(said) => return Err(remote.error(at, ErrorKind::Io, said)),
+                Failure::Replaced(said) => {
+                    return Err(remote.error(
+                        at,
+                        ErrorKind::Io,
+                        format!(
+                            "the object changed while it was read (it is no longer the version \
+                             with ETag {} that was opened; {said}): read it again from the start",
+                            self.etag.as_deref().unwrap_or("(none)")
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// One ranged GET of `range`, appending to `buf` what arrives; `None` when all did.
+    async fn fetch(
+        &self,
+        store: &dyn ObjectStore,
+        path: &ObjectPath,
+        range: std::ops::Range<u64>,
+        buf: &mut Vec<u8>,
+    ) -> Option<Failure> {
+        let wanted = range.end - range.start;
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range)),
+            if_match: self.etag.clone(),
+            ..GetOptions::default()
+        };
+        let result = match store.get_opts(path, options).await {
+            Ok(result) => result,
+            Err(e) => return Some(self.remote.classify(&e, true)),
+        };
+        // Servers that ignore If-Match still say which version they sent.
+        if let (Some(expected), Some(got)) = (&self.etag, &result.meta.e_tag) {
+            if expected != got {
+                return Some(Failure::Replaced(format!("the server now has ETag {got}")));
+            }
+        }
+        let mut got = 0u64;
+        let mut stream = result.into_stream();
+        while let Some(piece) = stream.next().await {
+            match piece {
+                Ok(bytes) => {
+                    let room = (wanted - got).min(bytes.len() as u64) as usize;
+                    buf.extend_from_slice(&bytes[..room]);
+                    got += room as u64;
+                }
+                Err(e) => return Some(self.remote.classify(&e, true)),
+            }
+        }
+        (got < wanted).then(|| {
+            Failure::Transient(format!("the response ended after {got} of {wanted} bytes"))
+        })
+    }
+}
+
+fn gave_up(attempts: u32, started: Instant, said: &str) -> String {
+    format!(
+        "gave up after {attempts} attempts in {:.1} s; the last failure: {said}",
+        started.elapsed().as_secs_f64()
+    )
+}
+
+/// One object found by [`glob()`]: its URL and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteEntry {
+    /// `s3://bucket/key`.
+    pub url: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The objects whose URL matches `pattern` (`s3://bucket/dir/train-*.ctf`; `*`, `?` and `[...]`
+/// as in shell globs, never matching `/`), in sorted order. Only S3 URLs can be listed.
+pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> {
+    let remote = Remote::new(pattern, options)?;
+    let ObjectUrl::S3 { bucket, key } = &remote.location else {
+        return Err(remote
+            .config_error("an HTTP URL cannot be listed: name each file (globs need s3:// URLs)"));
+    };
+    let matcher = glob::Pattern::new(key)
+        .map_err(|e| remote.config_error(format!("not a valid glob: {e}")))?;
+    // The directory part before the first wildcard: object_store lists whole path segments.
+    let literal = &key[..key.find(['*', '?', '[']).unwrap_or(key.len())];
+    let directory = &literal[..literal.rfind('/').unwrap_or(0)];
+    let prefix = (!directory.is_empty()).then(|| ObjectPath::from(directory));
+    let match_options = glob::MatchOptions {
+        require_literal_separator: true,
+        ..glob::MatchOptions::default()
+    };
+    let started = Instant::now();
+    let mut attempt = 1;
+    loop {
+        let (store, runtime) = remote.client()?;
+        let listed = runtime.block_on(async {
+            let mut found = Vec::new();
+            let mut stream = store.list(prefix.as_ref());
+            while let Some(meta) = stream.next().await {
+                let meta = meta?;
+                if matcher.matches_with(meta.location.as_ref(), match_options) {
+                    found.push(RemoteEntry {
+                        url: format!("s3://{bucket}/{}", meta.location),
+                        size: meta.size,
+                    });
+                }
+            }
+            Ok::<_, object_store::Error>(found)
+        });
+        match listed {
+            Ok(mut found) => {
+                found.sort_by(|a, b| a.url.cmp(&b.url));
+                return Ok(found);
+            }
+            Err(e) => match remote.classify(&e, false) {
+                Failure::Transient(said) => {
+                    if !remote.back_off(attempt, started) {
+                        let message = gave_up(attempt, started, &said);
+                        return Err(remote.error(None, ErrorKind::Io, message));
+                    }
+                    attempt += 1;
+                }
+                Failure::Permanent(said) | Failure::Replaced(said) => {
+                    return Err(remote.error(None, ErrorKind::Io, format!("cannot list: {said}")))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_taken_apart() {
+        assert_eq!(
+            parse_url("s3://data/dir/train-1.ctf").unwrap(),
+            ObjectUrl::S3 {
+                bucket: "data".into(),
+                key: "dir/train-1.ctf".into()
+            }
+        );
+        assert_eq!(
+            parse_url("http://127.0.0.1:8080/a/b.cbf").unwrap(),
+            ObjectUrl::Http {
+                base: "http://127.0.0.1:8080".into(),
+                path: "a/b.cbf".into()
+            }
+        );
+        for bad in [
+            "s3:///key",
+            "ftp://host/x",
+            "data.ctf",
+            "http://user:pw@host/x",
+        ] {
+            let err = parse_url(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{bad}");
+            assert!(err.to_string().starts_with(bad), "{err}");
+        }
+        assert!(is_remote_url("S3://b/k") && is_remote_url("https://h/x"));
+        assert!(!is_remote_url("data/s3://x") && !is_remote_url("s3://"));
+        assert!(!is_remote_url("éééééé.ctf"));
+    }
+
+    #[test]
+    fn storage_options_are_key_value() {
+        assert_eq!(
+            RemoteOptions::parse_storage_option("AWS_REGION=eu-west-1").unwrap(),
+            ("aws_region".to_string(), "eu-west-1".to_string())
+        );
+        let err = RemoteOptions::parse_storage_option("aws_secret_access_key").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn unknown_storage_options_are_refused_naming_them() {
+        let options = RemoteOptions::with_storage_options([("aws_no_such_key", "1")]);
+        let err = RemoteObject::open("s3://bucket/key", &options).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(err.to_string().contains("'aws_no_such_key'"), "{err}");
+    }
+}
