@@ -1,5 +1,5 @@
 //! `exfeed.to_arrow` and the read tasks of `exfeed.ray`: sequences as Arrow record batches of
-//! exfeed-arrow's schema, handed to pyarrow (or any consumer of the Arrow PyCapsule protocol)
+//! exfeed's sequence schema (exfeed::arrow::schema), handed to pyarrow (or any consumer of the Arrow PyCapsule protocol)
 //! through the Arrow C stream interface. No value passes through Python objects.
 //!
 //! arrow-rs's own pyo3 integration (`pyarrow` feature) is built on another pyo3 than ours; the
@@ -13,14 +13,14 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchReader;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::SchemaRef;
+use exfeed::arrow::Value;
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
+use exfeed::convert::arrow_stream::SequenceStream;
 use exfeed::format::FileFormat;
 use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::ChunkSource;
 use exfeed::source::IndexMode;
 use exfeed::{DataSet, Diagnostic, DiagnosticSink, Precision};
-use exfeed_arrow::stream::SequenceStream;
-use exfeed_arrow::Value;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};

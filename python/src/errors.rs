@@ -1,6 +1,7 @@
 //! exfeed's errors as Python exceptions: one class per kind of problem, the position as
 //! attributes, and panics caught before they reach Python.
 
+use exfeed::error::ReaderArg;
 use exfeed::{Error, ErrorKind};
 use pyo3::exceptions::{PyOSError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -33,13 +34,37 @@ pyo3::create_exception!(
     "A bug in exfeed (a Rust panic caught at the boundary). The object that raised it is closed."
 );
 
-/// The Python exception for a library error.
+/// The Python exception for a library error; a bad reader argument names the keyword.
 pub fn to_py(err: Error) -> PyErr {
+    let err = match err.arg_error() {
+        Some(bad) => Error::config(bad.keyed_message(keyword)),
+        None => err,
+    };
     Python::attach(|py| match err.kind() {
         ErrorKind::Io | ErrorKind::Refused => os_error(&err),
         ErrorKind::Config => with_position(py, ConfigError::new_err(err.to_string()), &err),
         _ => with_position(py, DataError::new_err(err.to_string()), &err),
     })
+}
+
+/// The keyword of a reader's argument, as messages name it.
+fn keyword(arg: ReaderArg) -> &'static str {
+    match arg {
+        ReaderArg::Files => "files",
+        ReaderArg::Corpus => "corpus",
+        ReaderArg::Inputs => "inputs",
+        ReaderArg::Config => "config",
+        ReaderArg::ChunkSize => "chunk_size",
+        ReaderArg::MaxRecordSize => "max_record_size",
+        ReaderArg::Randomize => "randomize=False",
+        ReaderArg::WindowChunks => "window_chunks",
+        ReaderArg::WindowSamples => "window_samples",
+        ReaderArg::LensMode => "lens_mode",
+        ReaderArg::InputGroups => "input_groups",
+        ReaderArg::TargetGroups => "target_groups",
+        ReaderArg::Nan => "nan",
+        other => other.config_key(),
+    }
 }
 
 /// `OSError(errno, message, path)`: Python picks the subclass from the errno

@@ -371,9 +371,6 @@ impl SourceArgs {
     /// Refuses what only Python can get wrong: section= or set= without config=, and inputs=
     /// with config=.
     pub fn check(&self) -> PyResult<()> {
-        if self.args.max_record_size == Some(0) {
-            return Err(bad_arg("max_record_size", "must be at least 1 byte"));
-        }
         if self.config.is_some() && !self.args.inputs.is_empty() {
             return Err(bad_arg("inputs", "give inputs= or config=, not both"));
         }

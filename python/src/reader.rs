@@ -9,7 +9,7 @@
 
 use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
-use exfeed::configured::{AnyMinibatch, AnyReader, ArgStyle, ReaderArgs, RunOptions};
+use exfeed::configured::{AnyMinibatch, AnyReader, ReaderArgs, RunOptions};
 use exfeed::reader::{ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
@@ -298,7 +298,6 @@ impl Reader {
                     })
                     .transpose()?,
                 max_record_size,
-                style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },
         };
@@ -534,6 +533,16 @@ impl Reader {
         *lock_briefly(&self.stopper) = restored.stopper();
         engine.inner = Some(restored);
         Ok(())
+    }
+
+    /// With randomizer="cntk": goes to CNTK's checkpoint position, the global sample position
+    /// CNTK saves as `minibatchSourcePosition`, as CNTK's SetState does (the sweep is position
+    /// // samples per sweep; reading goes on at the first sequence of that sweep's order starting
+    /// at or after it). ValueError with randomizer="exfeed" (restore a state_dict() there).
+    fn set_cntk_position(&self, py: Python<'_>, position: u64) -> PyResult<()> {
+        let mut engine = self.engine(py)?;
+        let reader = engine.open()?;
+        detached(py, move || reader.set_cntk_position(position))
     }
 
     /// Stops the decoding threads and frees the reader's memory (arrays handed out stay valid).

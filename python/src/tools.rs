@@ -7,13 +7,12 @@ use crate::options::{
     SourceArgs,
 };
 use exfeed::config::ConfigOptions;
-use exfeed::configured::{ArgStyle, ReaderArgs};
+use exfeed::configured::ReaderArgs;
 use exfeed::convert::{convert as convert_file, ConvertOptions};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
 use exfeed::source::{split_corpus_key, DataPath};
 use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
-use exfeed_arrow::{read_arrow_file, write_arrow_file, ArrowFormat, Format};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -25,8 +24,10 @@ use std::path::{Path, PathBuf};
 /// `format=`, `to=`: ctf, cbf, ex (or lens), bex.
 fn format_arg(name: &str, v: Option<String>) -> PyResult<Option<FileFormat>> {
     v.map(|f| {
-        FileFormat::parse_name(&f)
-            .ok_or_else(|| bad_arg(name, format!("expected ctf, cbf, ex or bex, found {f:?}")))
+        FileFormat::parse_name(&f).ok_or_else(|| {
+            let want = "expected ctf, cbf, ex, bex, parquet or arrow";
+            bad_arg(name, format!("{want}, found {f:?}"))
+        })
     })
     .transpose()
 }
@@ -106,7 +107,6 @@ impl OpenArgs {
                 nan: kw.get("nan")?,
                 max_record_size: kw.get("max_record_size")?,
                 corpus: extract_corpus(kw.any("corpus")?.as_ref())?,
-                style: ArgStyle::Python,
                 ..ReaderArgs::default()
             },
         };
@@ -330,7 +330,8 @@ impl Checked {
 }
 
 /// What a file's header says, as `exfeed info`: for CBF `{"path", "format", "streams":
-/// [{"name", "storage", "dim", "element"}], "chunks", "sequences", "samples", "bytes"}`; for a
+/// [{"name", "storage", "dim", "element"}], "chunks", "sequences", "samples", "bytes"}`; for
+/// Parquet and Arrow IPC the same without "samples" (their footer does not say); for a
 /// Lens file `{"path", "format", "examples", "events", "max_events", "input_groups",
 /// "target_groups", "has_nan"}`. CTF has no header: `check()` summarizes it.
 #[pyfunction]
@@ -353,6 +354,7 @@ pub fn info<'py>(
             u64,
             u64,
         ),
+        Columnar(Vec<(String, Storage, usize, Precision)>, usize, u64, u64),
         Lens(exfeed::lens::info::Info),
     }
     let (name, fmt, found) = detached(py, move || {
@@ -374,6 +376,17 @@ pub fn info<'py>(
                     f.file_len(),
                 )
             }
+            FileFormat::Parquet | FileFormat::ArrowIpc => {
+                let f = data.columnar().expect("a columnar data set has its file");
+                let element = f.precision();
+                let streams = (f.streams().iter())
+                    .map(|s| (s.name.clone(), s.storage, s.dim, element))
+                    .collect();
+                let chunks = f.chunks();
+                let sequences = chunks.iter().map(|c| c.sequences as u64).sum();
+                let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+                Found::Columnar(streams, chunks.len(), sequences, bytes)
+            }
             FileFormat::LensText | FileFormat::LensBinary => {
                 // One example at a time, as `exfeed info` reads it: memory is one example's.
                 let summary = data.summary::<f32>(&mut exfeed::error::Ignore).result?;
@@ -389,21 +402,30 @@ pub fn info<'py>(
     })?;
     out.set_item("path", name)?;
     out.set_item("format", fmt.describe())?;
+    let stream_list = |streams: Vec<(String, Storage, usize, Precision)>| {
+        let list = PyList::empty(py);
+        for (n, storage, dim, element) in streams {
+            let d = PyDict::new(py);
+            d.set_item("name", n)?;
+            d.set_item("storage", storage.as_str())?;
+            d.set_item("dim", dim)?;
+            d.set_item("element", element.as_str())?;
+            list.append(d)?;
+        }
+        PyResult::Ok(list)
+    };
     match found {
         Found::Cbf(streams, chunks, sequences, samples, bytes) => {
-            let list = PyList::empty(py);
-            for (n, storage, dim, element) in streams {
-                let d = PyDict::new(py);
-                d.set_item("name", n)?;
-                d.set_item("storage", storage.as_str())?;
-                d.set_item("dim", dim)?;
-                d.set_item("element", element.as_str())?;
-                list.append(d)?;
-            }
-            out.set_item("streams", list)?;
+            out.set_item("streams", stream_list(streams)?)?;
             out.set_item("chunks", chunks)?;
             out.set_item("sequences", sequences)?;
             out.set_item("samples", samples)?;
+            out.set_item("bytes", bytes)?;
+        }
+        Found::Columnar(streams, chunks, sequences, bytes) => {
+            out.set_item("streams", stream_list(streams)?)?;
+            out.set_item("chunks", chunks)?;
+            out.set_item("sequences", sequences)?;
             out.set_item("bytes", bytes)?;
         }
         Found::Lens(i) => {
@@ -485,7 +507,7 @@ pub fn convert<'py>(
     let to = kw
         .get::<String>("to")?
         .map(|t| {
-            Format::parse_name(&t).ok_or_else(|| {
+            FileFormat::parse_name(&t).ok_or_else(|| {
                 bad_arg(
                     "to",
                     format!("expected ctf, cbf, ex, bex, parquet or arrow, found {t:?}"),
@@ -508,26 +530,11 @@ pub fn convert<'py>(
             overwrite,
             sync,
         };
-        let target = to.unwrap_or_else(|| Format::from_name(&dst));
         let mut problems: Vec<Diagnostic> = Vec::new();
-        // Parquet and Arrow IPC, in or out: exfeed-arrow.
-        if let Some((src, from)) = src
-            .as_ref()
-            .and_then(|s| Some((s, ArrowFormat::of_file(s)?)))
-        {
-            let inputs = &args.source.args.inputs;
-            let sequences = read_arrow_file(src, inputs, &dst, target, &options)?;
-            let done = (from.short_name(), target.short_name(), sequences, 0);
-            return Ok((done, problems));
-        }
         let opened = args.open(src.as_deref(), false)?;
         options.precision = Some(opened.precision);
         let from = opened.data.format().short_name();
-        if let Format::Arrow(format) = target {
-            let sequences = write_arrow_file(opened.data, &dst, format, &options, &mut problems)?;
-            return Ok(((from, format.short_name(), sequences, 0), problems));
-        }
-        options.to = target.exfeed();
+        options.to = Some(to.unwrap_or_else(|| FileFormat::from_name(&dst)));
         let done = convert_file(opened.data, &dst, &options, &mut problems)?;
         Ok((
             (from, done.to.short_name(), done.sequences, done.chunks),

@@ -13,7 +13,7 @@ from conftest import IN_CI, REPO, require
 
 import exfeed
 
-from exfeed.cntk.cntk_py import DictionaryValue, to_dictionary
+from exfeed.cntk.cntk_py import DictionaryValue, are_equal, to_dictionary
 from exfeed.cntk.io import (
     DEFAULT_RANDOMIZATION_WINDOW_IN_CHUNKS,
     FULL_DATA_SWEEP,
@@ -84,15 +84,19 @@ def jagged_source(path, **kwargs):
     return MinibatchSource(CTFDeserializer(path, defs), **kwargs)
 
 
-def read_values(source, size, count=None, **partition):
-    """The v values of up to `count` minibatches of `size` (all, if None), one list each."""
-    out = []
-    while count is None or len(out) < count:
+def minibatches(source, size, count=None, **partition):
+    """Up to `count` minibatches of `size` (all, if None), each its v stream's data."""
+    while count is None or count > 0:
         mb = source.next_minibatch(size, **partition)
         if not mb:
-            break
-        out.append(mb[source.streams.v].asarray().ravel().tolist())
-    return out
+            return
+        yield mb[source.streams.v]
+        count = None if count is None else count - 1
+
+
+def read_values(source, size, count=None, **partition):
+    """The v values of up to `count` minibatches of `size` (all, if None), one list each."""
+    return [v.asarray().ravel().tolist() for v in minibatches(source, size, count, **partition)]
 
 
 def conformance():
@@ -433,8 +437,8 @@ def test_max_samples_is_shared_by_the_partitions(tmp_path):
     assert read_values(single, 4, num_data_partitions=2, partition_index=1) == []
 
 
-def test_partitioning_cannot_change_after_the_first_minibatch(tmp_path):
-    source = values_source(one_per_line(tmp_path, 8), chunk_size=12)
+def test_partitioning_cannot_change_after_the_first_minibatch_in_exfeed_s_order(tmp_path):
+    source = values_source(one_per_line(tmp_path, 8), chunk_size=12, randomizer="exfeed")
     assert len(read_values(source, 2, 2, num_data_partitions=2, partition_index=1)) == 2
     with pytest.raises(ValueError, match="partition"):
         source.next_minibatch(2)
@@ -476,24 +480,140 @@ def test_checkpoint_of_a_partition(tmp_path):
 
 def test_a_checkpoint_taken_before_reading_leaves_the_partitioning_open(tmp_path):
     path = one_per_line(tmp_path, 20)
-    state = values_source(path, chunk_size=12, randomize=False).get_checkpoint_state()
-    source = values_source(path, chunk_size=12, randomize=False)
+    options = {"chunk_size": 12, "randomize": False, "randomizer": "exfeed"}
+    state = values_source(path, **options).get_checkpoint_state()
+    source = values_source(path, **options)
     source.restore_from_checkpoint(state)
     # Global size 4: this partition takes 2, from its chunks (lines 2-3, 6-7, ...).
     assert read_values(source, 4, 2, num_data_partitions=2, partition_index=1) == [[2, 3], [6, 7]]
 
 
-def test_a_checkpoint_from_elsewhere_is_refused(tmp_path):
+def test_a_checkpoint_from_elsewhere_is_refused_in_exfeed_s_order(tmp_path):
     path = one_per_line(tmp_path, 40)
-    source = values_source(path, randomization_seed=3)
-    with pytest.raises(ValueError, match="exfeed checkpoint"):
+    source = values_source(path, randomization_seed=3, randomizer="exfeed")
+    with pytest.raises(ValueError, match="randomizer='exfeed'"):
         source.restore_from_checkpoint({"minibatchSourcePosition": 3})
-    other = values_source(path)
+    other = values_source(path, randomizer="exfeed")
     read_values(other, 5, 1)
     with pytest.raises(ValueError, match="randomizationSeed"):
         source.restore_from_checkpoint(other.get_checkpoint_state())
     # The refused restores changed nothing.
-    assert read_values(source, 40, 1) == read_values(values_source(path, randomization_seed=3), 40, 1)
+    assert read_values(source, 40, 1) == read_values(
+        values_source(path, randomization_seed=3, randomizer="exfeed"), 40, 1
+    )
+    # Across the two orders, a checkpoint is refused both ways.
+    with pytest.raises(ValueError, match="randomizer='exfeed'"):
+        values_source(path).restore_from_checkpoint(other.get_checkpoint_state())
+    with pytest.raises(ValueError, match="minibatchSourcePosition"):
+        values_source(path).restore_from_checkpoint({"position": 3})
+
+
+# --- checkpoints in CNTK's order ------------------------------------------------------------------
+
+
+def numbered_sequences(tmp_path, n, name="numbered.ctf"):
+    """n sequences (ids 0..n-1) of 1 to 4 samples, every sample's |v value its sequence's id."""
+    lines = ("%d |v %d\n" % (k, k) for k in range(n) for _ in range(1 + (k * 7) % 4))
+    return write(tmp_path, "".join(lines), name)
+
+
+def sequence_values(source, size, count=None, **partition):
+    """Each minibatch's sequences, as the v value of each (numbered_sequences)."""
+    return [
+        [int(s[0, 0]) for s in v.as_sequences()]
+        for v in minibatches(source, size, count, **partition)
+    ]
+
+
+def samples_of(sequences):
+    """The samples of numbered_sequences' sequences."""
+    return sum(1 + (k * 7) % 4 for k in sequences)
+
+
+def test_a_cntk_order_checkpoint_is_cntk_s_dictionary_and_restores_the_same_minibatches(tmp_path):
+    path = numbered_sequences(tmp_path, 120)
+    options = {"chunk_size": 64, "randomization_window_in_chunks": 3, "max_sweeps": 3}
+    source = values_source(path, **options)
+    first = sequence_values(source, 9, 20)
+    state = source.get_checkpoint_state()
+    # Only CNTK's key: the global sample position, here all that was read (one partition).
+    assert state == {"minibatchSourcePosition": samples_of(sum(first, []))}
+    ahead = sequence_values(source, 9, 25)
+    fresh = values_source(path, **options)
+    fresh.restore_from_checkpoint(json.loads(json.dumps(state)))
+    assert sequence_values(fresh, 9, 25) == ahead
+    # current_position is the same dictionary.
+    position = state["minibatchSourcePosition"] + samples_of(sum(ahead, []))
+    assert fresh.current_position == {"minibatchSourcePosition": position}
+
+
+@pytest.mark.parametrize("randomize", [True, False])
+def test_a_hand_made_cntk_position_goes_on_at_the_next_sequence_start(tmp_path, randomize):
+    # CNTK's SetState: sweep = position // sweep samples, then the first sequence of that
+    # sweep's order starting at or after the position. Checked against one read from the start
+    # with minibatches of one sequence each (a minibatch of 1 sample holds one sequence).
+    path = numbered_sequences(tmp_path, 60)
+    options = {"chunk_size": 40, "randomization_window_in_chunks": 4, "randomize": randomize}
+    timeline = []  # (start position, sequence) over three sweeps
+    start = 0
+    for [seq] in sequence_values(values_source(path, max_sweeps=3, **options), 1):
+        timeline.append((start, seq))
+        start += samples_of([seq])
+    sweep = start // 3
+    assert sweep == samples_of(range(60))
+    for position in (0, 1, 7, 100, sweep - 1, sweep, sweep + 5, 2 * sweep + 33, 3 * sweep - 1):
+        source = values_source(path, max_sweeps=3, **options)
+        source.restore_from_checkpoint({"minibatchSourcePosition": position})
+        expected = [[seq] for begin, seq in timeline if begin >= position]
+        assert sequence_values(source, 1) == expected, position
+        # The position moves on to that sequence's start (the end once read), as in CNTK.
+        assert source.get_checkpoint_state() == {"minibatchSourcePosition": 3 * sweep}
+
+
+@pytest.mark.parametrize("randomize", [True, False])
+def test_a_partition_restores_from_the_global_position(tmp_path, randomize):
+    path = numbered_sequences(tmp_path, 90)
+    options = {"chunk_size": 48, "max_sweeps": 2, "randomize": randomize}
+    partition = {"num_data_partitions": 3, "partition_index": 1}
+    source = values_source(path, **options)
+    sequence_values(source, 12, 6, **partition)
+    state = source.get_checkpoint_state()
+    expected = sequence_values(source, 12, **partition)
+    fresh = values_source(path, **options)
+    fresh.restore_from_checkpoint(state)
+    assert sequence_values(fresh, 12, **partition) == expected and expected
+    # Every partition restored from the same global position gets its own part: together,
+    # the rest of the epoch's sequences, each once.
+    rest = []
+    for index in range(3):
+        other = values_source(path, **options)
+        other.restore_from_checkpoint(state)
+        rest += sum(sequence_values(other, 12, num_data_partitions=3, partition_index=index), [])
+    whole = sum(sequence_values(values_source(path, **options), 1), [])
+    assert sorted(rest) == sorted(whole[len(whole) - len(rest):])
+
+
+def test_partitioning_may_change_between_minibatches_in_cntk_s_order(tmp_path):
+    # CNTK's SetConfiguration keeps the global position: a source read by one partition, then
+    # by another, goes on where the first stopped, as a source restored there would.
+    path = one_per_line(tmp_path, 40)
+    source = values_source(path, chunk_size=12, max_sweeps=1)
+    read_values(source, 4, 3, num_data_partitions=2, partition_index=1)
+    state = source.get_checkpoint_state()
+    restored = values_source(path, chunk_size=12, max_sweeps=1)
+    restored.restore_from_checkpoint(state)
+    assert read_values(source, 4) == read_values(restored, 4)
+
+
+def test_a_cntk_order_source_without_randomization_partitions_by_sequence(tmp_path):
+    # CNTK's NoRandomizer: partition i of n takes the sequences whose running count modulo n
+    # is i; a partition's size is its share of the global size.
+    path = one_per_line(tmp_path, 20)
+    state = values_source(path, chunk_size=12, randomize=False).get_checkpoint_state()
+    assert state == {"minibatchSourcePosition": 0}
+    source = values_source(path, chunk_size=12, randomize=False)
+    source.restore_from_checkpoint(state)
+    assert read_values(source, 4, 2, num_data_partitions=2, partition_index=1) == [[1, 3], [5, 7]]
 
 
 # --- deserializers and their configuration ------------------------------------------------------
@@ -566,11 +686,26 @@ def assert_same_minibatches(source_a, mb_a, source_b, mb_b):
         )
         assert x.data.masked_count() == y.data.masked_count()
         np.testing.assert_array_equal(x.mask, y.mask)
+        assert are_equal(x.data.data, y.data.data)  # CNTK's comparison
         for p, q in zip(x.as_sequences(), y.as_sequences()):
             if x.is_sparse:
                 assert (p != q).nnz == 0
             else:
                 np.testing.assert_array_equal(p, q)
+
+
+def test_are_equal_compares_elements_and_shapes(tmp_path):
+    def first(text, sparse):
+        path = write(tmp_path, text, "v%d.ctf" % len(list(tmp_path.iterdir())))
+        d = CTFDeserializer(path, StreamDefs(v=StreamDef(field="v", shape=3, is_sparse=sparse)))
+        source = MinibatchSource(d, randomize=False)
+        return source.next_minibatch(10)[source.streams.v].data.data
+
+    for sparse, (a, b) in [(False, ("1 0 2", "1 0 3")), (True, ("0:1 2:2", "0:1 2:3"))]:
+        x, y = first("0 |v %s\n1 |v %s\n" % (a, a), sparse), first("0 |v %s\n1 |v %s\n" % (a, b), sparse)
+        assert are_equal(x, x) and not are_equal(x, y)
+        # The same elements in another shape (one sequence of two samples) differ.
+        assert not are_equal(x, first("0 |v %s\n0 |v %s\n" % (a, a), sparse))
 
 
 def test_cbf_and_ctf_deliver_the_same_minibatches():

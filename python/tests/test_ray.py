@@ -108,3 +108,20 @@ def test_iter_torch_batches_feeds_every_sequence_once_as_padded_tensors(local_ra
     # A sparse stream without its dim: the error says what to pass.
     with pytest.raises(Exception, match=r"TorchCollate\(\{'y': DIM\}\)"):
         next(iter(ds.iter_torch_batches(batch_size=8, collate_fn=exfeed.ray.TorchCollate())))
+
+
+def test_a_parquet_file_is_read_by_tasks_of_its_own_row_groups(local_ray, tmp_path):
+    import exfeed.ray
+
+    truth = write_shards(tmp_path, 1, 400)
+    parquet = tmp_path / "train.parquet"
+    exfeed.convert(tmp_path / "train-00000.ctf", parquet, inputs=INPUTS, chunk_size=2048)
+    groups = exfeed.info(parquet)["chunks"]
+    assert groups >= 4
+    # A row group is a chunk: the tasks split them, their row counts exact from the footer.
+    tasks = exfeed.ray.ExfeedDatasource(str(parquet)).get_read_tasks(4)
+    assert len(tasks) == 4 and sum(t.metadata.num_rows for t in tasks) == 400
+    rows = exfeed.ray.read(str(parquet), override_num_blocks=4).take_all()
+    assert sorted(r["key"] for r in rows) == sorted(truth)
+    for r in rows:
+        np.testing.assert_array_equal(np.array([list(s) for s in r["x"]], dtype=np.float32), truth[r["key"]][0])

@@ -1,5 +1,6 @@
 //! Printing diagnostics and errors to stderr.
 
+use exfeed::error::ReaderArg;
 use exfeed::{Diagnostic, DiagnosticSink, Severity};
 use std::io::Write;
 
@@ -83,7 +84,32 @@ pub fn print_error(err: &anyhow::Error) {
     let _ = writeln!(stderr);
 }
 
-/// Prints a library error (it carries its own location).
+/// Prints a library error (it carries its own location); a bad reader argument is named by its
+/// flag.
 pub fn print_library_error(err: &exfeed::Error) {
-    let _ = writeln!(std::io::stderr().lock(), "exfeed: error: {err}");
+    let message = match err.arg_error() {
+        Some(bad) => bad.message(flag),
+        None => err.to_string(),
+    };
+    let _ = writeln!(std::io::stderr().lock(), "exfeed: error: {message}");
+}
+
+/// The flag of a reader's argument, as messages name it.
+fn flag(arg: ReaderArg) -> &'static str {
+    match arg {
+        ReaderArg::Files => "files",
+        ReaderArg::Corpus => "--corpus",
+        ReaderArg::Inputs => "--input NAME:FORMAT:DIM[:ALIAS]",
+        ReaderArg::Config => "--config",
+        ReaderArg::ChunkSize => "--chunk-size",
+        ReaderArg::MaxRecordSize => "--max-record-size",
+        ReaderArg::Randomize => "--no-randomize",
+        ReaderArg::WindowChunks => "--window-chunks",
+        ReaderArg::WindowSamples => "--window-samples",
+        ReaderArg::LensMode => "--lens-mode",
+        ReaderArg::InputGroups => "--input-groups",
+        ReaderArg::TargetGroups => "--target-groups",
+        ReaderArg::Nan => "--nan",
+        other => other.config_key(),
+    }
 }

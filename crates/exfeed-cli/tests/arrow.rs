@@ -76,6 +76,111 @@ fn ctf_to_parquet_and_arrow_and_back_gives_the_same_text() {
     );
 }
 
+/// Runs exfeed in `d` with `stdin`, which must succeed; returns its stdout.
+fn stdout_of(args: &[&str], d: &Path, stdin: Option<&[u8]>) -> String {
+    let out = exfeed_in(d, args, stdin);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn parquet_and_arrow_are_read_by_every_command_like_the_ctf_they_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Many sequences in small row groups / record batches: several chunks each.
+    let ctf: String = (0..200)
+        .map(|k| format!("{} |a {k} 0.5 |b {}:1\n{} |a -1 {k}\n", k * 3, k % 5, k * 3))
+        .collect();
+    std::fs::write(d.join("in.ctf"), &ctf).unwrap();
+    let with_inputs = |args: &[&'static str]| {
+        let mut v = args.to_vec();
+        v.extend(inputs());
+        v
+    };
+    let want_dump = stdout_of(&with_inputs(&["dump", "in.ctf"]), d, None);
+    let read = ["read", "--no-randomize", "--dump", "--minibatch-size", "64"];
+    let mut read_ctf = read.to_vec();
+    read_ctf.insert(1, "in.ctf");
+    let want_read = stdout_of(&with_inputs(&read_ctf), d, None).replace("in.ctf", "F");
+    let want_check = stdout_of(&with_inputs(&["check", "in.ctf"]), d, None);
+    for (file, format) in [("s.parquet", "Parquet"), ("s.arrow", "Arrow IPC")] {
+        ok(
+            &with_inputs(&["convert", "in.ctf", file, "--chunk-size", "2K"]),
+            d,
+        );
+        let info = stdout_of(&["info", file], d, None);
+        assert!(info.contains(&format!("format: {format}")), "{info}");
+        // The same sequences as the CTF file, by every command, without any --input.
+        assert_eq!(stdout_of(&["dump", file], d, None), want_dump, "{file}");
+        let mut read_file = read.to_vec();
+        read_file.insert(1, file);
+        assert_eq!(
+            stdout_of(&read_file, d, None).replace(file, "F"),
+            want_read,
+            "{file}"
+        );
+        let check = stdout_of(&["check", file], d, None);
+        let streams = |s: &str| {
+            s.lines()
+                .filter(|l| l.contains("input '"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(streams(&check), streams(&want_check), "{file}");
+        // Shuffled, two workers: every sequence once between them.
+        let mut keys = Vec::new();
+        for rank in ["0", "1"] {
+            let args = [
+                "read",
+                file,
+                "--dump",
+                "--minibatch-size",
+                "32",
+                "--num-workers",
+                "2",
+                "--worker-rank",
+                rank,
+            ];
+            for line in stdout_of(&args, d, None).lines() {
+                let mb: serde_json::Value = serde_json::from_str(line).unwrap();
+                for s in mb["sequences"].as_array().unwrap() {
+                    keys.push(s["key"].as_u64().unwrap());
+                }
+            }
+        }
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            (0..200).map(|k| k * 3).collect::<Vec<u64>>(),
+            "{file}"
+        );
+        // From standard input (read into memory: the footer is at the end).
+        let bytes = std::fs::read(d.join(file)).unwrap();
+        let from = format.split(' ').next().unwrap().to_lowercase();
+        let piped = stdout_of(&["dump", "-", "--from", &from], d, Some(&bytes));
+        assert_eq!(piped, want_dump, "{file} from standard input");
+    }
+    // A configuration names them by exfeed's reader types.
+    std::fs::write(
+        d.join("p.cntk"),
+        "reader = [ readerType = ParquetReader ; file = \"s.parquet\" ; randomize = false ]\n",
+    )
+    .unwrap();
+    let by_config = stdout_of(
+        &[
+            "read",
+            "--config",
+            "p.cntk",
+            "--dump",
+            "--minibatch-size",
+            "64",
+        ],
+        d,
+        None,
+    );
+    assert_eq!(by_config.replace("s.parquet", "F"), want_read);
+}
+
 #[test]
 fn a_stream_selection_reads_one_column_of_parquet_and_arrow() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,7 +190,7 @@ fn a_stream_selection_reads_one_column_of_parquet_and_arrow() {
         let mut args = vec!["convert", "in.ctf", out];
         args.extend(inputs());
         ok(&args, d);
-        // `y` alone (the reader reads only its column; exfeed-arrow's tests check the bytes
+        // `y` alone (the reader reads only its column; the library's arrow tests check the bytes
         // read), by its name, and by its name in the file exposed under another; written
         // under the alias the file keeps.
         for (i, input) in ["y:sparse:5", "labels:sparse:5:y"].iter().enumerate() {

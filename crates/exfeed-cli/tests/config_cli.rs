@@ -5,7 +5,8 @@
 mod common;
 
 use common::exfeed;
-use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig};
+use exfeed::config::{cntk_sections, ReaderConfig};
+use exfeed::format::FileFormat;
 
 #[test]
 fn every_ctf_config_section_dumps_like_its_flags() {
@@ -20,7 +21,7 @@ fn every_ctf_config_section_dumps_like_its_flags() {
             let cfg = ReaderConfig::from_cntk_str(&text, cfg_name, Some(&section)).unwrap();
             for d in &cfg.deserializers {
                 let data = cntk.join("ctf").join(&d.file);
-                if d.kind != DeserializerKind::Ctf || !data.exists() {
+                if d.format != FileFormat::Ctf || !data.exists() {
                     continue; // the corpus does not carry every file CNTK's tests generate
                 }
                 let data = data.to_str().unwrap().to_string();
@@ -177,7 +178,8 @@ fn config_names_what_it_cannot_read_and_exits_1() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let err = v["sections"][0]["error"].as_str().unwrap();
     assert!(err.ends_with("deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed cannot read \
-         (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"), "{err}");
+         (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, \
+         ParquetDeserializer, ArrowDeserializer)"), "{err}");
     let out = exfeed([
         "config",
         &own_config("slot_tagging.cntk"),

@@ -379,7 +379,7 @@ fn an_interrupted_conversion_leaves_nothing_behind() {
 
 #[test]
 fn columnar_outputs_are_recognised_by_name_and_to_not_written_as_ctf() {
-    // Parquet and Arrow IPC (exfeed-arrow, tested in tests/arrow.rs): by name or --to.
+    // Parquet and Arrow IPC (the library's arrow feature, tested in tests/arrow.rs): by name or --to.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("in.txt"), CTF).unwrap();

@@ -262,7 +262,10 @@ fn conflicts_and_missing_layout_are_clear_errors() {
         &strs(&with(&["--lens-mode", "sideways"])),
         "ORDERED, PERMUTED",
     );
-    fail(&["read", &f, "-m", "4"], "needs the network's layout");
+    fail(
+        &["read", &f, "-m", "4"],
+        "needs the network's layout: --input-groups and --target-groups",
+    );
     fail(
         &["read", &f, "-m", "4", "--input-groups", "a:2"],
         "give both",
@@ -281,7 +284,8 @@ fn conflicts_and_missing_layout_are_clear_errors() {
             "--lens-mode",
             "ordered",
         ],
-        "apply to Lens example files",
+        // The flag given is named.
+        "error: --lens-mode applies to Lens example files",
     );
     // All frequencies 0: PROBABILISTIC cannot draw.
     let zero = generated(dir.path(), 3, |_| 0.0);

@@ -1,5 +1,7 @@
 //! Conversion: whole inputs of any format to files of any format ([`convert`], what
 //! `exfeed convert` does), and the cores between CTF and CBF ([`ctf_to_cbf`], [`cbf_to_ctf`]).
+//! With the `arrow` feature, any input also becomes a stream of Arrow record batches
+//! (`arrow_stream::SequenceStream`, Python's `exfeed.to_arrow`).
 //!
 //! CTF to CBF parses the text in pieces of whole sequences on every core ([`parse_ctf_pieces`]),
 //! encoding each where it was parsed, while this thread writes them out in order: memory stays
@@ -10,12 +12,16 @@
 //! byte-identical to ctf2bin's wherever it writes a single chunk. CBF keys do not store the CTF sequence ids; CBF to CTF writes the 0-based
 //! sequence index as the id.
 
+#[cfg(feature = "arrow")]
+pub mod arrow_stream;
+#[cfg(feature = "arrow")]
+pub(crate) mod columnar;
 mod files;
 mod pieces;
 
-pub use files::{
-    convert, convert_with_progress, write_cbf, write_ctf, ColumnarFormat, ConvertOptions, Converted,
-};
+#[cfg(feature = "arrow")]
+pub use columnar::{write_arrow_file, write_sequences};
+pub use files::{convert, convert_with_progress, write_cbf, write_ctf, ConvertOptions, Converted};
 pub use pieces::{parse_ctf_pieces, PieceStages, PIECE_BYTES};
 
 use crate::batch::SequenceBatch;

@@ -50,7 +50,9 @@ use crate::lens::ExampleSet;
 use crate::limits::Limits;
 use crate::options::ReadOptions;
 use crate::reader::ChunkSource;
-use crate::source::{CbfSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions};
+use crate::source::{
+    CbfSource, CorpusSource, CtfSource, CtfSourceOptions, LensSource, LensSourceOptions,
+};
 use crate::stream::{Storage, StreamSpec};
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -95,6 +97,9 @@ pub struct LensLayout {
     /// The value NaN becomes. `None`: NaN is an error in [`DataSet::sequences`] (CTF and CBF
     /// cannot hold it) and stays NaN in [`DataSet::into_chunk_source`] (minibatches can).
     pub nan: Option<f32>,
+    /// Whether the reader's source gives the examples' frequencies (`freq:`) as weights for
+    /// draws with replacement (Lens's PROBABILISTIC mode).
+    pub frequencies: bool,
 }
 
 impl OpenOptions {
@@ -127,6 +132,9 @@ enum Content {
     Cbf(Box<CbfFile<InputBytes>>),
     /// A corpus ([`open_corpus`]): its first file opened, the others opened when reached.
     Corpus(Box<corpus::CorpusFiles>),
+    /// A Parquet or Arrow IPC file (its footer and schema read).
+    #[cfg(feature = "arrow")]
+    Columnar(Box<crate::arrow::ColumnarFile>),
 }
 
 /// Opens `input` (a path; `-` is standard input) and recognises its format (see the
@@ -152,6 +160,9 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
             let bytes = read_all(reader, &name, Holding::Binary)?;
             Content::Cbf(Box::new(CbfFile::open(bytes).map_err(in_file)?))
         }
+        format if format.is_columnar() => {
+            open_columnar(&input, reader, compression, format, options)?
+        }
         _ => Content::Stream(reader),
     };
     if let Content::Cbf(file) = &mut content {
@@ -169,6 +180,51 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
     })
 }
 
+/// A Parquet or Arrow IPC file: read in place when it is a plain file, else (a pipe, standard
+/// input, a compressed file) read into memory first, as its footer is at its end.
+#[cfg(feature = "arrow")]
+fn open_columnar(
+    input: &InputPath,
+    reader: Box<dyn BufRead + Send>,
+    compression: Compression,
+    format: FileFormat,
+    options: &OpenOptions,
+) -> Result<Content> {
+    use crate::arrow::{ColumnarFile, ColumnarInput};
+    let name = input.display_name();
+    let bytes = match input.path() {
+        Some(path) if input.is_seekable() && compression == Compression::None => {
+            drop(reader);
+            ColumnarInput::file(path)?
+        }
+        _ => match read_all(reader, &name, Holding::Binary)? {
+            InputBytes::Owned(v) => ColumnarInput::Memory(v.into()),
+            other => ColumnarInput::Memory(bytes::Bytes::copy_from_slice(&other)),
+        },
+    };
+    let file = ColumnarFile::open(bytes, &name, format, &options.inputs)?;
+    Ok(Content::Columnar(Box::new(file)))
+}
+
+/// Without the `arrow` feature, Parquet and Arrow IPC files are recognised and refused.
+#[cfg(not(feature = "arrow"))]
+fn open_columnar(
+    input: &InputPath,
+    _: Box<dyn BufRead + Send>,
+    _: Compression,
+    format: FileFormat,
+    _: &OpenOptions,
+) -> Result<Content> {
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        Location::default().with_file(input.display_name()),
+        format!(
+            "this is {}: reading it needs exfeed built with the `arrow` feature",
+            format.describe()
+        ),
+    ))
+}
+
 /// The format of `input` whose first (decompressed) bytes are `head`: magic bytes, then the
 /// name (see the [module documentation](self)).
 fn detect_format(input: &InputPath, head: &[u8]) -> FileFormat {
@@ -176,12 +232,6 @@ fn detect_format(input: &InputPath, head: &[u8]) -> FileFormat {
         Some(path) => FileFormat::detect(path, head),
         None => FileFormat::from_magic(head).unwrap_or(FileFormat::Ctf),
     }
-}
-
-/// The format of the file `input`, recognised as [`open`] does, reading only its first bytes.
-pub(crate) fn format_of(input: &InputPath) -> Result<FileFormat> {
-    let (_, head, _) = open_peeked(input, 8)?;
-    Ok(detect_format(input, &head))
 }
 
 impl DataSet {
@@ -255,6 +305,8 @@ impl DataSet {
                 Materializer::new(l.input_groups.clone(), l.target_groups.clone())
                     .stream_specs("input", "target")
             }),
+            #[cfg(feature = "arrow")]
+            Content::Columnar(f) => Some(f.streams().to_vec()),
         }
     }
 
@@ -286,6 +338,8 @@ impl DataSet {
             Content::Cbf(_) => Some(Precision::Double),
             Content::Stream(_) => None,
             Content::Corpus(c) => c.first.stored_precision(),
+            #[cfg(feature = "arrow")]
+            Content::Columnar(f) => Some(f.precision()),
         }
     }
 
@@ -293,7 +347,16 @@ impl DataSet {
     pub fn cbf(&self) -> Option<&CbfFile<InputBytes>> {
         match &self.content {
             Content::Cbf(f) => Some(f),
-            Content::Stream(_) | Content::Corpus(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The Parquet or Arrow IPC file, when this is one (for its schema and chunks).
+    #[cfg(feature = "arrow")]
+    pub fn columnar(&self) -> Option<&crate::arrow::ColumnarFile> {
+        match &self.content {
+            Content::Columnar(f) => Some(f),
+            _ => None,
         }
     }
 
@@ -306,7 +369,7 @@ impl DataSet {
                 Content::Cbf(f) => (f, c.first.name()),
                 _ => return Vec::new(),
             },
-            Content::Stream(_) => return Vec::new(),
+            _ => return Vec::new(),
         };
         file.rename_warnings()
             .into_iter()
@@ -336,6 +399,11 @@ impl DataSet {
                 Some(b) => Arc::from(b),
                 None => return Ok(self.input),
             },
+            #[cfg(feature = "arrow")]
+            Content::Columnar(file) => match file.input() {
+                crate::arrow::ColumnarInput::Memory(b) => Arc::from(&b[..]),
+                crate::arrow::ColumnarInput::File(..) => return Ok(self.input),
+            },
             Content::Corpus(_) => unreachable!("refused above"),
         };
         Ok(InputPath::Memory {
@@ -345,48 +413,70 @@ impl DataSet {
     }
 
     /// The engine's source over this input: chunks of whole sequences decoded on demand, read
-    /// as [`OpenOptions::read`] says (see [`CtfSource`], [`CbfSource`], [`LensSource`]). A Lens file
-    /// needs [`OpenOptions::lens`]. Inputs that cannot seek are read into memory first.
+    /// as [`OpenOptions::read`] says (see [`DataSet::into_source`]).
     pub fn into_chunk_source<T: Element>(self) -> Result<Arc<dyn ChunkSource<T>>> {
+        Ok(self.into_source()?.chunk_source())
+    }
+
+    /// The engine's source over this input, by format (see [`FormatSource`]): CTF read as
+    /// [`OpenOptions::read`] says ([`CtfSource`]), CBF by its own chunks ([`CbfSource`]), a
+    /// Lens file for [`OpenOptions::lens`] ([`LensSource`]), a Parquet or Arrow IPC file by row
+    /// group or record batch, a corpus shard after shard ([`CorpusSource`]). Inputs that
+    /// cannot seek are read into memory first.
+    pub fn into_source<T: Element>(self) -> Result<FormatSource<T>> {
         if self.is_corpus() {
-            // Every shard's chunks, shard after shard (CorpusSource).
             let mut shards = Vec::new();
             for (_, _, data) in self.shards() {
                 let data = data?;
-                shards.push((data.name().to_string(), data.into_chunk_source::<T>()?));
+                let name = data.name().to_string();
+                shards.push((name, data.into_source::<T>()?));
             }
-            return Ok(Arc::new(crate::source::CorpusSource::new(shards)?));
+            let parts = shards
+                .iter()
+                .map(|(name, s)| (name.clone(), s.chunk_source()))
+                .collect();
+            let source = Arc::new(CorpusSource::new(parts)?);
+            let shards = shards.into_iter().map(|(_, s)| s).collect();
+            return Ok(FormatSource::Corpus { source, shards });
         }
         let (format, options) = (self.format, self.options.clone());
         let name = self.name.clone();
         let input = match self.content {
             // Opened already (mapped, or decompressed once), its streams selected.
-            Content::Cbf(file) => return Ok(Arc::new(CbfSource::from_file(*file, self.name))),
+            Content::Cbf(file) => {
+                return Ok(FormatSource::Cbf(Arc::new(CbfSource::from_file(
+                    *file, self.name,
+                ))))
+            }
+            #[cfg(feature = "arrow")]
+            Content::Columnar(file) => return Ok(FormatSource::Columnar(Arc::new(*file))),
             content => DataSet { content, ..self }.into_input()?,
         };
         Ok(match format {
-            FileFormat::Ctf => Arc::new(CtfSource::open(
+            FileFormat::Ctf => FormatSource::Ctf(Arc::new(CtfSource::open(
                 &input,
                 CtfSourceOptions {
                     ctf: options.ctf(),
                     read: options.read,
                 },
-            )?),
-            FileFormat::Cbf => unreachable!("CBF is opened as CBF content"),
+            )?)),
             FileFormat::LensText | FileFormat::LensBinary => {
                 let layout = needs_layout(&options, &name)?;
-                Arc::new(LensSource::open(
+                FormatSource::Lens(Arc::new(LensSource::open(
                     &input,
-                    &[],
+                    &options.inputs,
                     LensSourceOptions {
                         input_groups: layout.input_groups.clone(),
                         target_groups: layout.target_groups.clone(),
                         nan: layout.nan,
                         limits: options.limits,
                         read: options.read,
-                        ..LensSourceOptions::default()
+                        use_frequencies: layout.frequencies,
                     },
-                )?)
+                )?))
+            }
+            FileFormat::Cbf | FileFormat::Parquet | FileFormat::ArrowIpc => {
+                unreachable!("opened as their content")
             }
         })
     }
@@ -432,6 +522,8 @@ impl DataSet {
                 Some(b) => Ok(InputBytes::Owned(b.to_vec())),
                 None => crate::io::open_bytes(&self.input),
             },
+            #[cfg(feature = "arrow")]
+            Content::Columnar(_) => crate::io::open_bytes(&self.input),
             Content::Corpus(_) => unreachable!("refused above"),
         }
     }
@@ -555,11 +647,15 @@ impl DataSet {
                 }
             }
             (_, Content::Cbf(_)) => unreachable!("CBF content is opened as CBF"),
+            #[cfg(feature = "arrow")]
+            (_, Content::Columnar(file)) => Inner::Columnar(Box::new(file.sequences(None)?)),
         };
         let streams = match &inner {
             Inner::Ctf { .. } => self.options.inputs.clone(),
             Inner::Cbf { file, .. } => file.stream_specs(),
             Inner::Lens { materializer, .. } => materializer.stream_specs("input", "target"),
+            #[cfg(feature = "arrow")]
+            Inner::Columnar(file) => file.streams().to_vec(),
             Inner::Corpus(_) => unreachable!("returned above"),
         };
         Ok(Sequences {
@@ -649,6 +745,82 @@ impl DataSet {
             summary.add(&batch);
         }
         Ok(())
+    }
+}
+
+/// A data set's chunk source, by format ([`DataSet::into_source`]): the engine reads it as
+/// [`FormatSource::chunk_source`]; the sources themselves say more (a CTF file's index, a Lens
+/// file's frequencies, warnings met while reading).
+pub enum FormatSource<T: Element> {
+    /// A CTF file.
+    Ctf(Arc<CtfSource>),
+    /// A CBF file.
+    Cbf(Arc<CbfSource>),
+    /// A Lens example file.
+    Lens(Arc<LensSource>),
+    /// A Parquet or Arrow IPC file.
+    #[cfg(feature = "arrow")]
+    Columnar(Arc<crate::arrow::ColumnarFile>),
+    /// A corpus: its shards' sources, one after the other.
+    Corpus {
+        /// The shards as one source.
+        source: Arc<CorpusSource<T>>,
+        /// Each shard's own.
+        shards: Vec<FormatSource<T>>,
+    },
+}
+
+impl<T: Element> FormatSource<T> {
+    /// What the reader engine reads.
+    pub fn chunk_source(&self) -> Arc<dyn ChunkSource<T>> {
+        match self {
+            FormatSource::Ctf(s) => s.clone(),
+            FormatSource::Cbf(s) => s.clone(),
+            FormatSource::Lens(s) => s.clone(),
+            #[cfg(feature = "arrow")]
+            FormatSource::Columnar(s) => s.clone(),
+            FormatSource::Corpus { source, .. } => source.clone(),
+        }
+    }
+
+    /// The single files' sources: this one, or a corpus's shards.
+    fn files(&self) -> Vec<&FormatSource<T>> {
+        match self {
+            FormatSource::Corpus { shards, .. } => shards.iter().flat_map(|s| s.files()).collect(),
+            one => vec![one],
+        }
+    }
+
+    /// The CTF files' sources among these (a corpus's shards included).
+    pub fn ctf_sources(&self) -> Vec<Arc<CtfSource>> {
+        (self.files().into_iter())
+            .filter_map(|s| match s {
+                FormatSource::Ctf(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The Lens files' sources among these (a corpus's shards included).
+    pub fn lens_sources(&self) -> Vec<Arc<LensSource>> {
+        (self.files().into_iter())
+            .filter_map(|s| match s {
+                FormatSource::Lens(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Warnings so far: index cache problems and samples skipped under `maxErrors` (CTF),
+    /// examples skipped (Lens).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut d: Vec<Diagnostic> = self
+            .lens_sources()
+            .iter()
+            .flat_map(|l| l.diagnostics().to_vec())
+            .collect();
+        d.extend(self.ctf_sources().iter().flat_map(|c| c.diagnostics()));
+        d
     }
 }
 
@@ -752,6 +924,8 @@ enum Inner<T: Element> {
         next_key: u64,
     },
     Corpus(Box<corpus::CorpusSequences<T>>),
+    #[cfg(feature = "arrow")]
+    Columnar(Box<crate::arrow::ArrowSequences>),
 }
 
 /// Lens examples per batch.
@@ -793,6 +967,8 @@ impl<T: Element> Sequences<T> {
         let name = &self.name;
         match &mut self.inner {
             Inner::Corpus(corpus) => corpus.fill(batch, sink),
+            #[cfg(feature = "arrow")]
+            Inner::Columnar(file) => file.next_batch(batch),
             Inner::Cbf { file, next } => {
                 if *next >= file.num_chunks() {
                     return Ok(false);
@@ -932,6 +1108,7 @@ mod tests {
                 input_groups: Layout::parse("in:2").unwrap(),
                 target_groups: Layout::parse("out:2").unwrap(),
                 nan: None,
+                frequencies: false,
             }),
             ..OpenOptions::default()
         };

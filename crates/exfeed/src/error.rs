@@ -41,6 +41,9 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+mod arg;
+pub use arg::{ArgError, ReaderArg};
+
 /// What went wrong, broadly. The message says exactly what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -169,6 +172,7 @@ struct ErrorImpl {
     location: Location,
     message: String,
     source: Option<std::io::Error>,
+    arg: Option<ArgError>,
 }
 
 /// The library's error: a kind, a location and a message saying what was expected and found.
@@ -186,6 +190,7 @@ impl Error {
             location,
             message: message.into(),
             source: None,
+            arg: None,
         }))
     }
 
@@ -219,6 +224,12 @@ impl Error {
     /// repeat it. [`Error::io_error`] gives the original error.
     pub fn io(file: &Path, err: std::io::Error) -> Self {
         Error::from(err).in_file(file.display().to_string())
+    }
+
+    /// The problem with a reader's argument this error is, if it is one: which argument, and
+    /// the message to render in the front end's spelling of the arguments.
+    pub fn arg_error(&self) -> Option<&ArgError> {
+        self.0.arg.as_ref()
     }
 
     /// The operating system's error behind an [`ErrorKind::Io`] error, if any.
@@ -339,6 +350,15 @@ impl From<std::io::Error> for Error {
         };
         let mut e = Error::new(ErrorKind::Io, Location::default(), err.to_string());
         e.0.source = Some(err);
+        e
+    }
+}
+
+impl From<ArgError> for Error {
+    /// A configuration error, its message naming the arguments by their configuration keys.
+    fn from(err: ArgError) -> Self {
+        let mut e = Error::config(err.to_string());
+        e.0.arg = Some(err);
         e
     }
 }

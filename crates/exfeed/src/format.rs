@@ -1,7 +1,9 @@
 //! Recognising which format a file is in.
 //!
 //! [`crate::open()`] decides once per input: magic bytes first, then the name, unless the
-//! caller says which format it is.
+//! caller says which format it is. Parquet and Arrow IPC files are known here whatever the
+//! build; reading and writing them needs the `arrow` feature (the CLI and the Python package
+//! have it).
 //!
 //! ```
 //! use exfeed::format::FileFormat;
@@ -12,15 +14,18 @@
 //! assert_eq!(FileFormat::from_name(Path::new("train.ex.gz")), FileFormat::LensText);
 //! assert_eq!(FileFormat::from_name(Path::new("Train-28x28_cntk_text.txt")), FileFormat::Ctf);
 //! assert_eq!("bex".parse::<FileFormat>()?, FileFormat::LensBinary);
+//! assert_eq!(FileFormat::from_magic(b"PAR1\x15\x04"), Some(FileFormat::Parquet));
+//! assert_eq!(FileFormat::from_name(Path::new("train.feather")), FileFormat::ArrowIpc);
 //! # Ok::<(), exfeed::Error>(())
 //! ```
 
 use std::path::Path;
 
 /// The file formats exfeed knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FileFormat {
-    /// CNTK Text Format.
+    /// CNTK Text Format (the default: CNTK's text files have no magic and many names).
+    #[default]
     Ctf,
     /// CNTK Binary Format.
     Cbf,
@@ -28,6 +33,10 @@ pub enum FileFormat {
     LensText,
     /// Lens binary example file (`.bex`).
     LensBinary,
+    /// Apache Parquet (`.parquet`, `.pq`): one row per sequence (see `exfeed::arrow::schema`).
+    Parquet,
+    /// The Arrow IPC file format (`.arrow`, `.feather`, `.ipc`), the same schema.
+    ArrowIpc,
 }
 
 /// CBF's magic number, stored little-endian at the start and as the header's sentinel.
@@ -43,6 +52,8 @@ impl FileFormat {
             "cbf" => FileFormat::Cbf,
             "ex" | "lens" => FileFormat::LensText,
             "bex" => FileFormat::LensBinary,
+            "parquet" | "pq" => FileFormat::Parquet,
+            "arrow" | "ipc" | "feather" => FileFormat::ArrowIpc,
             _ => return None,
         })
     }
@@ -54,17 +65,32 @@ impl FileFormat {
             FileFormat::Cbf => "CBF",
             FileFormat::LensText => "Lens text (.ex)",
             FileFormat::LensBinary => "Lens binary (.bex)",
+            FileFormat::Parquet => "Parquet",
+            FileFormat::ArrowIpc => "Arrow IPC",
         }
     }
 
-    /// The short name `--from`/`--to` take: ctf, cbf, ex, bex.
+    /// The short name `--from`/`--to` take: ctf, cbf, ex, bex, parquet, arrow.
     pub fn short_name(self) -> &'static str {
         match self {
             FileFormat::Ctf => "ctf",
             FileFormat::Cbf => "cbf",
             FileFormat::LensText => "ex",
             FileFormat::LensBinary => "bex",
+            FileFormat::Parquet => "parquet",
+            FileFormat::ArrowIpc => "arrow",
         }
+    }
+
+    /// A Lens example file, text or binary.
+    pub fn is_lens(self) -> bool {
+        matches!(self, FileFormat::LensText | FileFormat::LensBinary)
+    }
+
+    /// Parquet or Arrow IPC: columnar files, one row per sequence, read with the `arrow`
+    /// feature.
+    pub fn is_columnar(self) -> bool {
+        matches!(self, FileFormat::Parquet | FileFormat::ArrowIpc)
     }
 
     /// From the content's first bytes (already decompressed), where they are decisive.
@@ -75,13 +101,18 @@ impl FileFormat {
             && u32::from_be_bytes(head[..4].try_into().unwrap()) == LENS_BINARY_COOKIE
         {
             Some(FileFormat::LensBinary)
+        } else if head.starts_with(b"PAR1") {
+            Some(FileFormat::Parquet)
+        } else if head.starts_with(b"ARROW1") {
+            Some(FileFormat::ArrowIpc)
         } else {
             None
         }
     }
 
     /// From the file name, looking through a `.gz`/`.bz2` suffix: `.ex` is Lens text, `.bex`
-    /// Lens binary, `.bin`/`.cbf` CBF, anything else CTF (CNTK's text files are often `.txt`).
+    /// Lens binary, `.bin`/`.cbf` CBF, `.parquet`/`.pq` Parquet, `.arrow`/`.feather`/`.ipc`
+    /// Arrow IPC, anything else CTF (CNTK's text files are often `.txt`).
     pub fn from_name(path: &Path) -> Self {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let name = name
@@ -92,7 +123,10 @@ impl FileFormat {
             Some("ex") => FileFormat::LensText,
             Some("bex") => FileFormat::LensBinary,
             Some("cbf") | Some("bin") => FileFormat::Cbf,
-            _ => FileFormat::Ctf,
+            Some(ext) => Self::parse_name(ext)
+                .filter(|f| f.is_columnar())
+                .unwrap_or(FileFormat::Ctf),
+            None => FileFormat::Ctf,
         }
     }
 
@@ -104,10 +138,12 @@ impl FileFormat {
 
 impl std::str::FromStr for FileFormat {
     type Err = crate::Error;
-    /// `ctf`, `cbf`, `ex` (or `lens`), `bex`.
+    /// `ctf`, `cbf`, `ex` (or `lens`), `bex`, `parquet`, `arrow` (or `ipc`, `feather`).
     fn from_str(s: &str) -> crate::Result<Self> {
         Self::parse_name(s).ok_or_else(|| {
-            crate::Error::config(format!("unknown format '{s}' (ctf, cbf, ex, bex)"))
+            crate::Error::config(format!(
+                "unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)"
+            ))
         })
     }
 }

@@ -13,9 +13,20 @@
 //!    its TOML form, read into a [`config::ReaderConfig`]);
 //! 5. [`reader`]: the minibatch engine (plan, randomization, packing, prefetch, pool) over
 //!    any [`reader::ChunkSource`], knowing no format;
-//! 6. [`source`]: the chunk sources, one per format, in memory, joined by key, a corpus;
-//! 7. the door: [`open()`] ([`dataset`]), with [`convert`] and [`dump`] over it;
-//! 8. [`configured`]: the reader a configuration describes, built from all of the above.
+//! 6. [`source`]: the chunk sources, one per format, in memory, joined by key, a corpus; and
+//!    `arrow` (the `arrow` feature): Parquet and Arrow IPC files, read and written;
+//! 7. the door: [`open()`] ([`dataset`]), the only way in for every format, with [`convert`] and
+//!    [`dump`] over it;
+//! 8. [`configured`]: the reader a configuration describes, each deserializer's data opened
+//!    through the door, then joined by key.
+//!
+//! A test (tests/layering.rs) reads the source and fails on a reference to a lower layer.
+//!
+//! # Features
+//!
+//! `arrow` (off by default; the command and the Python package turn it on): Parquet and Arrow
+//! IPC files through [`open()`] and [`convert`], and Arrow record batches of sequences. Without
+//! it these files are recognised and refused with a message that says so.
 //!
 //! All decoders produce [`batch::SequenceBatch`]es and report problems as [`error::Error`]s and
 //! [`error::Diagnostic`]s with file, line, column and byte.
@@ -55,6 +66,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod batch;
 pub mod cbf;
 pub mod config;
@@ -77,7 +90,9 @@ pub mod source;
 pub mod stream;
 
 pub use batch::{SequenceBatch, StreamData, StreamParts};
-pub use dataset::{open, open_corpus, DataSet, LensLayout, OpenOptions, Sequences, Summary};
+pub use dataset::{
+    open, open_corpus, DataSet, FormatSource, LensLayout, OpenOptions, Sequences, Summary,
+};
 pub use element::{Element, Precision};
 pub use error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 pub use stream::{Storage, StreamSpec};

@@ -208,3 +208,37 @@ impl ReadOptions {
         self.index.is_some()
     }
 }
+
+/// Which order the reader gives: `randomizer` (`--randomizer`, Python `randomizer=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Randomizer {
+    /// exfeed's own (the default): chunk windows shuffled whole, decoded ahead on threads.
+    #[default]
+    Exfeed,
+    /// CNTK 2.7's block randomizer, exactly: this module's order and minibatch boundaries.
+    Cntk,
+}
+
+impl Randomizer {
+    /// The name: `exfeed`, `cntk`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Randomizer::Exfeed => "exfeed",
+            Randomizer::Cntk => "cntk",
+        }
+    }
+}
+
+impl std::str::FromStr for Randomizer {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "exfeed" => Ok(Randomizer::Exfeed),
+            "cntk" => Ok(Randomizer::Cntk),
+            _ => Err(crate::Error::config(format!(
+                "randomizer '{s}' is not one of exfeed, cntk"
+            ))),
+        }
+    }
+}

@@ -6,7 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use exfeed::config::{cntk_sections, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::config::{cntk_sections, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+use exfeed::format::FileFormat;
 use exfeed::options::ChunkSize;
 use exfeed::{Precision, Storage, StreamSpec};
 
@@ -108,9 +109,9 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
         let mut words = d.split_whitespace();
         let file = words.next().unwrap();
         let kind = if file.ends_with(".bin") {
-            DeserializerKind::Cbf
+            FileFormat::Cbf
         } else {
-            DeserializerKind::Ctf
+            FileFormat::Ctf
         };
         let inputs = words
             .map(|w| match w.split_once('=') {
@@ -127,7 +128,7 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
             })
             .collect();
         cfg.deserializers.push(exfeed::config::DeserializerConfig {
-            kind,
+            format: kind,
             file: file.into(),
             inputs,
             ..Default::default()
@@ -137,7 +138,7 @@ fn expected(line: &str, defines: bool) -> (String, ReaderConfig) {
     cfg.sample_based_randomization_window = !cfg
         .deserializers
         .iter()
-        .any(|d| d.kind == DeserializerKind::Ctf);
+        .any(|d| d.format == FileFormat::Ctf);
     (section, cfg)
 }
 
@@ -234,7 +235,7 @@ fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
         let d = &cfg.deserializers[0];
         s += &format!(
             "readerType = \"{}\"\nfile = \"{}\"\n",
-            d.kind.reader_type(),
+            exfeed::config::reader_type(d.format),
             d.file.display()
         );
         input_tables(&mut s, "reader", d);
@@ -242,7 +243,7 @@ fn to_toml(cfg: &ReaderConfig, flat: bool) -> String {
         for d in &cfg.deserializers {
             s += &format!(
                 "\n[[reader.deserializers]]\ntype = \"{}\"\nfile = \"{}\"\n",
-                d.kind.deserializer_type(),
+                exfeed::config::deserializer_type(d.format),
                 d.file.display()
             );
             input_tables(&mut s, "reader.deserializers", d);
@@ -285,7 +286,7 @@ fn cbf_alias_only_inputs_leave_dim_to_the_file() {
     )
     .unwrap();
     let d = &cfg.deserializers[0];
-    assert_eq!(d.kind, DeserializerKind::Cbf);
+    assert_eq!(d.format, FileFormat::Cbf);
     assert_eq!(cfg.precision, Precision::Float);
     assert!(d.inputs.iter().all(|i| i.dim == 0));
     let names: Vec<_> = d
@@ -640,7 +641,8 @@ dump = [
         assert!(
             err.to_string().ends_with(
                 "images_and_text.cntk:8:20: deserializer 1 of section 'Train' uses type 'ImageDeserializer', which exfeed \
-                 cannot read (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"
+                 cannot read (it reads CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, \
+                 ParquetDeserializer, ArrowDeserializer)"
             ),
             "{err}"
         );

@@ -373,7 +373,7 @@ class StreamInformation:
 class Value:
     """The data of one stream of a minibatch (what CNTK's ``MinibatchData.data`` is): ``shape``
     ``(sequences, longest sequence, dim)``, ``mask``, ``is_sparse``, ``dtype``, ``asarray()``,
-    ``as_sequences()``, ``masked_count()``."""
+    ``as_sequences()``, ``masked_count()``, ``data``."""
 
     def __init__(self, stream, is_sparse, dim):
         self._stream = stream
@@ -427,6 +427,12 @@ class Value:
         )
         bounds = self._offsets.tolist()
         return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    @property
+    def data(self):
+        """The value's array view (CNTK's ``NDArrayView``): here the value itself, with
+        ``shape``, ``asarray()`` and :func:`exfeed.cntk.cntk_py.are_equal`."""
+        return self
 
     def erase(self):
         """Kept for CNTK's signature: exfeed's buffers need no explicit release."""
@@ -489,8 +495,17 @@ class MinibatchSource:
     and ``max_sweeps`` are mutually exclusive, as are the two window kinds and ``frame_mode``
     with ``truncation_length`` (``ValueError``); ``randomize=False`` sets both windows to 0;
     the seed is ``randomization_seed + sweep``; ``max_samples=FULL_DATA_SWEEP`` is one sweep.
-    ``trace_level`` and ``multithreaded_deserializer`` are accepted (exfeed decodes on its
-    own thread pool); ``truncation_length`` (truncated BPTT) is not supported."""
+    ``trace_level`` and ``multithreaded_deserializer`` are accepted; ``truncation_length``
+    (truncated BPTT) is not supported.
+
+    ``randomizer`` (exfeed's own keyword) chooses the order. ``"cntk"``, the default, is CNTK
+    2.7's exactly: its block randomizer (or its ``NoRandomizer`` with ``randomize=False``)
+    over CNTK's chunks, the same minibatches, partitions and checkpoints as CNTK
+    (``{"minibatchSourcePosition": n}``, which CNTK's own checkpoints restore). ``"exfeed"``
+    is exfeed's order: chunks decoded ahead on a thread pool, faster, but other minibatches
+    than CNTK's, and checkpoints only exfeed restores. Sources joined by sequence key (a list
+    of deserializers) and sources with ``max_errors`` (or a deserializer's ``maxErrors``)
+    always read in exfeed's order (see docs/cntk-order.md)."""
 
     def __init__(
         self,
@@ -506,6 +521,7 @@ class MinibatchSource:
         truncation_length=0,
         randomize=True,
         max_errors=0,
+        randomizer="cntk",
     ):
         if not isinstance(deserializers, (list, tuple)):
             deserializers = [deserializers]
@@ -524,15 +540,17 @@ class MinibatchSource:
         if not randomize:
             config.randomization_window_in_chunks = 0
             config.randomization_window_in_samples = 0
-        self._open(config)
+        self._open(config, randomizer)
 
     @classmethod
     def _from_config(cls, config):
         source = cls.__new__(cls)
-        source._open(config)
+        source._open(config, "cntk")
         return source
 
-    def _open(self, config):
+    def _open(self, config, randomizer):
+        if randomizer not in ("cntk", "exfeed"):
+            raise ValueError("randomizer must be 'cntk' or 'exfeed' (got %r)" % (randomizer,))
         settings = to_dictionary(config)
         if settings.get("truncated"):
             raise NotImplementedError(
@@ -547,6 +565,12 @@ class MinibatchSource:
             os.path.abspath(os.fspath(_plain(d["file"]))) for d in settings["deserializers"]
         ]
         self._config_text = _reader_config_text(settings)
+        # CNTK's chunks are those of one file: sources joined by key read in exfeed's order;
+        # so do sources that may drop a bad sequence (CNTK's order would keep its place).
+        tolerant = settings.get("maxErrors") or any(
+            _plain(d.get("maxErrors", 0)) for d in settings["deserializers"]
+        )
+        self._cntk_order = randomizer == "cntk" and len(self._files) == 1 and not tolerant
         self._partitions = (1, 0)
         self._reader = self._new_reader(*self._partitions)
         self._stream_infos = [
@@ -564,6 +588,9 @@ class MinibatchSource:
         limit = {"max_sweeps": None, "max_samples": None}
         if self._max_samples == FULL_DATA_SWEEP:
             limit["max_sweeps"] = 1
+        elif self._max_samples != INFINITELY_REPEAT and self._cntk_order:
+            # CNTK's epoch: samples of the global timeline, every partition's.
+            limit["max_samples"] = max(1, self._max_samples)
         elif self._max_samples != INFINITELY_REPEAT:
             # A partition whose share is 0 is never read (see _limited_to_nothing).
             limit["max_samples"] = max(1, _share(self._max_samples, partitions, index))
@@ -579,14 +606,18 @@ class MinibatchSource:
                 num_workers=partitions,
                 worker_rank=index,
                 precision="float",
+                randomizer="cntk" if self._cntk_order else "exfeed",
                 **limit,
             )
         finally:
             os.unlink(f.name)
 
     def _limited_to_nothing(self):
-        """Whether this partition's share of ``max_samples`` is 0."""
+        """Whether this partition's share of ``max_samples`` is 0 (in CNTK's order, whether
+        ``max_samples`` is 0)."""
         limited = self._max_samples not in (INFINITELY_REPEAT, FULL_DATA_SWEEP)
+        if self._cntk_order:
+            return limited and self._max_samples == 0
         return limited and _share(self._max_samples, *self._partitions) == 0
 
     def stream_infos(self):
@@ -640,7 +671,14 @@ class MinibatchSource:
             raise ValueError(
                 "partition_index %d is out of range for %d partitions" % (index, partitions)
             )
-        if (partitions, index) != self._partitions:
+        if (partitions, index) != self._partitions and self._cntk_order:
+            # CNTK's SetConfiguration: the same global position, read by another partition.
+            position = self._cntk_position()
+            self._reader = self._new_reader(partitions, index)
+            self._partitions = (partitions, index)
+            self._reader.set_cntk_position(position)
+            self._ended = self._limited_to_nothing()
+        elif (partitions, index) != self._partitions:
             if self._started:
                 raise ValueError(
                     "exfeed cannot change num_data_partitions/partition_index after the first"
@@ -653,7 +691,9 @@ class MinibatchSource:
         self._started = True
         if self._ended:
             return {}
-        minibatch = self._reader.next_minibatch(max(1, _share(size, partitions, index)))
+        # CNTK's order shares the global size itself (its local timeline).
+        share = size if self._cntk_order else max(1, _share(size, partitions, index))
+        minibatch = self._reader.next_minibatch(share)
         if minibatch is None:
             self._ended = True
             return {}
@@ -673,9 +713,18 @@ class MinibatchSource:
         }
         return self._last_mapped
 
+    def _cntk_position(self):
+        """CNTK's global sample position (CNTK's order only)."""
+        return int(self._reader.state_dict()["position"]["cntk_position"])
+
     def get_checkpoint_state(self):
-        """The position, a JSON-serialisable dict: ``minibatchSourcePosition`` (the samples
-        this source has delivered) and exfeed's exact reader state under ``exfeed*`` keys."""
+        """The position, a JSON-serialisable dict. In CNTK's order it is CNTK's own,
+        ``{"minibatchSourcePosition": n}``, the global sample position (every partition's
+        samples, from the first sweep's start). With ``randomizer="exfeed"`` it also holds
+        exfeed's exact reader state under ``exfeed*`` keys, and ``minibatchSourcePosition`` is
+        the samples this source delivered."""
+        if self._cntk_order:
+            return {"minibatchSourcePosition": self._cntk_position()}
         return {
             "minibatchSourcePosition": self._position,
             "exfeedPartitions": list(self._partitions),
@@ -685,12 +734,18 @@ class MinibatchSource:
         }
 
     def restore_from_checkpoint(self, checkpoint):
-        """Continues from ``checkpoint`` (from :meth:`get_checkpoint_state` of a source with the
-        same deserializers and options): the next minibatches are those that followed it."""
+        """Continues from ``checkpoint``, from :meth:`get_checkpoint_state` of a source with
+        the same deserializers and options. In CNTK's order this is CNTK's restore: any dict
+        with ``minibatchSourcePosition`` (one CNTK saved included) moves to that global sample
+        position as CNTK does (the sweep is ``position // samples per sweep``; reading goes on
+        at the first sequence of that sweep's order starting at or after the position)."""
+        if self._cntk_order:
+            self._restore_cntk_position(checkpoint)
+            return
         if "exfeedReader" not in checkpoint:
             raise ValueError(
-                "not an exfeed checkpoint (it has no 'exfeedReader' entry); CNTK's own"
-                " checkpoints cannot be restored, as exfeed's sweep order is its own"
+                "not a checkpoint of randomizer='exfeed' (it has no 'exfeedReader' entry): a"
+                " CNTK checkpoint is restored in CNTK's order, the default randomizer='cntk'"
             )
         partitions, index = (int(v) for v in checkpoint["exfeedPartitions"])
         reader = self._new_reader(partitions, index)
@@ -701,6 +756,19 @@ class MinibatchSource:
         self._started = bool(checkpoint.get("exfeedStarted", True))
         self._ended = bool(checkpoint.get("exfeedEnded", False))
         self._position = int(checkpoint["minibatchSourcePosition"])
+
+    def _restore_cntk_position(self, checkpoint):
+        if "exfeedReader" in checkpoint:
+            raise ValueError(
+                "this checkpoint was taken with randomizer='exfeed': its position is in"
+                " exfeed's order, not CNTK's; restore it in a source with randomizer='exfeed'"
+            )
+        if "minibatchSourcePosition" not in checkpoint:
+            raise ValueError("Checkpoint misses required field minibatchSourcePosition")
+        position = _plain(checkpoint["minibatchSourcePosition"])
+        position = _check_count("minibatchSourcePosition", position, 0)
+        self._reader.set_cntk_position(position)
+        self._ended = self._limited_to_nothing()
 
     @property
     def current_position(self):

@@ -19,7 +19,7 @@ pub struct Args {
     /// Print at most N problems per file, then how many more there were.
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub max_problems: u64,
-    /// Format of the inputs (ctf, cbf, ex, bex); by default from magic bytes and names.
+    /// Format of the inputs (ctf, cbf, ex, bex, parquet, arrow); by default from magic bytes and names.
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
     /// Lens files: the network's layout checks every example against it too.

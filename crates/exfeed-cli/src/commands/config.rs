@@ -156,7 +156,7 @@ fn deserializer_json(d: &DeserializerConfig) -> Value {
         })
         .collect();
     json!({
-        "type": d.kind.deserializer_type(),
+        "type": exfeed::config::deserializer_type(d.format),
         "file": d.file.display().to_string(),
         "inputs": inputs,
     })
@@ -203,7 +203,7 @@ fn section_text(out: &mut String, s: &Option<String>, r: &exfeed::Result<Section
             out,
             "  deserializer {}: {}",
             i + 1,
-            d.kind.deserializer_type()
+            exfeed::config::deserializer_type(d.format)
         );
         let _ = writeln!(out, "    file = {}", d.file.display());
         if d.inputs.is_empty() {

@@ -1,15 +1,13 @@
 //! `exfeed convert`: between CTF, CBF and Lens `.ex`/`.bex` (Lens to CTF/CBF with a layout),
-//! and to and from Parquet and Arrow IPC files ([`super::arrow`]),
-//! written atomically.
+//! and to and from Parquet and Arrow IPC files, written atomically.
 
-use super::source::{parse_size, LayoutArgs, SourceArgs};
+use super::source::{parse_format, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::Stderr;
 use crate::progress::{Progress, Unit};
 use exfeed::config::DEFAULT_CHUNK_SIZE_BYTES;
 use exfeed::convert::{convert_with_progress, ConvertOptions};
 use exfeed::format::FileFormat;
 use exfeed::source::DataPath;
-use exfeed_arrow::Format;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,13 +36,13 @@ pub struct Args {
     pub chunk_size: u64,
     /// Format of the input (ctf, cbf, ex, bex, parquet, arrow); by default from its magic
     /// bytes and name.
-    #[arg(long, value_parser = parse_convert_format)]
-    pub from: Option<Format>,
+    #[arg(long, value_parser = parse_format)]
+    pub from: Option<FileFormat>,
     /// Format of the output (ctf, cbf, ex, bex, parquet, arrow); by default from its name
     /// (.parquet/.pq, .arrow/.feather/.ipc; .cbf/.bin: CBF, .ex: Lens text, .bex: Lens binary,
     /// through .gz/.bz2; anything else CTF).
-    #[arg(long, value_parser = parse_convert_format)]
-    pub to: Option<Format>,
+    #[arg(long, value_parser = parse_format)]
+    pub to: Option<FileFormat>,
     /// Lens to CTF/CBF: the network's layout, and the value written for NaN (required when
     /// there is one).
     #[command(flatten)]
@@ -74,16 +72,15 @@ impl Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (data, output) = args.paths()?;
-    let to = args.to.unwrap_or_else(|| Format::from_name(&output));
+    let to = args.to.unwrap_or_else(|| FileFormat::from_name(&output));
     if output != Path::new("-") {
         return convert(&args, &data, &output, to);
     }
     // Standard output: every format is written front to back, so any may go to a pipe; binary
     // ones not to a terminal. A reader that stops early (`| head`) ends the conversion quietly.
     let binary = match to {
-        Format::Arrow(f) => Some(f.describe()),
-        Format::Exfeed(f @ (FileFormat::Cbf | FileFormat::LensBinary)) => Some(f.describe()),
-        Format::Exfeed(_) => None,
+        FileFormat::Ctf | FileFormat::LensText => None,
+        binary => Some(binary.describe()),
     };
     if let (Some(binary), true) = (binary, std::io::stdout().is_terminal()) {
         anyhow::bail!(
@@ -97,29 +94,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Converts `data` to `output` (`-`: standard output) in format `to`.
-fn convert(args: &Args, data: &DataPath, output: &Path, to: Format) -> anyhow::Result<ExitCode> {
+fn convert(
+    args: &Args,
+    data: &DataPath,
+    output: &Path,
+    to: FileFormat,
+) -> anyhow::Result<ExitCode> {
     let mut options = ConvertOptions {
-        to: to.exfeed(),
+        to: Some(to),
         precision: args.source.precision,
         chunk_size: args.chunk_size,
         overwrite: args.force,
         sync: !args.no_sync,
     };
-    // Parquet and Arrow IPC, in or out: the exfeed-arrow crate.
-    let (from, source, lens) = (args.from, &args.source, &args.lens);
-    if let Some((sequences, errors)) =
-        super::arrow::convert(from, source, lens, data, output, to, &mut options)?
-    {
-        return Ok(finish(output, sequences, errors));
-    }
-    let Format::Exfeed(to) = to else {
-        unreachable!("Parquet and Arrow IPC output is written by super::arrow")
-    };
-    let opened = args
-        .source
-        .open(data, args.from.and_then(Format::exfeed), &args.lens)?;
-    let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
-    if opened.is_lens() && !is_lens(to) && opened.options.lens.is_none() {
+    let opened = args.source.open(data, args.from, &args.lens)?;
+    if opened.is_lens() && !to.is_lens() && opened.options.lens.is_none() {
         anyhow::bail!(
             "converting a Lens example file to {} needs the network's layout: \
              --input-groups NAME:SIZE,... --target-groups NAME:SIZE,... (or a --config with \
@@ -144,15 +133,6 @@ fn convert(args: &Args, data: &DataPath, output: &Path, to: Format) -> anyhow::R
         bar.finish();
     }
     Ok(finish(output, done.sequences, sink.errors))
-}
-
-/// `--from`/`--to` of convert: ctf, cbf, ex (or lens), bex, parquet, arrow (or ipc, feather).
-pub fn parse_convert_format(s: &str) -> Result<Format, exfeed::Error> {
-    Format::parse_name(s).ok_or_else(|| {
-        exfeed::Error::config(format!(
-            "unknown format '{s}' (ctf, cbf, ex, bex, parquet, arrow)"
-        ))
-    })
 }
 
 /// The exit status of a conversion that wrote `sequences` to `output`: 1, with a note, when

@@ -18,7 +18,7 @@ pub struct Args {
     pub file: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
+    /// Format of the input (ctf, cbf, ex, bex, parquet, arrow); by default from its magic bytes and name.
     /// Needed for a Lens text stream on standard input (`--from ex`).
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,

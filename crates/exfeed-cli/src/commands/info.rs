@@ -27,7 +27,7 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Format of the input (ctf, cbf, ex, bex); by default from its magic bytes and name.
+    /// Format of the input (ctf, cbf, ex, bex, parquet, arrow); by default from its magic bytes and name.
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FileFormat>,
     /// CTF files: how to read them (--input or --config).

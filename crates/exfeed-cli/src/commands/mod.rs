@@ -1,6 +1,5 @@
 //! One module per subcommand.
 
-pub mod arrow;
 pub mod check;
 pub mod config;
 pub mod convert;

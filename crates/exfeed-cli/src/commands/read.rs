@@ -4,7 +4,7 @@ use super::source::{exit_code_for, parse_size, LayoutArgs, SourceArgs};
 use crate::diag::{print_library_error, Stderr};
 use crate::progress::{Progress, Unit};
 use exfeed::config::ReaderConfig;
-use exfeed::configured::{AnyReader, ArgStyle, Equalize, ReaderArgs, RunOptions};
+use exfeed::configured::{AnyReader, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{EpochLimit, Randomizer, ReadSummary, ReaderState};
@@ -171,7 +171,6 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         nan: args.lens.nan,
         lens_mode: args.lens_mode,
         max_record_size: s.max_record_size,
-        style: ArgStyle::Cli,
     };
     Ok(reader_args.configure(s.reader_config()?)?)
 }

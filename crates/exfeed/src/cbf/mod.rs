@@ -55,7 +55,7 @@ mod read;
 mod write;
 
 pub(crate) use read::check_magic;
-pub use read::{CbfFile, CbfStream, ChunkEntry};
+pub use read::{CbfFile, CbfStream, ChunkEntry, ReadAt};
 pub(crate) use write::EncodedBatch;
 pub use write::{CbfWriter, CbfWriterOptions};
 

@@ -4,7 +4,6 @@ use super::{CBF_MAGIC, PREFIX_LEN, VERSION};
 use crate::batch::SequenceBatch;
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
-use crate::io::read_exact_at;
 use crate::stream::{Storage, StreamSpec};
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -58,15 +57,25 @@ pub struct CbfFile<B> {
     len: u64,
 }
 
+/// Bytes read by position: where a CBF file that is not held in memory is read from, a range at
+/// a time (a local file with `pread`: see [`crate::io::open_cbf`]). The core never opens a
+/// file itself; [`crate::io`] gives it one of these.
+pub trait ReadAt: Send + Sync + std::fmt::Debug {
+    /// Fills `buf` with the bytes at `offset`; bytes missing (the file ended) are an error.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// The length in bytes.
+    fn byte_len(&self) -> Result<u64>;
+}
+
 /// Where the bytes of a [`CbfFile`] are.
 #[derive(Debug)]
 enum Source<B> {
     /// All in memory.
     Memory(B),
-    /// The buffered fallback: the header is read at open and each chunk when it is decoded,
-    /// with positioned reads (`pread`) into a reused buffer.
-    File {
-        file: crate::io::ReopeningFile,
+    /// Read by range: the header at open and each chunk when it is decoded, into a reused
+    /// buffer.
+    Ranges {
+        file: Box<dyn ReadAt>,
         buffer: std::sync::Mutex<Vec<u8>>,
     },
 }
@@ -76,7 +85,7 @@ impl<B: Deref<Target = [u8]>> Source<B> {
     fn bytes(&self) -> Option<&[u8]> {
         match self {
             Source::Memory(b) => Some(b),
-            Source::File { .. } => None,
+            Source::Ranges { .. } => None,
         }
     }
 
@@ -92,14 +101,13 @@ impl<B: Deref<Target = [u8]>> Source<B> {
         }
     }
 
-    /// Reads `buf.len()` bytes at `offset` from the file (buffered fallback only).
+    /// Reads `buf.len()` bytes at `offset` from the file (read by range only).
     fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let Source::File { file, .. } = self else {
-            unreachable!("only the buffered fallback reads")
+        let Source::Ranges { file, .. } = self else {
+            unreachable!("only a file read by range reads")
         };
-        read_exact_at(&*file.get()?, buf, offset).map_err(|e| {
-            Error::from(e).in_context(format!("reading {} bytes at byte {offset}", buf.len()))
-        })
+        file.read_exact_at(buf, offset)
+            .map_err(|e| e.in_context(format!("reading {} bytes at byte {offset}", buf.len())))
     }
 }
 
@@ -225,31 +233,6 @@ fn read_i32_le(b: &[u8]) -> i32 {
     i32::from_le_bytes(b.try_into().expect("4 bytes"))
 }
 
-impl CbfFile<crate::io::InputBytes> {
-    /// Opens a CBF file from an open file, read a range at a time with positioned reads (the
-    /// buffered fallback, see [`crate::io::open_cbf`]; errors do not name the file).
-    pub fn open_file(file: std::fs::File) -> Result<Self> {
-        Self::open_reopening(crate::io::ReopeningFile::kept_open(file)?)
-    }
-
-    /// As [`CbfFile::open_file`], `file` opened from `path`: closed while it is not read when
-    /// many files are open, and reopened from there (see [`crate::io::ReopeningFile`]).
-    pub fn open_path(path: &std::path::Path, file: std::fs::File) -> Result<Self> {
-        Self::open_reopening(crate::io::ReopeningFile::new(path, file)?)
-    }
-
-    fn open_reopening(file: crate::io::ReopeningFile) -> Result<Self> {
-        let len = file.get()?.metadata()?.len();
-        Self::from_source(
-            Source::File {
-                file,
-                buffer: std::sync::Mutex::new(Vec::new()),
-            },
-            len,
-        )
-    }
-}
-
 impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Opens a CBF file held in `bytes`: checks the prefix, the trailing header offset, the
     /// sentinel, the stream headers and the chunk offset table (offsets in range and
@@ -257,6 +240,14 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     pub fn open(bytes: B) -> Result<Self> {
         let len = bytes.len() as u64;
         Self::from_source(Source::Memory(bytes), len)
+    }
+
+    /// Opens a CBF file read a range at a time from `file` (see [`ReadAt`]): the header now,
+    /// each chunk with one read when it is decoded. Errors do not name the file.
+    pub fn open_ranges(file: Box<dyn ReadAt>) -> Result<Self> {
+        let len = file.byte_len()?;
+        let buffer = std::sync::Mutex::new(Vec::new());
+        Self::from_source(Source::Ranges { file, buffer }, len)
     }
 
     fn from_source(source: Source<B>, len: u64) -> Result<Self> {
@@ -280,7 +271,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Whether chunks are read from the file with positioned reads (the buffered fallback)
     /// rather than from memory or a memory map.
     pub fn is_buffered(&self) -> bool {
-        matches!(self.source, Source::File { .. })
+        matches!(self.source, Source::Ranges { .. })
     }
 
     /// Size of the file in bytes.
@@ -429,7 +420,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         let mut own = vec![0u8; len];
         let bytes: &[u8] = match &self.source {
             Source::Memory(b) => &b[info.offset as usize..info.offset as usize + len],
-            Source::File { .. } => {
+            Source::Ranges { .. } => {
                 self.source.read_into(info.offset, &mut own)?;
                 &own
             }
@@ -474,7 +465,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
             Source::Memory(b) => decode(&b[offset..offset + len], batch),
             // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
             // the kernel's fault-around on a page-cached file.)
-            Source::File { buffer, .. } => {
+            Source::Ranges { buffer, .. } => {
                 // One buffer reused from chunk to chunk; a concurrent reader gets its own.
                 let mut own = Vec::new();
                 let mut guard = buffer.try_lock().ok();

@@ -415,7 +415,8 @@ fn buffered_fallback_reads_and_rejects_what_memory_does() {
         std::fs::write(&path, &bytes).unwrap();
         let from_file = std::fs::File::open(&path).unwrap();
         let want = CbfFile::open(&bytes[..]).and_then(|f| f.validate_all());
-        let got = CbfFile::open_file(from_file).and_then(|f| f.validate_all());
+        let from_file = crate::io::ReopeningFile::kept_open(from_file).unwrap();
+        let got = CbfFile::<&[u8]>::open_ranges(Box::new(from_file)).and_then(|f| f.validate_all());
         match (want, got) {
             (Ok(a), Ok(b)) => assert_eq!(a, b),
             (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),

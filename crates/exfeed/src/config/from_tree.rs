@@ -4,17 +4,22 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::options::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use super::options::{
+    deserializer_type, inputs_described_by_file, reader_type, DeserializerConfig, ReaderConfig,
+    DESERIALIZER_FORMATS,
+};
 use super::resolve::{Resolved, Resolver, Scope};
 use super::syntax::{error_at, Block, Entry, Origin, Pos, Value};
 use super::Param;
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::FileFormat;
 use crate::io::Corpus;
 use crate::lens::materialize::Layout;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::{Storage, StreamSpec};
 
+/// A reader block's parameters, besides [`READ_PARAMS`].
 const READER_PARAMS: &[&str] = &[
     "readerType",
     "file",
@@ -30,11 +35,6 @@ const READER_PARAMS: &[&str] = &[
     "maxErrors",
     "traceLevel",
     "verbosity",
-    "chunkSizeInBytes",
-    "keepDataInMemory",
-    "frameMode",
-    "cacheIndex",
-    "index",
     "lensMode",
     "maxRecordSizeInBytes",
     "equalize",
@@ -53,6 +53,7 @@ const READER_PARAMS: &[&str] = &[
 /// a warning names them, they are not errors.
 const READER_ACCEPTED_UNUSED: &[&str] =
     &["numMBsToShowResult", "prefetch", "miniBatchMode", "module"];
+/// A deserializer block's parameters, besides [`READ_PARAMS`].
 const DESERIALIZER_PARAMS: &[&str] = &[
     "type",
     "module",
@@ -62,11 +63,6 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "skipSequenceIds",
     "maxErrors",
     "traceLevel",
-    "chunkSizeInBytes",
-    "keepDataInMemory",
-    "frameMode",
-    "cacheIndex",
-    "index",
     "inputGroups",
     "targetGroups",
     "nanValue",
@@ -122,16 +118,16 @@ pub(crate) struct Cx<'f> {
 
 /// Known parameters of one block, checked as they are met.
 struct Seen {
-    known: &'static [&'static str],
+    known: Vec<&'static str>,
     what: &'static str,
     context: Option<String>,
     seen: Vec<&'static str>,
 }
 
 impl Seen {
-    fn new(known: &'static [&'static str], what: &'static str, context: Option<String>) -> Self {
+    fn new(known: &[&'static [&'static str]], what: &'static str, context: Option<String>) -> Self {
         Seen {
-            known,
+            known: known.concat(),
             what,
             context,
             seen: Vec::new(),
@@ -232,7 +228,7 @@ impl<'f> Cx<'f> {
                     "'{}' is a reader parameter: set it in the reader block, not in a deserializer",
                     entry.key
                 );
-            } else if let Some(near) = nearest(&entry.key, seen.known) {
+            } else if let Some(near) = nearest(&entry.key, &seen.known) {
                 msg.push_str(&format!(" (did you mean '{near}'?)"));
             }
             return Err(self.err(entry.key_pos, ctx, msg));
@@ -371,16 +367,16 @@ impl<'f> Cx<'f> {
         scope: &Scope<'a>,
         name: &str,
         ctx: Option<&str>,
-        of: fn(DeserializerKind) -> &'static str,
-    ) -> Result<DeserializerKind> {
+        of: fn(FileFormat) -> &'static str,
+    ) -> Result<FileFormat> {
         let t = self.text(e, scope, name, ctx)?;
-        if let Some(k) = DeserializerKind::ALL
+        if let Some(k) = DESERIALIZER_FORMATS
             .into_iter()
             .find(|k| of(*k).eq_ignore_ascii_case(&t))
         {
             return Ok(k);
         }
-        let names: Vec<_> = DeserializerKind::ALL.into_iter().map(of).collect();
+        let names: Vec<_> = DESERIALIZER_FORMATS.into_iter().map(of).collect();
         let others = if name == "type" {
             CNTK_OTHER_DESERIALIZERS
         } else {
@@ -423,7 +419,7 @@ impl<'f> Cx<'f> {
         if let Some((e, s)) = rs.inherited("precision") {
             cfg.precision = self.precision(e, &s)?;
         }
-        let mut seen = Seen::new(READER_PARAMS, "reader", None);
+        let mut seen = Seen::new(&[READER_PARAMS, READ_PARAMS], "reader", None);
         let mut kind: Option<&Entry> = None;
         let mut file = None;
         let mut corpus = None;
@@ -504,7 +500,7 @@ impl<'f> Cx<'f> {
                 "multiThreadedDeserialization" | "useNumericSequenceKeys" | "hashSequenceKeys" => {
                     self.get::<bool>(e, &rs, "a composite reader flag", None)?;
                 }
-                other => unreachable!("{other} is in READER_PARAMS"),
+                other => unreachable!("{other} is a reader parameter"),
             }
         }
         cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
@@ -515,7 +511,7 @@ impl<'f> Cx<'f> {
                 // Beside `deserializers`, a readerType is ignored; it must still name a reader.
                 let t = self.text(e, &rs, "readerType", None)?;
                 if !t.eq_ignore_ascii_case(COMPOSITE_READER) {
-                    self.kind(e, &rs, "readerType", None, DeserializerKind::reader_type)?;
+                    self.kind(e, &rs, "readerType", None, reader_type)?;
                 }
             }
         } else {
@@ -526,13 +522,7 @@ impl<'f> Cx<'f> {
                     "reader block has no 'readerType' (or 'deserializers')",
                 ));
             };
-            let kind = self.kind(
-                kind_entry,
-                &rs,
-                "readerType",
-                None,
-                DeserializerKind::reader_type,
-            )?;
+            let kind = self.kind(kind_entry, &rs, "readerType", None, reader_type)?;
             let (path, corpus) = match (file, corpus) {
                 (Some((path, _)), None) => (path, None),
                 (None, Some((spec, _))) => (spec.clone(), Some(Corpus::parse(&spec))),
@@ -547,18 +537,18 @@ impl<'f> Cx<'f> {
                 Some(e) => self.inputs(e, &rs, kind, None)?,
                 None => Vec::new(),
             };
-            if inputs.is_empty() && !kind.inputs_described_by_file() {
+            if inputs.is_empty() && !inputs_described_by_file(kind) {
                 return Err(self.err(reader_entry.key_pos, None, "reader block has no 'input'"));
             }
             let mut d = DeserializerConfig {
-                kind,
+                format: kind,
                 file: path.into(),
                 inputs,
                 corpus,
                 ..Default::default()
             };
             for (name, e) in lens_params {
-                if kind != DeserializerKind::Lens {
+                if !kind.is_lens() {
                     return Err(self.err(
                         e.key_pos,
                         None,
@@ -593,7 +583,7 @@ impl<'f> Cx<'f> {
         let has_ctf = cfg
             .deserializers
             .iter()
-            .any(|d| d.kind == DeserializerKind::Ctf);
+            .any(|d| d.format == FileFormat::Ctf);
         cfg.sample_based_randomization_window = sample_based.unwrap_or(!has_ctf);
         Ok(cfg)
     }
@@ -677,10 +667,14 @@ impl<'f> Cx<'f> {
         // The type first: a deserializer exfeed cannot read is named before its parameters,
         // which belong to that other reader, are looked at.
         let kind = match block.get("type") {
-            Some(e) => self.kind(e, ds, "type", c, DeserializerKind::deserializer_type)?,
+            Some(e) => self.kind(e, ds, "type", c, deserializer_type)?,
             None => return Err(self.err(pos, c, "no 'type'")),
         };
-        let mut seen = Seen::new(DESERIALIZER_PARAMS, "deserializer", Some(ctx.to_string()));
+        let mut seen = Seen::new(
+            &[DESERIALIZER_PARAMS, READ_PARAMS],
+            "deserializer",
+            Some(ctx.to_string()),
+        );
         let mut d = DeserializerConfig::default();
         let (mut module, mut file, mut input) = (None, None, None);
         let mut corpus_at = None;
@@ -692,10 +686,7 @@ impl<'f> Cx<'f> {
             match param {
                 "type" => {}
                 "module" => {
-                    module = Some((
-                        self.kind(e, ds, "module", c, DeserializerKind::reader_type)?,
-                        e.node.pos,
-                    ))
+                    module = Some((self.kind(e, ds, "module", c, reader_type)?, e.node.pos))
                 }
                 "file" => file = Some(self.text(e, ds, "file", c)?),
                 "corpus" => {
@@ -717,7 +708,7 @@ impl<'f> Cx<'f> {
                     lens.push((name, e));
                     self.lens_param(&mut d, name, e, ds, c)?;
                 }
-                other => unreachable!("{other} is in DESERIALIZER_PARAMS"),
+                other => unreachable!("{other} is a deserializer parameter"),
             }
         }
         if let Some((m, mpos)) = module {
@@ -727,14 +718,14 @@ impl<'f> Cx<'f> {
                     c,
                     format!(
                         "module '{}' does not provide type '{}'",
-                        m.reader_type(),
-                        kind.deserializer_type()
+                        reader_type(m),
+                        deserializer_type(kind)
                     ),
                 ));
             }
         }
         if let Some((name, e)) = lens.first() {
-            if kind != DeserializerKind::Lens {
+            if !kind.is_lens() {
                 return Err(self.err(
                     e.key_pos,
                     c,
@@ -742,7 +733,7 @@ impl<'f> Cx<'f> {
                 ));
             }
         }
-        d.kind = kind;
+        d.format = kind;
         d.file = match (file, &d.corpus, corpus_at) {
             (Some(_), Some(_), Some(at)) => {
                 return Err(self.err(at, c, "give 'file' or 'corpus', not both"))
@@ -754,7 +745,7 @@ impl<'f> Cx<'f> {
         if let Some(e) = input {
             d.inputs = self.inputs(e, ds, kind, Some(ctx))?;
         }
-        if d.inputs.is_empty() && !kind.inputs_described_by_file() {
+        if d.inputs.is_empty() && !inputs_described_by_file(kind) {
             return Err(self.err(pos, c, "no 'input'"));
         }
         Ok(d)
@@ -764,7 +755,7 @@ impl<'f> Cx<'f> {
         &self,
         e: &'a Entry,
         scope: &Scope<'a>,
-        kind: DeserializerKind,
+        kind: FileFormat,
         ctx: Option<&str>,
     ) -> Result<Vec<StreamSpec>> {
         let is = self.block(e, scope, "input", ctx)?;
@@ -778,7 +769,7 @@ impl<'f> Cx<'f> {
             };
             let c = Some(ictx.as_str());
             let bs = self.block(ie, &is, "an input", c)?;
-            let mut seen = Seen::new(INPUT_PARAMS, "input", Some(ictx.clone()));
+            let mut seen = Seen::new(&[INPUT_PARAMS], "input", Some(ictx.clone()));
             let mut spec = StreamSpec::new(ie.key.clone(), Storage::Dense, 0);
             let (mut dim, mut format) = (None, None);
             for p in &bs.block().entries {
@@ -821,11 +812,11 @@ impl<'f> Cx<'f> {
                     spec.dim = d as usize;
                     spec.storage = f;
                 }
-                (None, None) if kind.inputs_described_by_file() => {}
-                (None, Some(_)) if !kind.inputs_described_by_file() => {
+                (None, None) if inputs_described_by_file(kind) => {}
+                (None, Some(_)) if !inputs_described_by_file(kind) => {
                     return Err(self.err(ie.key_pos, c, "no 'dim'"))
                 }
-                (Some(_), None) if !kind.inputs_described_by_file() => {
+                (Some(_), None) if !inputs_described_by_file(kind) => {
                     return Err(self.err(ie.key_pos, c, "no 'format' (dense or sparse)"))
                 }
                 (None, None) => return Err(self.err(ie.key_pos, c, "no 'dim' and no 'format'")),
@@ -933,7 +924,7 @@ impl ConfigValue for IndexMode {
 }
 
 /// `randomizer = exfeed | cntk`, with the reader's own message for anything else.
-impl ConfigValue for crate::reader::Randomizer {
+impl ConfigValue for crate::options::Randomizer {
     fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
         t.parse().map_err(|err: Error| err.message().to_string())
     }

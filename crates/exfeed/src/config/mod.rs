@@ -49,7 +49,10 @@ mod toml_form;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use options::{DeserializerConfig, DeserializerKind, ReaderConfig, DEFAULT_CHUNK_SIZE_BYTES};
+pub use options::{
+    deserializer_type, inputs_described_by_file, reader_type, DeserializerConfig, ReaderConfig,
+    DEFAULT_CHUNK_SIZE_BYTES,
+};
 
 use crate::error::{Error, ErrorKind, Result, Severity};
 use from_tree::{section_names, Cx};

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::element::Precision;
+use crate::format::FileFormat;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
@@ -11,54 +12,55 @@ use crate::stream::StreamSpec;
 
 pub use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
 
-/// Which deserializer reads a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum DeserializerKind {
-    /// CNTK Text Format: readerType `CNTKTextFormatReader`, type `CNTKTextFormatDeserializer`.
-    #[default]
-    Ctf,
-    /// CNTK Binary Format: readerType `CNTKBinaryReader`, type `CNTKBinaryFormatDeserializer`.
-    Cbf,
-    /// Lens example files (an exfeed extension): readerType `LensReader`, type `LensDeserializer`.
-    Lens,
+/// The formats a configuration's deserializers can name, in the order messages list them. A
+/// Lens deserializer reads both forms (the file's first bytes tell them apart):
+/// [`FileFormat::LensText`] stands for both.
+pub(crate) const DESERIALIZER_FORMATS: [FileFormat; 5] = [
+    FileFormat::Ctf,
+    FileFormat::Cbf,
+    FileFormat::LensText,
+    FileFormat::Parquet,
+    FileFormat::ArrowIpc,
+];
+
+/// The `readerType` of the plain (non-composite) form that reads `format`, which is also the
+/// `module` name: `CNTKTextFormatReader`, `CNTKBinaryReader`; exfeed's own `LensReader`,
+/// `ParquetReader`, `ArrowReader`.
+pub fn reader_type(format: FileFormat) -> &'static str {
+    match format {
+        FileFormat::Ctf => "CNTKTextFormatReader",
+        FileFormat::Cbf => "CNTKBinaryReader",
+        FileFormat::LensText | FileFormat::LensBinary => "LensReader",
+        FileFormat::Parquet => "ParquetReader",
+        FileFormat::ArrowIpc => "ArrowReader",
+    }
 }
 
-impl DeserializerKind {
-    /// The `readerType` of the plain (non-composite) form, which is also the `module` name.
-    pub fn reader_type(self) -> &'static str {
-        match self {
-            DeserializerKind::Ctf => "CNTKTextFormatReader",
-            DeserializerKind::Cbf => "CNTKBinaryReader",
-            DeserializerKind::Lens => "LensReader",
-        }
+/// The deserializer `type` of the composite form that reads `format`:
+/// `CNTKTextFormatDeserializer`, `CNTKBinaryFormatDeserializer`; exfeed's own
+/// `LensDeserializer`, `ParquetDeserializer`, `ArrowDeserializer`.
+pub fn deserializer_type(format: FileFormat) -> &'static str {
+    match format {
+        FileFormat::Ctf => "CNTKTextFormatDeserializer",
+        FileFormat::Cbf => "CNTKBinaryFormatDeserializer",
+        FileFormat::LensText | FileFormat::LensBinary => "LensDeserializer",
+        FileFormat::Parquet => "ParquetDeserializer",
+        FileFormat::ArrowIpc => "ArrowDeserializer",
     }
+}
 
-    /// The deserializer `type` of the composite form.
-    pub fn deserializer_type(self) -> &'static str {
-        match self {
-            DeserializerKind::Ctf => "CNTKTextFormatDeserializer",
-            DeserializerKind::Cbf => "CNTKBinaryFormatDeserializer",
-            DeserializerKind::Lens => "LensDeserializer",
-        }
-    }
-
-    pub(crate) const ALL: [DeserializerKind; 3] = [
-        DeserializerKind::Ctf,
-        DeserializerKind::Cbf,
-        DeserializerKind::Lens,
-    ];
-
-    /// Whether an input may leave out `dim` and `format` (the file's header has them).
-    pub fn inputs_described_by_file(self) -> bool {
-        !matches!(self, DeserializerKind::Ctf)
-    }
+/// Whether an input may leave out `dim` and `format`: every format but CTF describes its
+/// streams itself (a header, a schema, the Lens layout).
+pub fn inputs_described_by_file(format: FileFormat) -> bool {
+    format != FileFormat::Ctf
 }
 
 /// One deserializer: a file, its format and the inputs read from it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DeserializerConfig {
-    /// The file's format.
-    pub kind: DeserializerKind,
+    /// The file's format (for Lens [`FileFormat::LensText`] stands for either form: the file's
+    /// first bytes tell them apart).
+    pub format: FileFormat,
     /// The file as written in the configuration. CNTK opens it relative to the working
     /// directory; see [`DeserializerConfig::resolve_file`] to resolve it against another one.
     pub file: PathBuf,
@@ -88,10 +90,10 @@ pub struct DeserializerConfig {
 }
 
 impl DeserializerConfig {
-    /// A deserializer of `kind` for `file` with `inputs` and no per-deserializer overrides.
-    pub fn new(kind: DeserializerKind, file: impl Into<PathBuf>, inputs: Vec<StreamSpec>) -> Self {
+    /// A deserializer of `format` for `file` with `inputs` and no per-deserializer overrides.
+    pub fn new(format: FileFormat, file: impl Into<PathBuf>, inputs: Vec<StreamSpec>) -> Self {
         DeserializerConfig {
-            kind,
+            format,
             file: file.into(),
             inputs,
             ..Default::default()
@@ -163,8 +165,8 @@ pub struct ReaderConfig {
     /// sequence) may take, also in an input held whole in memory (see [`Limits`]).
     pub limits: Limits,
     /// `randomizer` (exfeed; `exfeed` or `cntk`, default `exfeed`): whose order of sequences
-    /// (see [`Randomizer`](crate::reader::Randomizer)).
-    pub randomizer: crate::reader::Randomizer,
+    /// (see [`Randomizer`](crate::options::Randomizer)).
+    pub randomizer: crate::options::Randomizer,
     /// `equalize` (exfeed, default false): distributed workers deliver the same number of
     /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
     pub equalize: bool,
@@ -187,7 +189,7 @@ impl Default for ReaderConfig {
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
-            randomizer: crate::reader::Randomizer::Exfeed,
+            randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
         }
     }
@@ -201,7 +203,7 @@ impl ReaderConfig {
         let has_ctf = self
             .deserializers
             .iter()
-            .any(|d| d.kind == DeserializerKind::Ctf);
+            .any(|d| d.format == FileFormat::Ctf);
         if self.sample_based_randomization_window || !has_ctf {
             None
         } else {

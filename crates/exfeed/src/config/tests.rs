@@ -1,6 +1,7 @@
 use super::*;
 use crate::element::Precision;
 use crate::error::ErrorKind;
+use crate::format::FileFormat;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::Storage;
 
@@ -115,7 +116,7 @@ reader = [
         equalize: false,
         randomizer: crate::reader::Randomizer::Exfeed,
         deserializers: vec![DeserializerConfig {
-            kind: DeserializerKind::Ctf,
+            format: FileFormat::Ctf,
             file: "/home/mydata/SampleInput.txt".into(),
             inputs: vec![
                 "Some_very_long_input_name:dense:3:a".parse().unwrap(),
@@ -189,11 +190,7 @@ fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_k
         ReaderConfig::from_cntk_str(&text, "c", Some("test")).unwrap(),
         top
     );
-    let d = DeserializerConfig::new(
-        DeserializerKind::Ctf,
-        "d.ctf",
-        vec!["a:dense:1".parse().unwrap()],
-    );
+    let d = DeserializerConfig::new(FileFormat::Ctf, "d.ctf", vec!["a:dense:1".parse().unwrap()]);
     assert_eq!(top.deserializers, [d]);
 }
 
@@ -206,7 +203,7 @@ fn default_randomization_window_is_4_gib_of_chunks() {
         "no CTF deserializer: whole data set"
     );
     cfg.deserializers
-        .push(DeserializerConfig::new(DeserializerKind::Ctf, "x", vec![]));
+        .push(DeserializerConfig::new(FileFormat::Ctf, "x", vec![]));
     assert_eq!(cfg.default_randomization_window(), Some(128));
     cfg.read = cfg.read.with_chunk_size(ChunkSize::Bytes(10_000));
     assert_eq!(cfg.default_randomization_window(), Some(429_496));
@@ -236,8 +233,8 @@ fn composite_of_ctf_and_cbf() {
     let d1 = &cfg.deserializers[1];
     let read = d1.effective_read(&cfg);
     assert!(!read.keep_in_memory() && !read.frame_mode() && !read.cache_index());
-    let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.kind).collect();
-    assert_eq!(kinds, [DeserializerKind::Ctf, DeserializerKind::Cbf]);
+    let kinds: Vec<_> = cfg.deserializers.iter().map(|d| d.format).collect();
+    assert_eq!(kinds, [FileFormat::Ctf, FileFormat::Cbf]);
     assert_eq!(
         cfg.deserializers[0].read.chunk_size(),
         ChunkSize::Bytes(4096)
@@ -260,9 +257,9 @@ fn errors_are_reported_verbatim() {
         (reader("traceLevel = high"), None, "c:3:14: traceLevel must be a non-negative integer, found 'high'"),
         (reader("precision = half"), None, "c:3:13: precision must be 'float' or 'double', found 'half'"),
         (reader("readerType = HTKMLFReader"), None,
-         "c:3:14: the top-level reader uses readerType 'HTKMLFReader', which exfeed cannot read (it reads CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
+         "c:3:14: the top-level reader uses readerType 'HTKMLFReader', which exfeed cannot read (it reads CNTKTextFormatReader, CNTKBinaryReader, LensReader, ParquetReader, ArrowReader)"),
         (reader("readerType = HTKMLReader"), None,
-         "c:3:14: unknown readerType 'HTKMLReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader)"),
+         "c:3:14: unknown readerType 'HTKMLReader' (known: CNTKTextFormatReader, CNTKBinaryReader, LensReader, ParquetReader, ArrowReader)"),
         (reader("file = \"d.ctf\""), None, "c:2:1: reader block has no 'readerType' (or 'deserializers')"),
         (reader(r#"readerType = "CNTKTextFormatReader""#), None, "c:2:1: reader block has no 'file'"),
         (reader(CTF_READER), None, "c:2:1: reader block has no 'input'"),
@@ -293,7 +290,7 @@ fn errors_are_reported_verbatim() {
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; module = CNTKTextFormatReader; file = x ])"),
          None, "c:3:66: deserializer 1: module 'CNTKTextFormatReader' does not provide type 'CNTKBinaryFormatDeserializer'"),
         (reader("deserializers = ([ type = CNTKBinaryFormatDeserializer; file = x ]:[ type = Foo ])"), None,
-         "c:3:77: deserializer 2: unknown type 'Foo' (known: CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer)"),
+         "c:3:77: deserializer 2: unknown type 'Foo' (known: CNTKTextFormatDeserializer, CNTKBinaryFormatDeserializer, LensDeserializer, ParquetDeserializer, ArrowDeserializer)"),
         (reader("file = x\ndeserializers = ([ type = CNTKBinaryFormatDeserializer; file = x ])"), None,
          "c:3:1: 'file' belongs in a deserializer block when 'deserializers' is given"),
         (reader("deserializers = ()"), None, "c:3:17: deserializers is empty"),

@@ -359,6 +359,11 @@ impl AnyReader {
         state
     }
 
+    /// Goes to CNTK's checkpoint position (see [`Reader::set_cntk_position`]).
+    pub fn set_cntk_position(&mut self, position: u64) -> Result<()> {
+        typed!(&mut self.typed, r, _s => r.set_cntk_position(position))
+    }
+
     /// Changes when the epoch ends (see [`Reader::set_limit`]).
     pub fn set_limit(&mut self, limit: EpochLimit) -> Result<()> {
         typed!(&mut self.typed, r, _s => r.set_limit(limit))

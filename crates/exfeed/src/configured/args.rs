@@ -2,9 +2,9 @@
 //! options on top of (or instead of) a configuration file; [`ReaderArgs::configure`] turns them
 //! into the [`ReaderConfig`] and the inputs [`AnyReader`](super::AnyReader) opens.
 
-use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
+use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Precision;
-use crate::error::{Error, Result};
+use crate::error::{ArgError, ReaderArg, Result};
 use crate::format::FileFormat;
 use crate::io::InputPath;
 use crate::lens::materialize::Layout;
@@ -16,83 +16,6 @@ use crate::source::{Corpus, DataPath};
 use crate::stream::StreamSpec;
 use crate::{DataSet, LensLayout, OpenOptions};
 use std::path::{Path, PathBuf};
-
-/// How messages name the arguments: as the command line's flags or as Python's keywords.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ArgStyle {
-    /// `--input`, `--config`, `--window-chunks`, ...
-    #[default]
-    Cli,
-    /// `inputs=`, `config=`, `window_chunks`, ...
-    Python,
-}
-
-/// The arguments messages name.
-#[derive(Debug, Clone, Copy)]
-enum Arg {
-    Inputs,
-    Config,
-    Layout,
-    LensOnly,
-    NoRandomize,
-    Windows,
-    WindowChunks,
-    WindowSamples,
-    LensMode,
-    ChunkSize,
-    MaxRecordSize,
-    Corpus,
-}
-
-impl ArgStyle {
-    /// The error for a bad argument: in Python's style the message starts with the keyword it
-    /// is about (`inputs: ...`), as Python's argument errors do.
-    fn fail(self, keyword: &str, message: String) -> Error {
-        match self {
-            ArgStyle::Cli => Error::config(message),
-            ArgStyle::Python => Error::config(format!("{keyword}: {message}")),
-        }
-    }
-
-    /// The error for an argument out of range: `--chunk-size must be ...`, `chunk_size: must ...`.
-    fn must(self, arg: Arg, what: &str) -> Error {
-        let name = self.name(arg);
-        match self {
-            ArgStyle::Cli => Error::config(format!("{name} must {what}")),
-            ArgStyle::Python => Error::config(format!("{name}: must {what}")),
-        }
-    }
-
-    fn name(self, arg: Arg) -> &'static str {
-        let cli = self == ArgStyle::Cli;
-        match arg {
-            Arg::Inputs if cli => "--input NAME:FORMAT:DIM[:ALIAS] for each",
-            Arg::Inputs => "inputs=",
-            Arg::Config if cli => "a --config",
-            Arg::Config => "a config=",
-            Arg::Layout if cli => "--input-groups NAME:SIZE,... --target-groups NAME:SIZE,...",
-            Arg::Layout => "input_groups and target_groups",
-            Arg::LensOnly if cli => "--input-groups, --target-groups, --nan and --lens-mode",
-            Arg::LensOnly => "input_groups, target_groups, nan and lens_mode",
-            Arg::NoRandomize if cli => "--no-randomize",
-            Arg::NoRandomize => "randomize=False",
-            Arg::Windows if cli => "--window-chunks/--window-samples",
-            Arg::Windows => "window_chunks/window_samples",
-            Arg::WindowChunks if cli => "--window-chunks",
-            Arg::WindowChunks => "window_chunks",
-            Arg::WindowSamples if cli => "--window-samples",
-            Arg::WindowSamples => "window_samples",
-            Arg::LensMode if cli => "--lens-mode",
-            Arg::LensMode => "lens_mode",
-            Arg::ChunkSize if cli => "--chunk-size",
-            Arg::ChunkSize => "chunk_size",
-            Arg::MaxRecordSize if cli => "--max-record-size",
-            Arg::MaxRecordSize => "max_record_size",
-            Arg::Corpus if cli => "--corpus",
-            Arg::Corpus => "corpus=",
-        }
-    }
-}
 
 /// A reader's data files and the options given with them; `None`, empty or false when not
 /// given, so that a configuration's value stands: what `exfeed read` and `exfeed.Reader` take.
@@ -139,8 +62,6 @@ pub struct ReaderArgs {
     pub lens_mode: Option<SelectionMode>,
     /// The most bytes one record may take (`maxRecordSizeInBytes`, see [`Limits`]).
     pub max_record_size: Option<u64>,
-    /// How messages name these arguments.
-    pub style: ArgStyle,
 }
 
 impl ReaderArgs {
@@ -149,6 +70,10 @@ impl ReaderArgs {
     /// arguments on top. Also the inputs to read, one per deserializer, each file opened once:
     /// a pipe, a FIFO or standard input is read into memory (see
     /// [`DataSet::into_input`](crate::DataSet::into_input)), as it cannot be read twice.
+    ///
+    /// A bad argument is an [`ArgError`] (see [`Error::arg_error`](crate::Error::arg_error)):
+    /// its message names the arguments by their configuration keys, and a front end renders it
+    /// with its own spelling of them.
     ///
     /// ```
     /// use exfeed::configured::{AnyReader, ReaderArgs, RunOptions};
@@ -168,9 +93,10 @@ impl ReaderArgs {
     /// let mut mb = reader.new_minibatch();
     /// assert!(reader.next_minibatch(10, &mut mb)?);
     /// assert_eq!(mb.len(), 3);
-    /// // Without inputs a CTF file cannot be read: the message names the flag to give.
+    /// // Without inputs a CTF file cannot be read: the error names the argument to give.
     /// let err = ReaderArgs { inputs: vec![], ..args }.configure(None).unwrap_err();
-    /// assert!(err.to_string().contains("give --input NAME:FORMAT:DIM[:ALIAS] for each"));
+    /// assert_eq!(err.arg_error().unwrap().arg(), exfeed::error::ReaderArg::Inputs);
+    /// assert!(err.to_string().ends_with("(CTF): give input, or a configuration"));
     /// # std::fs::remove_file(&path)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -178,16 +104,16 @@ impl ReaderArgs {
         &self,
         config: Option<ReaderConfig>,
     ) -> Result<(ReaderConfig, Vec<InputPath>)> {
-        let style = self.style;
-        if self.max_record_size == Some(0) {
-            return Err(style.must(Arg::MaxRecordSize, "be at least 1 byte"));
-        }
+        self.check_max_record_size()?;
         let limits = self.limits(config.as_ref());
         if self.corpus.is_some() && !self.files.is_empty() {
-            return Err(style.fail(
-                "corpus",
-                format!("give files or {}, not both", style.name(Arg::Corpus)),
-            ));
+            return Err(ArgError::about(ReaderArg::Corpus)
+                .say("give ")
+                .name(ReaderArg::Files)
+                .say(" or ")
+                .name(ReaderArg::Corpus)
+                .say(", not both")
+                .into());
         }
         let (mut cfg, inputs) = match config {
             Some(mut cfg) => {
@@ -199,13 +125,9 @@ impl ReaderArgs {
                         inputs.push(InputPath::new(&d.file));
                         continue;
                     }
-                    let format = match d.kind {
-                        DeserializerKind::Ctf => Some(FileFormat::Ctf),
-                        DeserializerKind::Cbf => Some(FileFormat::Cbf),
-                        // Text or binary: the Lens source tells them apart by content.
-                        DeserializerKind::Lens => None,
-                    };
-                    inputs.push(open_once(&d.file, format, limits)?.1);
+                    // Lens text or binary: the Lens source tells them apart by content.
+                    let format = Some(d.format).filter(|f| !f.is_lens());
+                    inputs.push(open_once(&d.file, format, &d.inputs, limits)?.1);
                 }
                 (cfg, inputs)
             }
@@ -234,17 +156,16 @@ impl ReaderArgs {
         if let Some(r) = self.randomizer {
             cfg.randomizer = r;
         }
-        let (chunks, samples) = (Arg::WindowChunks, Arg::WindowSamples);
+        let (chunks, samples) = (ReaderArg::WindowChunks, ReaderArg::WindowSamples);
         match (self.window_chunks, self.window_samples) {
             (Some(_), Some(_)) => {
-                return Err(style.fail(
-                    "window_samples",
-                    format!(
-                        "give {} or {}, not both",
-                        style.name(chunks),
-                        style.name(samples)
-                    ),
-                ))
+                return Err(ArgError::about(samples)
+                    .say("give ")
+                    .name(chunks)
+                    .say(" or ")
+                    .name(samples)
+                    .say(", not both")
+                    .into());
             }
             // A window of 0 is refused as the configuration's is (randomizationWindow).
             (Some(w), None) => {
@@ -258,7 +179,7 @@ impl ReaderArgs {
             (None, None) => {}
         }
         if self.read.chunk_bytes() == 0 {
-            return Err(style.must(Arg::ChunkSize, "be at least 1 byte"));
+            return Err(ArgError::must(ReaderArg::ChunkSize, "be at least 1 byte").into());
         }
         for d in &mut cfg.deserializers {
             d.read = self.read.over(&d.read);
@@ -303,6 +224,7 @@ impl ReaderArgs {
                 input_groups,
                 target_groups,
                 nan: self.nan.or_else(|| d.and_then(|d| d.nan)),
+                frequencies: false,
             });
         }
         options
@@ -319,12 +241,20 @@ impl ReaderArgs {
         data: &DataPath,
         format: Option<FileFormat>,
     ) -> Result<DataSet> {
+        self.check_max_record_size()?;
         let mut options = self.open_options(config, Path::new(&data.to_string()));
         options.format = format;
         match data {
             DataPath::File(file) => crate::open(file, &options),
             DataPath::Corpus(corpus) => crate::open_corpus(corpus, &options),
         }
+    }
+
+    fn check_max_record_size(&self) -> Result<()> {
+        if self.max_record_size == Some(0) {
+            return Err(ArgError::must(ReaderArg::MaxRecordSize, "be at least 1 byte").into());
+        }
+        Ok(())
     }
 
     /// The record limits: [`ReaderArgs::max_record_size`], else the configuration's, else the
@@ -349,26 +279,24 @@ impl ReaderArgs {
         let n = cfg.deserializers.len();
         if let Some(corpus) = &self.corpus {
             let [d] = &mut cfg.deserializers[..] else {
-                return Err(self.style.fail(
-                    "corpus",
-                    format!(
+                return Err(ArgError::about(ReaderArg::Corpus)
+                    .say(format!(
                         "a corpus replaces the file of a configuration with one deserializer; \
                          this one has {n}"
-                    ),
-                ));
+                    ))
+                    .into());
             };
             d.file = PathBuf::from(corpus.to_string());
             d.corpus = Some(corpus.clone());
             return Ok(());
         }
         if self.files.len() != n {
-            return Err(self.style.fail(
-                "files",
-                format!(
+            return Err(ArgError::about(ReaderArg::Files)
+                .say(format!(
                     "the configuration has {n} deserializer(s) but {} file(s) were given",
                     self.files.len()
-                ),
-            ));
+                ))
+                .into());
         }
         // By file name when every name matches a different deserializer, else in order.
         let by_name: Option<Vec<usize>> = self
@@ -395,7 +323,6 @@ impl ReaderArgs {
     }
 
     fn config_from_files(&self, limits: Limits) -> Result<(ReaderConfig, Vec<InputPath>)> {
-        let style = self.style;
         let mut cfg = ReaderConfig::default();
         let (mut formats, mut inputs) = (Vec::new(), Vec::new());
         let corpus = match &self.corpus {
@@ -403,7 +330,7 @@ impl ReaderArgs {
             // the corpus is opened).
             Some(corpus) => {
                 let first = &corpus.expand()?[0];
-                formats.push(open_once(first, None, limits)?.0);
+                formats.push(open_once(first, None, &self.inputs, limits)?.0);
                 let name = PathBuf::from(corpus.to_string());
                 inputs.push(InputPath::new(&name));
                 vec![name]
@@ -411,39 +338,35 @@ impl ReaderArgs {
             None => Vec::new(),
         };
         for f in &self.files {
-            let (format, input) = open_once(f, None, limits)?;
+            let (format, input) = open_once(f, None, &self.inputs, limits)?;
             formats.push(format);
             inputs.push(input);
         }
         let ctf_files = formats.iter().filter(|&&f| f == FileFormat::Ctf).count();
         if ctf_files > 1 {
-            return Err(style.fail(
-                "files",
-                format!(
-                    "several CTF files need {} saying each one's inputs",
-                    style.name(Arg::Config)
-                ),
-            ));
+            return Err(ArgError::about(ReaderArg::Files)
+                .say("several CTF files need a ")
+                .name(ReaderArg::Config)
+                .say(" saying each one's inputs")
+                .into());
         }
         for (f, format) in corpus.iter().chain(&self.files).zip(formats) {
             let (kind, streams) = match format {
                 // A Lens file's streams are 'input' and 'target', from the layout.
-                FileFormat::LensText | FileFormat::LensBinary => {
-                    (DeserializerKind::Lens, Vec::new())
+                FileFormat::LensText | FileFormat::LensBinary => (FileFormat::LensText, Vec::new()),
+                // The others describe their streams; inputs select and rename them.
+                FileFormat::Cbf | FileFormat::Parquet | FileFormat::ArrowIpc => {
+                    (format, self.inputs.clone())
                 }
-                FileFormat::Cbf => (DeserializerKind::Cbf, self.inputs.clone()),
                 FileFormat::Ctf if self.inputs.is_empty() => {
-                    return Err(style.fail(
-                        "inputs",
-                        format!(
-                            "no inputs for {} (CTF): give {}, or {}",
-                            f.display(),
-                            style.name(Arg::Inputs),
-                            style.name(Arg::Config)
-                        ),
-                    ))
+                    return Err(ArgError::about(ReaderArg::Inputs)
+                        .say(format!("no inputs for {} (CTF): give ", f.display()))
+                        .name(ReaderArg::Inputs)
+                        .say(", or a ")
+                        .name(ReaderArg::Config)
+                        .into());
                 }
-                FileFormat::Ctf => (DeserializerKind::Ctf, self.inputs.clone()),
+                FileFormat::Ctf => (FileFormat::Ctf, self.inputs.clone()),
             };
             let mut d = DeserializerConfig::new(kind, f, streams);
             d.corpus = self.corpus.clone();
@@ -456,71 +379,63 @@ impl ReaderArgs {
 
     /// The layout and NaN value for every Lens deserializer, and the selection mode.
     fn apply_lens(&self, cfg: &mut ReaderConfig) -> Result<()> {
-        let style = self.style;
-        let has_lens = cfg
-            .deserializers
-            .iter()
-            .any(|d| d.kind == DeserializerKind::Lens);
+        let has_lens = cfg.deserializers.iter().any(|d| d.format.is_lens());
         let lens_arg = [
-            ("input_groups", self.input_groups.is_some()),
-            ("target_groups", self.target_groups.is_some()),
-            ("nan", self.nan.is_some()),
-            ("lens_mode", self.lens_mode.is_some()),
+            (ReaderArg::InputGroups, self.input_groups.is_some()),
+            (ReaderArg::TargetGroups, self.target_groups.is_some()),
+            (ReaderArg::Nan, self.nan.is_some()),
+            (ReaderArg::LensMode, self.lens_mode.is_some()),
         ]
         .into_iter()
-        .find_map(|(name, given)| given.then_some(name));
-        if let (false, Some(keyword)) = (has_lens, lens_arg) {
-            let what = "to Lens example files (.ex, .bex), and none is read";
-            return Err(match style {
-                ArgStyle::Cli => {
-                    Error::config(format!("{} apply {what}", style.name(Arg::LensOnly)))
-                }
-                ArgStyle::Python => style.fail(keyword, format!("applies {what}")),
-            });
+        .find_map(|(arg, given)| given.then_some(arg));
+        if let (false, Some(arg)) = (has_lens, lens_arg) {
+            let what = " applies to Lens example files (.ex, .bex), and none is read";
+            return Err(ArgError::about(arg).name(arg).say(what).into());
         }
-        for d in cfg
-            .deserializers
-            .iter_mut()
-            .filter(|d| d.kind == DeserializerKind::Lens)
-        {
+        for d in cfg.deserializers.iter_mut().filter(|d| d.format.is_lens()) {
             d.input_groups = self.input_groups.clone().or(d.input_groups.take());
             d.target_groups = self.target_groups.clone().or(d.target_groups.take());
             d.nan = self.nan.or(d.nan);
             if d.input_groups.is_none() || d.target_groups.is_none() {
-                return Err(style.fail(
-                    "input_groups",
-                    format!(
-                        "reading the Lens example file {} needs the network's layout: {} (in \
-                         network order)",
-                        d.file.display(),
-                        style.name(Arg::Layout)
-                    ),
-                ));
+                return Err(ArgError::about(ReaderArg::InputGroups)
+                    .say(format!(
+                        "reading the Lens example file {} needs the network's layout: ",
+                        d.file.display()
+                    ))
+                    .name(ReaderArg::InputGroups)
+                    .say(" and ")
+                    .name(ReaderArg::TargetGroups)
+                    .say(" (NAME:SIZE,... in network order)")
+                    .into());
             }
         }
         let orders = self.randomize == Some(false)
             || self.window_chunks.is_some()
             || self.window_samples.is_some();
-        let (no_randomize, windows) = (style.name(Arg::NoRandomize), style.name(Arg::Windows));
+        let mode = ReaderArg::LensMode;
+        // `{randomize} and {windows} cannot be combined with it`.
+        let order_args = |e: ArgError| {
+            e.name(ReaderArg::Randomize)
+                .say(" and ")
+                .name(ReaderArg::WindowChunks)
+                .say("/")
+                .name(ReaderArg::WindowSamples)
+                .say(" cannot be combined with it")
+        };
         if self.lens_mode.is_some() && orders {
-            let name = style.name(Arg::LensMode);
-            return Err(style.fail(
-                name,
-                format!(
-                    "{name} decides the example order: {no_randomize} and {windows} cannot be \
-                     combined with it"
-                ),
-            ));
+            let decides = ArgError::about(mode)
+                .name(mode)
+                .say(" decides the example order: ");
+            return Err(order_args(decides).into());
         }
         if self.lens_mode.is_none() && cfg.lens_mode.is_some() && orders {
-            return Err(style.fail(
-                "lens_mode",
-                format!(
-                    "the configuration's lensMode decides the example order; {no_randomize} \
-                     and {windows} cannot be combined with it (give {} to override it)",
-                    style.name(Arg::LensMode)
-                ),
-            ));
+            let decides = ArgError::about(mode)
+                .say("the configuration's lensMode decides the example order; ");
+            return Err(order_args(decides)
+                .say(" (give ")
+                .name(mode)
+                .say(" to override it)")
+                .into());
         }
         if let Some(mode) = self.lens_mode {
             cfg.lens_mode = Some(mode);
@@ -529,15 +444,18 @@ impl ReaderArgs {
     }
 }
 
-/// Opens `file` once (its format recognised, or `format` when known) and gives what the reader
+/// Opens `file` once (its format recognised, or `format` when known; `inputs` select and name
+/// the streams of a file that describes its own) and gives what the reader
 /// reads: the file itself, or its content in memory when it cannot be read twice.
 fn open_once(
     file: &Path,
     format: Option<FileFormat>,
+    inputs: &[StreamSpec],
     limits: Limits,
 ) -> Result<(FileFormat, InputPath)> {
     let options = OpenOptions {
         format,
+        inputs: inputs.to_vec(),
         limits,
         ..OpenOptions::default()
     };
@@ -589,7 +507,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_name_the_flags_or_the_keywords() {
+    fn a_bad_argument_is_reported_as_data() {
         let dir = tempfile::tempdir().unwrap();
         let ctf = dir.path().join("d.ctf");
         std::fs::write(&ctf, "0 |x 1 2\n").unwrap();
@@ -599,27 +517,42 @@ mod tests {
             nan: Some(0.0),
             ..ReaderArgs::default()
         };
-        let cli = args.configure(None).unwrap_err().to_string();
+        let err = args.configure(None).unwrap_err();
+        let bad = err.arg_error().unwrap();
+        assert_eq!(bad.arg(), ReaderArg::Nan);
         assert_eq!(
-            cli,
-            "--input-groups, --target-groups, --nan and --lens-mode apply to Lens example \
-             files (.ex, .bex), and none is read"
+            err.to_string(),
+            "nanValue applies to Lens example files (.ex, .bex), and none is read"
         );
-        let python = ReaderArgs {
-            style: ArgStyle::Python,
-            ..args.clone()
-        };
-        let err = python.configure(None).unwrap_err().to_string();
         assert_eq!(
-            err,
+            bad.keyed_message(|_| "nan"),
             "nan: applies to Lens example files (.ex, .bex), and none is read"
         );
         let zero = ReaderArgs {
             nan: None,
             read: ReadOptions::new().with_chunk_size(crate::options::ChunkSize::Bytes(0)),
-            ..python
+            ..args.clone()
         };
-        let err = zero.configure(None).unwrap_err().to_string();
-        assert_eq!(err, "chunk_size: must be at least 1 byte");
+        let err = zero.configure(None).unwrap_err();
+        assert_eq!(err.arg_error().unwrap().arg(), ReaderArg::ChunkSize);
+        assert_eq!(err.to_string(), "chunkSizeInBytes must be at least 1 byte");
+        let both = ReaderArgs {
+            nan: None,
+            window_chunks: Some(2),
+            window_samples: Some(9),
+            ..args
+        };
+        let err = both.configure(None).unwrap_err();
+        let flag = |a: ReaderArg| match a {
+            ReaderArg::WindowChunks => "--window-chunks",
+            ReaderArg::WindowSamples => "--window-samples",
+            other => other.config_key(),
+        };
+        let bad = err.arg_error().unwrap();
+        assert_eq!(bad.arg(), ReaderArg::WindowSamples);
+        assert_eq!(
+            bad.message(flag),
+            "give --window-chunks or --window-samples, not both"
+        );
     }
 }

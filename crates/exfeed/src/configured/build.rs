@@ -2,18 +2,15 @@
 //! ([`JoinedSource`]) when there are several, and the [`ReaderOptions`] the config's
 //! parameters say.
 
-use crate::config::{DeserializerConfig, DeserializerKind, ReaderConfig};
-use crate::ctf::CtfOptions;
+use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::format::FileFormat;
 use crate::io::InputPath;
-use crate::options::ReadOptions;
+use crate::options::{IndexMode, ReadOptions};
 use crate::reader::{ChunkSource, EpochLimit, Randomizer, Reader, ReaderOptions, Window};
-use crate::source::{
-    CbfSource, CorpusSource, CtfSource, CtfSourceOptions, IndexMode, JoinedSource, LensSource,
-    LensSourceOptions,
-};
+use crate::source::{CtfSource, JoinedSource, LensSource};
+use crate::{FormatSource, LensLayout, OpenOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,8 +18,8 @@ use std::sync::Arc;
 pub struct ConfiguredSource<T: Element> {
     /// What the reader reads from.
     pub source: Arc<dyn ChunkSource<T>>,
-    ctf: Vec<Arc<CtfSource>>,
-    lens: Vec<Arc<LensSource>>,
+    /// Each deserializer's source, as [`crate::open`] gave it.
+    opened: Vec<FormatSource<T>>,
     joined: Option<Arc<JoinedSource<T>>>,
     /// Parameters given that do not apply to the files read, aliases that name no stream.
     unused: Vec<Diagnostic>,
@@ -34,12 +31,7 @@ impl<T: Element> ConfiguredSource<T> {
     /// missing from one of several joined deserializers.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         let mut d = self.unused.clone();
-        d.extend(
-            self.lens
-                .iter()
-                .flat_map(|l| l.diagnostics().iter().cloned()),
-        );
-        d.extend(self.ctf.iter().flat_map(|c| c.diagnostics()));
+        d.extend(self.opened.iter().flat_map(|o| o.diagnostics()));
         if let Some(j) = &self.joined {
             d.extend_from_slice(j.diagnostics());
         }
@@ -47,13 +39,13 @@ impl<T: Element> ConfiguredSource<T> {
     }
 
     /// The CTF sources among the deserializers (to see where their index came from).
-    pub fn ctf_sources(&self) -> &[Arc<CtfSource>] {
-        &self.ctf
+    pub fn ctf_sources(&self) -> Vec<Arc<CtfSource>> {
+        self.opened.iter().flat_map(|o| o.ctf_sources()).collect()
     }
 
     /// The Lens sources among the deserializers.
-    pub fn lens_sources(&self) -> &[Arc<LensSource>] {
-        &self.lens
+    pub fn lens_sources(&self) -> Vec<Arc<LensSource>> {
+        self.opened.iter().flat_map(|o| o.lens_sources()).collect()
     }
 }
 
@@ -77,13 +69,73 @@ pub fn open_configured_source_with<T: Element>(
 }
 
 /// [`open_configured_source_with`] for `workers` workers: a deserializer with
-/// [`ChunkSize::Auto`] is sized for them ([`ReadOptions::sized_for`]) from the size of its file
-/// (or of all the files of its corpus).
+/// [`ChunkSize::Auto`](crate::options::ChunkSize::Auto) is sized for them
+/// ([`ReadOptions::sized_for`]) from the size of its file (or of all the files of its corpus).
+/// Every deserializer's data is opened through the front door, [`crate::open`] (or
+/// [`crate::open_corpus`]).
 pub(super) fn open_sources<T: Element>(
     cfg: &ReaderConfig,
     inputs: &[InputPath],
     workers: usize,
 ) -> Result<ConfiguredSource<T>> {
+    check(cfg)?;
+    let mut opened = Vec::new();
+    let mut unused = Vec::new();
+    for (i, d) in cfg.deserializers.iter().enumerate() {
+        let mut options = open_options(cfg, d)?;
+        let mut data = match &d.corpus {
+            // Each file's format is recognised by its content: CTF and CBF may be mixed.
+            Some(corpus) => crate::open_corpus(
+                corpus,
+                &OpenOptions {
+                    format: None,
+                    ..options.clone()
+                },
+            )?,
+            None => {
+                let input = inputs
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| InputPath::new(&d.file));
+                crate::open(input, &options)?
+            }
+        };
+        options.read = options.read.sized_for(data_bytes(&data.files()), workers);
+        data.set_read(options.read);
+        unused.extend(data.rename_warnings());
+        if data.format().is_lens() {
+            unused.extend(lens_unused(cfg, d, &options.read, data.name()));
+        }
+        let source = data.into_source::<T>()?;
+        if let Some(mode) = cfg.lens_mode {
+            for s in source.lens_sources() {
+                mode.check_frequencies(s.frequencies())
+                    .map_err(|e| e.in_file(s.name().to_string()))?;
+            }
+        }
+        opened.push(source);
+    }
+    if opened.len() == 1 {
+        return Ok(ConfiguredSource {
+            source: opened[0].chunk_source(),
+            opened,
+            joined: None,
+            unused,
+        });
+    }
+    let joined = Arc::new(JoinedSource::new(
+        opened.iter().map(|o| o.chunk_source()).collect(),
+    )?);
+    Ok(ConfiguredSource {
+        source: joined.clone(),
+        opened,
+        joined: Some(joined),
+        unused,
+    })
+}
+
+/// What `cfg` asks that no set of deserializers can do.
+fn check(cfg: &ReaderConfig) -> Result<()> {
     if cfg.deserializers.is_empty() {
         return Err(Error::config(
             "the reader configuration has no deserializer",
@@ -99,7 +151,7 @@ pub(super) fn open_sources<T: Element>(
     let lens_count = cfg
         .deserializers
         .iter()
-        .filter(|d| d.kind == DeserializerKind::Lens)
+        .filter(|d| d.format.is_lens())
         .count();
     if let Some(mode) = cfg.lens_mode {
         if lens_count == 0 {
@@ -115,8 +167,13 @@ pub(super) fn open_sources<T: Element>(
         }
     }
     if cfg.deserializers.len() > 1 {
+        if cfg.deserializers.iter().any(|d| d.corpus.is_some()) {
+            return Err(Error::config(
+                "a corpus is read alone: it cannot be joined by key with other deserializers",
+            ));
+        }
         if let Some(d) = cfg.deserializers.iter().find(|d| {
-            d.kind == DeserializerKind::Ctf && d.effective_read(cfg).index() == IndexMode::None
+            d.format == FileFormat::Ctf && d.effective_read(cfg).index() == IndexMode::None
         }) {
             return Err(Error::config(format!(
                 "{}: index none cannot be joined by key with other deserializers (the join \
@@ -125,211 +182,91 @@ pub(super) fn open_sources<T: Element>(
             )));
         }
     }
-    let mut opened = Opened::default();
-    let mut sources: Vec<Arc<dyn ChunkSource<T>>> = Vec::new();
-    for (i, d) in cfg.deserializers.iter().enumerate() {
-        if d.corpus.is_some() {
-            if cfg.deserializers.len() > 1 {
-                return Err(Error::config(
-                    "a corpus is read alone: it cannot be joined by key with other deserializers",
-                ));
-            }
-            sources.push(open_corpus(cfg, d, workers, &mut opened)?);
-            continue;
+    Ok(())
+}
+
+/// How deserializer `d` of `cfg` is opened: its format, inputs and parameters (over the
+/// reader's), the Lens layout, and how it is read (unsized: see [`open_sources`]).
+fn open_options(cfg: &ReaderConfig, d: &DeserializerConfig) -> Result<OpenOptions> {
+    let read = d.effective_read(cfg);
+    // Joined by key: every chunk's keys are needed, so the full index. CNTK's order needs
+    // CNTK's chunks: the full index too.
+    let read = match read.index() {
+        IndexMode::Auto if cfg.deserializers.len() > 1 || cfg.randomizer == Randomizer::Cntk => {
+            read.with_index(IndexMode::Full)
         }
-        let input = match inputs.get(i) {
-            Some(input) => input.clone(),
-            None => readable_input(d)?,
-        };
-        let read = d
-            .effective_read(cfg)
-            .sized_for(data_bytes(&[&d.file]), workers);
-        sources.push(opened.open(cfg, d, read, &input)?);
-    }
-    let Opened { ctf, lens, unused } = opened;
-    if sources.len() == 1 {
-        return Ok(ConfiguredSource {
-            source: sources.pop().expect("one"),
-            ctf,
-            lens,
-            joined: None,
-            unused,
-        });
-    }
-    let joined = Arc::new(JoinedSource::new(sources)?);
-    Ok(ConfiguredSource {
-        source: joined.clone(),
-        ctf,
+        _ => read,
+    };
+    let lens = match (&d.input_groups, &d.target_groups) {
+        (Some(inputs), Some(targets)) => Some(LensLayout {
+            input_groups: inputs.clone(),
+            target_groups: targets.clone(),
+            nan: d.nan,
+            frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
+        }),
+        _ if d.format.is_lens() => {
+            return Err(Error::config(format!(
+                "reading the Lens example file {} needs the network's layout: \
+                 inputGroups and targetGroups (NAME:SIZE,... in network order)",
+                d.file.display()
+            )))
+        }
+        _ => None,
+    };
+    Ok(OpenOptions {
+        format: Some(d.format),
+        inputs: d.inputs.clone(),
+        skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
+        max_errors: d.effective_max_errors(cfg),
         lens,
-        joined: Some(joined),
-        unused,
+        limits: cfg.limits,
+        read,
     })
 }
 
-/// The sources opened so far, kept for their diagnostics.
-#[derive(Default)]
-struct Opened {
-    ctf: Vec<Arc<CtfSource>>,
-    lens: Vec<Arc<LensSource>>,
-    /// Parameters given that do not apply to the files read.
-    unused: Vec<Diagnostic>,
-}
-
-impl Opened {
-    /// Opens `input` as deserializer `d` says, read as `read` says (`d`'s options, sized).
-    fn open<T: Element>(
-        &mut self,
-        cfg: &ReaderConfig,
-        d: &DeserializerConfig,
-        read: ReadOptions,
-        input: &InputPath,
-    ) -> Result<Arc<dyn ChunkSource<T>>> {
-        match d.kind {
-            DeserializerKind::Ctf => {
-                let s = Arc::new(CtfSource::open(
-                    input,
-                    CtfSourceOptions {
-                        ctf: CtfOptions {
-                            inputs: d.inputs.clone(),
-                            skip_sequence_ids: d.effective_skip_sequence_ids(cfg),
-                            max_errors: d.effective_max_errors(cfg),
-                            limits: cfg.limits,
-                        },
-                        // Joined by key: every chunk's keys are needed, so the full index.
-                        // CNTK's order needs CNTK's chunks: the full index too.
-                        read: match read.index() {
-                            IndexMode::Auto
-                                if cfg.deserializers.len() > 1
-                                    || cfg.randomizer == Randomizer::Cntk =>
-                            {
-                                read.with_index(IndexMode::Full)
-                            }
-                            _ => read,
-                        },
-                    },
-                )?);
-                self.ctf.push(s.clone());
-                Ok(s)
-            }
-            DeserializerKind::Cbf => {
-                let s = CbfSource::open(input, &d.inputs, read.keep_in_memory())?;
-                for message in s.file().rename_warnings() {
-                    self.unused.push(Diagnostic {
-                        severity: Severity::Warning,
-                        location: Location::default().with_file(input.display_name()),
-                        message,
-                    });
-                }
-                Ok(Arc::new(s))
-            }
-            DeserializerKind::Lens => {
-                let (Some(inputs), Some(targets)) = (&d.input_groups, &d.target_groups) else {
-                    return Err(Error::config(format!(
-                        "reading the Lens example file {} needs the network's layout: \
-                         inputGroups and targetGroups (NAME:SIZE,... in network order; \
-                         --input-groups/--target-groups on the command line)",
-                        input.display_name()
-                    )));
-                };
-                let s = Arc::new(LensSource::open(
-                    input,
-                    &d.inputs,
-                    LensSourceOptions {
-                        input_groups: inputs.clone(),
-                        target_groups: targets.clone(),
-                        nan: d.nan,
-                        read,
-                        use_frequencies: cfg.lens_mode.is_some_and(|m| m.uses_frequencies()),
-                        limits: cfg.limits,
-                    },
-                )?);
-                if let Some(mode) = cfg.lens_mode {
-                    mode.check_frequencies(s.frequencies())
-                        .map_err(|e| e.in_file(s.name().to_string()))?;
-                }
-                let mut unused = |what: &str, why: &str| {
-                    self.unused.push(Diagnostic {
-                        severity: Severity::Warning,
-                        location: Location::default().with_file(s.name().to_string()),
-                        message: format!("{what} does not apply to Lens example files: {why}"),
-                    })
-                };
-                if read.cache_index() {
-                    unused("cacheIndex", "the file is indexed anew on every run");
-                }
-                if d.effective_max_errors(cfg) > 0 {
-                    unused("maxErrors", "as in Lens, one bad example refuses the file");
-                }
-                if read.index() == IndexMode::None {
-                    unused("index none", "a Lens file is indexed when it is opened");
-                }
-                self.lens.push(s.clone());
-                Ok(s)
-            }
-        }
-    }
-}
-
-/// The corpus of deserializer `d`: every file it names opened as `d` says (each file's format
-/// recognised by its content: CTF and CBF files may be mixed).
-fn open_corpus<T: Element>(
+/// Warnings for the parameters of `d` that do not apply to the Lens file `name`.
+fn lens_unused(
     cfg: &ReaderConfig,
     d: &DeserializerConfig,
-    workers: usize,
-    opened: &mut Opened,
-) -> Result<Arc<dyn ChunkSource<T>>> {
-    let corpus = d.corpus.as_ref().expect("a corpus deserializer");
-    let files = corpus.expand()?;
-    let read =
-        (d.effective_read(cfg)).sized_for(data_bytes(&files.iter().collect::<Vec<_>>()), workers);
-    let mut shards = Vec::new();
-    for file in files {
-        // The first bytes say the format; the source opens the file (a compressed one is
-        // decompressed to a temporary file there, once).
-        let input = InputPath::new(&file);
-        let kind = match crate::dataset::format_of(&input)? {
-            FileFormat::Ctf => DeserializerKind::Ctf,
-            FileFormat::Cbf => DeserializerKind::Cbf,
-            FileFormat::LensText | FileFormat::LensBinary => DeserializerKind::Lens,
-        };
-        let shard = DeserializerConfig {
-            kind,
-            file: file.clone(),
-            corpus: None,
-            ..d.clone()
-        };
-        shards.push((
-            input.display_name(),
-            opened.open(cfg, &shard, read, &input)?,
+    read: &ReadOptions,
+    name: &str,
+) -> Vec<Diagnostic> {
+    let unused = |what: &str, why: &str| Diagnostic {
+        severity: Severity::Warning,
+        location: Location::default().with_file(name.to_string()),
+        message: format!("{what} does not apply to Lens example files: {why}"),
+    };
+    let mut out = Vec::new();
+    if read.cache_index() {
+        out.push(unused(
+            "cacheIndex",
+            "the file is indexed anew on every run",
         ));
     }
-    Ok(Arc::new(CorpusSource::new(shards)?))
+    if d.effective_max_errors(cfg) > 0 {
+        out.push(unused(
+            "maxErrors",
+            "as in Lens, one bad example refuses the file",
+        ));
+    }
+    if read.index() == IndexMode::None {
+        out.push(unused(
+            "index none",
+            "a Lens file is indexed when it is opened",
+        ));
+    }
+    out
 }
 
-/// The size of `files` together, when every one is a regular file (not standard input, a pipe).
-fn data_bytes(files: &[&PathBuf]) -> Option<u64> {
+/// The size of `files` together, when there are some and every one is a regular file (not
+/// standard input, a pipe; data read into memory has no files).
+fn data_bytes(files: &[PathBuf]) -> Option<u64> {
+    if files.is_empty() {
+        return None;
+    }
     (files.iter())
         .map(|f| Some(std::fs::metadata(f).ok().filter(|m| m.is_file())?.len()))
         .sum()
-}
-
-/// Deserializer `d`'s file, read into memory when it cannot be read twice.
-fn readable_input(d: &DeserializerConfig) -> Result<InputPath> {
-    let input = InputPath::new(&d.file);
-    if input.is_seekable() {
-        return Ok(input);
-    }
-    let format = match d.kind {
-        DeserializerKind::Ctf => FileFormat::Ctf,
-        DeserializerKind::Cbf => FileFormat::Cbf,
-        // Text or binary: the Lens source tells them apart by content.
-        DeserializerKind::Lens => FileFormat::LensText,
-    };
-    let options = crate::OpenOptions {
-        format: Some(format),
-        ..Default::default()
-    };
-    crate::open(input, &options)?.into_input()
 }
 
 /// The engine options `cfg` says: `randomize`, `randomizationSeed`, the window
@@ -373,4 +310,28 @@ pub fn build_reader<T: Element>(
     let source = open_configured_source::<T>(cfg)?;
     let reader = Reader::new(source.source.clone(), reader_options(cfg, limit))?;
     Ok((reader, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ChunkSize;
+
+    #[test]
+    fn data_in_memory_with_auto_chunks_gets_the_largest_chunk_not_one_byte_ones() {
+        let text = "0 |x 1\n1 |x 2\n2 |x 3\n";
+        let mut cfg = ReaderConfig::default();
+        let mut d =
+            DeserializerConfig::new(FileFormat::Ctf, "-", vec!["x:dense:1".parse().unwrap()]);
+        d.read = ReadOptions::new().with_chunk_size(ChunkSize::Auto);
+        cfg.deserializers.push(d);
+        let input = InputPath::Memory {
+            name: "<stdin>".into(),
+            bytes: text.as_bytes().into(),
+        };
+        let opened = open_sources::<f32>(&cfg, &[input], 4).unwrap();
+        // Its size unknown to the sizing, the data is one chunk of at most the default size.
+        assert_eq!(opened.source.chunks().len(), 1);
+        assert_eq!(data_bytes(&[]), None);
+    }
 }

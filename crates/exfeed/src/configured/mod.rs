@@ -7,7 +7,7 @@ mod args;
 mod build;
 
 pub use any::{AnyMinibatch, AnyReader, Equalize, RunOptions};
-pub use args::{ArgStyle, ReaderArgs};
+pub use args::ReaderArgs;
 pub use build::{
     build_reader, open_configured_source, open_configured_source_with, reader_options,
     ConfiguredSource,

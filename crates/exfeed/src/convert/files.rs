@@ -58,59 +58,9 @@ pub struct Converted {
     pub chunks: u64,
 }
 
-/// The columnar formats, which this crate does not write (the `exfeed-arrow` crate does, its
-/// `ArrowFormat` made from this one table of names): known here so that their names are never
-/// taken for CTF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnarFormat {
-    /// Apache Parquet (`.parquet`, `.pq`).
-    Parquet,
-    /// Apache Arrow IPC (`.arrow`, `.feather`, `.ipc`).
-    ArrowIpc,
-}
-
-impl ColumnarFormat {
-    /// By name, as `--from`/`--to` take it: `parquet`, `arrow` (or `ipc`, `feather`).
-    pub fn parse_name(name: &str) -> Option<Self> {
-        match name {
-            "parquet" => Some(ColumnarFormat::Parquet),
-            "arrow" | "ipc" | "feather" => Some(ColumnarFormat::ArrowIpc),
-            _ => None,
-        }
-    }
-
-    /// By a file's extension: a name [`ColumnarFormat::parse_name`] takes, or `pq` (Parquet).
-    /// They compress inside: no `.gz`/`.bz2` is looked through.
-    pub fn from_name(path: &Path) -> Option<Self> {
-        match path.extension()?.to_str()? {
-            "pq" => Some(ColumnarFormat::Parquet),
-            extension => Self::parse_name(extension),
-        }
-    }
-
-    /// The format's name in messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            ColumnarFormat::Parquet => "Parquet",
-            ColumnarFormat::ArrowIpc => "Arrow IPC",
-        }
-    }
-
-    /// The error for writing it with this crate.
-    pub fn unsupported(self, output: &Path) -> Error {
-        Error::new(
-            ErrorKind::Unsupported,
-            Location::default().with_file(output.display().to_string()),
-            format!(
-                "writing {} is not part of the exfeed library (the exfeed-arrow crate writes it)",
-                self.describe()
-            ),
-        )
-    }
-}
-
 /// The conversions [`convert`] does, for messages.
-const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
+const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF, Parquet or Arrow IPC \
+                         -> CTF or CBF, any -> Parquet or Arrow IPC";
 
 /// Converts `data` (see [`crate::open`]; its [`OpenOptions`](crate::OpenOptions) say how CTF is
 /// read and the layout a Lens file is materialized for) to the file `output`, atomically: a
@@ -124,10 +74,10 @@ const SUPPORTED: &str = "CTF <-> CBF, CBF -> CBF, Lens -> Lens, CTF or CBF";
 /// sample per event, streams `input` and `target`: this needs the layout). A corpus
 /// ([`crate::open_corpus`]) converts to one CTF or CBF file, its shards one after the other, each
 /// sequence keyed by its corpus key (`shard << 40 | key`, the key `exfeed read` gives it; CBF
-/// stores no keys). An output named as a
-/// [`ColumnarFormat`] is refused unless [`ConvertOptions::to`] says otherwise. Problems tolerated by
-/// the error budget (CTF's `max_errors`) go to `sink`; the first one beyond it stops the
-/// conversion, and the output is then not written.
+/// stores no keys). With the `arrow` feature, any input converts to Parquet or Arrow IPC (one
+/// row per sequence), and those convert to CTF or CBF. Problems tolerated by the error budget
+/// (CTF's `max_errors`) go to `sink`; the first one beyond it stops the conversion, and the
+/// output is then not written.
 ///
 /// ```
 /// use exfeed::convert::{convert, ConvertOptions};
@@ -166,9 +116,6 @@ pub fn convert_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Converted> {
     let from = data.format();
-    if let (None, Some(columnar)) = (options.to, ColumnarFormat::from_name(output)) {
-        return Err(columnar.unsupported(output));
-    }
     let to = options.to.unwrap_or_else(|| FileFormat::from_name(output));
     let is_lens = |f: FileFormat| matches!(f, FileFormat::LensText | FileFormat::LensBinary);
     let unsupported = |what: String| {
@@ -193,6 +140,11 @@ pub fn convert_with_progress(
         (FileFormat::Ctf, FileFormat::Cbf)
             | (FileFormat::Cbf, FileFormat::Ctf | FileFormat::Cbf)
             | (FileFormat::LensText | FileFormat::LensBinary, _)
+            | (
+                FileFormat::Parquet | FileFormat::ArrowIpc,
+                FileFormat::Ctf | FileFormat::Cbf
+            )
+            | (_, FileFormat::Parquet | FileFormat::ArrowIpc)
     ) || (corpus && to == FileFormat::Ctf);
     if !supported {
         return Err(unsupported(format!(
@@ -236,6 +188,9 @@ pub fn convert_with_progress(
         precision,
     };
     match (from, to) {
+        (_, FileFormat::Parquet | FileFormat::ArrowIpc) => {
+            done.sequences = write_columnar(data, output, to, options, sink)?;
+        }
         (
             FileFormat::LensText | FileFormat::LensBinary,
             FileFormat::LensText | FileFormat::LensBinary,
@@ -312,6 +267,37 @@ pub fn convert_with_progress(
         }
     }
     Ok(done)
+}
+
+/// Writes `data` to `output` as Parquet or Arrow IPC (`to`), with the `arrow` feature.
+#[cfg(feature = "arrow")]
+fn write_columnar(
+    data: DataSet,
+    output: &Path,
+    to: FileFormat,
+    options: &ConvertOptions,
+    sink: &mut dyn DiagnosticSink,
+) -> Result<u64> {
+    crate::convert::write_arrow_file(data, output, to, options, sink)
+}
+
+/// Without the `arrow` feature, Parquet and Arrow IPC outputs are refused.
+#[cfg(not(feature = "arrow"))]
+fn write_columnar(
+    _: DataSet,
+    output: &Path,
+    to: FileFormat,
+    _: &ConvertOptions,
+    _: &mut dyn DiagnosticSink,
+) -> Result<u64> {
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        Location::default().with_file(output.display().to_string()),
+        format!(
+            "writing {} needs exfeed built with the `arrow` feature",
+            to.describe()
+        ),
+    ))
 }
 
 /// Writes the sequences of `data`, read as `T`, to `out` as CTF (see [`write_ctf`]).
@@ -484,6 +470,7 @@ mod tests {
                 input_groups: crate::lens::materialize::Layout::parse("in:2").unwrap(),
                 target_groups: crate::lens::materialize::Layout::parse("out:2").unwrap(),
                 nan: None,
+                frequencies: false,
             }),
             ..OpenOptions::default()
         };
@@ -509,24 +496,26 @@ mod tests {
             "{err}"
         );
         assert!(!out.exists());
-        // The columnar formats by any of their names, as `exfeed convert` knows them (which
-        // writes them with the exfeed-arrow crate): never taken for CTF.
-        for (name, format) in [
-            ("out.parquet", "Parquet"),
-            ("out.pq", "Parquet"),
-            ("out.arrow", "Arrow IPC"),
-            ("out.feather", "Arrow IPC"),
-            ("out.ipc", "Arrow IPC"),
+        // The columnar formats by any of their names: never taken for CTF. Written with the
+        // `arrow` feature, refused without it.
+        for (name, format, magic) in [
+            ("out.parquet", "Parquet", &b"PAR1"[..]),
+            ("out.pq", "Parquet", b"PAR1"),
+            ("out.arrow", "Arrow IPC", b"ARROW1"),
+            ("out.feather", "Arrow IPC", b"ARROW1"),
+            ("out.ipc", "Arrow IPC", b"ARROW1"),
         ] {
             let out = dir.path().join(name);
-            let err = run(&ctf, &out, &ConvertOptions::default()).unwrap_err();
+            let result = run(&ctf, &out, &ConvertOptions::default());
+            if cfg!(feature = "arrow") {
+                assert_eq!(result.unwrap().to.describe(), format);
+                assert!(std::fs::read(&out).unwrap().starts_with(magic), "{name}");
+                continue;
+            }
+            let err = result.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Unsupported);
-            assert!(
-                err.to_string().contains(&format!(
-                    "writing {format} is not part of the exfeed library"
-                )),
-                "{err}"
-            );
+            let want = format!("writing {format} needs exfeed built with the `arrow` feature");
+            assert!(err.to_string().contains(&want), "{err}");
             assert!(!out.exists(), "{name}");
         }
     }

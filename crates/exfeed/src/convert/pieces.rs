@@ -1,6 +1,6 @@
 //! CTF text held whole, parsed in pieces of whole sequences on every core and handed on in file
 //! order ([`parse_ctf_pieces`]): the engine of CTF to CBF here, and of CTF to Parquet and Arrow
-//! in the `exfeed-arrow` crate.
+//! (`columnar`, the `arrow` feature).
 //!
 //! The sequence boundaries are found first ([`scan_sequences`]), and the text is cut into
 //! pieces of about [`PIECE_BYTES`] at them. Without an error budget, worker threads (one per thread of rayon's pool) parse pieces and pass each

@@ -1,6 +1,6 @@
 //! Opening CBF files: read a chunk at a time, or in memory.
 
-use super::{open_bytes, read_exact_at, Compression, InputBytes, InputPath};
+use super::{open_bytes, read_exact_at, Compression, InputBytes, InputPath, ReopeningFile};
 use crate::cbf::CbfFile;
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -22,12 +22,14 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
             let n = head.len().min(meta.len() as usize);
             read_exact_at(&file, &mut head[..n], 0).map_err(|e| Error::io(path, e))?;
             if Compression::sniff(&head[..n]) == Compression::None {
-                return CbfFile::open_path(path, file).map_err(in_file);
+                let file = ReopeningFile::new(path, file)?;
+                return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
             }
             // Compressed: decompressed once into a temporary file, each chunk then read from
             // it when decoded (memory holds chunks, not the file).
             let spooled = super::spool(input, super::Holding::Binary)?;
-            return CbfFile::open_file(spooled).map_err(in_file);
+            let file = ReopeningFile::kept_open(spooled)?;
+            return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
         }
     }
     CbfFile::open(open_bytes(input).map_err(in_file)?).map_err(in_file)
@@ -37,5 +39,7 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
 /// now, each chunk with one positioned read when it is decoded. Errors name the file.
 pub fn open_cbf_buffered(path: &Path) -> Result<CbfFile<InputBytes>> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    CbfFile::open_file(file).map_err(|e| e.in_file(path.display().to_string()))
+    let in_file = |e: Error| e.in_file(path.display().to_string());
+    CbfFile::open_ranges(Box::new(ReopeningFile::kept_open(file).map_err(in_file)?))
+        .map_err(in_file)
 }

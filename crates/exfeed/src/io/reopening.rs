@@ -164,6 +164,16 @@ impl ReopeningFile {
     }
 }
 
+impl crate::cbf::ReadAt for ReopeningFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        super::read_exact_at(&*self.get()?, buf, offset).map_err(Error::from)
+    }
+
+    fn byte_len(&self) -> Result<u64> {
+        Ok(self.get()?.metadata()?.len())
+    }
+}
+
 impl std::fmt::Debug for ReopeningFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReopeningFile")

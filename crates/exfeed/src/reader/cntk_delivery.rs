@@ -1,7 +1,8 @@
 //! Minibatches in CNTK's order ([`Randomizer::Cntk`](super::Randomizer::Cntk)): the
-//! [`CntkRandomizer`] decides every minibatch's sequences; their chunks are decoded on the
-//! caller's thread when first needed and dropped once all their sequences of the sweep are
-//! delivered (CNTK's rolling chunk window, without decoding ahead).
+//! [`CntkRandomizer`] decides every minibatch's sequences; their chunks are decoded ahead on
+//! the reader's threads (the next `prefetch_chunks` chunks this worker's sequences of the
+//! sweep need; on the caller's thread with `threads = 0`) and dropped once all their sequences
+//! of the sweep are delivered (CNTK's rolling chunk window).
 
 use super::cntk_order::{minibatch_budgets, CntkEpoch, CntkEpochSize, CntkRandomizer, CntkWindow};
 use super::engine::{check_frames, EpochLimit, ReaderOptions, Window};
@@ -12,6 +13,7 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::stream::StreamSpec;
+use crossbeam_channel::Receiver;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -35,6 +37,14 @@ pub(super) struct CntkDelivery<T: Element> {
     /// delivered.
     held: HashMap<(u64, u32), Held>,
     free_slots: Vec<usize>,
+    /// Chunks being decoded ahead, by (sweep, chunk), on `pool`.
+    ahead: HashMap<(u64, u32), Receiver<Result<SequenceBatch<T>>>>,
+    /// (sweep, place in its order) where [`CntkDelivery::decode_ahead`] stopped scanning.
+    scanned: (u64, usize),
+    pool: Option<rayon::ThreadPool>,
+    prefetch_chunks: usize,
+    /// Empty batches to decode into.
+    spare: Vec<SequenceBatch<T>>,
     done: bool,
     chunks_read: u64,
     frame_mode: bool,
@@ -52,15 +62,18 @@ fn epoch_size(limit: EpochLimit) -> CntkEpochSize {
 
 impl<T: Element> CntkDelivery<T> {
     /// CNTK's order over `source` with `opts` (randomizationSeed, window, workers, epoch).
+    /// CNTK's order over `source` with `opts`, decoding ahead on `pool` (none: on the caller's
+    /// thread).
     pub(super) fn new(
         source: Arc<dyn ChunkSource<T>>,
         opts: &ReaderOptions,
         corpus: bool,
+        pool: Option<rayon::ThreadPool>,
     ) -> Result<Self> {
-        if !opts.randomize || opts.with_replacement || opts.equalize.is_some() {
+        if opts.with_replacement || opts.equalize.is_some() {
             return Err(Error::config(
-                "randomizer cntk is CNTK's block randomizer: it goes with randomize, without \
-                 drawing with replacement (lensMode) or equalize",
+                "randomizer cntk is CNTK's block randomizer (or, with randomize = false, its \
+                 NoRandomizer): it goes without drawing with replacement (lensMode) or equalize",
             ));
         }
         let chunks = source.cntk_chunks().unwrap_or_else(|| {
@@ -75,7 +88,11 @@ impl<T: Element> CntkDelivery<T> {
             // (`SIZE_MAX >> 2`, DataReader.h).
             Window::All => CntkWindow::Samples(u64::MAX >> 2),
         };
-        let mut order = CntkRandomizer::new(chunks, window, opts.seed)?;
+        let mut order = if opts.randomize {
+            CntkRandomizer::new(chunks, window, opts.seed)?
+        } else {
+            CntkRandomizer::in_file_order(chunks)?
+        };
         order.start_epoch(CntkEpoch {
             workers: opts.num_workers,
             rank: opts.worker_rank,
@@ -98,6 +115,11 @@ impl<T: Element> CntkDelivery<T> {
             },
             held: HashMap::new(),
             free_slots: Vec::new(),
+            ahead: HashMap::new(),
+            scanned: (0, 0),
+            pool,
+            prefetch_chunks: opts.prefetch_chunks.max(1),
+            spare: Vec::new(),
             done: false,
             chunks_read: 0,
             frame_mode: opts.frame_mode,
@@ -133,6 +155,7 @@ impl<T: Element> CntkDelivery<T> {
     /// Fills `mb` with CNTK's next minibatch of `size` samples; `false` once the epoch is over.
     pub(super) fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
         let (global, local) = minibatch_budgets(size as u64, self.workers, self.rank, true);
+        self.decode_ahead();
         while !self.done {
             let batch = self.order.next_sequences(global, local)?;
             self.done = batch.end_of_epoch;
@@ -164,6 +187,7 @@ impl<T: Element> CntkDelivery<T> {
             for (s, &sweep) in batch.sequences.iter().zip(&batch.sweeps) {
                 self.delivered(sweep, s.chunk);
             }
+            self.decode_ahead();
             return Ok(true);
         }
         Ok(false)
@@ -179,10 +203,21 @@ impl<T: Element> CntkDelivery<T> {
             self.loaded.batches.push(SequenceBatch::new(&self.specs));
             self.loaded.batches.len() - 1
         });
-        let batch = &mut self.loaded.batches[slot];
-        batch.clear();
-        self.source.read_chunk(chunk as usize, batch)?;
-        self.chunks_read += 1;
+        if let Some(rx) = self.ahead.remove(&(sweep, chunk)) {
+            let decoded = rx.recv().map_err(|_| {
+                Error::config(format!(
+                    "decoding chunk {chunk} failed: its thread panicked"
+                ))
+            })??;
+            let old = std::mem::replace(&mut self.loaded.batches[slot], decoded);
+            self.spare.push(old);
+        } else {
+            let batch = &mut self.loaded.batches[slot];
+            batch.clear();
+            self.source.read_chunk(chunk as usize, batch)?;
+            self.chunks_read += 1;
+        }
+        let batch = &self.loaded.batches[slot];
         if self.frame_mode {
             check_frames(batch, &self.specs, chunk as usize)?;
         }
@@ -204,23 +239,84 @@ impl<T: Element> CntkDelivery<T> {
     }
 
     /// One more sequence of `chunk` of sweep `sweep` delivered: the chunk is dropped after its
-    /// last one.
+    /// last one. In file order (where workers share a chunk's sequences) a chunk is dropped
+    /// once a sequence of another is delivered: no later sequence of the sweep is in it.
     fn delivered(&mut self, sweep: u64, chunk: u32) {
+        if !self.order.randomizes() {
+            let done: Vec<_> = self
+                .held
+                .keys()
+                .filter(|&&k| k != (sweep, chunk))
+                .copied()
+                .collect();
+            for key in done {
+                self.release(key);
+            }
+            return;
+        }
         if let Some(h) = self.held.get_mut(&(sweep, chunk)) {
             h.outstanding = h.outstanding.saturating_sub(1);
             if h.outstanding == 0 {
-                let slot = h.slot;
-                self.held.remove(&(sweep, chunk));
-                self.loaded.batches[slot].clear();
-                self.free_slots.push(slot);
+                self.release((sweep, chunk));
             }
         }
     }
 
-    fn release_all(&mut self) {
-        for (_, h) in self.held.drain() {
+    fn release(&mut self, key: (u64, u32)) {
+        if let Some(h) = self.held.remove(&key) {
             self.loaded.batches[h.slot].clear();
             self.free_slots.push(h.slot);
+        }
+    }
+
+    /// Starts decoding the chunks this worker's next sequences of the sweep need, up to
+    /// `prefetch_chunks` being decoded (none without a pool). The order is scanned once a
+    /// sweep: `scanned` is where the last scan stopped.
+    fn decode_ahead(&mut self) {
+        let Some(pool) = &self.pool else { return };
+        if self.ahead.len() >= self.prefetch_chunks {
+            return;
+        }
+        let Some(sweep) = self.order.current_sweep() else {
+            return;
+        };
+        if self.scanned.0 != sweep {
+            self.scanned = (sweep, 0);
+        }
+        for (place, chunk) in self.order.upcoming(self.scanned.1) {
+            if self.ahead.len() >= self.prefetch_chunks {
+                break;
+            }
+            self.scanned.1 = place + 1;
+            let key = (sweep, chunk);
+            if self.held.contains_key(&key) || self.ahead.contains_key(&key) {
+                continue;
+            }
+            let mut batch = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| SequenceBatch::new(&self.specs));
+            batch.clear();
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let source = self.source.clone();
+            pool.spawn(move || {
+                let r = source
+                    .read_chunk(chunk as usize, &mut batch)
+                    .map(|()| batch);
+                let _ = tx.send(r);
+            });
+            self.chunks_read += 1;
+            self.ahead.insert(key, rx);
+        }
+    }
+
+    fn release_all(&mut self) {
+        // Decodes under way finish on their own; their results are not waited for.
+        self.ahead.clear();
+        self.scanned = (0, 0);
+        let keys: Vec<_> = self.held.keys().copied().collect();
+        for key in keys {
+            self.release(key);
         }
     }
 }
@@ -261,6 +357,19 @@ mod tests {
         }
     }
 
+    /// A CTF source of one dense stream `x` of dim 2, fully indexed in chunks of `chunk_bytes`.
+    fn x_source_options(chunk_bytes: u64) -> CtfSourceOptions {
+        CtfSourceOptions {
+            ctf: CtfOptions {
+                inputs: vec!["x:dense:2".parse().unwrap()],
+                ..CtfOptions::default()
+            },
+            read: ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(chunk_bytes))
+                .with_index(IndexMode::Full),
+        }
+    }
+
     /// Every minibatch's keys, read through a [`Reader`].
     fn read_keys(reader: &mut Reader<f32>, size: usize) -> Vec<Vec<u64>> {
         let mut mb = reader.new_minibatch();
@@ -298,15 +407,7 @@ mod tests {
         let seqs = cntk_ctf_sequences(text.as_bytes(), false, None).unwrap();
         let chunks = cntk_ctf_chunk_samples(&seqs, 400, text.len() as u64);
         assert!(chunks.len() > 10);
-        let source_options = CtfSourceOptions {
-            ctf: CtfOptions {
-                inputs: vec!["x:dense:2".parse().unwrap()],
-                ..CtfOptions::default()
-            },
-            read: ReadOptions::new()
-                .with_chunk_size(ChunkSize::Bytes(400))
-                .with_index(IndexMode::Full),
-        };
+        let source_options = x_source_options(400);
         for (workers, window, cntk_window) in [
             (1, Window::Chunks(3), CntkWindow::Chunks(3)),
             (3, Window::Samples(200), CntkWindow::Samples(200)),
@@ -331,8 +432,25 @@ mod tests {
         }
         let state = first.state();
         assert!(state.cntk_position.is_some());
-        let mut again = Reader::restore(open(), opts, &state).unwrap();
-        assert_eq!(read_keys(&mut again, 10), read_keys(&mut first, 10));
+        let mut again = Reader::restore(open(), opts.clone(), &state).unwrap();
+        // CNTK's checkpoint holds only the position: a fresh reader moved there goes on alike.
+        let mut moved = Reader::new(open(), opts.clone()).unwrap();
+        moved
+            .set_cntk_position(state.cntk_position.unwrap())
+            .unwrap();
+        let rest = read_keys(&mut first, 10);
+        assert!(!rest.is_empty());
+        assert_eq!(read_keys(&mut again, 10), rest);
+        assert_eq!(read_keys(&mut moved, 10), rest);
+        let exfeed_order = ReaderOptions {
+            randomizer: Randomizer::Exfeed,
+            ..opts
+        };
+        let err = Reader::<f32>::new(open(), exfeed_order)
+            .unwrap()
+            .set_cntk_position(3)
+            .unwrap_err();
+        assert!(err.to_string().contains("needs randomizer cntk"), "{err}");
         // Without the index there are no CNTK chunks.
         let no_index = CtfSourceOptions {
             read: source_options.read.with_index(IndexMode::None),
@@ -343,6 +461,55 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("needs the full index"), "{err}");
+    }
+
+    #[test]
+    fn decoding_ahead_gives_the_same_minibatches_and_holds_few_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        std::fs::write(&path, ctf_text(400)).unwrap();
+        let source_options = x_source_options(300);
+        let open =
+            || Arc::new(CtfSource::open(&InputPath::new(&path), source_options.clone()).unwrap());
+        for randomize in [true, false] {
+            for workers in 1..=3 {
+                for rank in 0..workers {
+                    let opts = ReaderOptions {
+                        randomize,
+                        ..options(workers, rank, Window::Chunks(3))
+                    };
+                    let mut alone = Reader::new(open(), opts.clone()).unwrap();
+                    let threaded = ReaderOptions {
+                        threads: 2,
+                        prefetch_chunks: 3,
+                        ..opts.clone()
+                    };
+                    let mut ahead = Reader::new(open(), threaded.clone()).unwrap();
+                    let expected = read_keys(&mut alone, 20);
+                    assert!(!expected.is_empty());
+                    assert_eq!(read_keys(&mut ahead, 20), expected);
+                    // Held chunks: those of a window (3, and the next sweep's at its start) in
+                    // CNTK's order, one or two in file order; decoding ahead: at most 3.
+                    let chunks = ChunkSource::<f32>::cntk_chunks(&*open()).unwrap().unwrap();
+                    let mut d = CntkDelivery::<f32>::new(open(), &threaded, false, None).unwrap();
+                    d.pool = Some(
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(2)
+                            .build()
+                            .unwrap(),
+                    );
+                    let mut mb = Reader::new(open(), opts).unwrap().new_minibatch();
+                    let most_held = if randomize { 2 * 3 + 1 } else { 2 };
+                    let mut most_ahead = 0;
+                    while d.fill(20, &mut mb).unwrap() {
+                        assert!(d.held.len() <= most_held, "{} held", d.held.len());
+                        most_ahead = most_ahead.max(d.ahead.len());
+                    }
+                    assert!((1..=3).contains(&most_ahead), "{most_ahead} decoded ahead");
+                    assert!(chunks.len() > 10);
+                }
+            }
+        }
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl<T: Element> Reader<T> {
                 ReaderOptions::max_threads()
             )));
         }
-        let pool = if options.threads > 0 {
+        let mut pool = if options.threads > 0 {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(options.threads)
                 .thread_name(|i| format!("exfeed-reader-{i}"))
@@ -387,10 +387,12 @@ impl<T: Element> Reader<T> {
         let defining = specs.iter().position(|s| s.defines_mb_size);
         let cntk = match options.randomizer {
             Randomizer::Exfeed => None,
+            // CNTK's order decodes ahead on the reader's threads by itself.
             Randomizer::Cntk => Some(Box::new(CntkDelivery::new(
                 source.clone(),
                 &options,
                 source.shard_names().is_some(),
+                pool.take(),
             )?)),
         };
         Ok(Reader {
@@ -560,6 +562,24 @@ impl<T: Element> Reader<T> {
             data: None,
             cntk_position: self.cntk.as_ref().map(|c| c.position()),
         }
+    }
+
+    /// With `randomizer cntk`: goes to CNTK's checkpoint position `minibatchSourcePosition`
+    /// (a global sample position, as in [`ReaderState::cntk_position`]) as CNTK's
+    /// `SetState` does: the sweep is `position / samples per sweep`, and reading goes on at the
+    /// first sequence of that sweep's order starting at or after the position. The counts of
+    /// what this reader delivered are kept. An error with exfeed's randomizer, whose position
+    /// is its whole [`ReaderState`].
+    pub fn set_cntk_position(&mut self, position: u64) -> Result<()> {
+        let Some(c) = &mut self.cntk else {
+            return Err(Error::config(
+                "a CNTK checkpoint position (minibatchSourcePosition) needs randomizer cntk; \
+                 with randomizer exfeed restore the whole saved reader state",
+            ));
+        };
+        c.set_position(position)?;
+        self.done = false;
+        Ok(())
     }
 
     /// Changes when the epoch ends, e.g. to go on reading after it ended (CNTK's next epoch).

@@ -36,12 +36,13 @@ fn holds_stream(line: &[u8], name: &[u8], at_file_end: bool) -> bool {
     })
 }
 
-/// The numeric sequence id at `at` (CNTK's `TryGetNumericSequenceId`): `None` when `at` holds
-/// no digit or the digits run to the end of the file; also the index after the digits.
-fn sequence_id(text: &[u8], at: usize) -> Result<(Option<u64>, usize)> {
+/// The numeric sequence id at the start of `line` (CNTK's `TryGetNumericSequenceId`): `None`
+/// when it starts with no digit or its digits run to the end of the file (the last line without
+/// a newline); also the index after the digits. `at` is the line's byte offset, for messages.
+fn sequence_id(line: &[u8], at: u64) -> Result<(Option<u64>, usize)> {
     let mut id = 0u64;
-    let mut end = at;
-    while let Some(&c) = text.get(end).filter(|c| c.is_ascii_digit()) {
+    let mut end = 0;
+    while let Some(&c) = line.get(end).filter(|c| c.is_ascii_digit()) {
         id = id
             .checked_mul(10)
             .and_then(|x| x.checked_add(u64::from(c - b'0')))
@@ -50,13 +51,145 @@ fn sequence_id(text: &[u8], at: usize) -> Result<(Option<u64>, usize)> {
             })?;
         end += 1;
     }
-    let found = end > at && end < text.len();
+    let found = end > 0 && end < line.len();
     Ok((found.then_some(id), end))
 }
 
-/// The end of the line starting at `at` (after its `\n`, or the end of the text).
-fn line_end(text: &[u8], at: usize) -> usize {
-    memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i + 1)
+/// How the lines of a file are read so far (see [`CntkCtfScan`]).
+enum ScanState {
+    /// Before the first character that is not a BOM or white space.
+    Leading,
+    /// Without sequence ids: every line is a sequence.
+    NoIds,
+    /// With ids: the sequence being read, its id, first byte and samples.
+    Ids {
+        previous: u64,
+        start: u64,
+        samples: u32,
+    },
+}
+
+/// CNTK's CTF indexer fed a file's lines in order ([`cntk_ctf_sequences`] over a whole text,
+/// `CtfSource` over pieces read in turn, so that the file is never held whole).
+struct CntkCtfScan<'a> {
+    skip_sequence_ids: bool,
+    main_stream: Option<&'a [u8]>,
+    state: ScanState,
+    out: Vec<CntkCtfSequence>,
+}
+
+impl<'a> CntkCtfScan<'a> {
+    fn new(skip_sequence_ids: bool, main_stream: Option<&'a str>) -> Self {
+        CntkCtfScan {
+            skip_sequence_ids,
+            main_stream: main_stream.map(str::as_bytes),
+            state: ScanState::Leading,
+            out: Vec::new(),
+        }
+    }
+
+    /// Whether `content` (a line after its id) counts as a sample.
+    fn counts(&self, content: &[u8], last: bool) -> bool {
+        self.main_stream
+            .is_none_or(|name| holds_stream(content, name, last))
+    }
+
+    /// The next line, starting at byte `at` of the file: its bytes with its newline (none for
+    /// the `last` line when the file does not end with one).
+    fn line(&mut self, at: u64, mut line: &[u8], last: bool) -> Result<()> {
+        let mut at = at;
+        if let ScanState::Leading = self.state {
+            let mut skip = 0;
+            if at == 0 {
+                skip = line
+                    .iter()
+                    .zip([0xEF, 0xBB, 0xBF])
+                    .take_while(|(a, b)| *a == b)
+                    .count();
+            }
+            skip += line[skip..].iter().take_while(|&&b| is_c_space(b)).count();
+            (line, at) = (&line[skip..], at + skip as u64);
+            if line.is_empty() {
+                return Ok(());
+            }
+            if self.skip_sequence_ids || line[0] == b'|' {
+                self.state = ScanState::NoIds;
+            } else {
+                let (Some(id), digits) = sequence_id(line, at)? else {
+                    return Err(Error::config(format!(
+                        "byte {at}: expected a sequence id, found none"
+                    )));
+                };
+                self.state = ScanState::Ids {
+                    previous: id,
+                    start: at,
+                    samples: 0,
+                };
+                return self.count(&line[digits..], last);
+            }
+        }
+        let end = at + line.len() as u64;
+        match self.state {
+            ScanState::NoIds => {
+                if self.counts(line, last) {
+                    self.out.push(CntkCtfSequence {
+                        offset: at,
+                        size: end - at,
+                        samples: 1,
+                    });
+                }
+                Ok(())
+            }
+            ScanState::Ids { previous, .. } => {
+                let (id, digits) = sequence_id(line, at)?;
+                if let Some(id) = id.filter(|&id| id != previous) {
+                    self.close(at);
+                    self.state = ScanState::Ids {
+                        previous: id,
+                        start: at,
+                        samples: 0,
+                    };
+                }
+                self.count(&line[digits..], last)
+            }
+            ScanState::Leading => unreachable!("left above"),
+        }
+    }
+
+    /// One more line of the current sequence, counted if it holds the main stream.
+    fn count(&mut self, content: &[u8], last: bool) -> Result<()> {
+        let counted = self.counts(content, last);
+        if let ScanState::Ids { samples, start, .. } = &mut self.state {
+            if counted {
+                *samples = samples.checked_add(1).ok_or_else(|| {
+                    Error::config(format!("byte {start}: a sequence of 2^32 lines"))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the current sequence at byte `end` (one without samples is left out).
+    fn close(&mut self, end: u64) {
+        if let ScanState::Ids { start, samples, .. } = self.state {
+            if samples > 0 {
+                self.out.push(CntkCtfSequence {
+                    offset: start,
+                    size: end - start,
+                    samples,
+                });
+            }
+        }
+    }
+
+    /// The sequences, once every line of a file of `len` bytes was given.
+    fn finish(mut self, len: u64) -> Result<Vec<CntkCtfSequence>> {
+        if let ScanState::Leading = self.state {
+            return Err(Error::config("the input file is empty"));
+        }
+        self.close(len);
+        Ok(self.out)
+    }
 }
 
 /// CNTK's CTF index of `text` (a whole file): its sequences in file order, with numeric
@@ -71,66 +204,55 @@ pub fn cntk_ctf_sequences(
     skip_sequence_ids: bool,
     main_stream: Option<&str>,
 ) -> Result<Vec<CntkCtfSequence>> {
-    let len = text.len();
-    let mut pos = 0;
-    for &b in &[0xEF, 0xBB, 0xBF] {
-        if text.get(pos) == Some(&b) {
-            pos += 1;
-        } else {
-            break;
+    let mut scan = CntkCtfScan::new(skip_sequence_ids, main_stream);
+    let mut at = 0;
+    while at < text.len() {
+        let end = line_end(text, at);
+        scan.line(at as u64, &text[at..end], end == text.len())?;
+        at = end;
+    }
+    scan.finish(text.len() as u64)
+}
+
+/// [`cntk_ctf_sequences`] of a file of `len` bytes read in pieces: `read(offset, buf)` fills
+/// `buf` with the bytes from `offset` on (all of `buf`, or up to the end of the file). At most
+/// `piece` bytes and the longest line are held at once.
+pub(crate) fn cntk_ctf_sequences_read(
+    len: u64,
+    piece: usize,
+    mut read: impl FnMut(u64, &mut [u8]) -> Result<()>,
+    skip_sequence_ids: bool,
+    main_stream: Option<&str>,
+) -> Result<Vec<CntkCtfSequence>> {
+    let mut scan = CntkCtfScan::new(skip_sequence_ids, main_stream);
+    // buf holds the file's bytes from `base` on; its lines are given while complete.
+    let (mut buf, mut base) = (Vec::new(), 0u64);
+    let mut loaded = 0u64;
+    while loaded < len {
+        let more = (len - loaded).min(piece.max(1) as u64) as usize;
+        let old = buf.len();
+        buf.resize(old + more, 0);
+        read(loaded, &mut buf[old..])?;
+        loaded += more as u64;
+        let mut at = 0;
+        while let Some(i) = memchr::memchr(b'\n', &buf[at..]) {
+            let end = at + i + 1;
+            let last = loaded == len && end == buf.len();
+            scan.line(base + at as u64, &buf[at..end], last)?;
+            at = end;
         }
+        buf.drain(..at);
+        base += at as u64;
     }
-    while pos < len && is_c_space(text[pos]) {
-        pos += 1;
+    if !buf.is_empty() {
+        scan.line(base, &buf, true)?;
     }
-    if pos == len {
-        return Err(Error::config("the input file is empty"));
-    }
-    let counts = |line: &[u8], end: usize| {
-        main_stream.is_none_or(|name| holds_stream(line, name.as_bytes(), end == len))
-    };
-    let mut out = Vec::new();
-    let span = |offset: usize, end: usize, samples: u32| CntkCtfSequence {
-        offset: offset as u64,
-        size: (end - offset) as u64,
-        samples,
-    };
-    if skip_sequence_ids || text[pos] == b'|' {
-        while pos < len {
-            let end = line_end(text, pos);
-            if counts(&text[pos..end], end) {
-                out.push(span(pos, end, 1));
-            }
-            pos = end;
-        }
-        return Ok(out);
-    }
-    let (Some(mut previous), mut cursor) = sequence_id(text, pos)? else {
-        return Err(Error::config(format!(
-            "byte {pos}: expected a sequence id, found none"
-        )));
-    };
-    let (mut start, mut samples) = (pos, 0u32);
-    while cursor < len {
-        let end = line_end(text, cursor);
-        if counts(&text[cursor..end], end) {
-            samples = samples
-                .checked_add(1)
-                .ok_or_else(|| Error::config(format!("byte {start}: a sequence of 2^32 lines")))?;
-        }
-        let (id, after) = sequence_id(text, end)?;
-        if let Some(id) = id.filter(|&id| id != previous) {
-            if samples > 0 {
-                out.push(span(start, end, samples));
-            }
-            (previous, start, samples) = (id, end, 0);
-        }
-        cursor = after;
-    }
-    if samples > 0 {
-        out.push(span(start, len, samples));
-    }
-    Ok(out)
+    scan.finish(len)
+}
+
+/// The end of the line starting at `at` (after its `\n`, or the end of the text).
+fn line_end(text: &[u8], at: usize) -> usize {
+    memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i + 1)
 }
 
 /// CNTK's chunks of a CTF file as the randomizer's input: each chunk's sequences' sample
@@ -188,19 +310,18 @@ pub fn cntk_ctf_chunks(
     counts
 }
 
-/// CNTK's chunks of the CTF file `text` as the randomizer's input, when they are the chunks
+/// CNTK's chunks of a CTF file of `file_size` bytes whose CNTK `sequences` are these, as the
+/// randomizer's input, when they are the chunks
 /// exfeed's index made (`own`: each of those chunks' sequence count); an error names the first
 /// difference otherwise (exfeed reads chunks by its own index, so it cannot give CNTK's order
 /// over other chunks).
 pub(crate) fn ctf_chunk_samples(
-    text: &[u8],
-    skip_sequence_ids: bool,
-    main_stream: Option<&str>,
+    sequences: &[CntkCtfSequence],
+    file_size: u64,
     chunk_size: u64,
     own: impl ExactSizeIterator<Item = u64>,
 ) -> Result<Vec<Vec<u32>>> {
-    let sequences = cntk_ctf_sequences(text, skip_sequence_ids, main_stream)?;
-    let chunks = cntk_ctf_chunk_samples(&sequences, chunk_size, text.len() as u64);
+    let chunks = cntk_ctf_chunk_samples(sequences, chunk_size, file_size);
     let (ours, theirs) = (own.len(), chunks.len());
     for (i, (mine, cntk)) in own.zip(&chunks).enumerate() {
         if mine != cntk.len() as u64 {
@@ -312,6 +433,39 @@ mod tests {
         assert!(cntk_ctf_sequences(b" \n\t", false, None).is_err());
         assert!(cntk_ctf_sequences(b"a |x 1\n", false, None).is_err());
         assert!(cntk_ctf_sequences(b"99999999999999999999999 |x 1\n", false, None).is_err());
+    }
+
+    #[test]
+    fn read_in_pieces_the_index_is_the_same_as_of_the_whole_text() {
+        let texts: [&[u8]; 8] = [
+            b"\xEF\xBB\xBF \n\n  0 |x 1\n0 |y 2\n1 |x 3\n\n1 |x 4\n2 |y 5",
+            b"0 |x 1\n0 |x 2\n1 |y 3\n1 |x 4\n7",
+            b"0 |x 1\n0 |x 2\n1 |y 3\n1 |x 4\n7\n",
+            b"|x 1\n|y 2\n\n|x 3",
+            b"5 |x 1\n5 |x 1\n6 |x 1\n",
+            b" \n\t",
+            b"a |x 1\n",
+            b"",
+        ];
+        for text in texts {
+            for (skip, main) in [(false, None), (false, Some("x")), (true, Some("x"))] {
+                let whole = cntk_ctf_sequences(text, skip, main);
+                for piece in [1, 2, 3, 5, 8, 64] {
+                    let read = |offset: u64, buf: &mut [u8]| {
+                        let at = offset as usize;
+                        buf.copy_from_slice(&text[at..at + buf.len()]);
+                        Ok(())
+                    };
+                    let pieces =
+                        cntk_ctf_sequences_read(text.len() as u64, piece, read, skip, main);
+                    match (&whole, &pieces) {
+                        (Ok(a), Ok(b)) => assert_eq!(a, b, "{text:?} piece {piece}"),
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                        _ => panic!("{text:?} piece {piece}: {whole:?} / {pieces:?}"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

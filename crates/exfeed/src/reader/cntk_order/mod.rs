@@ -31,45 +31,13 @@ mod mt19937_64;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use chunking::ctf_chunk_samples;
 pub use chunking::{cntk_ctf_chunk_samples, cntk_ctf_chunks, cntk_ctf_sequences, CntkCtfSequence};
+pub(crate) use chunking::{cntk_ctf_sequences_read, ctf_chunk_samples};
 pub use mt19937_64::Mt19937_64;
 
 use crate::error::{Error, Result};
 
-/// Which order the reader gives: `randomizer` (`--randomizer`, Python `randomizer=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Randomizer {
-    /// exfeed's own (the default): chunk windows shuffled whole, decoded ahead on threads.
-    #[default]
-    Exfeed,
-    /// CNTK 2.7's block randomizer, exactly: this module's order and minibatch boundaries.
-    Cntk,
-}
-
-impl Randomizer {
-    /// The name: `exfeed`, `cntk`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Randomizer::Exfeed => "exfeed",
-            Randomizer::Cntk => "cntk",
-        }
-    }
-}
-
-impl std::str::FromStr for Randomizer {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "exfeed" => Ok(Randomizer::Exfeed),
-            "cntk" => Ok(Randomizer::Cntk),
-            _ => Err(Error::config(format!(
-                "randomizer '{s}' is not one of exfeed, cntk"
-            ))),
-        }
-    }
-}
+pub use crate::options::Randomizer;
 
 impl std::fmt::Display for Randomizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -412,6 +380,11 @@ pub struct CntkRandomizer {
     cursor_samples: u64,
     /// The global sample position (CNTK's `minibatchSourcePosition`).
     position: u64,
+    /// `false`: CNTK's `NoRandomizer` (`randomize = false`), file order.
+    randomize: bool,
+    /// `NoRandomizer`'s `m_globalSequencePosition`, which decides the worker: it counts on
+    /// across sweeps and restarts at the sequence's index in its sweep on a `SetState`.
+    sequence_position: u64,
 }
 
 impl CntkRandomizer {
@@ -446,7 +419,21 @@ impl CntkRandomizer {
             cursor: 0,
             cursor_samples: 0,
             position: 0,
+            randomize: true,
+            sequence_position: 0,
         };
+        r.start_epoch(CntkEpoch::default())?;
+        Ok(r)
+    }
+
+    /// CNTK's `NoRandomizer` (`randomize = false`) over `chunks`: every sweep in file order,
+    /// worker `rank` taking the sequences whose running sequence count modulo the workers is
+    /// `rank`.
+    pub fn in_file_order(chunks: Vec<Vec<u32>>) -> Result<Self> {
+        let mut r = CntkRandomizer::new(chunks, CntkWindow::Chunks(1), 0)?;
+        r.randomize = false;
+        r.sweep = None;
+        r.order = Vec::new();
         r.start_epoch(CntkEpoch::default())?;
         Ok(r)
     }
@@ -532,19 +519,54 @@ impl CntkRandomizer {
         }
         let sweep = position / self.sweep_samples;
         self.position = sweep * self.sweep_samples + self.cursor_samples;
-        if self.epoch.rank >= self.chunks.len() {
+        // NoRandomizer's sequence count restarts at the sequence's place in the sweep (at 0
+        // when the position moved on to the next sweep's start).
+        self.sequence_position = (self.cursor % self.order.len()) as u64;
+        if self.randomize && self.epoch.rank >= self.chunks.len() {
             // A worker without a chunk has nothing to read.
             self.position = self.epoch_start.wrapping_add(self.epoch_size);
         }
         Ok(())
     }
 
+    /// Whether this is the block randomizer (else `NoRandomizer`, file order).
+    pub fn randomizes(&self) -> bool {
+        self.randomize
+    }
+
+    /// The sweep whose order is drawn (`None` before the first).
+    pub fn current_sweep(&self) -> Option<u64> {
+        self.sweep
+    }
+
+    /// This worker's next sequences of the current sweep from place `from` of the sweep's
+    /// order on (not before the next one to give), as `(place, chunk)`: what to decode ahead.
+    /// The next sweep's are not known before its order is drawn.
+    pub fn upcoming(&self, from: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
+        let (workers, rank) = (self.epoch.workers as u64, self.epoch.rank as u64);
+        let mine = move |k: usize, s: &CntkSequence| {
+            if self.randomize {
+                u64::from(s.randomized_chunk) % workers == rank
+            } else {
+                (self.sequence_position + (k - self.cursor) as u64) % workers == rank
+            }
+        };
+        let places = self.order.iter().enumerate().skip(from.max(self.cursor));
+        places
+            .filter(move |(k, s)| mine(*k, s))
+            .map(|(k, s)| (k, s.chunk))
+    }
+
     /// CNTK's `PrepareNewSweepIfNeeded`.
     fn prepare_sweep(&mut self, position: u64) -> Result<()> {
         let sweep = position / self.sweep_samples;
         if self.sweep != Some(sweep) {
-            let (_, order) = sweep_order(&self.chunks, self.window, self.seed.wrapping_add(sweep))?;
-            self.order = order;
+            if self.randomize {
+                let seed = self.seed.wrapping_add(sweep);
+                self.order = sweep_order(&self.chunks, self.window, seed)?.1;
+            } else if self.order.is_empty() {
+                self.order = file_order(&self.chunks);
+            }
             self.sweep = Some(sweep);
             self.cursor = 0;
             self.cursor_samples = 0;
@@ -560,6 +582,9 @@ impl CntkRandomizer {
     pub fn next_sequences(&mut self, global: u64, local: u64) -> Result<CntkBatch> {
         if global == 0 || local == 0 {
             return Err(Error::config("a minibatch of 0 samples"));
+        }
+        if !self.randomize {
+            return self.next_in_file_order(global, local);
         }
         let mut batch = CntkBatch::default();
         loop {
@@ -637,4 +662,75 @@ impl CntkRandomizer {
         self.position += g;
         Ok((g, l))
     }
+
+    /// CNTK's `NoRandomizer::GetNextSequences` (with `GetNextSequenceDescriptions`): one walk
+    /// along the file order, across sweep ends when the epoch allows it.
+    fn next_in_file_order(&mut self, global: u64, local: u64) -> Result<CntkBatch> {
+        let mut batch = CntkBatch::default();
+        let epoch_end = self.epoch_size.wrapping_add(self.epoch_start);
+        let sweep_samples = self.sweep_samples;
+        if self.position >= epoch_end {
+            batch.end_of_epoch = true;
+            batch.end_of_sweep =
+                self.position >= sweep_samples && self.position.is_multiple_of(sweep_samples);
+            return Ok(batch);
+        }
+        let global = if self.epoch.cross_sweeps {
+            global
+        } else {
+            global.min(sweep_samples - self.position % sweep_samples)
+        };
+        let sweep = self.position / sweep_samples;
+        let (workers, rank) = (self.epoch.workers as u64, self.epoch.rank as u64);
+        let mut at_least_one = true;
+        while batch.global_samples < global && batch.local_samples < local {
+            self.prepare_sweep(self.position)?;
+            let s = self.order[self.cursor];
+            let len = u64::from(s.samples);
+            let is_local = self.sequence_position % workers == rank;
+            if !at_least_one
+                && (batch.global_samples + len > global
+                    || (is_local && batch.local_samples + len > local))
+            {
+                break;
+            }
+            if self.position >= epoch_end {
+                batch.end_of_epoch = true;
+                batch.end_of_sweep = sweep != self.position / sweep_samples;
+                break;
+            }
+            if is_local {
+                batch.sequences.push(s);
+                batch.sweeps.push(self.position / sweep_samples);
+                batch.local_samples += len;
+                at_least_one = false;
+            }
+            batch.global_samples += len;
+            self.position += len;
+            self.sequence_position += 1;
+            self.cursor += 1;
+            self.cursor_samples += len;
+        }
+        batch.end_of_epoch |= self.position >= epoch_end;
+        batch.end_of_sweep |= sweep != self.position / sweep_samples;
+        Ok(batch)
+    }
+}
+
+/// A sweep in file order (CNTK's `NoRandomizer`).
+fn file_order(chunks: &[Vec<u32>]) -> Vec<CntkSequence> {
+    let mut order = Vec::new();
+    for (chunk, own) in chunks.iter().enumerate() {
+        order.extend(
+            own.iter()
+                .enumerate()
+                .map(|(index, &samples)| CntkSequence {
+                    chunk: chunk as u32,
+                    index: index as u32,
+                    samples,
+                    randomized_chunk: chunk as u32,
+                }),
+        );
+    }
+    order
 }

@@ -327,12 +327,13 @@ fn cntk_rand_rollback_to_same_epoch_in_big_randomization_window() {
     rollback(250_000, 1, 5, &[1, 3, 2, 2]);
 }
 
-#[test]
-fn cntk_check_get_and_set_current_cursor() {
-    // CNTK's CheckGetCurrentCursorForRandomizers and CheckSetCurrentCursorForRandomizers:
-    // the position after an epoch is its samples read, and setting a position reads the same
-    // samples as the epoch starting there. Inside a sweep and across sweeps.
-    let (mut r, sweep) = sequential_randomizer(50_000);
+/// CNTK's CheckGetCurrentCursorForRandomizers and CheckSetCurrentCursorForRandomizers for
+/// the randomizers `make` opens: the position after an epoch is its samples read, and setting
+/// a position reads the same samples as the epoch starting there. Inside a sweep and across
+/// sweeps.
+fn check_get_and_set_current_cursor(make: impl Fn() -> CntkRandomizer) {
+    let mut r = make();
+    let sweep = r.sweep_samples();
     for size in [50_000, sweep * 2 / 3] {
         let first = read_full_epoch(&mut r, size, 0);
         let first_end = r.position();
@@ -341,7 +342,7 @@ fn cntk_check_get_and_set_current_cursor() {
         assert_eq!(r.position() - first_end, second.len() as u64);
         let third = read_full_epoch(&mut r, size, 2);
 
-        let mut other = sequential_randomizer(50_000).0;
+        let mut other = make();
         other.start_epoch(epoch(u64::MAX / 2, 0, false)).unwrap();
         for (start, expected) in [
             (first.len(), &second),
@@ -359,6 +360,61 @@ fn cntk_check_get_and_set_current_cursor() {
             assert_eq!(&got, expected);
         }
     }
+}
+
+#[test]
+fn cntk_check_get_and_set_current_cursor() {
+    check_get_and_set_current_cursor(|| sequential_randomizer(50_000).0);
+    check_get_and_set_current_cursor(|| {
+        CntkRandomizer::in_file_order(sequential(0, 10_000, 500_000, 300)).unwrap()
+    });
+}
+
+#[test]
+fn cntk_no_randomizer_one_epoch() {
+    // CNTK's NoRandomizerOneEpoch: 5 chunks of 2 one-sample sequences, an epoch of 10
+    // samples, read one sample at a time: the file's order, then nothing; the epoch's end is
+    // flagged with its last sequence.
+    let mut r = CntkRandomizer::in_file_order(mock(5, 2, 1)).unwrap();
+    r.start_epoch(epoch(10, 0, false)).unwrap();
+    let mut actual = Vec::new();
+    for i in 0..12u32 {
+        let b = r.next_sequences(1, 1).unwrap();
+        assert_eq!(b.sequences.len(), usize::from(i < 10));
+        actual.extend(values(&b.sequences, 2));
+        assert_eq!(b.end_of_epoch, 10 <= i + 1);
+    }
+    assert_eq!(actual, (0..10).collect::<Vec<u32>>());
+}
+
+#[test]
+fn cntk_no_randomizer_gives_workers_sequences_by_their_running_count() {
+    // NoRandomizer: worker `rank` of `n` takes the sequences whose running count modulo `n` is
+    // `rank`; the count goes on across sweeps (7 sequences: worker 0 of 2 takes 0, 2, 4, 6,
+    // then 1, 3, 5 of the second sweep), and a SetState restarts it at the sequence's place in
+    // its sweep.
+    let mut r = CntkRandomizer::in_file_order(mock(7, 1, 2)).unwrap();
+    r.start_epoch(CntkEpoch {
+        workers: 2,
+        rank: 0,
+        size: CntkEpochSize::Sweeps(2),
+        index: 0,
+        cross_sweeps: true,
+    })
+    .unwrap();
+    let mut taken = Vec::new();
+    loop {
+        let b = r.next_sequences(u64::MAX, 2).unwrap();
+        taken.extend(values(&b.sequences, 1));
+        if b.end_of_epoch {
+            break;
+        }
+    }
+    assert_eq!(taken, [0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5]);
+    r.set_position(14 + 4).unwrap();
+    let b = r.next_sequences(u64::MAX, 2).unwrap();
+    assert_eq!(values(&b.sequences, 1), [2, 2]);
+    assert_eq!(r.position(), 14 + 6);
 }
 
 #[test]

@@ -380,20 +380,33 @@ impl CtfSource {
                 self.name
             )));
         };
-        // Read whole with positioned reads (never mapped, see `io::open_bytes`): this mode
-        // holds the file in memory while CNTK's chunks are worked out.
+        // Scanned in pieces with positioned reads (never mapped, see `io::open_bytes`).
         let len = self.data.len().map_err(|e| e.in_file(self.name.clone()))?;
         let mut own = Vec::new();
-        let text = self
-            .data
-            .bytes_at(0, len as usize, &mut own)
-            .map_err(|e| e.in_file(self.name.clone()))?;
+        let read = |offset: u64, buf: &mut [u8]| {
+            let got = self.data.bytes_at(offset, buf.len(), &mut own)?;
+            if got.len() < buf.len() {
+                return Err(Error::config(format!(
+                    "byte {}: the file ended early (it shrank while read)",
+                    offset + got.len() as u64
+                )));
+            }
+            buf.copy_from_slice(got);
+            Ok(())
+        };
         let ctf = self.parser.options();
         let main = ctf.inputs.iter().find(|s| s.defines_mb_size);
-        crate::reader::cntk_order::ctf_chunk_samples(
-            text,
+        let sequences = crate::reader::cntk_order::cntk_ctf_sequences_read(
+            len,
+            SCAN_BLOCK,
+            read,
             ctf.skip_sequence_ids,
             main.map(|s| s.name_in_file()),
+        )
+        .map_err(|e| e.in_file(self.name.clone()))?;
+        crate::reader::cntk_order::ctf_chunk_samples(
+            &sequences,
+            len,
             self.chunk_size,
             ix.chunks.iter().map(|c| c.sequences),
         )

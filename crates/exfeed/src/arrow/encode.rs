@@ -1,18 +1,18 @@
 //! [`BatchBuilder`]: sequences ([`SequenceBatch`]es) gathered into Arrow record batches of the
-//! [schema](crate::schema).
+//! [schema](crate::arrow::schema).
 //!
 //! The builder appends each batch's columns to growing buffers (one copy) and hands them to
 //! Arrow without another: a finished record batch owns the builder's buffers.
 
-use crate::schema::{sample_type, schema, sparse_fields};
-use crate::Value;
+use crate::arrow::schema::{sample_type, schema, sparse_fields};
+use crate::arrow::Value;
+use crate::{Error, Result, SequenceBatch, Storage, StreamData, StreamSpec};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, ListArray, PrimitiveArray, RecordBatch, StructArray,
     UInt32Array, UInt64Array,
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, SchemaRef};
-use exfeed::{Error, Result, SequenceBatch, Storage, StreamData, StreamSpec};
 use std::sync::Arc;
 
 /// Arrow's 32-bit offsets of one growing list column.
@@ -154,11 +154,16 @@ fn sequence_bytes<T: Value>(batch: &SequenceBatch<T>, q: usize) -> usize {
         .sum::<usize>()
 }
 
+/// A Parquet error as exfeed's.
+pub(crate) fn parquet_error(e: parquet::errors::ParquetError) -> Error {
+    Error::config(format!("Parquet: {e}"))
+}
+
 pub(crate) fn arrow_error(e: arrow_schema::ArrowError) -> Error {
     Error::config(format!("Arrow: {e}"))
 }
 
-/// Gathers sequences into record batches of the [schema](crate::schema).
+/// Gathers sequences into record batches of the [schema](crate::arrow::schema).
 pub struct BatchBuilder<T: Value> {
     schema: SchemaRef,
     keys: Vec<u64>,

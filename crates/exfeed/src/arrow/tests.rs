@@ -1,12 +1,16 @@
 //! Round trips through record batches and files, and what a file of another schema gets.
 
-use crate::schema::{Streams, META_DIM};
-use crate::stream::SequenceStream;
-use crate::*;
+use crate::arrow::read::{parquet_batches, project};
+use crate::arrow::schema::{Streams, META_DIM};
+use crate::arrow::*;
+use crate::convert::arrow_stream::SequenceStream;
+use crate::convert::write_sequences;
+use crate::format::FileFormat;
+use crate::{SequenceBatch, Storage, StreamSpec};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, LargeListArray, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Field, Schema};
-use exfeed::{SequenceBatch, Storage, StreamSpec};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use std::sync::Arc;
 
 fn specs() -> Vec<StreamSpec> {
@@ -38,7 +42,7 @@ fn sequences<T: Value>(n: u64) -> SequenceBatch<T> {
     b
 }
 
-fn round_trip<T: Value>(format: ArrowFormat, chunk_size: u64) -> (SequenceBatch<T>, u64) {
+fn round_trip<T: Value>(format: FileFormat, chunk_size: u64) -> (SequenceBatch<T>, u64) {
     let all = sequences::<T>(500);
     let options = WriteOptions::new(format, chunk_size);
     let mut w = SequenceWriter::<_, T>::new(Vec::new(), &specs(), options).unwrap();
@@ -68,7 +72,7 @@ fn round_trip<T: Value>(format: ArrowFormat, chunk_size: u64) -> (SequenceBatch<
 
 #[test]
 fn parquet_and_ipc_round_trip_in_chunks_of_the_chunk_size() {
-    for format in [ArrowFormat::Parquet, ArrowFormat::Ipc] {
+    for format in [FileFormat::Parquet, FileFormat::ArrowIpc] {
         assert_eq!(round_trip::<f32>(format, 32 << 20).1, 1);
         assert_eq!(round_trip::<f64>(format, 32 << 20).1, 1);
         // About 100 bytes a sequence: 4 KiB chunks are some 12 of them.
@@ -88,7 +92,7 @@ fn parquet_bytes(
 ) -> Vec<u8> {
     let options = WriteOptions {
         threads,
-        ..WriteOptions::new(ArrowFormat::Parquet, chunk_size)
+        ..WriteOptions::new(FileFormat::Parquet, chunk_size)
     };
     let mut w = SequenceWriter::<_, f32>::new(Vec::new(), &specs(), options).unwrap();
     for start in (0..all.len()).step_by(step) {
@@ -122,7 +126,7 @@ fn parquet_is_the_same_file_on_any_number_of_threads_however_the_sequences_come(
     let mut w = parquet::arrow::ArrowWriter::try_new(
         Vec::new(),
         builder.schema().clone(),
-        Some(crate::file::parquet_properties()),
+        Some(crate::arrow::file::parquet_properties()),
     )
     .unwrap();
     let mut start = 0;
@@ -145,8 +149,8 @@ fn ctf_text() -> String {
     text
 }
 
-fn ctf_options() -> exfeed::OpenOptions {
-    exfeed::OpenOptions {
+fn ctf_options() -> crate::OpenOptions {
+    crate::OpenOptions {
         inputs: specs(),
         ..Default::default()
     }
@@ -157,8 +161,8 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
     let dir = tempfile::tempdir().unwrap();
     let (ctf, text) = (dir.path().join("in.ctf"), ctf_text());
     std::fs::write(&ctf, &text).unwrap();
-    let open = || exfeed::open(&ctf, &ctf_options()).unwrap();
-    let write = WriteOptions::new(ArrowFormat::Parquet, 1000);
+    let open = || crate::open(&ctf, &ctf_options()).unwrap();
+    let write = WriteOptions::new(FileFormat::Parquet, 1000);
     let stream = |write| {
         let seqs = open().sequences::<f32>().unwrap();
         write_sequences(seqs, Vec::new(), write, &mut Vec::new()).unwrap()
@@ -169,7 +173,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
     for piece in [1, 100, 5000, 1 << 20] {
         for threads in [1, 2] {
             let w = WriteOptions { threads, ..write };
-            let (got, n) = crate::convert::write_ctf_pieces::<_, f32>(
+            let (got, n) = crate::convert::columnar::write_ctf_pieces::<_, f32>(
                 open(),
                 Vec::new(),
                 w,
@@ -182,11 +186,16 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
         }
     }
     // Arrow IPC too.
-    let ipc = WriteOptions::new(ArrowFormat::Ipc, 1000);
+    let ipc = WriteOptions::new(FileFormat::ArrowIpc, 1000);
     let (want, _, _) = stream(ipc);
-    let (got, _) =
-        crate::convert::write_ctf_pieces::<_, f32>(open(), Vec::new(), ipc, &mut Vec::new(), 100)
-            .unwrap();
+    let (got, _) = crate::convert::columnar::write_ctf_pieces::<_, f32>(
+        open(),
+        Vec::new(),
+        ipc,
+        &mut Vec::new(),
+        100,
+    )
+    .unwrap();
     assert!(got == want);
     // The first bad line in file order is the error, as in the stream.
     let bad = text
@@ -199,7 +208,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
         .to_string();
     assert!(want.contains("in.ctf:38:"), "{want}");
     for piece in [1, 100, 5000] {
-        let got = crate::convert::write_ctf_pieces::<_, f32>(
+        let got = crate::convert::columnar::write_ctf_pieces::<_, f32>(
             open(),
             Vec::new(),
             write,
@@ -215,7 +224,7 @@ fn ctf_parsed_in_pieces_gives_the_file_the_stream_gives() {
 fn the_stream_makes_record_batches_of_about_the_chunk_size() {
     let all = sequences::<f32>(300);
     let specs = specs();
-    let source = Arc::new(exfeed::source::MemorySource::from_batch(
+    let source = Arc::new(crate::source::MemorySource::from_batch(
         specs.clone(),
         &all,
         40,
@@ -235,7 +244,7 @@ fn the_stream_makes_record_batches_of_about_the_chunk_size() {
     assert!(back == want);
     // Sequences from a reader, in record batches of about 2 KiB however they are delivered.
     let data = std::env::temp_dir().join(format!("exfeed-arrow-stream-{}.cbf", std::process::id()));
-    let mut w = exfeed::cbf::CbfWriter::new(
+    let mut w = crate::cbf::CbfWriter::new(
         std::fs::File::create(&data).unwrap(),
         &specs,
         Default::default(),
@@ -243,7 +252,7 @@ fn the_stream_makes_record_batches_of_about_the_chunk_size() {
     .unwrap();
     w.write_batch(&all).unwrap();
     w.finish().unwrap();
-    let opened = exfeed::open(&data, &exfeed::OpenOptions::default()).unwrap();
+    let opened = crate::open(&data, &crate::OpenOptions::default()).unwrap();
     let seqs = opened.sequences::<f32>().unwrap();
     let stream = SequenceStream::from_sequences(seqs, 2048, Box::new(Vec::new())).unwrap();
     let batches: Vec<RecordBatch> = stream.map(|b| b.unwrap()).collect();
@@ -457,8 +466,10 @@ fn a_stream_selection_reads_only_its_columns_and_chosen_chunks_only_their_row_gr
             read: Default::default(),
         };
         let log = recording.read.clone();
-        let (streams, batches, n) = crate::file::parquet_batches(recording, given, chunks).unwrap();
-        assert_eq!(n, groups);
+        let footer = ArrowReaderMetadata::load(&recording, Default::default()).unwrap();
+        let (columns, streams) = project(Streams::of(footer.schema(), given).unwrap());
+        let chunks = chunks.unwrap_or(0..groups);
+        let batches = parquet_batches(recording, &footer, &columns, chunks).unwrap();
         let mut back = SequenceBatch::<f32>::new(&streams.specs);
         for rb in batches {
             let rb = rb.unwrap();
@@ -501,10 +512,9 @@ fn a_stream_selection_reads_only_its_columns_and_chosen_chunks_only_their_row_gr
         assert!(!overlaps(&log, &chunk(g, 2)) && !overlaps(&log, &chunk(g, 3)));
     }
     // Out of range: an error, not a panic.
-    let file = std::fs::File::open(&path).unwrap();
-    let err = crate::file::parquet_batches(file, &x, Some(groups..groups + 1))
-        .err()
-        .unwrap();
+    let input = ColumnarInput::file(&path).unwrap();
+    let file = ColumnarFile::open(input, "f.parquet", FileFormat::Parquet, &x).unwrap();
+    let err = file.sequences(Some(groups..groups + 1)).err().unwrap();
     assert!(
         err.to_string().contains(&format!("of a file of {groups}")),
         "{err}"
@@ -516,7 +526,7 @@ fn arrow_ipc_reads_chosen_record_batches_of_the_selected_columns() {
     let all = sequences::<f32>(300);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.arrow");
-    let options = WriteOptions::new(ArrowFormat::Ipc, 2048);
+    let options = WriteOptions::new(FileFormat::ArrowIpc, 2048);
     let mut w = SequenceWriter::<_, f32>::new(Vec::new(), &specs(), options).unwrap();
     w.write_batch(&all).unwrap();
     let (bytes, chunks) = w.finish().unwrap();
@@ -529,7 +539,7 @@ fn arrow_ipc_reads_chosen_record_batches_of_the_selected_columns() {
         assert_eq!(rb.num_columns(), 2);
         rows.push(rb.num_rows());
         let mut b = SequenceBatch::<f32>::new(file.streams());
-        append_record_batch(&rb, &file.streams, &mut b).unwrap();
+        append_record_batch(&rb, file.projected_streams(), &mut b).unwrap();
         back.push_sequences_from(&b, 0..b.len());
     }
     assert_eq!(rows.len(), 2);
@@ -549,7 +559,7 @@ fn a_ctf_file_streams_the_record_batches_of_one_parser_when_parsed_on_every_core
     let dir = tempfile::tempdir().unwrap();
     let (ctf, text) = (dir.path().join("in.ctf"), ctf_text());
     std::fs::write(&ctf, &text).unwrap();
-    let open = || exfeed::open(&ctf, &ctf_options()).unwrap();
+    let open = || crate::open(&ctf, &ctf_options()).unwrap();
     let batches =
         |stream: SequenceStream<f32>| -> Vec<RecordBatch> { stream.map(|b| b.unwrap()).collect() };
     let seqs = open().sequences::<f32>().unwrap();

@@ -1,11 +1,11 @@
-//! Record batches of the [schema](crate::schema) back to [`SequenceBatch`]es.
+//! Record batches of the [schema](crate::arrow::schema) back to [`SequenceBatch`]es.
 
-use crate::schema::Streams;
+use crate::arrow::schema::Streams;
+use crate::{Element, Error, Result, SequenceBatch, Storage, StreamSpec};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, GenericListArray, OffsetSizeTrait, RecordBatch};
 use arrow_schema::DataType;
-use exfeed::{Element, Error, Result, SequenceBatch, Storage, StreamSpec};
 
 /// The values of a float array as `T`.
 fn floats<T: Element>(a: &dyn Array, column: &str) -> Result<Vec<T>> {
@@ -35,8 +35,8 @@ fn indices(a: &dyn Array, column: &str, dim: usize) -> Result<Vec<u32>> {
             let i: i128 = i.into();
             if i < 0 || i >= dim as i128 {
                 return Err(Error::new(
-                    exfeed::ErrorKind::Invalid,
-                    exfeed::Location::default(),
+                    crate::ErrorKind::Invalid,
+                    crate::Location::default(),
                     format!("column '{column}': sparse index {i} is outside [0, {dim})"),
                 ));
             }
@@ -61,8 +61,8 @@ fn no_nulls(a: &dyn Array, column: &str) -> Result<()> {
     match a.nulls().and_then(|n| (0..a.len()).find(|&i| n.is_null(i))) {
         None => Ok(()),
         Some(i) => Err(Error::new(
-            exfeed::ErrorKind::Invalid,
-            exfeed::Location::default(),
+            crate::ErrorKind::Invalid,
+            crate::Location::default(),
             format!("column '{column}': a null at position {i}; exfeed's data has no nulls"),
         )),
     }
@@ -121,8 +121,8 @@ fn decode_column<T: Element>(a: &dyn Array, spec: &StreamSpec, column: &str) -> 
             let (value_offsets, vals) = list_parts(member("values")?, column)?;
             if offsets != value_offsets {
                 return Err(Error::new(
-                    exfeed::ErrorKind::Invalid,
-                    exfeed::Location::default(),
+                    crate::ErrorKind::Invalid,
+                    crate::Location::default(),
                     format!("column '{column}': a sample's indices and values differ in number"),
                 ));
             }
@@ -143,7 +143,7 @@ pub fn append_record_batch<T: Element>(
     streams: &Streams,
     out: &mut SequenceBatch<T>,
 ) -> Result<()> {
-    let key_name = crate::schema::KEY;
+    let key_name = crate::arrow::schema::KEY;
     let keys_array = rb.column(streams.key_column);
     no_nulls(keys_array.as_ref(), key_name)?;
     let keys: Vec<u64> = match keys_array.data_type() {

@@ -1,16 +1,18 @@
-//! Apache Arrow and Parquet for exfeed: the sequences of CTF, CBF and Lens files as Arrow
-//! record batches ([`BatchBuilder`]), written to Parquet and Arrow IPC files
-//! ([`SequenceWriter`], [`write_sequences`]) and read back ([`ArrowSequences`]), so that
-//! `exfeed convert data.ctf data.parquet` and `exfeed convert data.parquet data.cbf` work.
-//! [`stream::SequenceStream`] is a `RecordBatchReader` for the Arrow C stream interface
+//! Apache Arrow and Parquet (the `arrow` feature): the sequences of any input as Arrow record
+//! batches ([`BatchBuilder`]), written to Parquet and Arrow IPC files ([`SequenceWriter`],
+//! [`write_batches`]) and read back ([`ColumnarFile`], [`ArrowSequences`]). [`crate::open`]
+//! reads these files like any other format (a row group or record batch is a chunk), and
+//! [`crate::convert::convert`] writes them.
+//! [`crate::convert::arrow_stream::SequenceStream`] is a `RecordBatchReader` for the Arrow C stream interface
 //! (Python's `exfeed.to_arrow`).
 //!
 //! The schema (one row per sequence: `key`, then a list column per stream) is described in
-//! [`schema`]. The core crate `exfeed` does not depend on Arrow; this crate adds it.
+//! [`schema`]. Without the feature the library does not depend on Arrow.
 //!
 //! ```
 //! use exfeed::{SequenceBatch, Storage, StreamSpec};
-//! use exfeed_arrow::{ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};
+//! use exfeed::arrow::{ArrowSequences, SequenceWriter, WriteOptions};
+//! use exfeed::format::FileFormat;
 //!
 //! let specs = vec![
 //!     StreamSpec::new("x", Storage::Dense, 2),
@@ -23,7 +25,7 @@
 //! batch.finish_sequence(42);
 //!
 //! let path = std::env::temp_dir().join(format!("exfeed-arrow-doc-{}.parquet", std::process::id()));
-//! let options = WriteOptions::new(ArrowFormat::Parquet, 32 << 20);
+//! let options = WriteOptions::new(FileFormat::Parquet, 32 << 20);
 //! let mut writer = SequenceWriter::<_, f32>::new(std::fs::File::create(&path)?, &specs, options)?;
 //! writer.write_batch(&batch)?;
 //! writer.finish()?;
@@ -36,28 +38,26 @@
 //! # std::fs::remove_file(&path)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![deny(missing_docs)]
 
-pub mod convert;
 mod decode;
 mod encode;
 mod file;
+mod read;
 pub mod schema;
-pub mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use convert::{read_arrow_file, write_arrow_file, Format};
 pub use decode::append_record_batch;
 pub use encode::BatchBuilder;
-pub use file::{write_sequences, ArrowFormat, ArrowSequences, SequenceWriter, WriteOptions};
+pub use file::{write_batches, SequenceWriter, WriteOptions};
+pub use read::{ArrowSequences, ColumnarFile, ColumnarInput};
 
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::ArrowPrimitiveType;
 use arrow_schema::DataType;
 
 /// An element type with its Arrow type: `f32` (`float32`) or `f64` (`float64`).
-pub trait Value: exfeed::Element + arrow_buffer::ArrowNativeType {
+pub trait Value: crate::Element + arrow_buffer::ArrowNativeType {
     /// The Arrow primitive type of the values.
     type Arrow: ArrowPrimitiveType<Native = Self>;
     /// `float32` or `float64`.

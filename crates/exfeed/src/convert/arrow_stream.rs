@@ -2,14 +2,14 @@
 //! [`RecordBatchReader`], which [`arrow_array::ffi_stream`] exports through the Arrow C stream
 //! interface: Python's `exfeed.to_arrow` and `exfeed.ray`).
 
-use crate::convert::{ctf_pieces, parses_in_pieces};
-use crate::encode::BatchBuilder;
-use crate::Value;
+use crate::arrow::BatchBuilder;
+use crate::arrow::Value;
+use crate::convert::columnar::{ctf_pieces, parses_in_pieces};
+use crate::convert::PIECE_BYTES;
+use crate::reader::ChunkSource;
+use crate::{DataSet, DiagnosticSink, Result, SequenceBatch, Sequences};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use exfeed::convert::PIECE_BYTES;
-use exfeed::reader::ChunkSource;
-use exfeed::{DataSet, DiagnosticSink, Result, SequenceBatch, Sequences};
 use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -20,7 +20,7 @@ type Fill<T> = Box<dyn FnMut(&mut SequenceBatch<T>) -> Result<bool> + Send>;
 /// [`SequenceStream::from_data`] may hold ready beyond those its workers are parsing.
 const PIECES_AHEAD: usize = 4;
 
-/// Record batches of the [schema](crate::schema), each about `chunk_size` bytes of data (or
+/// Record batches of the [schema](crate::arrow::schema), each about `chunk_size` bytes of data (or
 /// one per chunk of a [`ChunkSource`]), made as they are pulled: memory holds one.
 pub struct SequenceStream<T: Value> {
     fill: Fill<T>,
@@ -32,7 +32,7 @@ pub struct SequenceStream<T: Value> {
     chunk_size: Option<usize>,
     done: bool,
     /// An error met with sequences gathered: returned after their record batch.
-    pending: Option<exfeed::Error>,
+    pending: Option<crate::Error>,
 }
 
 impl<T: Value> SequenceStream<T> {
@@ -55,7 +55,7 @@ impl<T: Value> SequenceStream<T> {
     /// Every sequence of an opened input, in file order, in record batches of about
     /// `chunk_size` bytes of data: the record batches of [`SequenceStream::from_sequences`].
     /// CTF text in a plain file is parsed on every core, on a thread of its own that stays a
-    /// few pieces ahead (see [`exfeed::convert::parse_ctf_pieces`]); dropping the stream stops
+    /// few pieces ahead (see [`crate::convert::parse_ctf_pieces`]); dropping the stream stops
     /// it and waits for it. Tolerated problems (`maxErrors`) go to `sink`.
     pub fn from_data(
         data: DataSet,
@@ -100,7 +100,7 @@ impl<T: Value> SequenceStream<T> {
         Self::new(&specs, fill, None)
     }
 
-    fn new(specs: &[exfeed::StreamSpec], fill: Fill<T>, chunk_size: Option<usize>) -> Result<Self> {
+    fn new(specs: &[crate::StreamSpec], fill: Fill<T>, chunk_size: Option<usize>) -> Result<Self> {
         Ok(SequenceStream {
             fill,
             builder: BatchBuilder::new(specs)?,
@@ -167,7 +167,7 @@ impl<T: Value> Pieces<T> {
         let parser = std::thread::spawn(move || {
             let sent = |piece, _: &mut Vec<_>| {
                 tx.send(Ok(piece))
-                    .map_err(|_| exfeed::Error::config("the record batch stream was dropped"))
+                    .map_err(|_| crate::Error::config("the record batch stream was dropped"))
             };
             if let Err(e) = ctf_pieces::<T>(data, sink.as_mut(), piece_bytes, sent) {
                 let _ = tx.send(Err(e));

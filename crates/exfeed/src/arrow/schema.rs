@@ -15,8 +15,8 @@
 //! still read: storage follows from the column's type and a dense dim from the list size; a
 //! sparse stream's dim must then be given ([`Streams::of`]'s `given`).
 
+use crate::{Error, Precision, Result, Storage, StreamSpec};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use exfeed::{Error, Precision, Result, Storage, StreamSpec};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -95,7 +95,7 @@ pub fn schema(streams: &[StreamSpec], precision: Precision) -> Result<SchemaRef>
     Ok(Arc::new(Schema::new(fields)))
 }
 
-/// The streams of a file's schema: what [`crate::append_record_batch`] decodes.
+/// The streams of a file's schema: what [`crate::arrow::append_record_batch`] decodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Streams {
     /// The streams, in column order.

@@ -1,0 +1,539 @@
+//! Reading Parquet and Arrow IPC files of the [schema](crate::arrow::schema). A
+//! [`ColumnarFile`] is opened once (footer and schema read, streams selected); it is then read
+//! whole, in order ([`ArrowSequences`]), or a chunk at a time from several threads
+//! ([`ColumnarFile::read_chunk`], the reader's [`ChunkSource`]): a Parquet row group or an
+//! Arrow IPC record batch is a chunk. Only the columns of the streams read (and the keys) are
+//! read from the file.
+//!
+//! The file is read with positioned reads (never mapped, so a file truncated under the reader
+//! is an error, not a crash); an input that cannot seek (standard input, a pipe, a compressed
+//! file) is read into memory first, since the footer at the end says where everything is.
+
+use crate::arrow::decode::append_record_batch;
+use crate::arrow::encode::{arrow_error, parquet_error};
+use crate::arrow::schema::Streams;
+use crate::format::FileFormat;
+use crate::reader::{ChunkInfo, ChunkSource};
+use crate::{Element, Error, Precision, Result, SequenceBatch, StreamSpec};
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::ArrowError;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
+use parquet::file::reader::{ChunkReader, Length};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Rows per record batch read from a Parquet file.
+const PARQUET_BATCH_ROWS: usize = 1024;
+
+/// The bytes of a columnar file: the file itself (read with positioned reads, safe from
+/// several threads at once) or its content in memory.
+#[derive(Clone)]
+pub enum ColumnarInput {
+    /// A regular file and its length when opened.
+    File(Arc<File>, u64),
+    /// The whole content.
+    Memory(bytes::Bytes),
+}
+
+impl ColumnarInput {
+    /// The file at `path`.
+    pub fn file(path: &std::path::Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Ok(ColumnarInput::File(Arc::new(file), len))
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        match self {
+            ColumnarInput::File(file, _) => {
+                crate::io::read_at(file, buf, offset).map_err(std::io::Error::other)
+            }
+            ColumnarInput::Memory(bytes) => {
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                let n = buf.len().min(bytes.len() - start);
+                buf[..n].copy_from_slice(&bytes[start..start + n]);
+                Ok(n)
+            }
+        }
+    }
+
+    /// Exactly `len` bytes at `offset`: a file that has become shorter is an error.
+    fn bytes_at(&self, offset: u64, len: usize) -> std::io::Result<bytes::Bytes> {
+        if let ColumnarInput::Memory(bytes) = self {
+            let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            return start
+                .checked_add(len)
+                .filter(|&end| end <= bytes.len())
+                .map(|end| bytes.slice(start..end))
+                .ok_or_else(|| short_read(offset, len));
+        }
+        let mut buf = vec![0; len];
+        let mut done = 0;
+        while done < len {
+            match self.read_at(&mut buf[done..], offset + done as u64)? {
+                0 => return Err(short_read(offset + done as u64, len - done)),
+                n => done += n,
+            }
+        }
+        Ok(buf.into())
+    }
+}
+
+fn short_read(offset: u64, len: usize) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("the file ends before byte {} ({len} bytes wanted at byte {offset}): it changed while read", offset + len as u64),
+    )
+}
+
+impl Length for ColumnarInput {
+    fn len(&self) -> u64 {
+        match self {
+            ColumnarInput::File(_, len) => *len,
+            ColumnarInput::Memory(bytes) => bytes.len() as u64,
+        }
+    }
+}
+
+impl ChunkReader for ColumnarInput {
+    type T = PositionedReader;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<PositionedReader> {
+        Ok(PositionedReader {
+            input: self.clone(),
+            pos: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.bytes_at(start, length)
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+}
+
+/// A reader of a [`ColumnarInput`] from a position of its own (readers never share one).
+pub struct PositionedReader {
+    input: ColumnarInput,
+    pos: u64,
+}
+
+impl Read for PositionedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.input.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for PositionedReader {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.input.len().checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+        })?;
+        Ok(self.pos)
+    }
+}
+
+/// A Parquet or Arrow IPC file, opened: its streams selected, its chunks known.
+pub struct ColumnarFile {
+    name: String,
+    format: FileFormat,
+    input: ColumnarInput,
+    /// The columns read (the key's and the selected streams'), in file order.
+    columns: Vec<usize>,
+    /// The streams, renumbered to `columns`.
+    streams: Streams,
+    chunks: Vec<ChunkInfo>,
+    /// Parquet's footer, read once.
+    parquet: Option<ArrowReaderMetadata>,
+}
+
+impl ColumnarFile {
+    /// Opens `input`, a file of `format` (Parquet or Arrow IPC) named `name` in messages, and
+    /// reads its schema. `given` selects streams and supplies missing dims (see
+    /// [`Streams::of`]): only their columns are read. A file of another schema is an error
+    /// naming the column.
+    pub fn open(
+        input: ColumnarInput,
+        name: &str,
+        format: FileFormat,
+        given: &[StreamSpec],
+    ) -> Result<Self> {
+        let in_file = |e: Error| e.in_file(name.to_string());
+        let (parquet, schema, chunks) = match format {
+            FileFormat::Parquet => {
+                let meta = ArrowReaderMetadata::load(&input, Default::default())
+                    .map_err(|e| in_file(parquet_error(e)))?;
+                let schema = meta.schema().clone();
+                (Some(meta), schema, Vec::new())
+            }
+            FileFormat::ArrowIpc => {
+                let reader = arrow_ipc::reader::FileReader::try_new(
+                    PositionedReader {
+                        input: input.clone(),
+                        pos: 0,
+                    },
+                    None,
+                )
+                .map_err(|e| in_file(arrow_error(e)))?;
+                let chunks = ipc_chunks(&input).map_err(in_file)?;
+                (None, reader.schema(), chunks)
+            }
+            other => {
+                return Err(in_file(Error::config(format!(
+                    "{} is not a columnar format",
+                    other.describe()
+                ))))
+            }
+        };
+        let (columns, streams) = project(Streams::of(&schema, given).map_err(in_file)?);
+        let chunks = match &parquet {
+            Some(meta) => parquet_chunks(meta, &columns, &streams),
+            None => chunks,
+        };
+        Ok(ColumnarFile {
+            name: name.to_string(),
+            format,
+            input,
+            columns,
+            streams,
+            chunks,
+            parquet,
+        })
+    }
+
+    /// The file's name in messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Parquet or Arrow IPC.
+    pub fn format(&self) -> FileFormat {
+        self.format
+    }
+
+    /// Where the bytes are read from.
+    pub fn input(&self) -> &ColumnarInput {
+        &self.input
+    }
+
+    /// The streams of every batch, in order.
+    pub fn streams(&self) -> &[StreamSpec] {
+        &self.streams.specs
+    }
+
+    /// The precision of the file's values (`Double` when any stream holds `float64`).
+    pub fn precision(&self) -> Precision {
+        self.streams.precision
+    }
+
+    /// The file's chunks: its row groups (Parquet) or record batches (Arrow IPC). A chunk's
+    /// `sequences` are its rows; its `samples` are an estimate (the file does not say them
+    /// without decoding): the largest dense stream's samples by Parquet's value counts, else
+    /// the rows.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// The file's sequences in order, of the chunks `chunks` (all when `None`).
+    pub fn sequences(self, chunks: Option<Range<usize>>) -> Result<ArrowSequences> {
+        let chunks = chunks.unwrap_or(0..self.chunks.len());
+        if chunks.start > chunks.end || chunks.end > self.chunks.len() {
+            return Err(Error::config(format!(
+                "chunks {}..{} of a file of {}",
+                chunks.start,
+                chunks.end,
+                self.chunks.len()
+            ))
+            .in_file(self.name.clone()));
+        }
+        let batches = self.batches(chunks)?;
+        Ok(ArrowSequences {
+            file: self,
+            batches,
+        })
+    }
+
+    /// The record batches of `chunks`, of the columns read.
+    fn batches(&self, chunks: Range<usize>) -> Result<Box<dyn RecordBatchReader + Send>> {
+        let in_file = |e: Error| e.in_file(self.name.clone());
+        if let Some(meta) = &self.parquet {
+            let reader = parquet_batches(self.input.clone(), meta, &self.columns, chunks);
+            return Ok(Box::new(reader.map_err(in_file)?));
+        }
+        let reader = PositionedReader {
+            input: self.input.clone(),
+            pos: 0,
+        };
+        let mut reader = arrow_ipc::reader::FileReader::try_new(reader, Some(self.columns.clone()))
+            .map_err(|e| in_file(arrow_error(e)))?;
+        if chunks.start < self.chunks.len() {
+            reader
+                .set_index(chunks.start)
+                .map_err(|e| in_file(arrow_error(e)))?;
+        }
+        Ok(Box::new(IpcBatches {
+            reader,
+            left: chunks.len(),
+        }))
+    }
+
+    /// Decodes chunk `chunk` into `out` (whose streams are [`ColumnarFile::streams`]).
+    pub fn read_chunk<T: Element>(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
+        for rb in self.batches(chunk..chunk + 1)? {
+            let rb = rb.map_err(|e| arrow_error(e).in_file(self.name.clone()))?;
+            append_record_batch(&rb, &self.streams, out)
+                .map_err(|e| e.in_file(self.name.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Element> ChunkSource<T> for ColumnarFile {
+    fn streams(&self) -> &[StreamSpec] {
+        &self.streams.specs
+    }
+
+    fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
+        ColumnarFile::read_chunk(self, chunk, out)
+    }
+}
+
+/// The record batches of a Parquet file whose footer is `meta`: its `columns` (see [`project`]),
+/// of row groups `chunks`.
+pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
+    input: R,
+    meta: &ArrowReaderMetadata,
+    columns: &[usize],
+    chunks: Range<usize>,
+) -> Result<ParquetRecordBatchReader> {
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, meta.clone());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+    builder
+        .with_projection(mask)
+        .with_batch_size(PARQUET_BATCH_ROWS)
+        .with_row_groups(chunks.collect())
+        .build()
+        .map_err(parquet_error)
+}
+
+/// The columns of a file's streams as read: the key and the selected streams' columns, in file
+/// order; returns those columns and the streams renumbered to them.
+pub(crate) fn project(streams: Streams) -> (Vec<usize>, Streams) {
+    let mut read = streams.columns.clone();
+    read.push(streams.key_column);
+    read.sort_unstable();
+    let at = |c: usize| read.binary_search(&c).expect("a column read");
+    let projected = Streams {
+        key_column: at(streams.key_column),
+        columns: streams.columns.iter().map(|&c| at(c)).collect(),
+        ..streams
+    };
+    (read, projected)
+}
+
+/// A Parquet file's row groups as chunks: rows, compressed bytes of the columns read, and the
+/// samples estimated from the dense streams' value counts (a dense sample is `dim` values).
+fn parquet_chunks(
+    meta: &ArrowReaderMetadata,
+    columns: &[usize],
+    streams: &Streams,
+) -> Vec<ChunkInfo> {
+    let schema = meta.metadata().file_metadata().schema_descr();
+    meta.metadata()
+        .row_groups()
+        .iter()
+        .map(|group| {
+            let rows = usize::try_from(group.num_rows()).unwrap_or(0);
+            let mut samples = rows as u64;
+            let mut bytes = 0u64;
+            for (leaf, column) in group.columns().iter().enumerate() {
+                let root = schema.get_column_root_idx(leaf);
+                let Some(read) = columns.iter().position(|&c| c == root) else {
+                    continue;
+                };
+                bytes += u64::try_from(column.compressed_size()).unwrap_or(0);
+                let stream = streams.columns.iter().position(|&c| c == read);
+                if let Some(spec) = stream.map(|s| &streams.specs[s]) {
+                    if spec.storage == crate::Storage::Dense && spec.dim > 0 {
+                        let values = u64::try_from(column.num_values()).unwrap_or(0);
+                        samples = samples.max(values / spec.dim as u64);
+                    }
+                }
+            }
+            ChunkInfo {
+                sequences: rows,
+                samples,
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// An Arrow IPC file's record batches as chunks: their rows, read from each batch's message
+/// header (a few bytes each; the bodies are not read), and their body sizes.
+fn ipc_chunks(input: &ColumnarInput) -> Result<Vec<ChunkInfo>> {
+    let bad = |what: String| Error::config(format!("Arrow IPC: {what}"));
+    let io = |e: std::io::Error| bad(e.to_string());
+    let len = input.len();
+    let tail = input.bytes_at(
+        len.checked_sub(10).ok_or_else(|| bad("too short".into()))?,
+        10,
+    );
+    let tail: [u8; 10] = tail.map_err(io)?[..].try_into().expect("10 bytes");
+    let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(arrow_error)?;
+    let footer_at = (len - 10)
+        .checked_sub(footer_len as u64)
+        .ok_or_else(|| bad("the footer's length is past the start".into()))?;
+    let footer = input.bytes_at(footer_at, footer_len).map_err(io)?;
+    let footer = arrow_ipc::root_as_footer(&footer).map_err(|e| bad(e.to_string()))?;
+    let blocks = footer
+        .recordBatches()
+        .map(|b| b.iter().copied().collect::<Vec<_>>());
+    let mut chunks = Vec::new();
+    for block in blocks.unwrap_or_default() {
+        let meta_len =
+            usize::try_from(block.metaDataLength()).map_err(|_| bad("a negative length".into()))?;
+        let offset = u64::try_from(block.offset()).map_err(|_| bad("a negative offset".into()))?;
+        let meta = input.bytes_at(offset, meta_len).map_err(io)?;
+        // The message: a continuation marker and its length (or, in old files, the length).
+        let skip = if meta.starts_with(&[0xff; 4]) { 8 } else { 4 };
+        let message = meta
+            .get(skip..)
+            .and_then(|m| arrow_ipc::root_as_message(m).ok())
+            .ok_or_else(|| bad(format!("no record batch message at byte {offset}")))?;
+        let rows = message
+            .header_as_record_batch()
+            .ok_or_else(|| bad(format!("no record batch message at byte {offset}")))?
+            .length();
+        let rows = usize::try_from(rows).map_err(|_| bad("a negative row count".into()))?;
+        chunks.push(ChunkInfo {
+            sequences: rows,
+            samples: rows as u64,
+            bytes: u64::try_from(block.bodyLength()).unwrap_or(0),
+        });
+    }
+    Ok(chunks)
+}
+
+/// An Arrow IPC file's record batches, `left` of them from where its reader stands.
+struct IpcBatches {
+    reader: arrow_ipc::reader::FileReader<PositionedReader>,
+    left: usize,
+}
+
+impl Iterator for IpcBatches {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.left = self.left.checked_sub(1)?;
+        self.reader.next()
+    }
+}
+
+impl RecordBatchReader for IpcBatches {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.reader.schema()
+    }
+}
+
+/// The sequences of a Parquet or Arrow IPC file, read a record batch at a time
+/// ([`ColumnarFile::sequences`]).
+pub struct ArrowSequences {
+    file: ColumnarFile,
+    batches: Box<dyn RecordBatchReader + Send>,
+}
+
+impl ArrowSequences {
+    /// Opens the file at `path` (Parquet or Arrow IPC by its first bytes, else its name) and
+    /// reads all its chunks (see [`ColumnarFile::open`] for `given`).
+    pub fn open(path: &std::path::Path, given: &[StreamSpec]) -> Result<Self> {
+        Self::open_chunks(path, given, None)
+    }
+
+    /// As [`ArrowSequences::open`], reading only the chunks `chunks` (all when `None`): a
+    /// worker reading its share of a file reads only its row groups.
+    pub fn open_chunks(
+        path: &std::path::Path,
+        given: &[StreamSpec],
+        chunks: Option<Range<usize>>,
+    ) -> Result<Self> {
+        let name = path.display().to_string();
+        let mut head = [0u8; 8];
+        let input = ColumnarInput::file(path)?;
+        let n = input
+            .read_at(&mut head, 0)
+            .map_err(|e| Error::io(path, e))?;
+        let format = FileFormat::from_magic(&head[..n])
+            .filter(|f| f.is_columnar())
+            .or_else(|| Some(FileFormat::from_name(path)).filter(|f| f.is_columnar()))
+            .ok_or_else(|| {
+                Error::config("neither a Parquet nor an Arrow IPC file").in_file(name.clone())
+            })?;
+        ColumnarFile::open(input, &name, format, given)?.sequences(chunks)
+    }
+
+    /// The file's chunks (row groups, record batches).
+    pub fn num_chunks(&self) -> usize {
+        self.file.chunks.len()
+    }
+
+    /// Parquet or Arrow IPC.
+    pub fn format(&self) -> FileFormat {
+        self.file.format
+    }
+
+    /// The streams of every batch, in order.
+    pub fn streams(&self) -> &[StreamSpec] {
+        self.file.streams()
+    }
+
+    /// The precision of the file's values (`Double` when any stream holds `float64`).
+    pub fn precision(&self) -> Precision {
+        self.file.precision()
+    }
+
+    /// The streams and their columns in the record batches read.
+    #[cfg(test)]
+    pub(crate) fn projected_streams(&self) -> &Streams {
+        &self.file.streams
+    }
+
+    /// The next record batch of the file, as it is stored.
+    pub fn next_record_batch(&mut self) -> Result<Option<RecordBatch>> {
+        self.batches
+            .next()
+            .transpose()
+            .map_err(|e: ArrowError| arrow_error(e).in_file(self.file.name.clone()))
+    }
+
+    /// Fills `batch` (cleared first; its streams are [`ArrowSequences::streams`]) with the
+    /// sequences of the next record batch; `false` at the end of the file.
+    pub fn next_batch<T: Element>(&mut self, batch: &mut SequenceBatch<T>) -> Result<bool> {
+        batch.clear();
+        while batch.is_empty() {
+            let Some(rb) = self.next_record_batch()? else {
+                return Ok(false);
+            };
+            append_record_batch(&rb, &self.file.streams, batch)
+                .map_err(|e| e.in_file(self.file.name.clone()))?;
+        }
+        Ok(true)
+    }
+}
