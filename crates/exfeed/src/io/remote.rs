@@ -206,6 +206,16 @@ fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     Ok(runtime)
 }
 
+/// Makes rustls over `ring` the process's TLS provider unless one is installed already: the
+/// HTTP client is built without a provider of its own (see the workspace's Cargo.toml).
+fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // An error means another provider is installed: it serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// A store and path ready for requests, made in this process.
 struct Client {
     pid: u32,
@@ -265,6 +275,7 @@ impl Remote {
     }
 
     fn build_store(&self) -> Result<Arc<dyn ObjectStore>> {
+        install_tls_provider();
         // Retries are this module's (see read_range): object_store makes one attempt.
         let one_attempt = object_store::RetryConfig {
             max_retries: 0,

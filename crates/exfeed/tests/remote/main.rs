@@ -107,6 +107,8 @@ struct Writer {
 
 impl Writer {
     fn put(&self, key: &str, bytes: &[u8]) {
+        // The client has no TLS provider of its own (as in exfeed's remote reader).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let store = AmazonS3Builder::new()
             .with_endpoint(&self.endpoint)
             .with_allow_http(true)
