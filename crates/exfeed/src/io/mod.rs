@@ -35,9 +35,11 @@ mod positioned;
 mod read_ahead;
 #[cfg(feature = "remote")]
 pub mod remote;
+mod remote_input;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
+pub(crate) use corpus::resolve_path;
 pub use corpus::{Corpus, DataPath};
 pub(crate) use data_stamp::checksum;
 pub use data_stamp::FileStamp;
@@ -53,4 +55,5 @@ pub use output::{
 pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
+pub use remote_input::{is_remote_url, RemoteFile, RemoteStream, RemoteUrl, StorageOptions};
 pub use reopening::ReopeningFile;

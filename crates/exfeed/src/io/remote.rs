@@ -101,15 +101,7 @@ impl RemoteOptions {
     }
 }
 
-/// Whether `path` is a URL this module reads (`s3://`, `http://`, `https://`).
-pub fn is_remote_url(path: &str) -> bool {
-    ["s3://", "http://", "https://"].iter().any(|scheme| {
-        path.len() > scheme.len()
-            && path
-                .get(..scheme.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
-    })
-}
+pub use super::remote_input::is_remote_url;
 
 /// An object's URL taken apart: the store it lives in and its path there.
 #[derive(Debug, Clone, PartialEq, Eq)]
