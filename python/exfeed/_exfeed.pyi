@@ -117,6 +117,11 @@ _InputsArg = Union[
 class Reader(Iterator[Minibatch]):
     """The minibatch reader; every option of `exfeed read`.
 
+    A file may be a URL (``"s3://bucket/key"``, ``"http://..."``, ``"https://..."``), read by
+    byte range; ``storage_options`` are the store's settings over the environment's
+    (``{"aws_endpoint": ..., "aws_region": ..., "aws_access_key_id": ...}``, see
+    docs/remote.md).
+
     ``files`` are joined by sequence key (one per deserializer); ``corpus`` is one data set
     of many shard files instead: a glob (``"data/train-*.ctf"``), ``"@list.txt"`` or a list
     of paths. In a corpus a key is ``shard << 40 | key in its file``.
@@ -183,6 +188,7 @@ class Reader(Iterator[Minibatch]):
         max_record_size: Optional[int] = None,
         index: Optional[Literal["auto", "full", "none"]] = None,
         randomizer: Optional[Literal["exfeed", "cntk"]] = None,
+        storage_options: Optional[Mapping[str, Any]] = None,
     ) -> Reader: ...
     @property
     def streams(self) -> list[StreamInfo]: ...
@@ -227,6 +233,7 @@ class _OpenArgs(TypedDict, total=False):
     target_groups: Optional[_Layout]
     nan: Optional[float]
     max_record_size: Optional[int]
+    storage_options: Optional[Mapping[str, Any]]
 
 def release_memory() -> int:
     """Frees now the decoded-chunk buffers that closed readers left for the process's next
@@ -239,7 +246,12 @@ def check(
     """Reads the whole file: its summary and every problem (`exfeed check`). For a corpus,
     the whole corpus's and, under "shards", each file's."""
 
-def info(path: _PathLike, *, format: Optional[str] = None) -> dict:
+def info(
+    path: _PathLike,
+    *,
+    format: Optional[str] = None,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> dict:
     """A CBF header or a Lens set's summary (`exfeed info`)."""
 
 @final

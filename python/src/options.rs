@@ -4,7 +4,7 @@
 use crate::errors::bad_arg;
 use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
-use exfeed::io::InputPath;
+use exfeed::io::{InputPath, StorageOptions};
 use exfeed::lens::materialize::Layout;
 use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{EpochLimit, Randomizer};
@@ -295,6 +295,30 @@ pub fn extract_layout(name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Opti
 
 /// `set`: `{"name": value}` (bool values as true/false, others as str()) or a list of
 /// `"NAME=VALUE"` strings, as `exfeed read --set`.
+/// `storage_options`: a dict of the store's settings for URL inputs (`s3://`, `http(s)://`),
+/// e.g. `{"aws_endpoint": "http://127.0.0.1:8333", "aws_region": "us-east-1"}`, as pandas,
+/// polars and pyarrow take them; values are strings (a bool is `true`/`false`).
+pub fn extract_storage_options(v: Option<&Bound<'_, PyAny>>) -> PyResult<StorageOptions> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(StorageOptions::default());
+    };
+    let d = v.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err("storage_options: expected a dict of setting names to values")
+    })?;
+    d.iter()
+        .map(|(k, x)| {
+            let key = k.extract::<String>().map_err(|_| {
+                PyTypeError::new_err("storage_options: the setting names must be str")
+            })?;
+            let value = match x.extract::<bool>() {
+                Ok(b) if x.is_instance_of::<pyo3::types::PyBool>() => b.to_string(),
+                _ => x.str()?.to_string(),
+            };
+            Ok((key.to_ascii_lowercase(), value))
+        })
+        .collect()
+}
+
 pub fn extract_overrides(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(Vec::new());

@@ -220,7 +220,7 @@ impl Reader {
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
         lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None,
-        randomizer=None))]
+        randomizer=None, storage_options=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -255,6 +255,7 @@ impl Reader {
         #[pyo3(from_py_with = arg::max_record_size)] max_record_size: Option<u64>,
         index: Option<String>,
         randomizer: Option<String>,
+        storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -298,6 +299,7 @@ impl Reader {
                     })
                     .transpose()?,
                 max_record_size,
+                storage_options: extract_storage_options(storage_options)?,
                 ..ReaderArgs::default()
             },
         };

@@ -42,7 +42,9 @@ use crate::ctf::{CtfOptions, CtfParser, CtfStream};
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 use crate::format::FileFormat;
-use crate::io::{open_peeked, read_all, Compression, Holding, InputBytes, InputPath};
+use crate::io::{
+    open_peeked, read_all, Compression, Holding, InputBytes, InputPath, StorageOptions,
+};
 use crate::lens::info::Info;
 use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::pipe::PipeReader;
@@ -85,6 +87,9 @@ pub struct OpenOptions {
     /// How [`DataSet::into_chunk_source`] reads a CTF or Lens file: its chunk size, index,
     /// index cache, whether it is held in memory (a CBF file has its own chunks).
     pub read: ReadOptions,
+    /// How URL inputs (`s3://`, `http://`, `https://`) reach their store: credentials, the
+    /// endpoint, the region, ... over the environment's (see [`crate::io::remote`]).
+    pub storage_options: StorageOptions,
 }
 
 /// The network layout a Lens example file is read for (see [`Materializer`]).
@@ -139,9 +144,15 @@ enum Content {
 
 /// Opens `input` (a path; `-` is standard input) and recognises its format (see the
 /// [module documentation](self)). A file name that does not exist is retried with `.gz`, then
-/// `.bz2` appended, as Lens does. A CBF file's header is read and checked here.
+/// `.bz2` appended, as Lens does. A CBF file's header is read and checked here. A URL
+/// (`s3://bucket/key`, `http://...`, `https://...`) is read by byte range where the format
+/// allows (CTF, CBF), else as a stream (Lens, compressed objects) or fetched once (Parquet,
+/// Arrow IPC); see docs/remote.md.
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
-    let input = input.into().with_compressed_lookup();
+    let input = input
+        .into()
+        .with_storage_options(&options.storage_options)
+        .with_compressed_lookup();
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;
     let format = options
@@ -228,9 +239,10 @@ fn open_columnar(
 /// The format of `input` whose first (decompressed) bytes are `head`: magic bytes, then the
 /// name (see the [module documentation](self)).
 fn detect_format(input: &InputPath, head: &[u8]) -> FileFormat {
-    match input.path() {
-        Some(path) => FileFormat::detect(path, head),
-        None => FileFormat::from_magic(head).unwrap_or(FileFormat::Ctf),
+    match input {
+        InputPath::File(path) => FileFormat::detect(path, head),
+        InputPath::Url(url) => FileFormat::detect(std::path::Path::new(url.file_name()), head),
+        _ => FileFormat::from_magic(head).unwrap_or(FileFormat::Ctf),
     }
 }
 
@@ -543,16 +555,18 @@ impl DataSet {
         let Content::Stream(reader) = self.content else {
             unreachable!("Lens input is a stream")
         };
-        // A compressed file is decompressed on a thread of its own, beside the parse. (Not
-        // standard input: its thread could wait for input long after the reader is gone.)
+        // A compressed file is decompressed, and an object fetched, on a thread of its own,
+        // beside the parse. (Not standard input: its thread could wait for input long after
+        // the reader is gone.)
         let reader = match (&self.input, self.compression) {
-            (InputPath::File(_), Compression::Gzip | Compression::Bzip2) => {
+            (InputPath::File(_), Compression::Gzip | Compression::Bzip2)
+            | (InputPath::Url(_), _) => {
                 Box::new(crate::io::ReadAhead::new(Box::new(reader), 256 << 10, 4))
             }
             _ => reader,
         };
         let reopen = match (&self.input, looping) {
-            (InputPath::File(_), true) => {
+            (InputPath::File(_) | InputPath::Url(_), true) => {
                 let input = self.input.clone();
                 Some(Box::new(move || crate::io::open_reader(&input)) as crate::lens::pipe::Opener)
             }

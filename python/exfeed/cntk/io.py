@@ -302,6 +302,13 @@ def _config_name(name):
     return name
 
 
+def _data_file(name):
+    """A deserializer's file as the reader takes it: a path made absolute, or a URL (s3://,
+    http(s)://, read with the environment's credentials) as it is."""
+    name = os.fspath(_plain(name))
+    return name if "://" in name else os.path.abspath(name)
+
+
 def _reader_config_text(settings):
     """A CNTK reader block for ``to_dictionary``'s ``settings``: files made absolute (the
     configuration is read from a temporary file). A CBF file's streams are all read, renamed
@@ -317,7 +324,7 @@ def _reader_config_text(settings):
                 "exfeed reads CTFDeserializer and CBFDeserializer only (got a '%s')" % kind
             )
         d = dict(d)
-        d["file"] = os.path.abspath(os.fspath(_plain(d["file"])))
+        d["file"] = _data_file(d["file"])
         if kind == _CBF and not d.get("input"):
             d.pop("input", None)  # every stream of the file, under its own name
         deserializers.append(d)
@@ -561,9 +568,7 @@ class MinibatchSource:
             raise ValueError("MinibatchSource needs at least one deserializer")
         self._max_samples = _check_count("max_samples", config.max_samples, 0)
         self._max_sweeps = _check_count("max_sweeps", config.max_sweeps, 0)
-        self._files = [
-            os.path.abspath(os.fspath(_plain(d["file"]))) for d in settings["deserializers"]
-        ]
+        self._files = [_data_file(d["file"]) for d in settings["deserializers"]]
         self._config_text = _reader_config_text(settings)
         # CNTK's chunks are those of one file: sources joined by key read in exfeed's order;
         # so do sources that may drop a bad sequence (CNTK's order would keep its place).

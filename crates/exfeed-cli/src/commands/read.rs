@@ -171,6 +171,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         nan: args.lens.nan,
         lens_mode: args.lens_mode,
         max_record_size: s.max_record_size,
+        storage_options: s.storage_options(),
     };
     Ok(reader_args.configure(s.reader_config()?)?)
 }

@@ -51,9 +51,37 @@ pub struct SourceArgs {
     /// records are an error where the limit is crossed.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_record_size: Option<u64>,
+    /// A setting of the store that URL inputs (s3://, http://, https://) are read from, over
+    /// the environment's: aws_endpoint, aws_region, aws_access_key_id, aws_secret_access_key,
+    /// aws_session_token, aws_allow_http, timeout, ... (see docs/remote.md). Repeatable.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_storage_option)]
+    pub storage_options: Vec<StorageOption>,
+}
+
+/// One `--storage-option KEY=VALUE`; its `Debug` shows the key only (values may be secrets).
+#[derive(Clone)]
+pub struct StorageOption(String, String);
+
+impl std::fmt::Debug for StorageOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}=<hidden>", self.0)
+    }
+}
+
+fn parse_storage_option(text: &str) -> Result<StorageOption, String> {
+    let (key, value) =
+        exfeed::io::remote::RemoteOptions::parse_storage_option(text).map_err(|e| e.to_string())?;
+    Ok(StorageOption(key, value))
 }
 
 impl SourceArgs {
+    /// The `--storage-option`s.
+    pub fn storage_options(&self) -> exfeed::io::StorageOptions {
+        (self.storage_options.iter())
+            .map(|StorageOption(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+
     /// The configuration named by --config/--section/--set, if any.
     pub fn reader_config(&self) -> Result<Option<ReaderConfig>, Error> {
         Ok(self.section_reader()?.map(|r| r.config))
@@ -138,6 +166,7 @@ impl SourceArgs {
             target_groups,
             nan: lens.nan,
             max_record_size: self.max_record_size,
+            storage_options: self.storage_options(),
             ..ReaderArgs::default()
         };
         let file = PathBuf::from(data.to_string());

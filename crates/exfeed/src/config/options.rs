@@ -102,7 +102,7 @@ impl DeserializerConfig {
 
     /// The file resolved against `dir` (unchanged when it is absolute).
     pub fn resolve_file(&self, dir: &Path) -> PathBuf {
-        dir.join(&self.file)
+        crate::io::resolve_path(dir, &self.file)
     }
 
     /// The corpus resolved against `dir`: the glob, or the list file of `@list.txt`.
@@ -172,6 +172,9 @@ pub struct ReaderConfig {
     pub equalize: bool,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
+    /// How URL data files reach their store (not a configuration key: the CLI's
+    /// `--storage-option`, Python's `storage_options`).
+    pub storage_options: crate::io::StorageOptions,
 }
 
 impl Default for ReaderConfig {
@@ -191,6 +194,7 @@ impl Default for ReaderConfig {
             equalize: false,
             randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
+            storage_options: Default::default(),
         }
     }
 }

@@ -420,11 +420,20 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
     let mut files = Vec::new();
     for d in &cfg.deserializers {
         match &d.corpus {
-            Some(corpus) => files.extend(corpus.expand()?.into_iter().map(InputPath::File)),
+            Some(corpus) => files.extend(
+                corpus
+                    .expand_with(&cfg.storage_options)?
+                    .iter()
+                    .map(InputPath::new),
+            ),
             None => files.push(InputPath::new(&d.file)),
         }
     }
-    Ok(files)
+    let storage_options = &cfg.storage_options;
+    Ok(files
+        .into_iter()
+        .map(|f| f.with_storage_options(storage_options))
+        .collect())
 }
 
 // The reader moves to other threads (a Python binding releases the GIL around it).

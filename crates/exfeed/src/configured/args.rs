@@ -6,7 +6,7 @@ use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{ArgError, ReaderArg, Result};
 use crate::format::FileFormat;
-use crate::io::InputPath;
+use crate::io::{InputPath, StorageOptions};
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
@@ -62,6 +62,8 @@ pub struct ReaderArgs {
     pub lens_mode: Option<SelectionMode>,
     /// The most bytes one record may take (`maxRecordSizeInBytes`, see [`Limits`]).
     pub max_record_size: Option<u64>,
+    /// How URL data files (`s3://`, `http://`, `https://`) reach their store.
+    pub storage_options: StorageOptions,
 }
 
 impl ReaderArgs {
@@ -127,13 +129,14 @@ impl ReaderArgs {
                     }
                     // Lens text or binary: the Lens source tells them apart by content.
                     let format = Some(d.format).filter(|f| !f.is_lens());
-                    inputs.push(open_once(&d.file, format, &d.inputs, limits)?.1);
+                    inputs.push(self.open_once(&d.file, format, &d.inputs, limits)?.1);
                 }
                 (cfg, inputs)
             }
             None => self.config_from_files(limits)?,
         };
         cfg.limits = limits;
+        cfg.storage_options = self.storage_options.clone();
         if let Some(p) = self.precision {
             cfg.precision = p;
         }
@@ -199,6 +202,7 @@ impl ReaderArgs {
             skip_sequence_ids: self.skip_sequence_ids,
             max_errors: self.max_errors.unwrap_or(0),
             limits: self.limits(config),
+            storage_options: self.storage_options.clone(),
             ..OpenOptions::default()
         };
         if let Some((cfg, d)) = d {
@@ -329,8 +333,8 @@ impl ReaderArgs {
             // The first file's format stands for the corpus (each file's is recognised when
             // the corpus is opened).
             Some(corpus) => {
-                let first = &corpus.expand()?[0];
-                formats.push(open_once(first, None, &self.inputs, limits)?.0);
+                let first = &corpus.expand_with(&self.storage_options)?[0];
+                formats.push(self.open_once(first, None, &self.inputs, limits)?.0);
                 let name = PathBuf::from(corpus.to_string());
                 inputs.push(InputPath::new(&name));
                 vec![name]
@@ -338,7 +342,7 @@ impl ReaderArgs {
             None => Vec::new(),
         };
         for f in &self.files {
-            let (format, input) = open_once(f, None, &self.inputs, limits)?;
+            let (format, input) = self.open_once(f, None, &self.inputs, limits)?;
             formats.push(format);
             inputs.push(input);
         }
@@ -444,23 +448,27 @@ impl ReaderArgs {
     }
 }
 
-/// Opens `file` once (its format recognised, or `format` when known; `inputs` select and name
-/// the streams of a file that describes its own) and gives what the reader
-/// reads: the file itself, or its content in memory when it cannot be read twice.
-fn open_once(
-    file: &Path,
-    format: Option<FileFormat>,
-    inputs: &[StreamSpec],
-    limits: Limits,
-) -> Result<(FileFormat, InputPath)> {
-    let options = OpenOptions {
-        format,
-        inputs: inputs.to_vec(),
-        limits,
-        ..OpenOptions::default()
-    };
-    let data = crate::open(file, &options)?;
-    Ok((data.format(), data.into_input()?))
+impl ReaderArgs {
+    /// Opens `file` once (its format recognised, or `format` when known; `inputs` select and
+    /// name the streams of a file that describes its own) and gives what the reader reads: the
+    /// file itself, or its content in memory when it cannot be read twice.
+    fn open_once(
+        &self,
+        file: &Path,
+        format: Option<FileFormat>,
+        inputs: &[StreamSpec],
+        limits: Limits,
+    ) -> Result<(FileFormat, InputPath)> {
+        let options = OpenOptions {
+            format,
+            inputs: inputs.to_vec(),
+            limits,
+            storage_options: self.storage_options.clone(),
+            ..OpenOptions::default()
+        };
+        let data = crate::open(file, &options)?;
+        Ok((data.format(), data.into_input()?))
+    }
 }
 
 #[cfg(test)]

@@ -221,6 +221,7 @@ fn open_options(cfg: &ReaderConfig, d: &DeserializerConfig) -> Result<OpenOption
         lens,
         limits: cfg.limits,
         read,
+        storage_options: cfg.storage_options.clone(),
     })
 }
 

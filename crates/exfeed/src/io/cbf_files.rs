@@ -9,8 +9,9 @@ use std::path::Path;
 /// a chunk at a time, each chunk with one positioned read when it is decoded (never mapped: a
 /// mapped file that shrinks under the reader kills the process with `SIGBUS`, where a short
 /// read is an error naming the file and the byte); a compressed file is decompressed into an
-/// unlinked temporary file (see [`spool`](super::spool)) and read from it the same way;
-/// standard input and other non-regular files are read into memory.
+/// unlinked temporary file (see [`spool`](super::spool)) and read from it the same way; a URL
+/// is read by range as a file is; standard input and other non-regular files are read into
+/// memory.
 pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
     let name = input.display_name();
     let in_file = |e: Error| e.in_file(name.clone());
@@ -31,6 +32,19 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
             let file = ReopeningFile::kept_open(spooled)?;
             return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
         }
+    }
+    if let InputPath::Url(url) = input {
+        // Read by range (the tail, the header, then each chunk when decoded); compressed, it
+        // is streamed once into a temporary file, as a compressed local file is.
+        let object = super::RemoteFile::open(url)?;
+        let mut head = [0u8; 4];
+        let n = object.read_at_most(&mut head, 0)?;
+        if Compression::sniff(&head[..n]) == Compression::None {
+            return CbfFile::open_ranges(Box::new(object)).map_err(in_file);
+        }
+        let spooled = super::spool(input, super::Holding::Binary)?;
+        let file = ReopeningFile::kept_open(spooled)?;
+        return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
     }
     CbfFile::open(open_bytes(input).map_err(in_file)?).map_err(in_file)
 }

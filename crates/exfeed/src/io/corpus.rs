@@ -1,8 +1,17 @@
 //! The files of a corpus (a glob, a list file, or the files themselves), expanded to its shard
 //! files.
 
+use super::{is_remote_url, InputPath, StorageOptions};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
+
+/// `path` relative to `dir`: joined to it, unless it is absolute or a URL.
+pub(crate) fn resolve_path(dir: &Path, path: &Path) -> PathBuf {
+    match path.to_str() {
+        Some(url) if is_remote_url(url) => path.to_path_buf(),
+        _ => dir.join(path),
+    }
+}
 
 /// What `check`, `dump`, `info` and `convert` read: one input (`-`: standard input) or a
 /// corpus (see [`ReaderArgs::open`](crate::configured::ReaderArgs::open)).
@@ -28,10 +37,12 @@ impl std::fmt::Display for DataPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Corpus {
     /// A glob (`data/train-*.ctf`), expanded by exfeed (not the shell) in sorted order: files
-    /// only, not exfeed's index caches (`*.exfeed-index`).
+    /// only, not exfeed's index caches (`*.exfeed-index`). An `s3://` glob lists the bucket's
+    /// prefix before its first wildcard (`s3://data/train-*.ctf`).
     Glob(String),
-    /// A list file: one path a line (relative paths are relative to the list file's
-    /// directory; blank lines and lines starting with `#` are skipped), in its order.
+    /// A list file: one path or URL a line (relative paths are relative to the list file's
+    /// directory; blank lines and lines starting with `#` are skipped), in its order. The
+    /// list file may be a URL too.
     List(PathBuf),
     /// The files themselves, in this order.
     Files(Vec<PathBuf>),
@@ -50,24 +61,37 @@ impl Corpus {
     /// against `dir`.
     pub fn resolve(&self, dir: &Path) -> Corpus {
         match self {
-            Corpus::Glob(g) => Corpus::Glob(dir.join(g).display().to_string()),
-            Corpus::List(l) => Corpus::List(dir.join(l)),
-            Corpus::Files(f) => Corpus::Files(f.iter().map(|f| dir.join(f)).collect()),
+            Corpus::Glob(g) => Corpus::Glob(resolve_path(dir, Path::new(g)).display().to_string()),
+            Corpus::List(l) => Corpus::List(resolve_path(dir, l)),
+            Corpus::Files(f) => Corpus::Files(f.iter().map(|f| resolve_path(dir, f)).collect()),
         }
     }
 
     /// The shard files, in corpus order; none is an error.
     pub fn expand(&self) -> Result<Vec<PathBuf>> {
+        self.expand_with(&StorageOptions::default())
+    }
+
+    /// [`Corpus::expand`], a remote glob or list file reached with `storage_options`.
+    pub fn expand_with(&self, storage_options: &StorageOptions) -> Result<Vec<PathBuf>> {
         let files = match self {
             Corpus::List(list) => {
-                let text = std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
+                let input = InputPath::new(list).with_storage_options(storage_options);
+                let text = match &input {
+                    InputPath::Url(_) => {
+                        let bytes = super::open_bytes(&input)?;
+                        String::from_utf8_lossy(&bytes).into_owned()
+                    }
+                    _ => std::fs::read_to_string(list).map_err(|e| Error::io(list, e))?,
+                };
                 let dir = list.parent().unwrap_or(Path::new(""));
                 text.lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(|l| dir.join(l))
+                    .map(|l| resolve_path(dir, Path::new(l)))
                     .collect()
             }
+            Corpus::Glob(spec) if is_remote_url(spec) => remote_glob(spec, storage_options)?,
             Corpus::Glob(spec) => {
                 let paths = glob::glob(spec).map_err(|e| {
                     Error::config(format!("corpus '{spec}' is not a valid pattern: {e}"))
@@ -94,6 +118,26 @@ impl Corpus {
         }
         Ok(files)
     }
+}
+
+/// The objects a remote glob matches, in sorted order, without exfeed's index caches.
+#[cfg(feature = "remote")]
+fn remote_glob(spec: &str, storage_options: &StorageOptions) -> Result<Vec<PathBuf>> {
+    let options = super::remote::RemoteOptions {
+        storage_options: storage_options.pairs().to_vec(),
+        ..Default::default()
+    };
+    Ok(super::remote::glob(spec, &options)?
+        .into_iter()
+        .filter(|entry| !entry.url.ends_with(".exfeed-index"))
+        .map(|entry| PathBuf::from(entry.url))
+        .collect())
+}
+
+/// Without the `remote` feature a remote glob is refused, as any URL is.
+#[cfg(not(feature = "remote"))]
+fn remote_glob(spec: &str, _: &StorageOptions) -> Result<Vec<PathBuf>> {
+    Err(super::RemoteFile::open(&super::RemoteUrl::new(spec)).expect_err("no remote feature"))
 }
 
 /// Whether `path`, matched by the corpus glob `spec`, is a file (directories and other special

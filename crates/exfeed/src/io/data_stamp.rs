@@ -44,6 +44,12 @@ pub(crate) fn stamps(files: &[InputPath]) -> Result<Vec<FileStamp>> {
                 })?;
                 stamp(path.file_name().map(|n| n.to_string_lossy()), len, sampled)
             }
+            InputPath::Url(url) => {
+                let object = crate::io::RemoteFile::open(url)?;
+                let len = object.len();
+                let sampled = sample(len, per_file, |at, buf| object.read_exact_at(buf, at))?;
+                stamp(Some(url.file_name().into()), len, sampled)
+            }
             InputPath::Memory { name, bytes } => {
                 let len = bytes.len() as u64;
                 let sampled = sample(len, per_file, |at, buf| {

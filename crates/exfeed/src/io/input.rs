@@ -9,12 +9,18 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A named input: a file path, `-` for standard input, or bytes already read (from a pipe, a
-/// FIFO or standard input, which can be read only once; see [`crate::DataSet::into_input`]).
+use super::remote_input::{is_remote_url, RemoteUrl, StorageOptions};
+
+/// A named input: a file path, a URL (`s3://bucket/key`, `http://...`, `https://...`), `-` for
+/// standard input, or bytes already read (from a pipe, a FIFO or standard input, which can be
+/// read only once; see [`crate::DataSet::into_input`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputPath {
     /// A file.
     File(PathBuf),
+    /// An object in S3-compatible storage or on an HTTP(S) server, read by byte range (see
+    /// [`RemoteUrl`]; it needs the `remote` feature).
+    Url(RemoteUrl),
     /// Standard input.
     Stdin,
     /// The whole (decompressed) content of an input, in memory, under the name it came from.
@@ -27,13 +33,26 @@ pub enum InputPath {
 }
 
 impl InputPath {
-    /// `-` is standard input, anything else a file.
+    /// `-` is standard input, `s3://`, `http://` and `https://` a URL, anything else a file.
     pub fn new(arg: impl AsRef<Path>) -> Self {
         let p = arg.as_ref();
         if p == Path::new("-") {
             InputPath::Stdin
+        } else if let Some(url) = p.to_str().filter(|p| is_remote_url(p)) {
+            InputPath::Url(RemoteUrl::new(url))
         } else {
             InputPath::File(p.to_path_buf())
+        }
+    }
+
+    /// A URL read with `options` (see [`RemoteUrl::with_storage_options`]); anything else as
+    /// it is.
+    pub fn with_storage_options(self, options: &StorageOptions) -> Self {
+        match self {
+            InputPath::Url(url) if !options.is_empty() => {
+                InputPath::Url(url.with_storage_options(options))
+            }
+            other => other,
         }
     }
 
@@ -41,6 +60,7 @@ impl InputPath {
     pub fn display_name(&self) -> String {
         match self {
             InputPath::File(p) => p.display().to_string(),
+            InputPath::Url(url) => url.url().to_string(),
             InputPath::Stdin => "-".to_string(),
             InputPath::Memory { name, .. } => name.to_string(),
         }
@@ -75,11 +95,12 @@ impl InputPath {
         self
     }
 
-    /// Whether the input can be read more than once, at any position: a regular file (a pipe,
-    /// a FIFO or standard input can be read only once, from its start).
+    /// Whether the input can be read more than once, at any position: a regular file or a URL
+    /// (a pipe, a FIFO or standard input can be read only once, from its start).
     pub fn is_seekable(&self) -> bool {
         match self {
             InputPath::File(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+            InputPath::Url(_) => true,
             InputPath::Stdin => false,
             InputPath::Memory { .. } => true,
         }
@@ -197,7 +218,7 @@ pub fn open_bytes_as(input: &InputPath, holding: Holding) -> Result<InputBytes> 
             }
             read_all(open_reader(input)?, &name, holding)
         }
-        InputPath::Stdin => read_all(open_reader(input)?, &name, holding),
+        InputPath::Stdin | InputPath::Url(_) => read_all(open_reader(input)?, &name, holding),
         InputPath::Memory { bytes, .. } => Ok(InputBytes::Shared(bytes.clone())),
     }
 }
@@ -348,6 +369,7 @@ pub(crate) fn open_peeked(
 ) -> Result<(Box<dyn BufRead + Send>, Vec<u8>, Compression)> {
     let raw: Box<dyn Read + Send> = match input {
         InputPath::File(path) => Box::new(open_file(path)?),
+        InputPath::Url(url) => Box::new(super::RemoteFile::open(url)?.stream()),
         InputPath::Stdin => Box::new(std::io::stdin()),
         InputPath::Memory { bytes, .. } => Box::new(std::io::Cursor::new(bytes.clone())),
     };

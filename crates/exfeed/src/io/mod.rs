@@ -39,9 +39,11 @@ pub mod remote;
 pub mod remote_cache;
 #[cfg(feature = "remote")]
 pub mod remote_write;
+mod remote_input;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
+pub(crate) use corpus::resolve_path;
 pub use corpus::{Corpus, DataPath};
 pub(crate) use data_stamp::checksum;
 pub use data_stamp::FileStamp;
@@ -57,4 +59,5 @@ pub use output::{
 pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
+pub use remote_input::{is_remote_url, RemoteFile, RemoteStream, RemoteUrl, StorageOptions};
 pub use reopening::ReopeningFile;

@@ -83,12 +83,17 @@ impl BufRead for ReadAhead {
 
 impl Read for ReadAhead {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let got = self.fill_buf()?;
-        let n = got.len().min(out.len());
-        out[..n].copy_from_slice(&got[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
+}
+
+/// `Read::read` for a reader that holds its own buffer: copies from it into `out`.
+pub(crate) fn read_buffered(reader: &mut impl BufRead, out: &mut [u8]) -> std::io::Result<usize> {
+    let got = reader.fill_buf()?;
+    let n = got.len().min(out.len());
+    out[..n].copy_from_slice(&got[..n]);
+    reader.consume(n);
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -101,15 +101,7 @@ impl RemoteOptions {
     }
 }
 
-/// Whether `path` is a URL this module reads (`s3://`, `http://`, `https://`).
-pub fn is_remote_url(path: &str) -> bool {
-    ["s3://", "http://", "https://"].iter().any(|scheme| {
-        path.len() > scheme.len()
-            && path
-                .get(..scheme.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
-    })
-}
+pub use super::remote_input::is_remote_url;
 
 /// An object's URL taken apart: the store it lives in and its path there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +198,16 @@ fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     Ok(runtime)
 }
 
+/// Makes rustls over `ring` the process's TLS provider unless one is installed already: the
+/// HTTP client is built without a provider of its own (see the workspace's Cargo.toml).
+fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // An error means another provider is installed: it serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// A store and path ready for requests, made in this process.
 struct Client {
     pid: u32,
@@ -270,6 +272,7 @@ impl Remote {
     }
 
     fn build_store(&self) -> Result<Arc<dyn ObjectStore>> {
+        install_tls_provider();
         // Retries are this module's (see read_range): object_store makes one attempt.
         let one_attempt = object_store::RetryConfig {
             max_retries: 0,

@@ -10,124 +10,14 @@ mod cache;
 mod common;
 mod fault_proxy;
 mod write;
+mod open;
+mod services;
 
 use exfeed::io::remote::{glob, RemoteObject, RemoteOptions, RetryPolicy};
 use exfeed::{Error, ErrorKind};
 use fault_proxy::{Fault, FaultProxy};
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStoreExt, PutPayload};
+use services::{services, unique, Services};
 use std::time::{Duration, Instant};
-
-/// The endpoints and keys `scripts/services` prints.
-struct Services {
-    s3_endpoint: String,
-    bucket: String,
-    key_id: String,
-    secret: String,
-    readonly_key_id: String,
-    readonly_secret: String,
-    http_url: String,
-    http_root: std::path::PathBuf,
-}
-
-fn services() -> Option<Services> {
-    let var = |name: &str| std::env::var(name).ok();
-    let found = (|| {
-        Some(Services {
-            s3_endpoint: var("EXFEED_TEST_S3_ENDPOINT")?,
-            bucket: var("EXFEED_TEST_S3_BUCKET")?,
-            key_id: var("EXFEED_TEST_S3_ACCESS_KEY_ID")?,
-            secret: var("EXFEED_TEST_S3_SECRET_ACCESS_KEY")?,
-            readonly_key_id: var("EXFEED_TEST_S3_READONLY_ACCESS_KEY_ID")?,
-            readonly_secret: var("EXFEED_TEST_S3_READONLY_SECRET_ACCESS_KEY")?,
-            http_url: var("EXFEED_TEST_HTTP_URL")?,
-            http_root: var("EXFEED_TEST_HTTP_ROOT")?.into(),
-        })
-    })();
-    if found.is_none() {
-        let why = "the test services' variables (EXFEED_TEST_S3_ENDPOINT, ...) are not set: \
-                   run scripts/test, or eval \"$(scripts/services start)\" first";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{why} (required in CI)");
-        }
-        common::record_skip_because(why);
-    }
-    found
-}
-
-impl Services {
-    /// Storage options for the read-write identity at `endpoint` (SeaweedFS or the proxy).
-    fn options_at(&self, endpoint: &str, key_id: &str, secret: &str) -> RemoteOptions {
-        RemoteOptions::with_storage_options([
-            ("aws_endpoint", endpoint),
-            ("aws_access_key_id", key_id),
-            ("aws_secret_access_key", secret),
-            ("aws_region", "us-east-1"),
-        ])
-    }
-
-    fn options(&self) -> RemoteOptions {
-        self.options_at(&self.s3_endpoint, &self.key_id, &self.secret)
-    }
-
-    /// Stores `bytes` under `key` in the bucket: see [`Writer::put`].
-    fn put(&self, key: &str, bytes: &[u8]) {
-        self.writer().put(key, bytes)
-    }
-
-    fn writer(&self) -> Writer {
-        Writer {
-            endpoint: self.s3_endpoint.clone(),
-            bucket: self.bucket.clone(),
-            key_id: self.key_id.clone(),
-            secret: self.secret.clone(),
-        }
-    }
-
-    fn url(&self, key: &str) -> String {
-        format!("s3://{}/{key}", self.bucket)
-    }
-
-    /// Writes `bytes` as `name` in nginx's directory; its URL.
-    fn serve(&self, name: &str, bytes: &[u8]) -> String {
-        let path = self.http_root.join(name);
-        let temporary = path.with_extension("partial");
-        std::fs::write(&temporary, bytes).unwrap();
-        std::fs::rename(&temporary, &path).unwrap();
-        format!("{}/{name}", self.http_url)
-    }
-}
-
-/// Puts objects into the bucket, with object_store itself and the read-write keys.
-struct Writer {
-    endpoint: String,
-    bucket: String,
-    key_id: String,
-    secret: String,
-}
-
-impl Writer {
-    fn put(&self, key: &str, bytes: &[u8]) {
-        let store = AmazonS3Builder::new()
-            .with_endpoint(&self.endpoint)
-            .with_allow_http(true)
-            .with_bucket_name(&self.bucket)
-            .with_region("us-east-1")
-            .with_access_key_id(&self.key_id)
-            .with_secret_access_key(&self.secret)
-            .build()
-            .unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let payload = PutPayload::from(bytes.to_vec());
-        runtime
-            .block_on(store.put(&ObjectPath::from(key), payload))
-            .unwrap();
-    }
-}
 
 /// Bytes no two positions of which are likely to repeat a pattern: a mis-placed range shows.
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
@@ -140,15 +30,6 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
             state as u8
         })
         .collect()
-}
-
-/// A key of its own for each test run, so runs and tests never see each other's objects.
-fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("t{}-{nanos}/{name}", std::process::id())
 }
 
 /// The error's message and debug form hold none of the secrets.

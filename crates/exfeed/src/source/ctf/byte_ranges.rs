@@ -52,6 +52,14 @@ impl ReadAt for [u8] {
     }
 }
 
+impl ReadAt for crate::io::RemoteFile {
+    fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        buf.resize(len, 0);
+        let n = self.read_at_most(buf, offset)?;
+        Ok(&buf[..n])
+    }
+}
+
 impl ReadAt for std::fs::File {
     fn bytes_at<'a>(&'a self, offset: u64, len: usize, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
         buf.resize(len, 0);

@@ -10,7 +10,7 @@ use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, ReopeningFile};
+use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, RemoteFile, ReopeningFile};
 pub use crate::options::IndexMode;
 use crate::options::ReadOptions;
 use crate::reader::{ChunkInfo, ChunkSource};
@@ -51,6 +51,8 @@ impl CtfSourceOptions {
 enum Data {
     /// Closed while not read when many are open (a corpus's shards: see [`ReopeningFile`]).
     File(ReopeningFile),
+    /// An object read by byte range: each chunk with one request for exactly its bytes.
+    Remote(RemoteFile),
     Memory(InputBytes),
 }
 
@@ -63,6 +65,7 @@ impl ReadAt for Data {
                 let n = crate::io::read_at_most(&f, buf, offset)?;
                 Ok(&buf[..n])
             }
+            Data::Remote(object) => object.bytes_at(offset, len, buf),
             Data::Memory(b) => b[..].bytes_at(offset, len, buf),
         }
     }
@@ -73,6 +76,7 @@ impl Data {
     fn len(&self) -> Result<u64> {
         match self {
             Data::File(f) => Ok(f.get()?.metadata()?.len()),
+            Data::Remote(object) => Ok(object.len()),
             Data::Memory(b) => Ok(b.len() as u64),
         }
     }
@@ -108,6 +112,17 @@ impl Data {
                 index_cache::check_line_starts(ix, &start[..n], |offset| {
                     let mut b = [0u8; 1];
                     crate::io::read_exact_at(f, &mut b, offset - 1).map(|()| b[0])
+                })
+            }
+            Data::Remote(object) => {
+                let mut start = [0u8; 3];
+                let n = object.read_at_most(&mut start, 0).unwrap_or(0);
+                index_cache::check_line_starts(ix, &start[..n], |offset| {
+                    let mut b = [0u8; 1];
+                    object
+                        .read_exact_at(&mut b, offset - 1)
+                        .map(|()| b[0])
+                        .map_err(Error::into_io)
                 })
             }
             Data::Memory(bytes) => index_cache::check_line_starts(ix, bytes, |offset| {
@@ -272,9 +287,22 @@ impl CtfSource {
                     crate::io::Compression::sniff(&head[..n]) != crate::io::Compression::None;
                 (!compressed).then(|| (path.clone(), file))
             }
-            InputPath::Stdin | InputPath::Memory { .. } => None,
+            InputPath::Url(_) | InputPath::Stdin | InputPath::Memory { .. } => None,
+        };
+        // An object not compressed is read by byte range, unless asked to be held in memory.
+        let object = match input {
+            InputPath::Url(url) if !options.read.keep_in_memory() => {
+                let object = RemoteFile::open(url)?;
+                let mut head = [0u8; 4];
+                let n = object.read_at_most(&mut head, 0)?;
+                let compressed =
+                    crate::io::Compression::sniff(&head[..n]) != crate::io::Compression::None;
+                (!compressed).then_some(object)
+            }
+            _ => None,
         };
         let (data, file) = match plain_file {
+            None if object.is_some() => (Data::Remote(object.expect("checked")), None),
             Some((path, file)) => {
                 let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
                 let data = if options.read.keep_in_memory() {
@@ -288,13 +316,17 @@ impl CtfSource {
             }
             // A compressed file: decompressed once into a temporary file, then read by offset
             // as a plain one, so memory holds chunks, not the file.
-            None if matches!(input, InputPath::File(_)) && !options.read.keep_in_memory() => (
-                Data::File(ReopeningFile::kept_open(crate::io::spool(
-                    input,
-                    Holding::CtfText(options.ctf.limits),
-                )?)?),
-                None,
-            ),
+            None if matches!(input, InputPath::File(_) | InputPath::Url(_))
+                && !options.read.keep_in_memory() =>
+            {
+                (
+                    Data::File(ReopeningFile::kept_open(crate::io::spool(
+                        input,
+                        Holding::CtfText(options.ctf.limits),
+                    )?)?),
+                    None,
+                )
+            }
             None => (
                 Data::Memory(open_bytes_as(input, Holding::CtfText(options.ctf.limits))?),
                 None,
@@ -485,6 +517,13 @@ impl CtfSource {
                         place(Error::corrupt(start, "chunk beyond the end of the data"))
                     })?;
                 return Ok(ChunkBytes::Borrowed(&b[start as usize..e]));
+            }
+            Data::Remote(object) => {
+                let mut buf = take_buffer();
+                buf.clear();
+                buf.resize(len, 0);
+                object.read_exact_at(&mut buf, start).map_err(place)?;
+                return Ok(ChunkBytes::Read(buf));
             }
         };
         crate::io::advise_will_need(&f, start, end - start);
@@ -969,7 +1008,11 @@ fn index(
 ) -> Result<(Index, IndexOrigin)> {
     let scan = || match data {
         Data::Memory(b) => index_buffer(b, options),
-        Data::File(f) => index_file(&*f.get()?, options, SCAN_BLOCK),
+        Data::File(f) => {
+            let f = f.get()?;
+            index_file(&*f, f.metadata()?.len(), options, SCAN_BLOCK)
+        }
+        Data::Remote(object) => index_file(object, object.len(), options, SCAN_BLOCK),
     };
     let Some((path, meta)) = file else {
         return Ok((scan()?, IndexOrigin::Scanned));
@@ -1080,10 +1123,14 @@ fn index_buffer(buf: &[u8], options: &CtfSourceOptions) -> Result<Index> {
 /// they are scanned: this measured faster than mapping them). The last sequence found in a
 /// block may continue in the next one, so it is read again from its start with the next block
 /// (twice as large when that sequence is all the block held, up to the maximum record size).
-fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<Index> {
+fn index_file<D: ReadAt + ?Sized>(
+    data: &D,
+    len: u64,
+    options: &CtfSourceOptions,
+    block: usize,
+) -> Result<Index> {
     let limits = options.ctf.limits;
     let mut b = IndexBuilder::new(options);
-    let len = file.metadata()?.len();
     let block = block.max(1) as u64;
     let mut buf: Vec<u8> = Vec::new();
     let mut pos = 0u64; // file offset of the block
@@ -1095,9 +1142,7 @@ fn index_file(file: &File, options: &CtfSourceOptions, block: usize) -> Result<I
         let end = pos.saturating_add(want).min(len);
         let n = usize::try_from(end - pos).map_err(|_| Error::corrupt(pos, "block too large"))?;
         // Grown (zeroed) only when a block is larger than any before.
-        buf.resize(n, 0);
-        let got = crate::io::read_at_most(file, &mut buf, pos)?;
-        let bytes = &buf[..got];
+        let bytes = data.bytes_at(pos, n, &mut buf)?;
         let eof = end == len || bytes.len() < n;
         if mode.is_none() {
             mode = detect_key_mode(bytes, options.ctf.skip_sequence_ids);
@@ -1206,7 +1251,7 @@ mod tests {
             assert_eq!(whole.keys, vec![1, 2, 7, 3]);
             for block in [1, 2, 5, 13, 64, 4096] {
                 assert_eq!(
-                    index_file(&f, &opts(chunk), block).unwrap(),
+                    index_file(&f, DATA.len() as u64, &opts(chunk), block).unwrap(),
                     whole,
                     "{chunk} {block}"
                 );

@@ -1,0 +1,242 @@
+//! URLs as inputs ([`InputPath::Url`](super::InputPath::Url)): the one place that turns an
+//! `s3://`, `http://` or `https://` input into reads of its object. Read at random by byte
+//! range ([`RemoteFile`]: CTF chunks, CBF's tail, header and chunks), or as a stream of
+//! consecutive ranges ([`RemoteFile::stream`]: Lens files, compressed objects, format
+//! detection). Without the `remote` feature every URL is refused with an error saying so.
+
+use crate::error::{Error, Result};
+#[cfg(not(feature = "remote"))]
+use crate::error::{ErrorKind, Location};
+use std::sync::Arc;
+
+/// Whether `path` is a URL exfeed reads remotely (`s3://`, `http://`, `https://`, any case),
+/// with or without the `remote` feature (without it, opening one is an error saying so).
+pub fn is_remote_url(path: &str) -> bool {
+    ["s3://", "http://", "https://"].iter().any(|scheme| {
+        path.len() > scheme.len()
+            && path
+                .get(..scheme.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+    })
+}
+
+/// Storage options: settings of the store that override the environment's (`KEY=VALUE` pairs
+/// named as the [`remote`](super::remote) module's docs say, e.g. `aws_endpoint`,
+/// `aws_access_key_id`, `aws_secret_access_key`). Their values never show in `Debug`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct StorageOptions(Arc<[(String, String)]>);
+
+impl StorageOptions {
+    /// The pairs, in the order given (a later one overrides an earlier one of the same name).
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for StorageOptions {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        StorageOptions(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Debug for StorageOptions {
+    /// The names only: values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
+/// An object's URL and the storage options it is read with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteUrl {
+    url: Arc<str>,
+    storage_options: StorageOptions,
+}
+
+impl RemoteUrl {
+    /// `url`, read with the credentials and settings of the environment.
+    pub fn new(url: &str) -> Self {
+        RemoteUrl {
+            url: url.into(),
+            storage_options: StorageOptions::default(),
+        }
+    }
+
+    /// The same URL read with `options` (over the environment's settings).
+    pub fn with_storage_options(mut self, options: &StorageOptions) -> Self {
+        self.storage_options = options.clone();
+        self
+    }
+
+    /// The URL, as given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The storage options.
+    pub fn storage_options(&self) -> &StorageOptions {
+        &self.storage_options
+    }
+
+    /// The object's name: the URL's last path segment (what format detection by name and a
+    /// saved state's data stamps look at).
+    pub fn file_name(&self) -> &str {
+        self.url.rsplit('/').next().unwrap_or_default()
+    }
+}
+
+/// A remote object opened for reading (its size and version fixed when opened: a read of
+/// another version is an error naming it, see [`super::remote::RemoteObject`]). Cheap to clone.
+#[cfg(feature = "remote")]
+#[derive(Debug, Clone)]
+pub struct RemoteFile(Arc<super::remote::RemoteObject>);
+
+/// Without the `remote` feature no remote object can be opened (nothing makes one).
+#[cfg(not(feature = "remote"))]
+#[derive(Debug, Clone)]
+pub struct RemoteFile {
+    _never: (),
+}
+
+#[cfg(not(feature = "remote"))]
+const NEVER_OPENED: &str = "a RemoteFile is never opened without the remote feature";
+
+/// The bytes a [`RemoteFile::stream`] asks for with each request.
+const STREAM_BLOCK: usize = 8 << 20;
+
+impl RemoteFile {
+    /// Opens the object at `url` (one HEAD request).
+    #[cfg(feature = "remote")]
+    pub fn open(url: &RemoteUrl) -> Result<Self> {
+        let options = super::remote::RemoteOptions {
+            storage_options: url.storage_options().pairs().to_vec(),
+            ..Default::default()
+        };
+        Ok(RemoteFile(Arc::new(super::remote::RemoteObject::open(
+            url.url(),
+            &options,
+        )?)))
+    }
+
+    /// Refused: exfeed was built without the `remote` feature.
+    #[cfg(not(feature = "remote"))]
+    pub fn open(url: &RemoteUrl) -> Result<Self> {
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            Location::default().with_file(url.url()),
+            "reading a URL needs exfeed built with the `remote` feature (the exfeed command \
+             and the Python package have it)",
+        ))
+    }
+
+    /// The object's size in bytes.
+    pub fn len(&self) -> u64 {
+        #[cfg(feature = "remote")]
+        return self.0.size();
+        #[cfg(not(feature = "remote"))]
+        unreachable!("{NEVER_OPENED}")
+    }
+
+    /// Whether the object is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        #[cfg(feature = "remote")]
+        return self.0.read_exact_at(offset, buf);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (buf, offset);
+            unreachable!("{NEVER_OPENED}")
+        }
+    }
+
+    /// Reads the bytes at `offset` into `buf`, as many as there are before the object's end;
+    /// returns how many.
+    pub fn read_at_most(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let n = self.len().saturating_sub(offset).min(buf.len() as u64) as usize;
+        self.read_exact_at(&mut buf[..n], offset)?;
+        Ok(n)
+    }
+
+    /// The object from its first byte as a stream, read by consecutive ranged requests of
+    /// 8 MiB (each retried and resumed as any read is).
+    pub fn stream(&self) -> RemoteStream {
+        RemoteStream {
+            file: self.clone(),
+            next: 0,
+            block: Vec::new(),
+            taken: 0,
+        }
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+impl crate::cbf::ReadAt for RemoteFile {
+    fn read_exact_at(&self, _: &mut [u8], _: u64) -> Result<()> {
+        unreachable!("{NEVER_OPENED}")
+    }
+    fn byte_len(&self) -> Result<u64> {
+        unreachable!("{NEVER_OPENED}")
+    }
+}
+
+#[cfg(feature = "remote")]
+impl crate::cbf::ReadAt for RemoteFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        RemoteFile::read_exact_at(self, buf, offset)
+    }
+
+    fn byte_len(&self) -> Result<u64> {
+        Ok(self.len())
+    }
+}
+
+/// A remote object read from its start ([`RemoteFile::stream`]): one request per block.
+pub struct RemoteStream {
+    file: RemoteFile,
+    /// The object's offset of the first byte after `block`.
+    next: u64,
+    block: Vec<u8>,
+    /// How much of `block` was read out.
+    taken: usize,
+}
+
+impl std::io::BufRead for RemoteStream {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.taken == self.block.len() {
+            let n = (self.file.len().saturating_sub(self.next)).min(STREAM_BLOCK as u64) as usize;
+            self.block.resize(n, 0);
+            self.file
+                .read_exact_at(&mut self.block, self.next)
+                .map_err(Error::into_io)?;
+            self.next += n as u64;
+            self.taken = 0;
+        }
+        Ok(&self.block[self.taken..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.taken = (self.taken + n).min(self.block.len());
+    }
+}
+
+impl std::io::Read for RemoteStream {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        super::read_ahead::read_buffered(self, out)
+    }
+}

@@ -1,0 +1,288 @@
+//! URLs through the front door, `exfeed::open`: every format read from the bucket and from the
+//! HTTP server gives what its local file gives, CTF and CBF by byte range (checked on the
+//! ranges the fault proxy saw), and errors name the URL with no secret in them.
+
+use super::{services, unique, FaultProxy, Services};
+use exfeed::convert::{convert, ConvertOptions};
+use exfeed::format::FileFormat;
+use exfeed::io::StorageOptions;
+use exfeed::options::{ChunkSize, IndexMode, ReadOptions};
+use exfeed::{open, OpenOptions, SequenceBatch};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The sequences of the test data (about 600 KB of CTF).
+const SEQUENCES: usize = 12_000;
+
+/// CTF text of `n` sequences of 1 to 4 lines, a dense stream of 3 and a sparse one of 5.
+fn ctf_text(n: usize) -> String {
+    let mut text = String::new();
+    for s in 0..n {
+        for line in 0..(s % 4 + 1) {
+            text += &format!("{s} |a {} {} {}", s, line, s * 7 % 11);
+            if line == 0 {
+                text += &format!(" |b {}:1.5", s % 5);
+            }
+            text += "\n";
+        }
+    }
+    text
+}
+
+fn ctf_options(read: ReadOptions) -> OpenOptions {
+    OpenOptions {
+        inputs: vec!["a:dense:3".parse().unwrap(), "b:sparse:5".parse().unwrap()],
+        read,
+        ..OpenOptions::default()
+    }
+}
+
+fn storage_options(services: &Services, endpoint: &str) -> StorageOptions {
+    [
+        ("aws_endpoint", endpoint),
+        ("aws_access_key_id", services.key_id.as_str()),
+        ("aws_secret_access_key", services.secret.as_str()),
+        ("aws_region", "us-east-1"),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// Every sequence's key, the sum of its values and its sample count, in file order.
+fn sequences(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
+    let mut reader = open(input, options).unwrap().sequences::<f32>().unwrap();
+    let mut batch = SequenceBatch::new(reader.streams());
+    let mut all = Vec::new();
+    while reader
+        .next_batch(&mut batch, &mut exfeed::error::Ignore)
+        .unwrap()
+    {
+        all.extend(summed(&batch));
+    }
+    all
+}
+
+fn summed(batch: &SequenceBatch<f32>) -> Vec<(u64, f64, usize)> {
+    (0..batch.len())
+        .map(|i| {
+            let (mut sum, mut samples) = (0.0, 0);
+            for stream in batch.streams() {
+                for j in stream.sequence_samples(i) {
+                    let values = match stream.storage() {
+                        exfeed::Storage::Dense => stream.dense_sample(j),
+                        exfeed::Storage::Sparse => stream.sparse_sample(j).1,
+                    };
+                    sum += values.iter().map(|&v| v as f64).sum::<f64>();
+                    samples += 1;
+                }
+            }
+            (batch.keys()[i], sum, samples)
+        })
+        .collect()
+}
+
+/// Every chunk of the reader's source, read in order.
+fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
+    let source = open(input, options)
+        .unwrap()
+        .into_chunk_source::<f32>()
+        .unwrap();
+    let mut all = Vec::new();
+    for c in 0..source.chunks().len() {
+        let mut batch = SequenceBatch::new(source.streams());
+        source.read_chunk(c, &mut batch).unwrap();
+        all.extend(summed(&batch));
+    }
+    all
+}
+
+/// The local files: CTF, the same gzip-compressed, its CBF (64 KiB chunks) and, with the
+/// `arrow` feature, its Parquet.
+fn local_files(dir: &Path) -> Vec<(PathBuf, FileFormat)> {
+    let ctf = dir.join("data.ctf");
+    std::fs::write(&ctf, ctf_text(SEQUENCES)).unwrap();
+    let gz = dir.join("data.ctf.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&std::fs::read(&ctf).unwrap()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let mut files = vec![(ctf.clone(), FileFormat::Ctf), (gz, FileFormat::Ctf)];
+    let mut targets = vec![("data.cbf", FileFormat::Cbf)];
+    if cfg!(feature = "arrow") {
+        targets.push(("data.parquet", FileFormat::Parquet));
+    }
+    for (name, format) in targets {
+        let out = dir.join(name);
+        let convert_options = ConvertOptions {
+            to: Some(format),
+            chunk_size: 64 << 10,
+            ..ConvertOptions::default()
+        };
+        let data = open(&ctf, &ctf_options(ReadOptions::new())).unwrap();
+        convert(data, &out, &convert_options, &mut Vec::new()).unwrap();
+        files.push((out, format));
+    }
+    files
+}
+
+#[test]
+fn every_format_reads_from_the_bucket_and_the_server_as_from_its_file() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = unique("formats");
+    for (path, format) in local_files(dir.path()) {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let key = format!("{prefix}/{name}");
+        services.put(&key, &bytes);
+        let s3 = services.url(&key);
+        let http = services.serve(&format!("{}-{name}", prefix.replace('/', "-")), &bytes);
+        for read in [
+            ReadOptions::new().with_chunk_size(ChunkSize::Bytes(50_000)),
+            ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(50_000))
+                .with_index(IndexMode::Full),
+        ] {
+            let local = ctf_options(read);
+            let remote = OpenOptions {
+                storage_options: storage_options(&services, &services.s3_endpoint),
+                ..local.clone()
+            };
+            let want = sequences(path.to_str().unwrap(), &local);
+            assert_eq!(want.len(), SEQUENCES);
+            let want_chunks = chunks(path.to_str().unwrap(), &local);
+            assert_eq!(want_chunks.len(), SEQUENCES);
+            for url in [&s3, &http] {
+                let data = open(url.as_str(), &remote).unwrap();
+                assert_eq!(data.format(), format, "{url}");
+                assert_eq!(data.name(), url.as_str());
+                assert_eq!(sequences(url, &remote), want, "{url}");
+                assert_eq!(chunks(url, &remote), want_chunks, "{url}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lens_files_stream_from_a_url() {
+    let Some(services) = services() else { return };
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/patterns.ex");
+    let bytes = std::fs::read(&sample).unwrap();
+    let key = unique("patterns.ex");
+    services.put(&key, &bytes);
+    let options = OpenOptions {
+        storage_options: storage_options(&services, &services.s3_endpoint),
+        ..OpenOptions::default()
+    };
+    let local = open(&sample, &options).unwrap().lens_set().unwrap();
+    for url in [services.url(&key), services.serve("patterns.ex", &bytes)] {
+        let data = open(url.as_str(), &options).unwrap();
+        assert_eq!(data.format(), FileFormat::LensText, "{url}");
+        let mut examples = data.lens_examples(false).unwrap();
+        let mut names = Vec::new();
+        while let Some(example) = examples.next_example().unwrap() {
+            names.push(example.name.clone());
+        }
+        let want: Vec<_> = local.examples.iter().map(|e| e.name.clone()).collect();
+        assert_eq!(names, want, "{url}");
+    }
+}
+
+#[test]
+fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let files = local_files(dir.path());
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let prefix = unique("ranges");
+    for (path, format) in files
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "ctf" || e == "cbf"))
+    {
+        let bytes = std::fs::read(path).unwrap();
+        let key = format!("{prefix}/{}", path.file_name().unwrap().to_str().unwrap());
+        services.put(&key, &bytes);
+        let options = OpenOptions {
+            storage_options: storage_options(&services, &proxy.url()),
+            ..ctf_options(ReadOptions::new().with_chunk_size(ChunkSize::Bytes(64 << 10)))
+        };
+        let source = open(services.url(&key).as_str(), &options)
+            .unwrap()
+            .into_chunk_source::<f32>()
+            .unwrap();
+        let before = proxy.gets().len();
+        let chunk = source.chunks().len() / 2;
+        let mut batch = SequenceBatch::new(source.streams());
+        source.read_chunk(chunk, &mut batch).unwrap();
+        assert!(!batch.is_empty());
+        let fetched: u64 = proxy.gets()[before..]
+            .iter()
+            .map(|r| range_len(r.range.as_deref().expect("every GET is ranged")))
+            .sum();
+        // The chunk's bytes, and for CTF the probes that find its sequences' bounds.
+        let most = (64 << 10) * 2;
+        assert!(
+            fetched <= most && (fetched as usize) < bytes.len() / 4,
+            "{format:?}: {fetched} bytes fetched for one chunk of a {}-byte object",
+            bytes.len()
+        );
+    }
+}
+
+/// The length of `bytes=A-B`.
+fn range_len(range: &str) -> u64 {
+    let (a, b) = range
+        .strip_prefix("bytes=")
+        .and_then(|r| r.split_once('-'))
+        .unwrap_or_else(|| panic!("not a bounded range: {range}"));
+    b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1
+}
+
+#[test]
+fn errors_name_the_url_and_hold_no_secret() {
+    let Some(services) = services() else { return };
+    let missing = services.url(&unique("missing.ctf"));
+    let options = OpenOptions {
+        storage_options: storage_options(&services, &services.s3_endpoint),
+        ..ctf_options(ReadOptions::new())
+    };
+    let err = open(missing.as_str(), &options).err().unwrap();
+    assert!(err.to_string().starts_with(&missing), "{err}");
+    assert!(err.to_string().contains("not found"), "{err}");
+
+    let key = unique("bad.ctf");
+    services.put(&key, b"0 |a 1 2 3 |b 0:1\n1 |a 4 x 6 |b 1:1\n");
+    let url = services.url(&key);
+    let err = sequences_error(&url, &options);
+    assert!(err.starts_with(&format!("{url}:2:")), "{err}");
+
+    let wrong = OpenOptions {
+        storage_options: [
+            ("aws_endpoint", services.s3_endpoint.as_str()),
+            ("aws_access_key_id", services.key_id.as_str()),
+            ("aws_secret_access_key", "not-the-secret-0123456789"),
+            ("aws_region", "us-east-1"),
+        ]
+        .into_iter()
+        .collect(),
+        ..options.clone()
+    };
+    let err = open(url.as_str(), &wrong).err().unwrap();
+    let shown = format!("{err} {err:?} {wrong:?}");
+    assert!(err.to_string().starts_with(&url), "{err}");
+    assert!(
+        !shown.contains("not-the-secret-0123456789") && !shown.contains(&services.secret),
+        "{shown}"
+    );
+}
+
+fn sequences_error(url: &str, options: &OpenOptions) -> String {
+    let mut reader = open(url, options).unwrap().sequences::<f32>().unwrap();
+    let mut batch = SequenceBatch::new(reader.streams());
+    loop {
+        match reader.next_batch(&mut batch, &mut exfeed::error::Ignore) {
+            Ok(true) => continue,
+            Ok(false) => panic!("{url} read without an error"),
+            Err(e) => return e.to_string(),
+        }
+    }
+}

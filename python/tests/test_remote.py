@@ -1,0 +1,142 @@
+"""URLs in the Python API, against the real test services (`scripts/services`: SeaweedFS for
+s3:// with signed requests, nginx for http://): exfeed.Reader, check, dump, info, to_arrow,
+convert's input, exfeed.torch.Dataset, exfeed.cntk.io's deserializers and exfeed.ray.read with
+the data only in the bucket, with storage_options={...} or the environment's credentials.
+
+Without the services' variables these tests are skipped; under CI=true they fail."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import uuid
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import IN_CI, INPUTS, require, write_ctf
+
+import exfeed
+
+
+def _services() -> dict:
+    if "EXFEED_TEST_S3_ENDPOINT" not in os.environ:
+        why = 'the test services are not running: eval "$(scripts/services start)" first'
+        if IN_CI:
+            pytest.fail(f"{why} (required in CI)")
+        pytest.skip(why)
+    return dict(os.environ)
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """A 300-sequence CTF file put into the bucket (a signed PUT by curl) and served by nginx:
+    its URLs, the storage options of the read-write identity, and {key: (rows, label)}."""
+    env = _services()
+    local = tmp_path / "data.ctf"
+    truth = write_ctf(local, 300)
+    name = f"py-{os.getpid()}-{uuid.uuid4().hex}"
+    endpoint, bucket = env["EXFEED_TEST_S3_ENDPOINT"], env["EXFEED_TEST_S3_BUCKET"]
+    key_id, secret = env["EXFEED_TEST_S3_ACCESS_KEY_ID"], env["EXFEED_TEST_S3_SECRET_ACCESS_KEY"]
+    subprocess.run(
+        ["curl", "-sSf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{key_id}:{secret}",
+         "-T", str(local), f"{endpoint}/{bucket}/{name}/data.ctf"],
+        check=True,
+    )
+    served = pathlib.Path(env["EXFEED_TEST_HTTP_ROOT"]) / f"{name}.ctf"
+    served.write_bytes(local.read_bytes())
+    storage = {
+        "aws_endpoint": endpoint,
+        "aws_access_key_id": key_id,
+        "aws_secret_access_key": secret,
+        "aws_region": "us-east-1",
+    }
+    yield SimpleNamespace(
+        local=local,
+        s3=f"s3://{bucket}/{name}/data.ctf",
+        http=f"{env['EXFEED_TEST_HTTP_URL']}/{name}.ctf",
+        storage=storage,
+        truth=truth,
+        secret=secret,
+    )
+    served.unlink()
+
+
+def _sources(remote):
+    """(url, storage_options) for the bucket and the HTTP server."""
+    return [(remote.s3, remote.storage), (remote.http, None)]
+
+
+def test_the_reader_and_the_tools_read_a_url_as_its_file(remote, tmp_path):
+    for url, storage in _sources(remote):
+        options = dict(inputs=INPUTS, storage_options=storage)
+        keys = [
+            k
+            for mb in exfeed.Reader(url, minibatch_size=16, randomize=False, **options)
+            for k in mb.keys.tolist()
+        ]
+        assert keys == sorted(remote.truth), url
+        assert exfeed.check(url, **options)["sequences"] == 300, url
+        for d in exfeed.dump(url, **options):
+            np.testing.assert_allclose(d["x"], remote.truth[d["key"]][0], rtol=1e-6)
+        table = exfeed.to_arrow(url, **options).read_all()
+        assert sorted(table.column("key").to_pylist()) == sorted(remote.truth), url
+        out = tmp_path / f"{len(url)}.cbf"
+        assert exfeed.convert(url, out, **options)["sequences"] == 300, url
+        assert exfeed.info(out)["sequences"] == 300
+
+
+def test_a_wrong_secret_is_refused_naming_the_url_and_never_showing_the_secret(remote):
+    wrong = dict(remote.storage, aws_secret_access_key="wrong-secret-31c8e2d97a")
+    with pytest.raises(OSError) as caught:
+        exfeed.check(remote.s3, inputs=INPUTS, storage_options=wrong)
+    shown = f"{caught.value} {caught.value!r}"
+    assert remote.s3 in shown
+    assert "wrong-secret-31c8e2d97a" not in shown and remote.secret not in shown
+    with pytest.raises(TypeError, match="storage_options"):
+        exfeed.check(remote.s3, inputs=INPUTS, storage_options=["aws_region=x"])
+
+
+def test_a_torch_dataset_reads_a_url_in_dataloader_workers(remote):
+    torch = require("torch")
+    import exfeed.torch
+
+    dataset = exfeed.torch.Dataset(
+        remote.s3, minibatch_size=20, inputs=INPUTS, with_keys=True,
+        storage_options=remote.storage,
+    )
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
+    keys = [k for batch in loader for k in batch["keys"].tolist()]
+    assert sorted(keys) == sorted(remote.truth)
+
+
+def test_cntk_io_deserializers_read_a_url(remote):
+    from exfeed.cntk.io import CTFDeserializer, MinibatchSource, StreamDef, StreamDefs
+
+    source = MinibatchSource(
+        CTFDeserializer(remote.http, StreamDefs(x=StreamDef(field="x", shape=3))),
+        randomize=False,
+    )
+    info = source.stream_info("x")
+    samples = sum(len(rows) for rows, _ in remote.truth.values())
+    mb = source.next_minibatch(samples)
+    assert mb[info].num_sequences == 300 and mb[info].num_samples == samples
+
+
+def test_ray_read_tasks_fetch_their_own_ranges_from_the_bucket(remote):
+    ray = require("ray")
+    import exfeed.ray
+
+    remote.local.unlink()  # the data is only in the bucket
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        ds = exfeed.ray.read(
+            remote.s3, inputs=INPUTS, chunk_size=2048, override_num_blocks=4,
+            storage_options=remote.storage,
+        )
+        keys = sorted(r["key"] for r in ds.take_all())
+        assert keys == sorted(remote.truth)
+    finally:
+        ray.shutdown()
