@@ -85,6 +85,18 @@ def test_the_reader_and_the_tools_read_a_url_as_its_file(remote, tmp_path):
         out = tmp_path / f"{len(url)}.cbf"
         assert exfeed.convert(url, out, **options)["sequences"] == 300, url
         assert exfeed.info(out)["sequences"] == 300
+    # Into the bucket, with the storage options given for the input: the same bytes as the
+    # local file, and an existing object refused unless overwrite=True.
+    local, stored = tmp_path / "local.cbf", remote.s3 + ".out.cbf"
+    options = dict(inputs=INPUTS, storage_options=remote.storage)
+    assert exfeed.convert(remote.local, local, inputs=INPUTS)["sequences"] == 300
+    assert exfeed.convert(remote.local, stored, **options)["sequences"] == 300
+    with pytest.raises(FileExistsError):
+        exfeed.convert(remote.local, stored, **options)
+    assert exfeed.info(stored, storage_options=remote.storage)["sequences"] == 300
+    with exfeed.Reader(stored, minibatch_size=64, randomize=False,
+                       storage_options=remote.storage) as back:
+        assert [k for mb in back for k in mb.keys.tolist()] == sorted(remote.truth)
 
 
 def test_a_wrong_secret_is_refused_naming_the_url_and_never_showing_the_secret(remote):

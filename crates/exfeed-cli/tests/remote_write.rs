@@ -205,3 +205,42 @@ fn a_killed_upload_leaves_no_object() {
     child.wait().unwrap();
     assert_eq!(bucket.stored(&url), None);
 }
+
+#[test]
+fn storage_options_on_the_command_line_reach_the_output_bucket() {
+    let Some(bucket) = bucket() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = ctf_file(dir.path(), 50);
+    let url = bucket.url("options.cbf");
+    let option = |key: &str, value: &str| format!("--storage-option={key}={value}");
+    let args = [
+        option("aws_endpoint", &bucket.endpoint),
+        option("aws_access_key_id", &bucket.key_id),
+        option("aws_secret_access_key", &bucket.secret),
+        option("aws_region", "us-east-1"),
+    ];
+    // No AWS_* variables: the settings come only from the command line.
+    let run = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_exfeed"));
+        for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("AWS_")) {
+            command.env_remove(name);
+        }
+        command
+            .args(["convert", &input, &url])
+            .args(extra)
+            .args(STREAMS)
+            .output()
+            .unwrap()
+    };
+    let without = run(&[]);
+    assert!(!without.status.success(), "wrote without credentials");
+    assert_eq!(bucket.stored(&url), None);
+    let with: Vec<&str> = args.iter().map(String::as_str).collect();
+    let wrote = run(&with);
+    assert!(wrote.status.success(), "{}", stderr_of(&wrote));
+    let local = dir.path().join("local.cbf").display().to_string();
+    let made = common::exfeed(["convert", &input, &local].iter().chain(STREAMS));
+    assert!(made.status.success(), "{}", stderr_of(&made));
+    assert!(bucket.stored(&url).unwrap() == std::fs::read(&local).unwrap());
+    assert!(!stderr_of(&wrote).contains(&bucket.secret));
+}

@@ -44,8 +44,8 @@ fn convert_once(ctf: &Path, cbf: &Path, opts: &CtfOptions, sync: bool) -> Result
     let out = AtomicOutput::create(
         cbf,
         &OutputOptions {
-            force: false,
             inputs: vec![ctf.to_path_buf()],
+            ..OutputOptions::default()
         },
     )?;
     let job = CtfToCbfOptions {

@@ -10,15 +10,7 @@ use crate::io::{AtomicOutput, OutputOptions};
 use crate::SequenceBatch;
 use crate::Sequences;
 use crate::{DataSet, DiagnosticSink, Precision, Result};
-use std::path::{Path, PathBuf};
-
-/// The output options: never onto one of `inputs` (a corpus has many).
-fn outputs(options: &ConvertOptions, inputs: Vec<PathBuf>) -> OutputOptions {
-    OutputOptions {
-        force: options.overwrite,
-        inputs,
-    }
-}
+use std::path::Path;
 
 fn commit(out: AtomicOutput, options: &ConvertOptions) -> Result<()> {
     if options.sync {
@@ -40,7 +32,7 @@ pub fn write_arrow_file(
     options: &ConvertOptions,
     sink: &mut dyn DiagnosticSink,
 ) -> Result<u64> {
-    let outs = outputs(options, data.files());
+    let outs = super::files::output_options(options, &data);
     let precision = options
         .precision
         .or(data.stored_precision())

@@ -161,10 +161,7 @@ pub fn convert_with_progress(
         ))
         .in_file(data.name().to_string()));
     }
-    let outputs = OutputOptions {
-        force: options.overwrite,
-        inputs: data.files(),
-    };
+    let outputs = output_options(options, &data);
     let commit = |out: AtomicOutput| {
         if options.sync {
             out.commit()
@@ -354,6 +351,16 @@ pub fn write_ctf<T: Element, W: Write>(
         sequences += batch.len() as u64;
     }
     Ok((out.into_inner().map_err(|e| e.into_error())?, sequences))
+}
+
+/// Where and how a conversion of `data` writes: never onto one of its files (a corpus has many),
+/// and an output in a bucket with the settings the inputs were opened with.
+pub(super) fn output_options(options: &ConvertOptions, data: &DataSet) -> OutputOptions {
+    OutputOptions {
+        force: options.overwrite,
+        inputs: data.files(),
+        storage_options: data.options().storage_options.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -37,9 +37,9 @@ mod read_ahead;
 pub mod remote;
 #[cfg(all(feature = "remote", target_os = "linux"))]
 pub mod remote_cache;
+mod remote_input;
 #[cfg(feature = "remote")]
 pub mod remote_write;
-mod remote_input;
 mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};

@@ -58,6 +58,8 @@ pub struct OutputOptions {
     pub force: bool,
     /// Inputs of the same run: writing onto one of them is refused.
     pub inputs: Vec<PathBuf>,
+    /// Settings for an `s3://` output (credentials, endpoint), over those of the environment.
+    pub storage_options: super::StorageOptions,
 }
 
 /// Bytes written between two starts of writeback (Linux).
@@ -329,11 +331,14 @@ impl AtomicOutput {
 
     /// Writing the object at `url` (`s3://bucket/key`): into a temporary file in the system's
     /// temporary directory, uploaded at commit (see [`super::remote_write`]). The upload is
-    /// started now, so that an existing object is refused before any work. Storage options
-    /// come from the environment (`AWS_ENDPOINT`, `AWS_ACCESS_KEY_ID`, ...).
+    /// started now, so that an existing object is refused before any work. Settings come from
+    /// the environment (`AWS_ENDPOINT`, `AWS_ACCESS_KEY_ID`, ...) and `options.storage_options`.
     #[cfg(feature = "remote")]
     fn to_bucket(target: &Path, url: &str, options: &OutputOptions) -> Result<Self> {
-        let remote = super::remote::RemoteOptions::default();
+        let remote = super::remote::RemoteOptions {
+            storage_options: options.storage_options.pairs().to_vec(),
+            ..Default::default()
+        };
         let upload = super::remote_write::RemoteOutput::create(url, &remote, options.force)?;
         let mut output = Self::through_partial_file(target, &std::env::temp_dir(), options)?;
         output.upload = Some(upload);
@@ -663,6 +668,7 @@ mod tests {
         let opts = OutputOptions {
             force: true,
             inputs: vec![input.clone()],
+            ..Default::default()
         };
         let via_dot = dir.path().join(".").join("in.txt");
         let err = AtomicOutput::create(&via_dot, &opts).err().unwrap();

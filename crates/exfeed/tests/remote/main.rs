@@ -9,9 +9,9 @@ mod cache;
 #[path = "../common/mod.rs"]
 mod common;
 mod fault_proxy;
-mod write;
 mod open;
 mod services;
+mod write;
 
 use exfeed::io::remote::{glob, RemoteObject, RemoteOptions, RetryPolicy};
 use exfeed::{Error, ErrorKind};

@@ -519,9 +519,7 @@ impl CtfSource {
                 return Ok(ChunkBytes::Borrowed(&b[start as usize..e]));
             }
             Data::Remote(object) => {
-                let mut buf = take_buffer();
-                buf.clear();
-                buf.resize(len, 0);
+                let mut buf = take_read_buffer(len);
                 object.read_exact_at(&mut buf, start).map_err(place)?;
                 return Ok(ChunkBytes::Read(buf));
             }
