@@ -124,7 +124,7 @@ impl Corpus {
 #[cfg(feature = "remote")]
 fn remote_glob(spec: &str, storage_options: &StorageOptions) -> Result<Vec<PathBuf>> {
     let options = super::remote::RemoteOptions {
-        storage_options: storage_options.pairs().to_vec(),
+        storage_options: storage_options.clone(),
         ..Default::default()
     };
     Ok(super::remote::glob(spec, &options)?

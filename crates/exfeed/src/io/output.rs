@@ -336,7 +336,7 @@ impl AtomicOutput {
     #[cfg(feature = "remote")]
     fn to_bucket(target: &Path, url: &str, options: &OutputOptions) -> Result<Self> {
         let remote = super::remote::RemoteOptions {
-            storage_options: options.storage_options.pairs().to_vec(),
+            storage_options: options.storage_options.clone(),
             ..Default::default()
         };
         let upload = super::remote_write::RemoteOutput::create(url, &remote, options.force)?;

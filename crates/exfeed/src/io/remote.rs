@@ -25,6 +25,7 @@
 //! A process forked after using it (a PyTorch DataLoader worker) builds its own runtime and
 //! clients on first use.
 
+use super::StorageOptions;
 use crate::error::{Error, ErrorKind, Location, Result};
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -67,8 +68,8 @@ impl Default for RetryPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteOptions {
     /// Settings of the store, e.g. `("aws_endpoint", "http://127.0.0.1:8333")`; they override
-    /// the environment's.
-    pub storage_options: Vec<(String, String)>,
+    /// the environment's. Their values never show in `Debug`.
+    pub storage_options: StorageOptions,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
 }
@@ -79,10 +80,7 @@ impl RemoteOptions {
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
         RemoteOptions {
-            storage_options: pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
+            storage_options: pairs.into_iter().collect(),
             retry: RetryPolicy::default(),
         }
     }
@@ -158,6 +156,7 @@ fn secrets_of(options: &RemoteOptions) -> Vec<String> {
     let from_env = std::env::vars().filter(|(key, _)| is_secret(key));
     options
         .storage_options
+        .pairs()
         .iter()
         .cloned()
         .chain(from_env)
@@ -285,7 +284,7 @@ impl Remote {
                     .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
                     .ok();
                 let mut allow_http_given = false;
-                for (key, value) in &self.options.storage_options {
+                for (key, value) in self.options.storage_options.pairs() {
                     let parsed: AmazonS3ConfigKey = key.parse().map_err(|_| {
                         self.config_error(format!(
                             "unknown storage option '{key}' (expected a name such as \
@@ -322,7 +321,7 @@ impl Remote {
                 if base.starts_with("http://") {
                     builder = builder.with_config(ClientConfigKey::AllowHttp, "true");
                 }
-                for (key, value) in &self.options.storage_options {
+                for (key, value) in self.options.storage_options.pairs() {
                     match key.parse::<ClientConfigKey>() {
                         Ok(parsed) => builder = builder.with_config(parsed, value),
                         // S3's own settings are for s3:// URLs read with the same options.
@@ -820,6 +819,17 @@ mod tests {
         );
         let err = RemoteOptions::parse_storage_option("aws_secret_access_key").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn debug_shows_the_names_of_storage_options_never_their_values() {
+        let options = RemoteOptions::with_storage_options([
+            ("aws_access_key_id", "key-id-5e1f"),
+            ("aws_secret_access_key", "secret-9c3a7b"),
+        ]);
+        let shown = format!("{options:?}");
+        assert!(shown.contains("aws_secret_access_key"), "{shown}");
+        assert!(!shown.contains("secret-9c3a7b") && !shown.contains("key-id-5e1f"), "{shown}");
     }
 
     #[test]

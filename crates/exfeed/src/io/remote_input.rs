@@ -121,7 +121,7 @@ impl RemoteFile {
     #[cfg(feature = "remote")]
     pub fn open(url: &RemoteUrl) -> Result<Self> {
         let options = super::remote::RemoteOptions {
-            storage_options: url.storage_options().pairs().to_vec(),
+            storage_options: url.storage_options().clone(),
             ..Default::default()
         };
         Ok(RemoteFile(Arc::new(super::remote::RemoteObject::open(

@@ -159,9 +159,9 @@ fn transient_faults_are_retried_and_reads_resume_where_they_stopped() {
     let proxy = FaultProxy::start(&services.s3_endpoint);
     let mut options = services.options_at(&proxy.url(), &services.key_id, &services.secret);
     options.retry = fast_retries();
-    options
-        .storage_options
-        .push(("timeout".into(), "1s".into()));
+    options.storage_options = (options.storage_options.pairs().iter().cloned())
+        .chain([("timeout".to_string(), "1s".to_string())])
+        .collect();
     let object = RemoteObject::open(&services.url(&key), &options).unwrap();
 
     proxy.inject([
