@@ -829,7 +829,10 @@ mod tests {
         ]);
         let shown = format!("{options:?}");
         assert!(shown.contains("aws_secret_access_key"), "{shown}");
-        assert!(!shown.contains("secret-9c3a7b") && !shown.contains("key-id-5e1f"), "{shown}");
+        assert!(
+            !shown.contains("secret-9c3a7b") && !shown.contains("key-id-5e1f"),
+            "{shown}"
+        );
     }
 
     #[test]
