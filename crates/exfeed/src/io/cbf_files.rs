@@ -26,11 +26,7 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
                 let file = ReopeningFile::new(path, file)?;
                 return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
             }
-            // Compressed: decompressed once into a temporary file, each chunk then read from
-            // it when decoded (memory holds chunks, not the file).
-            let spooled = super::spool(input, super::Holding::Binary)?;
-            let file = ReopeningFile::kept_open(spooled)?;
-            return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
+            return open_spooled(input);
         }
     }
     if let InputPath::Url(url) = input {
@@ -42,11 +38,17 @@ pub fn open_cbf(input: &InputPath) -> Result<CbfFile<InputBytes>> {
         if Compression::sniff(&head[..n]) == Compression::None {
             return CbfFile::open_ranges(Box::new(object)).map_err(in_file);
         }
-        let spooled = super::spool(input, super::Holding::Binary)?;
-        let file = ReopeningFile::kept_open(spooled)?;
-        return CbfFile::open_ranges(Box::new(file)).map_err(in_file);
+        return open_spooled(input);
     }
     CbfFile::open(open_bytes(input).map_err(in_file)?).map_err(in_file)
+}
+
+/// A compressed CBF file or object: decompressed once into an unlinked temporary file, each
+/// chunk then read from it when decoded (memory holds chunks, not the file).
+fn open_spooled(input: &InputPath) -> Result<CbfFile<InputBytes>> {
+    let spooled = super::spool(input, super::Holding::Binary)?;
+    let file = ReopeningFile::kept_open(spooled)?;
+    CbfFile::open_ranges(Box::new(file)).map_err(|e| e.in_file(input.display_name()))
 }
 
 /// Opens a CBF file at `path` without mapping it (the buffered fallback): the header is read

@@ -185,17 +185,6 @@ impl RemoteFile {
     }
 }
 
-#[cfg(not(feature = "remote"))]
-impl crate::cbf::ReadAt for RemoteFile {
-    fn read_exact_at(&self, _: &mut [u8], _: u64) -> Result<()> {
-        unreachable!("{NEVER_OPENED}")
-    }
-    fn byte_len(&self) -> Result<u64> {
-        unreachable!("{NEVER_OPENED}")
-    }
-}
-
-#[cfg(feature = "remote")]
 impl crate::cbf::ReadAt for RemoteFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         RemoteFile::read_exact_at(self, buf, offset)
