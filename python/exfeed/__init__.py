@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from . import _exfeed
 from ._exfeed import (
-    ArrowStream,
     ConfigError,
     ConfigWarning,
     DataError,
@@ -28,10 +28,10 @@ from ._exfeed import (
     Stream,
     StreamInfo,
     __version__,
-    _to_arrow,
     check,
     convert,
     dump,
+    features,
     info,
     release_memory,
 )
@@ -55,10 +55,27 @@ __all__ = [
     "check",
     "convert",
     "dump",
+    "features",
     "info",
     "release_memory",
     "to_arrow",
 ]
+
+if "arrow" in features:
+    from ._exfeed import ArrowStream  # noqa: F401
+else:
+    __all__.remove("ArrowStream")
+
+
+def _require(feature: str, what: str) -> None:
+    """Raises ImportError when the extension was built without ``feature``, saying how to
+    build it with."""
+    if feature not in features:
+        raise ImportError(
+            f"{what} needs exfeed built with its {feature!r} feature, which this build has not "
+            f"got (exfeed.features: {features}); rebuild it with: pip install ./python "
+            "--config-settings=build-args=--features=full (docs/python-build.md)"
+        )
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,7 @@ def to_arrow(path: Union[str, "os.PathLike[str]"], **options: Any) -> "pyarrow.R
     float32. Needs pyarrow; :class:`ArrowStream` (``exfeed._exfeed._to_arrow``) is the same
     stream for any other consumer of the Arrow PyCapsule protocol.
     """
+    _require("arrow", "exfeed.to_arrow")
     import pyarrow as pa
 
-    return pa.RecordBatchReader.from_stream(_to_arrow(os.fspath(path), **options))
+    return pa.RecordBatchReader.from_stream(_exfeed._to_arrow(os.fspath(path), **options))

@@ -13,9 +13,13 @@ __all__ = [
     "DataError", "ConfigError", "ConfigWarning", "InternalError", "Reader", "Minibatch", "Stream",
     "StreamInfo", "release_memory", "_panic_for_tests", "_buffer_address", "_lens_load", "check", "info",
     "dump", "convert", "Dump", "ArrowStream", "_to_arrow", "_chunks", "_read_chunks", "__version__",
+    "features",
 ]
 
 __version__: str
+# The optional parts this build has: "arrow" (Parquet, Arrow IPC, to_arrow, exfeed.ray) and
+# "remote" (s3://, http(s):// URLs); docs/python-build.md.
+features: Tuple[str, ...]
 
 _PathLike = Union[str, os.PathLike]
 _Layout = Union[str, Sequence[Tuple[str, int]], Mapping[str, int]]
@@ -283,6 +287,7 @@ def convert(
     "chunks", "problems"}. ``convert(dst=..., corpus=...)`` writes every file of a corpus into
     the one file dst (keys SHARD << 40 | KEY)."""
 
+# These four exist only in a build with the "arrow" feature.
 @final
 class ArrowStream:
     """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""

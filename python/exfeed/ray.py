@@ -24,6 +24,7 @@ counts the rows when it reads them). A file without sequence ids, ``max_errors``
 ``index="full"`` index the whole file instead, once to list the chunks and again in each task
 that reads from it (a fast scan, about a seventh of a parse); the row counts are then exact.
 Importing this module imports ray and pyarrow (the ``ray`` extra); ``import exfeed`` never does.
+It needs the extension built with Arrow (``exfeed.features``; docs/python-build.md).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ import ray.data
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
-from . import _exfeed
+from . import _exfeed, _require
+
+_require("arrow", "exfeed.ray")
 
 __all__ = ["ExfeedDatasource", "TorchCollate", "read"]
 

@@ -196,9 +196,16 @@ pub mod arg {
         prefetch_chunks,
         max_record_size,
         size,
-        start,
-        end,
     );
+    /// `exfeed.ray`'s chunk range.
+    #[cfg(feature = "arrow")]
+    pub mod range {
+        use super::super::extract_arg;
+        use pyo3::prelude::*;
+        named_args!(start, end);
+    }
+    #[cfg(feature = "arrow")]
+    pub use range::{end, start};
 }
 
 /// Runs `f` with the GIL released, turning a library error into its exception and a panic

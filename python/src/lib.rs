@@ -1,6 +1,7 @@
 //! The extension module `exfeed._exfeed`: a thin binding of the exfeed library. The Python
 //! package `exfeed` (python/exfeed) re-exports it and adds the pure-Python parts.
 
+#[cfg(feature = "arrow")]
 mod arrow;
 mod errors;
 mod lens;
@@ -9,6 +10,7 @@ mod reader;
 mod tools;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 #[pymodule]
 fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -34,10 +36,20 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::dump, m)?)?;
     m.add_function(wrap_pyfunction!(tools::convert, m)?)?;
     m.add_class::<tools::Dump>()?;
-    m.add_class::<arrow::ArrowStream>()?;
-    m.add_function(wrap_pyfunction!(arrow::_to_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::_chunks, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::_read_chunks, m)?)?;
+    #[cfg(feature = "arrow")]
+    {
+        m.add_class::<arrow::ArrowStream>()?;
+        m.add_function(wrap_pyfunction!(arrow::_to_arrow, m)?)?;
+        m.add_function(wrap_pyfunction!(arrow::_chunks, m)?)?;
+        m.add_function(wrap_pyfunction!(arrow::_read_chunks, m)?)?;
+    }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let features: &[&str] = &[
+        #[cfg(feature = "arrow")]
+        "arrow",
+        #[cfg(feature = "remote")]
+        "remote",
+    ];
+    m.add("features", PyTuple::new(py, features)?)?;
     Ok(())
 }

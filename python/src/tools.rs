@@ -357,6 +357,7 @@ pub fn info<'py>(
             u64,
             u64,
         ),
+        #[cfg_attr(not(feature = "arrow"), expect(dead_code))]
         Columnar(Vec<(String, Storage, usize, Precision)>, usize, u64, u64),
         Lens(exfeed::lens::info::Info),
     }
@@ -379,6 +380,7 @@ pub fn info<'py>(
                     f.file_len(),
                 )
             }
+            #[cfg(feature = "arrow")]
             FileFormat::Parquet | FileFormat::ArrowIpc => {
                 let f = data.columnar().expect("a columnar data set has its file");
                 let element = f.precision();
@@ -395,6 +397,9 @@ pub fn info<'py>(
                 let summary = data.summary::<f32>(&mut exfeed::error::Ignore).result?;
                 Found::Lens(summary.lens.expect("a Lens file read without a layout"))
             }
+            // `open` refuses these files in a build without Arrow.
+            #[cfg(not(feature = "arrow"))]
+            FileFormat::Parquet | FileFormat::ArrowIpc => unreachable!("opened without Arrow"),
             FileFormat::Ctf => return Err(exfeed::Error::new(
                 exfeed::ErrorKind::Unsupported,
                 exfeed::Location::default().with_file(name),

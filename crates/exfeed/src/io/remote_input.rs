@@ -136,8 +136,8 @@ impl RemoteFile {
         Err(Error::new(
             ErrorKind::Unsupported,
             Location::default().with_file(url.url()),
-            "reading a URL needs exfeed built with the `remote` feature (the exfeed command \
-             and the Python package have it)",
+            "reading a URL needs exfeed built with the `remote` feature, which this build has \
+             not got",
         ))
     }
 
