@@ -216,8 +216,25 @@ class Reader(Iterator[Minibatch]):
     def set_cntk_position(self, position: int) -> None: ...
     def close(self) -> None: ...
     def take_notes(self) -> list[str]: ...
+    def stats(self) -> _ReaderStats:
+        """What the reader has done so far (decoding, and the time spent waiting for it)."""
     def __enter__(self) -> Reader: ...
     def __exit__(self, *args: object) -> bool: ...
+
+class _ReaderStats(TypedDict):
+    """Reader.stats(): counts since the reader was opened, and two figures now."""
+
+    minibatches: int
+    samples: int
+    chunks_decoded: int
+    bytes_decoded: int
+    decode_seconds: float
+    wait_seconds: float
+    elapsed_seconds: float
+    samples_per_second: float
+    wait_share: float
+    window_chunks: int
+    chunks_held: int
 
 class _OpenArgs(TypedDict, total=False):
     """How check, dump and convert read a file (as `exfeed check/dump/convert` take it).

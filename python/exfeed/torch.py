@@ -254,6 +254,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self._position: Optional[dict] = None  # where the current iteration is
         self._resume: Optional[dict] = None  # set by load_state_dict, used by the next __iter__
         self._live: Optional[exfeed.Reader] = None  # the reader of the iteration in progress
+        self._last_stats: Optional[dict] = None  # its stats() when it ended
         self._len: Optional[tuple] = None  # (len, exact), worked out on the first len()
 
     def __setstate__(self, state: dict) -> None:
@@ -336,6 +337,7 @@ class Dataset(torch.utils.data.IterableDataset):
                     yield to_tensors(mb, self.layout, self.with_keys, self.sparse)
             finally:
                 position["reader"] = reader.state_dict()
+                self._last_stats = reader.stats()
                 self._live = None
 
     def _length(self) -> tuple:
@@ -366,6 +368,14 @@ class Dataset(torch.utils.data.IterableDataset):
         if self._len is not None and not self._len[1]:
             return f"<exfeed.torch.Dataset, estimated len {self._len[0]}>"
         return "<exfeed.torch.Dataset>"
+
+    def stats(self) -> Optional[dict]:
+        """:meth:`exfeed.Reader.stats` of the iteration in progress in this process, else of the
+        last one that ended, else None: chunks and bytes decoded, the decoding time, and
+        ``wait_seconds``/``wait_share``, the time the iteration waited for data. With DataLoader
+        workers each worker has its own reader (call it on
+        ``torch.utils.data.get_worker_info().dataset`` there); docs/pytorch.md."""
+        return self._live.stats() if self._live is not None else self._last_stats
 
     def state_dict(self) -> dict:
         """The position of the iteration in progress (JSON-serialisable)."""

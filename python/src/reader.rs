@@ -398,6 +398,29 @@ impl Reader {
         Ok(diagnostics.iter().map(|d| d.to_string()).collect())
     }
 
+    /// What the reader has done so far, a dict: ``minibatches``, ``samples``,
+    /// ``chunks_decoded``, ``bytes_decoded`` (the chunks' size in the file),
+    /// ``decode_seconds`` (summed over the reader's threads), ``wait_seconds`` (the time
+    /// ``next_minibatch`` waited for chunks to be decoded: the data stall), ``elapsed_seconds``
+    /// (since the reader was opened), ``samples_per_second``, ``wait_share`` (wait over
+    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.engine(py)?.open()?.stats();
+        let d = PyDict::new(py);
+        d.set_item("minibatches", s.minibatches)?;
+        d.set_item("samples", s.samples)?;
+        d.set_item("chunks_decoded", s.chunks_decoded)?;
+        d.set_item("bytes_decoded", s.bytes_decoded)?;
+        d.set_item("decode_seconds", s.decode_time.as_secs_f64())?;
+        d.set_item("wait_seconds", s.wait_time.as_secs_f64())?;
+        d.set_item("elapsed_seconds", s.elapsed.as_secs_f64())?;
+        d.set_item("samples_per_second", s.samples_per_second())?;
+        d.set_item("wait_share", s.wait_share())?;
+        d.set_item("window_chunks", s.window_chunks)?;
+        d.set_item("chunks_held", s.chunks_held)?;
+        Ok(d)
+    }
+
     /// With equalize=: a note per sweep ended since the last call, saying what this worker
     /// repeated or dropped to deliver its minibatches.
     fn take_notes(&self, py: Python<'_>) -> PyResult<Vec<String>> {

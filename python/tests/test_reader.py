@@ -316,3 +316,23 @@ def test_index_none_reads_the_same_sequences_as_the_full_index(ctf):
         exfeed.Reader(path, **base, index="some")
     with pytest.raises(ValueError, match="cacheIndex asks for one"):
         exfeed.Reader(path, **base, index="none", cache_index=True)
+
+
+def test_stats_say_what_was_decoded_and_how_long_the_loop_waited(ctf):
+    path, truth = ctf
+    size = path.stat().st_size
+    # Chunks of 600 bytes, two sweeps: every chunk decoded once a sweep.
+    with exfeed.Reader(path, inputs=INPUTS, minibatch_size=16, chunk_size=600, max_sweeps=2) as r:
+        assert r.stats()["chunks_decoded"] == 0
+        samples = sum(mb.num_samples for mb in r)
+        s = r.stats()
+    chunks = -(-size // 600)
+    assert s["samples"] == samples and s["minibatches"] > 0
+    assert s["bytes_decoded"] == 2 * size
+    assert chunks - 1 <= s["chunks_decoded"] / 2 <= chunks + 1, s
+    assert 0 < s["wait_seconds"] <= s["elapsed_seconds"]
+    assert 0 < s["wait_share"] <= 1 and s["samples_per_second"] > 0 and s["decode_seconds"] > 0
+    assert set(s) == {
+        "minibatches", "samples", "chunks_decoded", "bytes_decoded", "decode_seconds", "wait_seconds",
+        "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held",
+    }

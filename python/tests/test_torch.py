@@ -335,3 +335,16 @@ def test_the_example_of_docs_pytorch_md_runs_without_a_warning():
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", example], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_stats_of_the_iteration_in_this_process(data):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, equalize=False, **OPTS)
+    assert ds.stats() is None
+    it = iter(ds)
+    next(it)
+    live = ds.stats()
+    assert live["minibatches"] == 1 and live["chunks_decoded"] >= 1
+    rest = sum(1 for _ in it)
+    done = ds.stats()
+    assert done["minibatches"] == 1 + rest and done["bytes_decoded"] == path.stat().st_size

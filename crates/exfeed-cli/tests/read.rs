@@ -52,6 +52,21 @@ fn dump_lines_and_summary() {
     }
     assert_eq!(samples, 2 * total_samples);
     assert_eq!(mbs.iter().filter(|m| m["end_of_sweep"] == true).count(), 2);
+    // What the reader did: every chunk decoded once a sweep, and the time it waited for that.
+    let decoded = |err: &str| -> u64 {
+        let at = err.find("; decoded ").expect("the decoding figures") + "; decoded ".len();
+        let n = err[at..].split(' ').next().unwrap();
+        assert!(
+            err[at..].contains(" chunks, ") && err.contains(" for data ("),
+            "{err}"
+        );
+        n.parse().unwrap()
+    };
+    let mut one_sweep = args.clone();
+    one_sweep[5] = "1";
+    let chunks = decoded(&read_ok(&one_sweep).1);
+    assert!(chunks > 1, "{err}");
+    assert_eq!(decoded(&err), 2 * chunks, "{err}");
     // Each sweep is a permutation of all keys, and the two sweeps differ in order.
     let seqs = sequences(&mbs);
     let sweep = |s: u64| -> Vec<u64> { seqs.iter().filter(|x| x.0 == s).map(|x| x.1).collect() };

@@ -309,10 +309,11 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         0.0
     };
     let origin = index_origins(&reader.index_origins());
+    let stats = reader.stats();
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "read: {} minibatches, {} sequences, {} samples{}; {:.1} MB/s, {:.0} samples/s; {:.3} s (opening {:.3} s{}); peak RSS {}",
+        "read: {} minibatches, {} sequences, {} samples{}; {:.1} MB/s, {:.0} samples/s; {:.3} s (opening {:.3} s{}); decoded {} chunks, {:.1} MB in {:.3} s; waited {:.3} s for data ({:.0}%); peak RSS {}",
         summary.minibatches,
         summary.sequences,
         summary.samples,
@@ -322,6 +323,11 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         elapsed,
         indexed.as_secs_f64(),
         if origin.is_empty() { String::new() } else { format!(", index {origin}") },
+        stats.chunks_decoded,
+        stats.bytes_decoded as f64 / 1e6,
+        stats.decode_time.as_secs_f64(),
+        stats.wait_time.as_secs_f64(),
+        100.0 * stats.wait_share(),
         peak_rss().map_or_else(|| "unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0)),
     );
     Ok(ExitCode::SUCCESS)

@@ -384,6 +384,11 @@ impl AnyReader {
         typed!(&self.typed, r, _s => r.minibatches())
     }
 
+    /// What the reader has done so far (see [`Reader::stats`]).
+    pub fn stats(&self) -> crate::reader::ReaderStats {
+        typed!(&self.typed, r, _s => r.stats())
+    }
+
     /// The chunks of the data set (from the index), in file order.
     pub fn chunks(&self) -> &[crate::reader::ChunkInfo] {
         typed!(&self.typed, _r, s => s.source.chunks())

@@ -8,6 +8,7 @@ use super::cntk_order::{minibatch_budgets, CntkEpoch, CntkEpochSize, CntkRandomi
 use super::engine::{check_frames, EpochLimit, ReaderOptions, Window};
 use super::minibatch::Minibatch;
 use super::packing::{copy_sequences, Entry, Loaded};
+use super::stats::{DecodeCounters, ReaderStats, WaitClock};
 use super::ChunkSource;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
@@ -48,6 +49,8 @@ pub(super) struct CntkDelivery<T: Element> {
     done: bool,
     chunks_read: u64,
     frame_mode: bool,
+    decode: Arc<DecodeCounters>,
+    wait: WaitClock,
 }
 
 /// CNTK's epoch size for an exfeed epoch limit: samples count the global timeline (all
@@ -69,6 +72,7 @@ impl<T: Element> CntkDelivery<T> {
         opts: &ReaderOptions,
         corpus: bool,
         pool: Option<rayon::ThreadPool>,
+        decode: Arc<DecodeCounters>,
     ) -> Result<Self> {
         if opts.with_replacement || opts.equalize.is_some() {
             return Err(Error::config(
@@ -123,6 +127,8 @@ impl<T: Element> CntkDelivery<T> {
             done: false,
             chunks_read: 0,
             frame_mode: opts.frame_mode,
+            decode,
+            wait: WaitClock::default(),
         })
     }
 
@@ -146,6 +152,13 @@ impl<T: Element> CntkDelivery<T> {
 
     pub(super) fn done(&self) -> bool {
         self.done
+    }
+
+    /// Fills the consumer's side of [`ReaderStats`]: its wait, the chunks held.
+    pub(super) fn fill_stats(&self, stats: &mut ReaderStats) {
+        stats.wait_time = self.wait.total();
+        stats.window_chunks = self.held.len();
+        stats.chunks_held = self.held.len() + self.ahead.len();
     }
 
     pub(super) fn chunks_read(&self) -> u64 {
@@ -204,7 +217,7 @@ impl<T: Element> CntkDelivery<T> {
             self.loaded.batches.len() - 1
         });
         if let Some(rx) = self.ahead.remove(&(sweep, chunk)) {
-            let decoded = rx.recv().map_err(|_| {
+            let decoded = self.wait.time(|| rx.recv()).map_err(|_| {
                 Error::config(format!(
                     "decoding chunk {chunk} failed: its thread panicked"
                 ))
@@ -214,7 +227,9 @@ impl<T: Element> CntkDelivery<T> {
         } else {
             let batch = &mut self.loaded.batches[slot];
             batch.clear();
-            self.source.read_chunk(chunk as usize, batch)?;
+            let (source, decode) = (&self.source, &self.decode);
+            self.wait
+                .time(|| decode.read_chunk(&**source, chunk as usize, batch))?;
             self.chunks_read += 1;
         }
         let batch = &self.loaded.batches[slot];
@@ -298,10 +313,10 @@ impl<T: Element> CntkDelivery<T> {
                 .unwrap_or_else(|| SequenceBatch::new(&self.specs));
             batch.clear();
             let (tx, rx) = crossbeam_channel::bounded(1);
-            let source = self.source.clone();
+            let (source, decode) = (self.source.clone(), self.decode.clone());
             pool.spawn(move || {
-                let r = source
-                    .read_chunk(chunk as usize, &mut batch)
+                let r = decode
+                    .read_chunk(&*source, chunk as usize, &mut batch)
                     .map(|()| batch);
                 let _ = tx.send(r);
             });
@@ -464,6 +479,33 @@ mod tests {
     }
 
     #[test]
+    fn stats_count_the_chunks_of_cntks_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        std::fs::write(&path, ctf_text(400)).unwrap();
+        let open = || CtfSource::open(&InputPath::new(&path), x_source_options(300)).unwrap();
+        let bytes: u64 = ChunkSource::<f32>::chunks(&open())
+            .iter()
+            .map(|c| c.bytes)
+            .sum();
+        for threads in [0, 2] {
+            let opts = ReaderOptions {
+                threads,
+                ..options(1, 0, Window::Chunks(3))
+            };
+            let mut r = Reader::<f32>::new(Arc::new(open()), opts).unwrap();
+            let mut mb = r.new_minibatch();
+            while r.next_minibatch(20, &mut mb).unwrap() {}
+            let s = r.stats();
+            assert_eq!(s.chunks_decoded, r.chunks_read(), "{s:?}");
+            assert_eq!(s.bytes_decoded, 2 * bytes, "{s:?}");
+            assert_eq!(s.samples, r.samples_delivered(), "{s:?}");
+            let zero = std::time::Duration::ZERO;
+            assert!(s.decode_time > zero && s.wait_time <= s.elapsed, "{s:?}");
+        }
+    }
+
+    #[test]
     fn decoding_ahead_gives_the_same_minibatches_and_holds_few_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.ctf");
@@ -491,7 +533,14 @@ mod tests {
                     // Held chunks: those of a window (3, and the next sweep's at its start) in
                     // CNTK's order, one or two in file order; decoding ahead: at most 3.
                     let chunks = ChunkSource::<f32>::cntk_chunks(&*open()).unwrap().unwrap();
-                    let mut d = CntkDelivery::<f32>::new(open(), &threaded, false, None).unwrap();
+                    let mut d = CntkDelivery::<f32>::new(
+                        open(),
+                        &threaded,
+                        false,
+                        None,
+                        Default::default(),
+                    )
+                    .unwrap();
                     d.pool = Some(
                         rayon::ThreadPoolBuilder::new()
                             .num_threads(2)

@@ -7,6 +7,7 @@ use super::packing::{copy_sequences, Entry, Loaded};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::pool;
+use super::stats::{DecodeCounters, ReaderStats, WaitClock};
 use super::ChunkSource;
 use super::Randomizer;
 use crate::batch::SequenceBatch;
@@ -18,6 +19,7 @@ use crossbeam_channel::Receiver;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// When an epoch (a run of the reader) ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,6 +317,10 @@ pub struct Reader<T: Element> {
     delivered_in_pass: bool,
     /// With `randomizer cntk`: CNTK's order, which then decides every minibatch.
     cntk: Option<Box<CntkDelivery<T>>>,
+    // For [`Reader::stats`].
+    decode: Arc<DecodeCounters>,
+    wait: WaitClock,
+    started: Instant,
 }
 
 impl<T: Element> Reader<T> {
@@ -385,6 +391,7 @@ impl<T: Element> Reader<T> {
         }
         let specs = source.streams().to_vec();
         let defining = specs.iter().position(|s| s.defines_mb_size);
+        let decode = Arc::new(DecodeCounters::default());
         let cntk = match options.randomizer {
             Randomizer::Exfeed => None,
             // CNTK's order decodes ahead on the reader's threads by itself.
@@ -393,6 +400,7 @@ impl<T: Element> Reader<T> {
                 &options,
                 source.shard_names().is_some(),
                 pool.take(),
+                decode.clone(),
             )?)),
         };
         Ok(Reader {
@@ -438,6 +446,9 @@ impl<T: Element> Reader<T> {
             delivered_in_pass: false,
             opts: options,
             source,
+            decode,
+            wait: WaitClock::default(),
+            started: Instant::now(),
         })
     }
 
@@ -632,6 +643,28 @@ impl<T: Element> Reader<T> {
     /// window's plus those prefetched.
     pub fn peak_chunks_held(&self) -> usize {
         self.peak_held
+    }
+
+    /// What the reader has done so far: minibatches and samples delivered, chunks and bytes
+    /// decoded, the time decoding took and the time the caller waited for it (see
+    /// [`ReaderStats`]).
+    pub fn stats(&self) -> ReaderStats {
+        let mut stats = ReaderStats {
+            minibatches: self.minibatches,
+            samples: self.samples_delivered,
+            elapsed: self.started.elapsed(),
+            ..ReaderStats::default()
+        };
+        self.decode.fill(&mut stats);
+        match &self.cntk {
+            Some(c) => c.fill_stats(&mut stats),
+            None => {
+                stats.wait_time = self.wait.total();
+                stats.window_chunks = self.loaded.as_ref().map_or(0, |l| l.batches.len());
+                stats.chunks_held = stats.window_chunks + self.pending.len();
+            }
+        }
+        stats
     }
 
     /// Has the epoch ended?
@@ -977,19 +1010,20 @@ impl<T: Element> Reader<T> {
             self.schedule(chunks.len() - i, ahead);
             let (got, pending) = self.pending.pop_front().expect("scheduled in plan order");
             debug_assert_eq!(got, chunk);
-            let batch = match pending {
+            let (source, decode) = (&self.source, &self.decode);
+            let batch = self.wait.time(|| match pending {
                 Pending::Async(rx) => rx.recv().map_err(|_| {
                     Error::new(
                         ErrorKind::Invalid,
                         Location::default().with_context(format!("chunk {chunk}")),
                         "decoding the chunk failed: its thread panicked",
                     )
-                })??,
+                })?,
                 Pending::Deferred(mut b) => {
-                    self.source.read_chunk(chunk, &mut b)?;
-                    b
+                    decode.read_chunk(&**source, chunk, &mut b)?;
+                    Ok(b)
                 }
-            };
+            })?;
             if self.opts.frame_mode {
                 self.check_frames(&batch, chunk)?;
             }
@@ -1110,10 +1144,12 @@ impl<T: Element> Reader<T> {
             let pending = match &self.pool {
                 Some(pool) => {
                     let (tx, rx) = crossbeam_channel::bounded(1);
-                    let source = self.source.clone();
+                    let (source, decode) = (self.source.clone(), self.decode.clone());
                     let mut batch = batch;
                     pool.spawn(move || {
-                        let r = source.read_chunk(chunk, &mut batch).map(|()| batch);
+                        let r = decode
+                            .read_chunk(&*source, chunk, &mut batch)
+                            .map(|()| batch);
                         let _ = tx.send(r);
                     });
                     Pending::Async(rx)

@@ -105,6 +105,7 @@ mod plan;
 mod pool;
 mod prefetch;
 pub(crate) mod rng;
+mod stats;
 
 #[cfg(test)]
 mod tests;
@@ -115,6 +116,7 @@ pub use engine::{
 };
 pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
 pub use pool::release_kept_batches;
+pub use stats::ReaderStats;
 
 /// What the engine knows of a chunk before decoding it (from the index; estimates for chunks
 /// that are byte ranges, see [`ChunkSource::chunks_by_byte_range`]).

@@ -1196,3 +1196,72 @@ fn equalize_delivers_the_quota_every_sweep_at_any_thread_count() {
         }
     }
 }
+
+/// A source whose every chunk takes `delay` to decode.
+struct Slow {
+    inner: Arc<MemorySource<f32>>,
+    delay: std::time::Duration,
+}
+
+impl ChunkSource<f32> for Slow {
+    fn streams(&self) -> &[StreamSpec] {
+        self.inner.streams()
+    }
+    fn chunks(&self) -> &[ChunkInfo] {
+        self.inner.chunks()
+    }
+    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.read_chunk(chunk, out)
+    }
+}
+
+#[test]
+fn stats_count_what_was_decoded_and_waited_for() {
+    use std::time::Duration;
+    let delay = Duration::from_millis(20);
+    {
+        for threads in [0, 2] {
+            let inner = source(60, 5);
+            let chunks = inner.chunks().len() as u64;
+            let bytes: u64 = inner.chunks().iter().map(|c| c.bytes).sum();
+            assert!(bytes > 0);
+            let src = Arc::new(Slow { inner, delay });
+            let o = ReaderOptions {
+                threads,
+                limit: EpochLimit::Sweeps(2),
+                ..opts()
+            };
+            let mut r = Reader::new(src, o).unwrap();
+            assert_eq!(r.stats().chunks_decoded, 0);
+            let mut mb = r.new_minibatch();
+            let (mut minibatches, mut samples, mut widest) = (0, 0, 0);
+            while r.next_minibatch(16, &mut mb).unwrap() {
+                minibatches += 1;
+                samples += mb.samples as u64;
+                let s = r.stats();
+                assert!(s.chunks_held >= s.window_chunks, "{s:?}");
+                widest = widest.max(s.window_chunks);
+            }
+            assert!(widest >= 1);
+            let s = r.stats();
+            let what = format!("{threads} threads: {s:?}");
+            assert_eq!((s.minibatches, s.samples), (minibatches, samples), "{what}");
+            assert_eq!(s.chunks_decoded, 2 * chunks, "{what}");
+            assert_eq!(s.bytes_decoded, 2 * bytes, "{what}");
+            assert!(s.decode_time >= delay * 2 * chunks as u32, "{what}");
+            // The consumer waited at least for the first chunk; with no threads it decoded
+            // every chunk itself.
+            let least = if threads == 0 {
+                delay * 2 * chunks as u32
+            } else {
+                delay
+            };
+            assert!(s.wait_time >= least && s.wait_time <= s.elapsed, "{what}");
+            assert!(
+                s.samples_per_second() > 0.0 && s.wait_share() <= 1.0,
+                "{what}"
+            );
+        }
+    }
+}
