@@ -254,10 +254,11 @@ fn sequences_stay_within_their_window() {
     }
 }
 
-/// A source that logs which chunks were read.
+/// A source that logs which chunks were read, each read taking at least `delay`.
 struct Logged {
     inner: Arc<MemorySource<f32>>,
     log: Mutex<Vec<usize>>,
+    delay: std::time::Duration,
 }
 
 impl ChunkSource<f32> for Logged {
@@ -269,6 +270,7 @@ impl ChunkSource<f32> for Logged {
     }
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
         self.log.lock().unwrap().push(chunk);
+        std::thread::sleep(self.delay);
         self.inner.read_chunk(chunk, out)
     }
 }
@@ -284,6 +286,7 @@ fn workers_parts_are_disjoint_and_complete() {
                 let src = Arc::new(Logged {
                     inner: source(n, 5),
                     log: Mutex::new(Vec::new()),
+                    delay: std::time::Duration::ZERO,
                 });
                 let o = ReaderOptions {
                     randomize,
@@ -1013,6 +1016,7 @@ fn joining_needs_keys_and_unique_names() {
     let logged: Arc<dyn ChunkSource<f32>> = Arc::new(Logged {
         inner: source(5, 2),
         log: Mutex::new(Vec::new()),
+        delay: std::time::Duration::ZERO,
     });
     let err = JoinedSource::new(vec![logged]).err().unwrap();
     assert!(err.message().contains("cannot be joined by key"), "{err}");
@@ -1197,25 +1201,6 @@ fn equalize_delivers_the_quota_every_sweep_at_any_thread_count() {
     }
 }
 
-/// A source whose every chunk takes `delay` to decode.
-struct Slow {
-    inner: Arc<MemorySource<f32>>,
-    delay: std::time::Duration,
-}
-
-impl ChunkSource<f32> for Slow {
-    fn streams(&self) -> &[StreamSpec] {
-        self.inner.streams()
-    }
-    fn chunks(&self) -> &[ChunkInfo] {
-        self.inner.chunks()
-    }
-    fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<f32>) -> crate::error::Result<()> {
-        std::thread::sleep(self.delay);
-        self.inner.read_chunk(chunk, out)
-    }
-}
-
 #[test]
 fn stats_count_what_was_decoded_and_waited_for() {
     use std::time::Duration;
@@ -1226,7 +1211,8 @@ fn stats_count_what_was_decoded_and_waited_for() {
             let chunks = inner.chunks().len() as u64;
             let bytes: u64 = inner.chunks().iter().map(|c| c.bytes).sum();
             assert!(bytes > 0);
-            let src = Arc::new(Slow { inner, delay });
+            let log = Mutex::default();
+            let src = Arc::new(Logged { inner, log, delay });
             let o = ReaderOptions {
                 threads,
                 limit: EpochLimit::Sweeps(2),
