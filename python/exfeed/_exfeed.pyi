@@ -162,7 +162,8 @@ class Reader(Iterator[Minibatch]):
         cls,
         files: Optional[Union[_PathLike, Sequence[_PathLike]]] = None,
         *,
-        minibatch_size: int,
+        minibatch_size: Optional[int] = None,
+        minibatch_sequences: Optional[int] = None,
         corpus: Optional[Union[_PathLike, Sequence[_PathLike]]] = None,
         inputs: Optional[_InputsArg] = None,
         config: Optional[_PathLike] = None,
@@ -197,11 +198,15 @@ class Reader(Iterator[Minibatch]):
     @property
     def streams(self) -> list[StreamInfo]: ...
     @property
-    def minibatch_size(self) -> int: ...
+    def minibatch_size(self) -> Optional[int]: ...
+    @property
+    def minibatch_sequences(self) -> Optional[int]: ...
     @property
     def dtype(self) -> np.dtype: ...
     @property
     def total_samples(self) -> int: ...
+    @property
+    def total_sequences(self) -> int: ...
     @property
     def diagnostics(self) -> list[str]: ...
     @property

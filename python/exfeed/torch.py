@@ -76,7 +76,7 @@ __all__ = ["Dataset", "to_tensors"]
 LAYOUTS = ("padded", "jagged", "packed")
 SPARSE_MODES = ("csr", "ids", "dense")
 IGNORE_INDEX = -100  # the pad of "ids": torch.nn.functional.cross_entropy's default ignore_index
-_RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibatch_size")
+_RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibatch_size", "minibatch_sequences")
 # The most DataLoader workers one Dataset counts epochs for (a slot of shared memory each).
 MAX_WORKERS = 1024
 
@@ -209,6 +209,9 @@ _EXPLICIT, _SET_EPOCH, _OFFSET, _SLOTS = 0, 1, 2, 3
 class Dataset(torch.utils.data.IterableDataset):
     """Whole minibatches of exfeed files as dicts of tensors. See the module documentation.
 
+    Give ``minibatch_size`` (samples per minibatch, CNTK's count; a sequence is never split) or
+    ``batch_size`` (sequences per minibatch whatever their lengths, PyTorch's count; ``len()``
+    and ``equalize`` then count sequences too).
     ``reader_options`` are :class:`exfeed.Reader`'s (corpus, inputs, config, window_chunks,
     threads, ...); the epoch, the partition and the minibatch size are the dataset's.
     ``sparse`` is ``"csr"``, ``"ids"`` or ``"dense"`` for every sparse stream, or a dict of them
@@ -219,7 +222,8 @@ class Dataset(torch.utils.data.IterableDataset):
         self,
         files: Optional[Union[str, Sequence[str]]] = None,
         *,
-        minibatch_size: int,
+        minibatch_size: Optional[int] = None,
+        batch_size: Optional[int] = None,
         layout: str = "padded",
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
@@ -236,12 +240,15 @@ class Dataset(torch.utils.data.IterableDataset):
         for name in _RESERVED:
             if name in reader_options:
                 raise TypeError(f"{name}: set by the Dataset (one sweep per epoch, its own partition)")
+        if (minibatch_size is None) == (batch_size is None):
+            raise TypeError("give minibatch_size (samples, CNTK's count) or batch_size (sequences), one of them")
         if (rank is None) != (world_size is None):
             raise ValueError("rank and world_size: give both or neither")
         if world_size is not None and not 0 <= rank < world_size:
             raise ValueError(f"rank: must be in 0..world_size ({world_size}), found {rank}")
         self.files = files
         self.minibatch_size = minibatch_size
+        self.batch_size = batch_size
         self.layout = layout
         self.rank = rank
         self.world_size = world_size
@@ -289,7 +296,7 @@ class Dataset(torch.utils.data.IterableDataset):
     def _open(self, epoch: int, partition: int, partitions: int, world: int) -> "exfeed.Reader":
         # equalize: the world's ranks stay in step, the partitions split evenly between them.
         return exfeed.Reader(
-            self.files, minibatch_size=self.minibatch_size, seed=self.seed + epoch, max_sweeps=1,
+            self.files, **self._size(), seed=self.seed + epoch, max_sweeps=1,
             num_workers=partitions, worker_rank=partition,
             equalize=world if self._equalized(world) else None, **self.reader_options,
         )
@@ -340,17 +347,24 @@ class Dataset(torch.utils.data.IterableDataset):
                 self._last_stats = reader.stats()
                 self._live = None
 
+    def _size(self) -> dict:
+        """The minibatch size as exfeed.Reader takes it: in samples or in sequences."""
+        if self.batch_size is not None:
+            return {"minibatch_sequences": self.batch_size}
+        return {"minibatch_size": self.minibatch_size}
+
     def _length(self) -> tuple:
         if self._len is None:
             rank, world = self._ranks()
             # threads=0: no reader threads in this process, which may fork DataLoader workers.
             options = {**self.reader_options, "threads": 0}
-            with exfeed.Reader(self.files, minibatch_size=self.minibatch_size, seed=self.seed, **options) as reader:
-                samples = reader.total_samples
+            with exfeed.Reader(self.files, **self._size(), seed=self.seed, **options) as reader:
+                total = reader.total_samples if self.batch_size is None else reader.total_sequences
+            size = self.minibatch_size or self.batch_size
             if self._equalized(world):
-                self._len = (max(1, samples // (world * self.minibatch_size)), True)
+                self._len = (max(1, total // (world * size)), True)
             else:
-                self._len = (math.ceil(samples / (world * self.minibatch_size)), False)
+                self._len = (math.ceil(total / (world * size)), False)
         return self._len
 
     def __len__(self) -> int:

@@ -184,6 +184,7 @@ pub mod arg {
     use pyo3::prelude::*;
     named_args!(
         minibatch_size,
+        minibatch_sequences,
         max_sweeps,
         max_samples,
         seed,

@@ -7,7 +7,7 @@ use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
 use exfeed::io::{InputPath, StorageOptions};
 use exfeed::lens::materialize::Layout;
 use exfeed::options::{ChunkSize, ReadOptions};
-use exfeed::reader::{EpochLimit, Randomizer};
+use exfeed::reader::{EpochLimit, MinibatchSize, Randomizer};
 use exfeed::source::{Corpus, IndexMode};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
@@ -144,7 +144,7 @@ pub fn read_options(
 /// (the workers split evenly between them, e.g. DataLoader processes), or False/None.
 pub fn extract_equalize(
     v: Option<&Bound<'_, PyAny>>,
-    minibatch_size: usize,
+    minibatch_size: MinibatchSize,
     num_workers: usize,
 ) -> PyResult<Option<Equalize>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {

@@ -10,7 +10,7 @@
 use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
 use exfeed::configured::{AnyMinibatch, AnyReader, ReaderArgs, RunOptions};
-use exfeed::reader::{ReaderState, Stopper};
+use exfeed::reader::{MinibatchSize, ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
 use numpy::{PyArray, PyArray1, PyArrayDescr, PyArrayMethods};
@@ -145,7 +145,8 @@ pub struct Reader {
     run: RunOptions,
     specs: Arc<Vec<StreamSpec>>,
     precision: Precision,
-    minibatch_size: usize,
+    /// The default size of a minibatch: `minibatch_size` or `minibatch_sequences`.
+    size: MinibatchSize,
 }
 
 /// What a `Reader`'s calls take turns with: the engine and the last minibatch's buffers.
@@ -214,7 +215,7 @@ impl Drop for Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (files=None, *, minibatch_size, corpus=None, inputs=None, config=None, section=None, set=None,
+    #[pyo3(signature = (files=None, *, minibatch_size=None, minibatch_sequences=None, corpus=None, inputs=None, config=None, section=None, set=None,
         max_sweeps=Some(1), max_samples=None, randomize=None, seed=None, window_chunks=None,
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
@@ -225,7 +226,8 @@ impl Reader {
     fn new(
         py: Python<'_>,
         files: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = arg::minibatch_size)] minibatch_size: usize,
+        #[pyo3(from_py_with = arg::minibatch_size)] minibatch_size: Option<usize>,
+        #[pyo3(from_py_with = arg::minibatch_sequences)] minibatch_sequences: Option<usize>,
         corpus: Option<&Bound<'_, PyAny>>,
         inputs: Option<&Bound<'_, PyAny>>,
         config: Option<std::path::PathBuf>,
@@ -258,9 +260,24 @@ impl Reader {
         storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         use crate::options::*;
-        if minibatch_size == 0 {
-            return Err(bad_arg("minibatch_size", "must be at least 1"));
-        }
+        let size = match (minibatch_size, minibatch_sequences) {
+            (Some(0), _) => return Err(bad_arg("minibatch_size", "must be at least 1")),
+            (_, Some(0)) => return Err(bad_arg("minibatch_sequences", "must be at least 1")),
+            (Some(n), None) => MinibatchSize::Samples(n),
+            (None, Some(n)) => MinibatchSize::Sequences(n),
+            (None, None) => {
+                return Err(bad_arg(
+                    "minibatch_size",
+                    "give minibatch_size (samples) or minibatch_sequences",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(bad_arg(
+                    "minibatch_sequences",
+                    "give minibatch_size (samples) or minibatch_sequences, not both",
+                ))
+            }
+        };
         let source = SourceArgs {
             config,
             config_options: ConfigOptions {
@@ -326,9 +343,9 @@ impl Reader {
             prefetch_chunks,
             inputs,
             equalize: match equalize.filter(|e| !e.is_none()) {
-                Some(e) => extract_equalize(Some(e), minibatch_size, num_workers)?,
+                Some(e) => extract_equalize(Some(e), size, num_workers)?,
                 None => cfg.equalize.then_some(exfeed::configured::Equalize {
-                    minibatch_size,
+                    minibatch_size: size,
                     ranks: num_workers,
                 }),
             },
@@ -359,7 +376,7 @@ impl Reader {
             owner_pid: std::process::id(),
             cfg,
             run,
-            minibatch_size,
+            size,
         })
     }
 
@@ -369,10 +386,22 @@ impl Reader {
         stream_infos(py, &self.specs, self.precision)
     }
 
-    /// The default minibatch size in samples.
+    /// The default minibatch size in samples (None when given in sequences).
     #[getter]
-    fn minibatch_size(&self) -> usize {
-        self.minibatch_size
+    fn minibatch_size(&self) -> Option<usize> {
+        match self.size {
+            MinibatchSize::Samples(n) => Some(n),
+            MinibatchSize::Sequences(_) => None,
+        }
+    }
+
+    /// The default minibatch size in sequences (None when given in samples).
+    #[getter]
+    fn minibatch_sequences(&self) -> Option<usize> {
+        match self.size {
+            MinibatchSize::Sequences(n) => Some(n),
+            MinibatchSize::Samples(_) => None,
+        }
     }
 
     /// numpy.float32 or numpy.float64.
@@ -387,6 +416,19 @@ impl Reader {
     fn total_samples(&self, py: Python<'_>) -> PyResult<u64> {
         let mut engine = self.engine(py)?;
         Ok(engine.open()?.chunks().iter().map(|c| c.samples).sum())
+    }
+
+    /// The sequences of the data set, from the index (estimated without one, as
+    /// total_samples).
+    #[getter]
+    fn total_sequences(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut engine = self.engine(py)?;
+        Ok(engine
+            .open()?
+            .chunks()
+            .iter()
+            .map(|c| c.sequences as u64)
+            .sum())
     }
 
     /// Warnings so far: parameters that do not apply, index cache problems, samples skipped
@@ -438,18 +480,21 @@ impl Reader {
         Ok(engine.inner.as_ref().is_none_or(|r| r.is_done()))
     }
 
-    /// The next minibatch of about `size` samples (default: minibatch_size), or None at the
-    /// end of the epoch. The GIL is released while the minibatch is packed.
+    /// The next minibatch of `size` (default: the reader's minibatch_size or
+    /// minibatch_sequences, and in that unit), or None at the end of the epoch. The GIL is
+    /// released while the minibatch is packed.
     #[pyo3(signature = (size=None))]
     fn next_minibatch(
         &self,
         py: Python<'_>,
         #[pyo3(from_py_with = arg::size)] size: Option<usize>,
     ) -> PyResult<Option<Minibatch>> {
-        let size = size.unwrap_or(self.minibatch_size);
-        if size == 0 {
-            return Err(bad_arg("size", "must be at least 1"));
-        }
+        let size = match (size, self.size) {
+            (Some(0), _) => return Err(bad_arg("size", "must be at least 1")),
+            (None, default) => default,
+            (Some(n), MinibatchSize::Samples(_)) => MinibatchSize::Samples(n),
+            (Some(n), MinibatchSize::Sequences(_)) => MinibatchSize::Sequences(n),
+        };
         let mut engine = self.engine(py)?;
         let engine = &mut *engine;
         let Some(reader) = engine.inner.as_mut() else {

@@ -336,3 +336,20 @@ def test_stats_say_what_was_decoded_and_how_long_the_loop_waited(ctf):
         "minibatches", "samples", "chunks_decoded", "bytes_decoded", "decode_seconds", "wait_seconds",
         "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held",
     }
+
+
+def test_minibatches_counted_in_sequences(ctf):
+    path, truth = ctf
+    with exfeed.Reader(path, inputs=INPUTS, minibatch_sequences=16, seed=1) as r:
+        assert (r.minibatch_size, r.minibatch_sequences) == (None, 16)
+        assert r.total_sequences == 200
+        sizes, keys = [], []
+        for mb in r:
+            sizes.append(mb.num_sequences)
+            keys += mb.keys.tolist()
+    assert sizes == [16] * 12 + [8]
+    assert sorted(keys) == sorted(truth)
+    with pytest.raises(ValueError, match="not both"):
+        exfeed.Reader(path, inputs=INPUTS, minibatch_size=4, minibatch_sequences=4)
+    with pytest.raises(ValueError, match="minibatch_sequences"):
+        exfeed.Reader(path, inputs=INPUTS)

@@ -348,3 +348,21 @@ def test_stats_of_the_iteration_in_this_process(data):
     rest = sum(1 for _ in it)
     done = ds.stats()
     assert done["minibatches"] == 1 + rest and done["bytes_decoded"] == path.stat().st_size
+
+
+def test_batch_size_counts_sequences_with_workers_and_ranks(data):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, batch_size=8, equalize=False, with_keys=True, **OPTS)
+    assert len(ds) == 300 // 8 + 1 and ds.len_is_exact is False
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+    batches = list(loader)
+    # Each worker's part ends with a short batch; every other batch has 8 sequences.
+    assert sum(len(b["keys"]) != 8 for b in batches) <= 2
+    assert sorted(keys_of(batches)) == sorted(truth)
+    # Two ranks kept in step: the same number of steps, in sequences.
+    steps = [
+        sum(1 for _ in exfeed.torch.Dataset(path, batch_size=8, rank=r, world_size=2, **OPTS)) for r in range(2)
+    ]
+    assert steps == [300 // 16] * 2
+    with pytest.raises(TypeError, match="one of them"):
+        exfeed.torch.Dataset(path, minibatch_size=8, batch_size=8, **OPTS)

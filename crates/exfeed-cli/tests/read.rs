@@ -344,3 +344,36 @@ fn which_script() -> Result<std::path::PathBuf, ()> {
         .find(|p| p.exists())
         .ok_or(())
 }
+
+#[test]
+fn minibatches_counted_in_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 50);
+    let mut args = vec!["read", &f, "--minibatch-sequences", "8"];
+    args.extend_from_slice(COMMON);
+    let (mbs, _) = read_ok(&args);
+    let sizes: Vec<usize> = (mbs.iter())
+        .map(|mb| mb["sequences"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [8, 8, 8, 8, 8, 8, 2]);
+    let mut keys: Vec<u64> = sequences(&mbs).into_iter().map(|x| x.1).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, (0..50).collect::<Vec<_>>());
+    // One size or the other.
+    let out = exfeed([
+        "read",
+        &f,
+        "-m",
+        "3",
+        "--minibatch-sequences",
+        "8",
+        "-i",
+        "x:dense:2",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("cannot be used with"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -7,7 +7,7 @@ use exfeed::config::ReaderConfig;
 use exfeed::configured::{AnyReader, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::options::{ChunkSize, ReadOptions};
-use exfeed::reader::{EpochLimit, Randomizer, ReadSummary, ReaderState};
+use exfeed::reader::{EpochLimit, MinibatchSize, Randomizer, ReadSummary, ReaderState};
 use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
@@ -28,8 +28,14 @@ pub struct Args {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Minibatch size in samples (whole sequences; the first sequence is always taken).
-    #[arg(long, short = 'm', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub minibatch_size: u64,
+    #[arg(long, short = 'm', value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          required_unless_present = "minibatch_sequences")]
+    pub minibatch_size: Option<u64>,
+    /// Minibatch size in sequences, whatever their lengths (what a PyTorch batch_size counts),
+    /// instead of --minibatch-size.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          conflicts_with = "minibatch_size")]
+    pub minibatch_sequences: Option<u64>,
     /// Stop after K sweeps over the data (default: one sweep).
     #[arg(long, value_name = "K", conflicts_with = "max_samples")]
     pub max_sweeps: Option<u64>,
@@ -54,7 +60,7 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_chunk_size)]
     pub chunk_size: Option<ChunkSize>,
     /// Keep ranks in step: every worker delivers the same number of minibatches per sweep,
-    /// max(1, samples of a sweep / (num-workers x minibatch-size)); a worker whose part runs
+    /// max(1, samples (or sequences) of a sweep / (num-workers x minibatch size)); a worker whose part runs
     /// out repeats it from its start, one with more drops the rest. A note per sweep says what.
     #[arg(long)]
     pub equalize: bool,
@@ -202,6 +208,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+impl Args {
+    /// --minibatch-size or --minibatch-sequences (clap makes sure there is one).
+    fn minibatch(&self) -> MinibatchSize {
+        match (self.minibatch_size, self.minibatch_sequences) {
+            (_, Some(n)) => MinibatchSize::Sequences(n as usize),
+            (n, None) => MinibatchSize::Samples(n.unwrap_or(1) as usize),
+        }
+    }
+}
+
 fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitCode, Error> {
     let start = Instant::now();
     let options = RunOptions {
@@ -216,7 +232,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         worker_rank: args.worker_rank,
         inputs,
         equalize: (args.equalize || cfg.equalize).then_some(Equalize {
-            minibatch_size: args.minibatch_size as usize,
+            minibatch_size: args.minibatch(),
             ranks: args.num_workers,
         }),
     };
@@ -251,7 +267,7 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         if args.stop_after.is_some_and(|m| summary.minibatches >= m) {
             break Ok(());
         }
-        match reader.next_minibatch(args.minibatch_size as usize, &mut mb) {
+        match reader.next_minibatch(args.minibatch(), &mut mb) {
             Ok(true) => {}
             Ok(false) => {
                 summary.finished = true;

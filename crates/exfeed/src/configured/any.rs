@@ -68,7 +68,8 @@ use crate::error::{Diagnostic, Error, Result};
 use crate::io::data_stamp::{self, FileStamp};
 use crate::io::InputPath;
 use crate::reader::{
-    equalize_quota, EpochLimit, Minibatch, Reader, ReaderOptions, ReaderState, SequenceInfo,
+    equalize_quota, EpochLimit, Minibatch, MinibatchSize, Reader, ReaderOptions, ReaderState,
+    SequenceInfo,
 };
 use crate::stream::StreamSpec;
 
@@ -98,8 +99,8 @@ pub struct RunOptions {
 /// What [`RunOptions::equalize`] computes the minibatches per sweep from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Equalize {
-    /// The minibatch size the caller asks for.
-    pub minibatch_size: usize,
+    /// The minibatch size the caller asks for (a plain number: samples).
+    pub minibatch_size: MinibatchSize,
     /// The ranks that must stay in step; the workers are split evenly between them (e.g.
     /// DataLoader processes of each rank). Usually `num_workers`.
     pub ranks: usize,
@@ -264,11 +265,15 @@ impl AnyReader {
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
             let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
-                let total = source.source.chunks().iter().map(|c| c.samples).sum();
+                let chunks = source.source.chunks().iter();
+                let total = match e.minibatch_size {
+                    MinibatchSize::Samples(_) => chunks.map(|c| c.samples).sum(),
+                    MinibatchSize::Sequences(_) => chunks.map(|c| c.sequences as u64).sum(),
+                };
                 let (workers, rank) = (run.num_workers, run.worker_rank);
                 options.equalize = Some(equalize_quota(
                     total,
-                    e.minibatch_size,
+                    e.minibatch_size.count(),
                     workers,
                     e.ranks,
                     rank,
@@ -331,7 +336,12 @@ impl AnyReader {
     /// [`Reader::next_minibatch`]); `false` (and an empty `mb`) once the epoch is over. A
     /// minibatch of the other precision, or with its streams taken out, is fine: it is
     /// replaced or refilled.
-    pub fn next_minibatch(&mut self, size: usize, mb: &mut AnyMinibatch) -> Result<bool> {
+    pub fn next_minibatch(
+        &mut self,
+        size: impl Into<MinibatchSize>,
+        mb: &mut AnyMinibatch,
+    ) -> Result<bool> {
+        let size = size.into();
         match (&mut self.typed, &mut *mb) {
             (Typed::F32(r, _), AnyMinibatch::F32(m)) => r.next_minibatch(size, m),
             (Typed::F64(r, _), AnyMinibatch::F64(m)) => r.next_minibatch(size, m),

@@ -503,6 +503,12 @@ mod tests {
             let zero = std::time::Duration::ZERO;
             assert!(s.decode_time > zero && s.wait_time <= s.elapsed, "{s:?}");
         }
+        // CNTK's minibatches count samples: a size in sequences is refused.
+        let mut r = Reader::<f32>::new(Arc::new(open()), options(1, 0, Window::Chunks(3))).unwrap();
+        let mut mb = r.new_minibatch();
+        let size = crate::reader::MinibatchSize::Sequences(4);
+        let err = r.next_minibatch(size, &mut mb).unwrap_err();
+        assert!(err.to_string().contains("which count samples"), "{err}");
     }
 
     #[test]

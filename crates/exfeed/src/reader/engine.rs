@@ -2,7 +2,7 @@
 
 use super::cntk_delivery::CntkDelivery;
 use super::madvise::prepare_batch;
-use super::minibatch::Minibatch;
+use super::minibatch::{Minibatch, MinibatchSize};
 use super::packing::{copy_sequences, Entry, Loaded};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
@@ -85,8 +85,9 @@ pub struct ReaderOptions {
 }
 
 /// The minibatches a worker delivers per sweep so that ranks stay in step: the sweep's samples
-/// split into minibatches of `minibatch_size` over `ranks` ranks, `max(1, total_samples /
-/// (ranks * minibatch_size))` per rank (rounded down), that rank's share split between its
+/// (or sequences, for a minibatch size in sequences) split into minibatches of
+/// `minibatch_size` over `ranks` ranks, `max(1, total_samples / (ranks * minibatch_size))` per
+/// rank (rounded down), that rank's share split between its
 /// `workers / ranks` parts (a DataLoader's worker processes; the first parts take one more
 /// when it does not divide). Worker `worker` of `workers` belongs to rank `worker / (workers /
 /// ranks)`. `workers` must be a multiple of `ranks`.
@@ -677,9 +678,16 @@ impl<T: Element> Reader<T> {
         self.stopper.clone()
     }
 
-    /// Fills `mb` with the next minibatch of about `size` samples: whole sequences while they
-    /// fit, and always at least one. Returns `false` (and an empty `mb`) once the epoch is over.
-    pub fn next_minibatch(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+    /// Fills `mb` with the next minibatch: of about `size` samples (a plain number), whole
+    /// sequences while they fit and always at least one; or of `size` sequences
+    /// ([`MinibatchSize::Sequences`]). Returns `false` (and an empty `mb`) once the epoch is
+    /// over.
+    pub fn next_minibatch(
+        &mut self,
+        size: impl Into<MinibatchSize>,
+        mb: &mut Minibatch<T>,
+    ) -> Result<bool> {
+        let size = size.into();
         mb.clear();
         if self.failed {
             return Err(Error::new(
@@ -702,10 +710,11 @@ impl<T: Element> Reader<T> {
     /// [`Reader::state`] is the position to save for `--save-state`.
     pub fn run(
         &mut self,
-        size: usize,
+        size: impl Into<MinibatchSize>,
         stop_after: Option<u64>,
         mut each: impl FnMut(&Minibatch<T>) -> Result<()>,
     ) -> Result<ReadSummary> {
+        let size = size.into();
         let mut mb = self.new_minibatch();
         let mut summary = ReadSummary::default();
         while stop_after.is_none_or(|m| summary.minibatches < m) {
@@ -722,8 +731,14 @@ impl<T: Element> Reader<T> {
         Ok(summary)
     }
 
-    fn fill(&mut self, size: usize, mb: &mut Minibatch<T>) -> Result<bool> {
+    fn fill(&mut self, size: MinibatchSize, mb: &mut Minibatch<T>) -> Result<bool> {
         if let Some(c) = &mut self.cntk {
+            let MinibatchSize::Samples(size) = size else {
+                return Err(Error::config(
+                    "randomizer cntk makes CNTK's minibatches, which count samples: give the \
+                     minibatch size in samples",
+                ));
+            };
             let filled = c.fill(size, mb)?;
             if filled {
                 self.minibatches = self.minibatches.saturating_add(1);
@@ -735,11 +750,16 @@ impl<T: Element> Reader<T> {
         if self.is_done() {
             return Ok(false);
         }
+        // The samples this minibatch may take, and the sequences.
+        let (size_samples, sequences) = match size {
+            MinibatchSize::Samples(n) => (n, usize::MAX),
+            MinibatchSize::Sequences(n) => (usize::MAX, n.max(1)),
+        };
         let budget = match self.opts.limit {
             EpochLimit::Samples(n) => {
-                (size as u64).min(n.saturating_sub(self.samples_delivered)) as usize
+                (size_samples as u64).min(n.saturating_sub(self.samples_delivered)) as usize
             }
-            _ => size,
+            _ => size_samples,
         };
         while !self.is_done() {
             if self.stopper.stopped() {
@@ -766,7 +786,7 @@ impl<T: Element> Reader<T> {
                 samples += e.samples;
                 taken += 1;
                 end += 1;
-                if samples >= budget {
+                if samples >= budget || taken >= sequences {
                     full = true;
                     break;
                 }

@@ -4,6 +4,40 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::stream::StreamSpec;
 
+/// How large a minibatch [`Reader::next_minibatch`](super::Reader::next_minibatch) makes: in
+/// samples (CNTK's `minibatchSize`, the default; a plain number converts to it) or in
+/// sequences (what a PyTorch `batch_size` counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinibatchSize {
+    /// About this many samples: whole sequences while they fit, and always at least one.
+    Samples(usize),
+    /// This many sequences whatever their lengths (fewer only where the epoch ends).
+    Sequences(usize),
+}
+
+impl From<usize> for MinibatchSize {
+    fn from(samples: usize) -> Self {
+        MinibatchSize::Samples(samples)
+    }
+}
+
+impl MinibatchSize {
+    /// The number, in its unit.
+    pub fn count(self) -> usize {
+        match self {
+            MinibatchSize::Samples(n) | MinibatchSize::Sequences(n) => n,
+        }
+    }
+
+    /// The unit, as messages name it: "samples" or "sequences".
+    pub fn unit(self) -> &'static str {
+        match self {
+            MinibatchSize::Samples(_) => "samples",
+            MinibatchSize::Sequences(_) => "sequences",
+        }
+    }
+}
+
 /// Where a delivered sequence came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SequenceInfo {

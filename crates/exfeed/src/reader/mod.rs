@@ -114,7 +114,7 @@ pub use cntk_order::Randomizer;
 pub use engine::{
     equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
 };
-pub use minibatch::{write_minibatch_json, Minibatch, SequenceInfo};
+pub use minibatch::{write_minibatch_json, Minibatch, MinibatchSize, SequenceInfo};
 pub use pool::release_kept_batches;
 pub use stats::ReaderStats;
 

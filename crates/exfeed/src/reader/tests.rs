@@ -1251,3 +1251,75 @@ fn stats_count_what_was_decoded_and_waited_for() {
         }
     }
 }
+
+#[test]
+fn minibatches_of_a_number_of_sequences() {
+    // Sequences of 1..=5 samples: a size in sequences takes that many whatever their lengths.
+    let src = source(103, 7);
+    for workers in [1, 3] {
+        let mut all = Vec::new();
+        for rank in 0..workers {
+            let o = ReaderOptions {
+                num_workers: workers,
+                worker_rank: rank,
+                ..opts()
+            };
+            let mut r = Reader::new(src.clone(), o).unwrap();
+            let mut mb = r.new_minibatch();
+            let mut sizes = Vec::new();
+            while r
+                .next_minibatch(MinibatchSize::Sequences(10), &mut mb)
+                .unwrap()
+            {
+                sizes.push(mb.len());
+                check_data(&mb);
+                all.extend(mb.sequences.iter().map(|s| s.key));
+            }
+            let (last, full) = sizes.split_last().unwrap();
+            assert!(
+                full.iter().all(|&n| n == 10) && (1..=10).contains(last),
+                "{sizes:?}"
+            );
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..103).collect::<Vec<_>>(), "each sequence once");
+    }
+    // Resuming from a state continues the same minibatches.
+    let mut r = Reader::new(src.clone(), opts()).unwrap();
+    let mut mb = r.new_minibatch();
+    let size = MinibatchSize::Sequences(6);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        assert!(r.next_minibatch(size, &mut mb).unwrap());
+    }
+    let state = r.state();
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        seen.push(mb.sequences.clone());
+    }
+    let mut again = Reader::restore(src.clone(), opts(), &state).unwrap();
+    let mut resumed = Vec::new();
+    while again.next_minibatch(size, &mut mb).unwrap() {
+        resumed.push(mb.sequences.clone());
+    }
+    assert_eq!(resumed, seen);
+    // Equalized in sequences: every worker the same number of minibatches.
+    let quota = equalize_quota(103, 10, 2, 2, 0).unwrap();
+    for rank in 0..2 {
+        let o = ReaderOptions {
+            num_workers: 2,
+            worker_rank: rank,
+            equalize: Some(quota),
+            ..opts()
+        };
+        let mut r = Reader::new(src.clone(), o).unwrap();
+        let mut n = 0;
+        while r
+            .next_minibatch(MinibatchSize::Sequences(10), &mut mb)
+            .unwrap()
+        {
+            assert!(mb.len() <= 10);
+            n += 1;
+        }
+        assert_eq!(n, quota);
+    }
+}
