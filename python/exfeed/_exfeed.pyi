@@ -190,6 +190,7 @@ class Reader(Iterator[Minibatch]):
         lens_mode: Optional[str] = None,
         nan: Optional[float] = None,
         equalize: Optional[Union[bool, int]] = None,
+        equalize_mode: Optional[Literal["repeat", "spread"]] = None,
         max_record_size: Optional[int] = None,
         index: Optional[Literal["auto", "full", "none"]] = None,
         randomizer: Optional[Literal["exfeed", "cntk"]] = None,

@@ -211,7 +211,8 @@ class Dataset(torch.utils.data.IterableDataset):
 
     Give ``minibatch_size`` (samples per minibatch, CNTK's count; a sequence is never split) or
     ``batch_size`` (sequences per minibatch whatever their lengths, PyTorch's count; ``len()``
-    and ``equalize`` then count sequences too).
+    and ``equalize`` then count sequences too). ``equalize_mode="spread"`` keeps ranks in step
+    without dropping or repeating: every sequence once, minibatch sizes varying instead.
     ``reader_options`` are :class:`exfeed.Reader`'s (corpus, inputs, config, window_chunks,
     threads, ...); the epoch, the partition and the minibatch size are the dataset's.
     ``sparse`` is ``"csr"``, ``"ids"`` or ``"dense"`` for every sparse stream, or a dict of them
@@ -229,6 +230,7 @@ class Dataset(torch.utils.data.IterableDataset):
         world_size: Optional[int] = None,
         seed: int = 0,
         equalize: bool = True,
+        equalize_mode: str = "repeat",
         with_keys: bool = False,
         sparse: SparseArg = "csr",
         **reader_options: Any,
@@ -254,6 +256,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.world_size = world_size
         self.seed = seed
         self.equalize = equalize
+        self.equalize_mode = equalize_mode
         self.with_keys = with_keys
         self.sparse = dict(sparse) if isinstance(sparse, Mapping) else sparse
         self.reader_options = reader_options
@@ -298,7 +301,8 @@ class Dataset(torch.utils.data.IterableDataset):
         return exfeed.Reader(
             self.files, **self._size(), seed=self.seed + epoch, max_sweeps=1,
             num_workers=partitions, worker_rank=partition,
-            equalize=world if self._equalized(world) else None, **self.reader_options,
+            equalize=world if self._equalized(world) else None,
+            equalize_mode=self.equalize_mode if self._equalized(world) else None, **self.reader_options,
         )
 
     def _begin(self, worker: int, resume_epoch: Optional[int]) -> int:

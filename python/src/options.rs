@@ -7,7 +7,7 @@ use exfeed::configured::{Equalize, ReaderArgs, RunOptions};
 use exfeed::io::{InputPath, StorageOptions};
 use exfeed::lens::materialize::Layout;
 use exfeed::options::{ChunkSize, ReadOptions};
-use exfeed::reader::{EpochLimit, MinibatchSize, Randomizer};
+use exfeed::reader::{EpochLimit, EqualizeMode, MinibatchSize, Randomizer};
 use exfeed::source::{Corpus, IndexMode};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
@@ -146,6 +146,7 @@ pub fn extract_equalize(
     v: Option<&Bound<'_, PyAny>>,
     minibatch_size: MinibatchSize,
     num_workers: usize,
+    mode: EqualizeMode,
 ) -> PyResult<Option<Equalize>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(None);
@@ -168,6 +169,7 @@ pub fn extract_equalize(
     Ok(Some(Equalize {
         minibatch_size,
         ranks,
+        mode,
     }))
 }
 

@@ -9,7 +9,7 @@
 
 use crate::errors::{arg, bad_arg, detached, to_py, ConfigWarning, InternalError};
 use exfeed::config::{ConfigOptions, ReaderConfig};
-use exfeed::configured::{AnyMinibatch, AnyReader, ReaderArgs, RunOptions};
+use exfeed::configured::{AnyMinibatch, AnyReader, Equalize, ReaderArgs, RunOptions};
 use exfeed::reader::{MinibatchSize, ReaderState, Stopper};
 use exfeed::{Element, Precision, Storage, StreamData, StreamSpec};
 use numpy::ndarray::{ArrayView, IxDyn};
@@ -220,7 +220,7 @@ impl Reader {
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
-        lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None,
+        lens_mode=None, nan=None, equalize=None, equalize_mode=None, max_record_size=None, index=None,
         randomizer=None, storage_options=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -254,6 +254,7 @@ impl Reader {
         lens_mode: Option<String>,
         nan: Option<f32>,
         equalize: Option<&Bound<'_, PyAny>>,
+        equalize_mode: Option<String>,
         #[pyo3(from_py_with = arg::max_record_size)] max_record_size: Option<u64>,
         index: Option<String>,
         randomizer: Option<String>,
@@ -334,6 +335,12 @@ impl Reader {
             )?;
         }
         // RunOptions may gain fields (their defaults suit Python): hence the update syntax.
+        let mode = match equalize_mode.as_deref() {
+            Some(m) => m
+                .parse()
+                .map_err(|e: exfeed::Error| bad_arg("equalize_mode", e.message()))?,
+            None => cfg.equalize_mode,
+        };
         #[allow(clippy::needless_update)]
         let run = RunOptions {
             limit: epoch_limit(max_sweeps, max_samples)?,
@@ -343,10 +350,11 @@ impl Reader {
             prefetch_chunks,
             inputs,
             equalize: match equalize.filter(|e| !e.is_none()) {
-                Some(e) => extract_equalize(Some(e), size, num_workers)?,
-                None => cfg.equalize.then_some(exfeed::configured::Equalize {
+                Some(e) => extract_equalize(Some(e), size, num_workers, mode)?,
+                None => (cfg.equalize || equalize_mode.is_some()).then_some(Equalize {
                     minibatch_size: size,
                     ranks: num_workers,
+                    mode,
                 }),
             },
             ..RunOptions::default()

@@ -366,3 +366,16 @@ def test_batch_size_counts_sequences_with_workers_and_ranks(data):
     assert steps == [300 // 16] * 2
     with pytest.raises(TypeError, match="one of them"):
         exfeed.torch.Dataset(path, minibatch_size=8, batch_size=8, **OPTS)
+
+
+def test_equalize_spread_keeps_ranks_in_step_without_dropping_or_repeating(data):
+    path, truth = data
+    keys, steps = [], []
+    for rank in range(2):
+        ds = exfeed.torch.Dataset(path, minibatch_size=16, rank=rank, world_size=2, with_keys=True,
+                                  equalize_mode="spread", index="full", **OPTS)
+        batches = list(ds)
+        steps.append(len(batches))
+        keys += keys_of(batches)
+    assert steps[0] == steps[1] == len(ds)
+    assert sorted(keys) == sorted(truth)

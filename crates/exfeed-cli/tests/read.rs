@@ -16,6 +16,13 @@ fn read_ok(args: &[&str]) -> (Vec<serde_json::Value>, String) {
     (lines, text(&out.stderr))
 }
 
+/// The standard error of a read that must fail.
+fn read_refused(args: &[&str]) -> String {
+    let out = exfeed(args);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    text(&out.stderr)
+}
+
 /// (sweep, key) of every sequence of every dumped minibatch, in order.
 fn sequences(mbs: &[serde_json::Value]) -> Vec<(u64, u64)> {
     mbs.iter()
@@ -360,20 +367,38 @@ fn minibatches_counted_in_sequences() {
     keys.sort_unstable();
     assert_eq!(keys, (0..50).collect::<Vec<_>>());
     // One size or the other.
-    let out = exfeed([
-        "read",
-        &f,
-        "-m",
-        "3",
-        "--minibatch-sequences",
-        "8",
-        "-i",
-        "x:dense:2",
-    ]);
-    assert!(!out.status.success());
+    let err = read_refused(&["read", &f, "-m", "3", "--minibatch-sequences", "8"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn equalize_spread_keeps_ranks_in_step_with_every_sequence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 50);
+    let mut keys = Vec::new();
+    let mut steps = Vec::new();
+    let spread = |rank| {
+        let spread = ["--equalize-mode", "spread", "--max-sweeps", "2"];
+        let workers = ["--num-workers", "3", "--worker-rank", rank];
+        [&["read", f.as_str(), "-m", "4"][..], &workers, &spread].concat()
+    };
+    for rank in ["0", "1", "2"] {
+        let mut args = spread(rank);
+        args.extend(["--index", "full"]);
+        let (mbs, err) = read_ok(&[&args[..], COMMON].concat());
+        assert!(err.contains("all of them once"), "{err}");
+        steps.push(mbs.len());
+        keys.extend(sequences(&mbs));
+    }
     assert!(
-        text(&out.stderr).contains("cannot be used with"),
-        "{}",
-        text(&out.stderr)
+        steps.iter().all(|&s| s == steps[0]) && steps[0] > 2,
+        "{steps:?}"
     );
+    keys.sort_unstable();
+    let each_once: Vec<(u64, u64)> = (0..2).flat_map(|s| (0..50).map(move |k| (s, k))).collect();
+    assert_eq!(keys, each_once);
+    // Spread counts each part's sequences: a CTF file read without an index is refused.
+    let mut args = spread("0");
+    args.extend(["--index", "none", "-i", "x:dense:2"]);
+    assert!(read_refused(&args).contains("needs the index"));
 }

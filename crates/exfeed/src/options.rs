@@ -24,31 +24,39 @@ pub enum IndexMode {
     None,
 }
 
-impl IndexMode {
-    /// The name: `auto`, `full`, `none`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IndexMode::Auto => "auto",
-            IndexMode::Full => "full",
-            IndexMode::None => "none",
+/// `as_str` and `FromStr` (case-insensitive) for an option whose values are names; a name
+/// not on the list is an error naming the parameter (`KEY` in the configuration).
+macro_rules! named_values {
+    ($t:ident, $key:literal, $($value:ident => $name:literal),+ $(,)?) => {
+        impl $t {
+            #[doc = concat!("The name: ", $("`", $name, "` "),+)]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($t::$value => $name,)+
+                }
+            }
         }
-    }
+
+        impl std::str::FromStr for $t {
+            type Err = Error;
+
+            fn from_str(s: &str) -> Result<Self> {
+                match s.to_ascii_lowercase().as_str() {
+                    $($name => Ok($t::$value),)+
+                    _ => Err(Error::config(format!(
+                        "{} '{s}' is not one of {}",
+                        $key,
+                        [$($name),+].join(", ")
+                    ))),
+                }
+            }
+        }
+    };
 }
 
-impl std::str::FromStr for IndexMode {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(IndexMode::Auto),
-            "full" => Ok(IndexMode::Full),
-            "none" => Ok(IndexMode::None),
-            _ => Err(Error::config(format!(
-                "index '{s}' is not one of auto, full, none"
-            ))),
-        }
-    }
-}
+named_values!(IndexMode, "index", Auto => "auto", Full => "full", None => "none");
+named_values!(Randomizer, "randomizer", Exfeed => "exfeed", Cntk => "cntk");
+named_values!(EqualizeMode, "equalizeMode", Repeat => "repeat", Spread => "spread");
 
 impl std::fmt::Display for IndexMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,26 +227,18 @@ pub enum Randomizer {
     Cntk,
 }
 
-impl Randomizer {
-    /// The name: `exfeed`, `cntk`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Randomizer::Exfeed => "exfeed",
-            Randomizer::Cntk => "cntk",
-        }
-    }
-}
-
-impl std::str::FromStr for Randomizer {
-    type Err = crate::Error;
-
-    fn from_str(s: &str) -> crate::Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "exfeed" => Ok(Randomizer::Exfeed),
-            "cntk" => Ok(Randomizer::Cntk),
-            _ => Err(crate::Error::config(format!(
-                "randomizer '{s}' is not one of exfeed, cntk"
-            ))),
-        }
-    }
+/// `equalizeMode` (`--equalize-mode`, Python `equalize_mode=`): how equalized ranks
+/// ([`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)) come to the same
+/// number of minibatches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EqualizeMode {
+    /// Minibatches of the asked size; a part that runs out is gone through again from its
+    /// start, one with more is cut short (the sweep's data is changed where parts differ).
+    #[default]
+    Repeat,
+    /// Every sequence of the part exactly once, spread over the minibatches: each takes
+    /// `ceil(sequences left / minibatches left)` sequences, whatever the asked size. Needs
+    /// exact sequence counts (the index). Minibatch sizes then differ between ranks by about
+    /// their parts' difference over the quota (documented in docs/reader.md).
+    Spread,
 }

@@ -7,7 +7,9 @@ use exfeed::config::ReaderConfig;
 use exfeed::configured::{AnyReader, Equalize, ReaderArgs, RunOptions};
 use exfeed::io::InputPath;
 use exfeed::options::{ChunkSize, ReadOptions};
-use exfeed::reader::{EpochLimit, MinibatchSize, Randomizer, ReadSummary, ReaderState};
+use exfeed::reader::{
+    EpochLimit, EqualizeMode, MinibatchSize, Randomizer, ReadSummary, ReaderState,
+};
 use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
@@ -60,10 +62,16 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_chunk_size)]
     pub chunk_size: Option<ChunkSize>,
     /// Keep ranks in step: every worker delivers the same number of minibatches per sweep,
-    /// max(1, samples (or sequences) of a sweep / (num-workers x minibatch size)); a worker whose part runs
-    /// out repeats it from its start, one with more drops the rest. A note per sweep says what.
+    /// max(1, samples (or sequences) of a sweep / (num-workers x minibatch size)); a worker
+    /// whose part runs out repeats it from its start, one with more drops the rest (see
+    /// --equalize-mode). A note per sweep says what.
     #[arg(long)]
     pub equalize: bool,
+    /// equalizeMode: repeat (the default: minibatches of the asked size, parts repeated or cut
+    /// short) or spread (every sequence of the sweep once, spread over the minibatches, whose
+    /// sizes then vary; needs --index full for CTF). Implies --equalize.
+    #[arg(long, value_name = "MODE", value_parser = parse_named::<EqualizeMode>)]
+    pub equalize_mode: Option<EqualizeMode>,
     /// Number of distributed workers.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "worker_rank")]
     pub num_workers: usize,
@@ -231,10 +239,13 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         num_workers: args.num_workers,
         worker_rank: args.worker_rank,
         inputs,
-        equalize: (args.equalize || cfg.equalize).then_some(Equalize {
-            minibatch_size: args.minibatch(),
-            ranks: args.num_workers,
-        }),
+        equalize: (args.equalize || cfg.equalize || args.equalize_mode.is_some()).then_some(
+            Equalize {
+                minibatch_size: args.minibatch(),
+                ranks: args.num_workers,
+                mode: args.equalize_mode.unwrap_or(cfg.equalize_mode),
+            },
+        ),
     };
     let mut reader = match &args.restore_state {
         Some(path) => {

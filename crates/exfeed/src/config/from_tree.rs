@@ -38,6 +38,7 @@ const READER_PARAMS: &[&str] = &[
     "lensMode",
     "maxRecordSizeInBytes",
     "equalize",
+    "equalizeMode",
     "randomizer",
     "inputGroups",
     "targetGroups",
@@ -468,6 +469,7 @@ impl<'f> Cx<'f> {
                     cfg.read = self.read_param(cfg.read, e, &rs, name, None)?
                 }
                 "equalize" => cfg.equalize = self.get::<bool>(e, &rs, "equalize", None)?,
+                "equalizeMode" => cfg.equalize_mode = self.get(e, &rs, "equalizeMode", None)?,
                 "randomizer" => cfg.randomizer = self.get(e, &rs, "randomizer", None)?,
                 "lensMode" => {
                     let t = self.text(e, &rs, "lensMode", None)?;
@@ -924,11 +926,17 @@ impl ConfigValue for IndexMode {
 }
 
 /// `randomizer = exfeed | cntk`, with the reader's own message for anything else.
-impl ConfigValue for crate::options::Randomizer {
-    fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
-        t.parse().map_err(|err: Error| err.message().to_string())
-    }
+/// Options whose names parse with `FromStr` into an exfeed [`Error`].
+macro_rules! config_value_from_str {
+    ($($t:ty),*) => {$(
+        impl ConfigValue for $t {
+            fn parse(_: &str, t: &str) -> std::result::Result<Self, String> {
+                t.parse().map_err(|err: Error| err.message().to_string())
+            }
+        }
+    )*};
 }
+config_value_from_str!(crate::options::Randomizer, crate::options::EqualizeMode);
 
 /// What a resolved value is, for messages: `'text'`, a block, an array, the expression '...'.
 fn describe(r: &Resolved<'_>) -> String {

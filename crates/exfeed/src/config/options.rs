@@ -170,6 +170,10 @@ pub struct ReaderConfig {
     /// `equalize` (exfeed, default false): distributed workers deliver the same number of
     /// minibatches per sweep (see [`ReaderOptions::equalize`](crate::reader::ReaderOptions::equalize)).
     pub equalize: bool,
+    /// `equalizeMode` (exfeed; `repeat` or `spread`, default `repeat`): how equalized workers
+    /// come to the same number of minibatches (see
+    /// [`EqualizeMode`](crate::options::EqualizeMode)).
+    pub equalize_mode: crate::options::EqualizeMode,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
     /// How URL data files reach their store (not a configuration key: the CLI's
@@ -192,6 +196,7 @@ impl Default for ReaderConfig {
             lens_mode: None,
             limits: Limits::default(),
             equalize: false,
+            equalize_mode: Default::default(),
             randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
             storage_options: Default::default(),

@@ -115,6 +115,7 @@ reader = [
         lens_mode: None,
         limits: Default::default(),
         equalize: false,
+        equalize_mode: Default::default(),
         randomizer: crate::reader::Randomizer::Exfeed,
         deserializers: vec![DeserializerConfig {
             format: FileFormat::Ctf,

@@ -104,6 +104,8 @@ pub struct Equalize {
     /// The ranks that must stay in step; the workers are split evenly between them (e.g.
     /// DataLoader processes of each rank). Usually `num_workers`.
     pub ranks: usize,
+    /// How: repeating or dropping data, or spreading every sequence over the minibatches.
+    pub mode: crate::options::EqualizeMode,
 }
 
 impl Default for RunOptions {
@@ -271,6 +273,7 @@ impl AnyReader {
                     MinibatchSize::Sequences(_) => chunks.map(|c| c.sequences as u64).sum(),
                 };
                 let (workers, rank) = (run.num_workers, run.worker_rank);
+                options.equalize_mode = e.mode;
                 options.equalize = Some(equalize_quota(
                     total,
                     e.minibatch_size.count(),

@@ -14,6 +14,7 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
 use crate::io::FileStamp;
+pub use crate::options::EqualizeMode;
 use crate::stream::StreamSpec;
 use crossbeam_channel::Receiver;
 use serde::{Deserialize, Serialize};
@@ -77,8 +78,11 @@ pub struct ReaderOptions {
     /// [`equalize_quota`]). A worker whose part of the sweep runs out first goes through its
     /// part again from its start (same order, same sweep number) until it has delivered them;
     /// one with more drops the rest of its part. [`Reader::take_notes`] says, per sweep, what
-    /// was repeated or dropped.
+    /// was repeated or dropped. With [`EqualizeMode::Spread`] nothing is: the minibatches
+    /// share the part instead.
     pub equalize: Option<u64>,
+    /// How [`ReaderOptions::equalize`] keeps the ranks in step.
+    pub equalize_mode: EqualizeMode,
     /// Whose order: exfeed's (the default) or CNTK's block randomizer exactly
     /// ([`Randomizer::Cntk`]: CTF and CBF with their full index; see the `cntk_order` module).
     pub randomizer: Randomizer,
@@ -129,6 +133,7 @@ impl Default for ReaderOptions {
             prefetch_chunks: ReaderOptions::prefetch_for(threads),
             with_replacement: false,
             equalize: None,
+            equalize_mode: EqualizeMode::Repeat,
             randomizer: Randomizer::Exfeed,
         }
     }
@@ -384,6 +389,15 @@ impl<T: Element> Reader<T> {
                  set has {num_chunks} chunk(s); use a smaller chunk size (or auto), or fewer workers",
                 options.worker_rank, options.num_workers
             )));
+        }
+        if options.equalize.is_some()
+            && options.equalize_mode == EqualizeMode::Spread
+            && source.chunks_by_byte_range()
+        {
+            return Err(Error::config(
+                "equalize spread counts each part's sequences, which needs the index: give \
+                 index = full",
+            ));
         }
         if options.equalize == Some(0) {
             return Err(Error::config(
@@ -751,10 +765,15 @@ impl<T: Element> Reader<T> {
             return Ok(false);
         }
         // The samples this minibatch may take, and the sequences.
-        let (size_samples, sequences) = match size {
-            MinibatchSize::Samples(n) => (n, usize::MAX),
-            MinibatchSize::Sequences(n) => (usize::MAX, n.max(1)),
+        let (size_samples, sequences) = match (self.opts.equalize, self.opts.equalize_mode) {
+            (Some(quota), EqualizeMode::Spread) => (usize::MAX, self.spread_share(quota)),
+            _ => match size {
+                MinibatchSize::Samples(n) => (n, usize::MAX),
+                MinibatchSize::Sequences(n) => (usize::MAX, n.max(1)),
+            },
         };
+        // The sweep's last equalized minibatch: the window after it is not loaded.
+        let last = (self.opts.equalize).is_some_and(|q| self.sweep_minibatches + 1 >= q);
         let budget = match self.opts.limit {
             EpochLimit::Samples(n) => {
                 (size_samples as u64).min(n.saturating_sub(self.samples_delivered)) as usize
@@ -799,6 +818,9 @@ impl<T: Element> Reader<T> {
             self.offset = end;
             self.samples_delivered = self.samples_delivered.saturating_add(added);
             self.sweep_samples = self.sweep_samples.saturating_add(added);
+            if full && last {
+                break;
+            }
             // Past the window's end this loads the next one (and flags the end of a sweep).
             self.settle(mb)?;
             if full {
@@ -817,15 +839,29 @@ impl<T: Element> Reader<T> {
         Ok(true)
     }
 
+    /// With equalize spread: the sequences this minibatch takes, the part's sequences left
+    /// shared over the sweep's minibatches left.
+    fn spread_share(&mut self, quota: u64) -> usize {
+        let part = self.part_sequences(self.sweep);
+        let left = part.saturating_sub(self.sweep_sequences).max(1);
+        let steps = quota.saturating_sub(self.sweep_minibatches).max(1);
+        left.div_ceil(steps) as usize
+    }
+
+    /// The sequences of this worker's part of `sweep`, by the index.
+    fn part_sequences(&mut self, sweep: u64) -> u64 {
+        let plan = self.plan(sweep);
+        let chunks = self.source.chunks();
+        plan.chunks
+            .iter()
+            .map(|&c| chunks[c].sequences as u64)
+            .sum()
+    }
+
     /// With equalize, once the sweep's minibatches are delivered: notes what was repeated or
     /// dropped, and moves to the next sweep (dropping what is loaded or decoded ahead).
     fn end_equalized_sweep(&mut self, quota: u64) {
-        let part: u64 = self
-            .plan(self.sweep)
-            .chunks
-            .iter()
-            .map(|&c| self.source.chunks()[c].sequences as u64)
-            .sum();
+        let part = self.part_sequences(self.sweep);
         let (o, got) = (&self.opts, self.sweep_sequences);
         let head = format!(
             "equalize: sweep {}: worker {} of {} delivered {quota} minibatches, {got} sequences",

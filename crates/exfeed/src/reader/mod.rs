@@ -112,7 +112,8 @@ mod tests;
 
 pub use cntk_order::Randomizer;
 pub use engine::{
-    equalize_quota, EpochLimit, ReadSummary, Reader, ReaderOptions, ReaderState, Stopper, Window,
+    equalize_quota, EpochLimit, EqualizeMode, ReadSummary, Reader, ReaderOptions, ReaderState,
+    Stopper, Window,
 };
 pub use minibatch::{write_minibatch_json, Minibatch, MinibatchSize, SequenceInfo};
 pub use pool::release_kept_batches;

@@ -1323,3 +1323,55 @@ fn minibatches_of_a_number_of_sequences() {
         assert_eq!(n, quota);
     }
 }
+
+#[test]
+fn equalize_spread_gives_equal_steps_and_every_sequence_once() {
+    let src = source(103, 7);
+    let total: u64 = src.chunks().iter().map(|c| c.samples).sum();
+    for workers in [2, 3, 5] {
+        let mut steps = Vec::new();
+        let mut per_sweep = vec![Vec::new(); 2];
+        for rank in 0..workers {
+            let quota = equalize_quota(total, 16, workers, workers, rank).unwrap();
+            let o = ReaderOptions {
+                num_workers: workers,
+                worker_rank: rank,
+                equalize: Some(quota),
+                equalize_mode: EqualizeMode::Spread,
+                limit: EpochLimit::Sweeps(2),
+                ..opts()
+            };
+            let mut r = Reader::new(src.clone(), o).unwrap();
+            let mut mb = r.new_minibatch();
+            let mut n = [0u64; 2];
+            let mut mine = Vec::new();
+            while r.next_minibatch(16, &mut mb).unwrap() {
+                let sweep = mb.sequences[0].sweep as usize;
+                assert!(mb.sequences.iter().all(|s| s.sweep as usize == sweep));
+                per_sweep[sweep].extend(mb.sequences.iter().map(|s| s.key));
+                n[sweep] += 1;
+                mine.push(mb.len());
+            }
+            assert_eq!(n, [quota; 2], "worker {rank} of {workers}");
+            // Within a worker's sweep the sizes differ by at most one.
+            for sweep in mine.chunks(quota as usize) {
+                let (lo, hi) = (sweep.iter().min().unwrap(), sweep.iter().max().unwrap());
+                assert!(hi - lo <= 1, "{sweep:?}");
+            }
+            steps.push(quota);
+            assert!(r
+                .take_notes()
+                .iter()
+                .all(|n| n.contains("all of them once")));
+        }
+        assert!(steps.iter().all(|&s| s == steps[0]), "{steps:?}");
+        for keys in &mut per_sweep {
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                &(0..103).collect::<Vec<_>>(),
+                "{workers} workers: each once"
+            );
+        }
+    }
+}
