@@ -287,7 +287,8 @@ impl Reader {
                     keep_in_memory,
                     cache_index,
                     frame_mode,
-                )?,
+                )?
+                .with_storage_options(extract_storage_options(storage_options)?),
                 randomizer: randomizer.as_deref().map(parse_randomizer).transpose()?,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,
@@ -299,7 +300,6 @@ impl Reader {
                     })
                     .transpose()?,
                 max_record_size,
-                storage_options: extract_storage_options(storage_options)?,
                 ..ReaderArgs::default()
             },
         };

@@ -11,6 +11,7 @@ use exfeed::configured::ReaderArgs;
 use exfeed::convert::{convert as convert_file, ConvertOptions};
 use exfeed::dataset::Summary;
 use exfeed::format::FileFormat;
+use exfeed::options::ReadOptions;
 use exfeed::source::{split_corpus_key, DataPath};
 use exfeed::{open, DataSet, Diagnostic, OpenOptions, Precision, SequenceBatch, Severity, Storage};
 use numpy::{PyArray1, PyArrayMethods};
@@ -107,7 +108,9 @@ impl OpenArgs {
                 nan: kw.get("nan")?,
                 max_record_size: kw.get("max_record_size")?,
                 corpus: extract_corpus(kw.any("corpus")?.as_ref())?,
-                storage_options: extract_storage_options(kw.any("storage_options")?.as_ref())?,
+                read: ReadOptions::new().with_storage_options(extract_storage_options(
+                    kw.any("storage_options")?.as_ref(),
+                )?),
                 ..ReaderArgs::default()
             },
         };
@@ -345,7 +348,7 @@ pub fn info<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = OpenOptions {
         format: format_arg("format", format)?,
-        storage_options: extract_storage_options(storage_options)?,
+        read: ReadOptions::new().with_storage_options(extract_storage_options(storage_options)?),
         ..OpenOptions::default()
     };
     let out = PyDict::new(py);

@@ -4,6 +4,7 @@ use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::configured::ReaderArgs;
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
+use exfeed::options::ReadOptions;
 use exfeed::source::{Corpus, DataPath};
 use exfeed::{DataSet, DiagnosticSink, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
@@ -166,7 +167,7 @@ impl SourceArgs {
             target_groups,
             nan: lens.nan,
             max_record_size: self.max_record_size,
-            storage_options: self.storage_options(),
+            read: ReadOptions::new().with_storage_options(self.storage_options()),
             ..ReaderArgs::default()
         };
         let file = PathBuf::from(data.to_string());

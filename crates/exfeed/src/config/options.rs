@@ -172,9 +172,6 @@ pub struct ReaderConfig {
     pub equalize: bool,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
-    /// How URL data files reach their store (not a configuration key: the CLI's
-    /// `--storage-option`, Python's `storage_options`).
-    pub storage_options: crate::io::StorageOptions,
 }
 
 impl Default for ReaderConfig {
@@ -194,7 +191,6 @@ impl Default for ReaderConfig {
             equalize: false,
             randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
-            storage_options: Default::default(),
         }
     }
 }

@@ -144,7 +144,8 @@ fn every_format_reads_from_the_bucket_and_the_server_as_from_its_file() {
         ] {
             let local = ctf_options(read);
             let remote = OpenOptions {
-                storage_options: storage_options(&services, &services.s3_endpoint),
+                read: (local.read.clone())
+                    .with_storage_options(storage_options(&services, &services.s3_endpoint)),
                 ..local.clone()
             };
             let want = sequences(path.to_str().unwrap(), &local);
@@ -170,7 +171,8 @@ fn lens_files_stream_from_a_url() {
     let key = unique("patterns.ex");
     services.put(&key, &bytes);
     let options = OpenOptions {
-        storage_options: storage_options(&services, &services.s3_endpoint),
+        read: ReadOptions::new()
+            .with_storage_options(storage_options(&services, &services.s3_endpoint)),
         ..OpenOptions::default()
     };
     let local = open(&sample, &options).unwrap().lens_set().unwrap();
@@ -201,10 +203,11 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
         let bytes = std::fs::read(path).unwrap();
         let key = format!("{prefix}/{}", path.file_name().unwrap().to_str().unwrap());
         services.put(&key, &bytes);
-        let options = OpenOptions {
-            storage_options: storage_options(&services, &proxy.url()),
-            ..ctf_options(ReadOptions::new().with_chunk_size(ChunkSize::Bytes(64 << 10)))
-        };
+        let options = ctf_options(
+            ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(64 << 10))
+                .with_storage_options(storage_options(&services, &proxy.url())),
+        );
         let source = open(services.url(&key).as_str(), &options)
             .unwrap()
             .into_chunk_source::<f32>()
@@ -241,10 +244,9 @@ fn range_len(range: &str) -> u64 {
 fn errors_name_the_url_and_hold_no_secret() {
     let Some(services) = services() else { return };
     let missing = services.url(&unique("missing.ctf"));
-    let options = OpenOptions {
-        storage_options: storage_options(&services, &services.s3_endpoint),
-        ..ctf_options(ReadOptions::new())
-    };
+    let options = ctf_options(
+        ReadOptions::new().with_storage_options(storage_options(&services, &services.s3_endpoint)),
+    );
     let err = open(missing.as_str(), &options).err().unwrap();
     assert!(err.to_string().starts_with(&missing), "{err}");
     assert!(err.to_string().contains("not found"), "{err}");
@@ -256,14 +258,16 @@ fn errors_name_the_url_and_hold_no_secret() {
     assert!(err.starts_with(&format!("{url}:2:")), "{err}");
 
     let wrong = OpenOptions {
-        storage_options: [
-            ("aws_endpoint", services.s3_endpoint.as_str()),
-            ("aws_access_key_id", services.key_id.as_str()),
-            ("aws_secret_access_key", "not-the-secret-0123456789"),
-            ("aws_region", "us-east-1"),
-        ]
-        .into_iter()
-        .collect(),
+        read: ReadOptions::new().with_storage_options(
+            [
+                ("aws_endpoint", services.s3_endpoint.as_str()),
+                ("aws_access_key_id", services.key_id.as_str()),
+                ("aws_secret_access_key", "not-the-secret-0123456789"),
+                ("aws_region", "us-east-1"),
+            ]
+            .into_iter()
+            .collect(),
+        ),
         ..options.clone()
     };
     let err = open(url.as_str(), &wrong).err().unwrap();

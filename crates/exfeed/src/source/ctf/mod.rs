@@ -1507,7 +1507,7 @@ mod tests {
         let other = CtfSource::open(
             &input,
             CtfSourceOptions {
-                read: o.read.with_chunk_size(ChunkSize::Bytes(7)),
+                read: o.read.clone().with_chunk_size(ChunkSize::Bytes(7)),
                 ..o.clone()
             },
         )
