@@ -220,7 +220,7 @@ impl Reader {
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
         lens_mode=None, nan=None, equalize=None, max_record_size=None, index=None,
-        randomizer=None, storage_options=None))]
+        randomizer=None, storage_options=None, cache_dir=None, cache_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -256,6 +256,8 @@ impl Reader {
         index: Option<String>,
         randomizer: Option<String>,
         storage_options: Option<&Bound<'_, PyAny>>,
+        cache_dir: Option<std::path::PathBuf>,
+        cache_limit: Option<u64>,
     ) -> PyResult<Self> {
         use crate::options::*;
         if minibatch_size == 0 {
@@ -288,7 +290,11 @@ impl Reader {
                     cache_index,
                     frame_mode,
                 )?
-                .with_storage_options(extract_storage_options(storage_options)?),
+                .over(&extract_remote_read(
+                    storage_options,
+                    cache_dir,
+                    cache_limit,
+                )?),
                 randomizer: randomizer.as_deref().map(parse_randomizer).transpose()?,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,
@@ -427,6 +433,7 @@ impl Reader {
         if size == 0 {
             return Err(bad_arg("size", "must be at least 1"));
         }
+        crate::options::warn_cache(py)?;
         let mut engine = self.engine(py)?;
         let engine = &mut *engine;
         let Some(reader) = engine.inner.as_mut() else {

@@ -147,7 +147,7 @@ enum Content {
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
     let input = input
         .into()
-        .with_storage_options(options.read.storage_options())
+        .with_read_options(&options.read)
         .with_compressed_lookup();
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;

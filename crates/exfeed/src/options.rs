@@ -4,6 +4,10 @@
 use crate::error::{Error, Result};
 use crate::io::StorageOptions;
 use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
+use std::path::{Path, PathBuf};
+
+/// The most bytes a cache directory holds when only the directory is given: 10 GiB.
+pub const DEFAULT_CACHE_LIMIT: u64 = 10 << 30;
 
 /// How a CTF file's chunks are found: by a full index (a scan of the whole file at open, or
 /// its cache), or as byte ranges fixed from the file's size, each resolved to whole sequences
@@ -103,6 +107,8 @@ pub struct ReadOptions {
     index: Option<IndexMode>,
     /// Unset when empty.
     storage_options: StorageOptions,
+    cache_dir: Option<PathBuf>,
+    cache_limit: Option<u64>,
 }
 
 impl ReadOptions {
@@ -153,6 +159,21 @@ impl ReadOptions {
         self
     }
 
+    /// `cacheDir` (exfeed): the local cache of URL inputs, shared by every process that names
+    /// it (see docs/remote.md): byte ranges read and CTF indexes are kept there. Without it,
+    /// nothing of a URL is kept.
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// `cacheLimitInBytes` (exfeed): the most bytes the cache directory may hold (default
+    /// [`DEFAULT_CACHE_LIMIT`]); least recently used entries are evicted to stay under it.
+    pub fn with_cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = Some(bytes);
+        self
+    }
+
     /// These options with what they leave unset taken from `below`.
     pub fn over(&self, below: &ReadOptions) -> ReadOptions {
         ReadOptions {
@@ -167,6 +188,8 @@ impl ReadOptions {
             } else {
                 self.storage_options.clone()
             },
+            cache_dir: self.cache_dir.clone().or_else(|| below.cache_dir.clone()),
+            cache_limit: self.cache_limit.or(below.cache_limit),
         }
     }
 
@@ -223,6 +246,16 @@ impl ReadOptions {
     /// The storage options URL inputs are read with (default: none, the environment's).
     pub fn storage_options(&self) -> &StorageOptions {
         &self.storage_options
+    }
+
+    /// The cache directory of URL inputs, if one is set.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// The most bytes the cache directory may hold (default: [`DEFAULT_CACHE_LIMIT`]).
+    pub fn cache_limit(&self) -> u64 {
+        self.cache_limit.unwrap_or(DEFAULT_CACHE_LIMIT)
     }
 
     /// Whether `index` was set (at any layer).

@@ -164,7 +164,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         seed: args.seed,
         window_chunks: args.window_chunks,
         window_samples: args.window_samples,
-        read: read_options(args).with_storage_options(s.storage_options()),
+        read: read_options(args).over(&s.read_options()),
         randomizer: args.randomizer,
         input_groups,
         target_groups,

@@ -420,15 +420,14 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
     let mut files = Vec::new();
     for d in &cfg.deserializers {
         let read = d.effective_read(cfg);
-        let storage_options = read.storage_options();
         match &d.corpus {
             Some(corpus) => files.extend(
                 corpus
-                    .expand_with(storage_options)?
+                    .expand_with(read.storage_options())?
                     .iter()
-                    .map(|f| InputPath::new(f).with_storage_options(storage_options)),
+                    .map(|f| InputPath::new(f).with_read_options(&read)),
             ),
-            None => files.push(InputPath::new(&d.file).with_storage_options(storage_options)),
+            None => files.push(InputPath::new(&d.file).with_read_options(&read)),
         }
     }
     Ok(files)
