@@ -271,7 +271,7 @@ fn cache_dir_and_cache_limit_as_flags_and_config_keys() {
     assert!(kept <= 100, "{kept} bytes kept");
 
     // --cache-limit alone is refused.
-    let out = exfeed(&strings(&["check", "--cache-limit", "1G", local_name]));
+    let out = exfeed(strings(&["check", "--cache-limit", "1G", local_name]));
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("--cache-dir"),
