@@ -124,7 +124,9 @@ class Reader(Iterator[Minibatch]):
     A file may be a URL (``"s3://bucket/key"``, ``"http://..."``, ``"https://..."``), read by
     byte range; ``storage_options`` are the store's settings over the environment's
     (``{"aws_endpoint": ..., "aws_region": ..., "aws_access_key_id": ...}``, see
-    docs/remote.md).
+    docs/remote.md). ``cache_dir`` keeps the byte ranges read in a local cache that the
+    processes naming it share (``cache_limit`` bytes at most, default 10 GiB); what it cannot
+    keep is a ``ConfigWarning``.
 
     ``files`` are joined by sequence key (one per deserializer); ``corpus`` is one data set
     of many shard files instead: a glob (``"data/train-*.ctf"``), ``"@list.txt"`` or a list
@@ -195,6 +197,8 @@ class Reader(Iterator[Minibatch]):
         index: Optional[Literal["auto", "full", "none"]] = None,
         randomizer: Optional[Literal["exfeed", "cntk"]] = None,
         storage_options: Optional[Mapping[str, Any]] = None,
+        cache_dir: Optional[_PathLike] = None,
+        cache_limit: Optional[int] = None,
     ) -> Reader: ...
     @property
     def streams(self) -> list[StreamInfo]: ...
@@ -261,6 +265,8 @@ class _OpenArgs(TypedDict, total=False):
     nan: Optional[float]
     max_record_size: Optional[int]
     storage_options: Optional[Mapping[str, Any]]
+    cache_dir: Optional[_PathLike]
+    cache_limit: Optional[int]
 
 def release_memory() -> int:
     """Frees now the decoded-chunk buffers that closed readers left for the process's next
@@ -278,6 +284,8 @@ def info(
     *,
     format: Optional[str] = None,
     storage_options: Optional[Mapping[str, Any]] = None,
+    cache_dir: Optional[_PathLike] = None,
+    cache_limit: Optional[int] = None,
 ) -> dict:
     """A CBF header or a Lens set's summary (`exfeed info`)."""
 

@@ -321,6 +321,42 @@ pub fn extract_storage_options(v: Option<&Bound<'_, PyAny>>) -> PyResult<Storage
         .collect()
 }
 
+/// How URL inputs are reached: `storage_options` (see [`extract_storage_options`]),
+/// `cache_dir` (the local cache shared by the processes that name it) and `cache_limit` (its
+/// most bytes; default 10 GiB).
+pub fn extract_remote_read(
+    storage_options: Option<&Bound<'_, PyAny>>,
+    cache_dir: Option<PathBuf>,
+    cache_limit: Option<u64>,
+) -> PyResult<ReadOptions> {
+    let mut read =
+        ReadOptions::new().with_storage_options(extract_storage_options(storage_options)?);
+    if let Some(dir) = cache_dir {
+        read = read.with_cache_dir(dir);
+    }
+    if let Some(limit) = cache_limit {
+        if read.cache_dir().is_none() {
+            return Err(bad_arg("cache_limit", "needs cache_dir"));
+        }
+        read = read.with_cache_limit(limit);
+    }
+    Ok(read)
+}
+
+/// Says as a `ConfigWarning` what the caches of URL inputs could not keep (those reads went
+/// on uncached).
+pub fn warn_cache(py: Python<'_>) -> PyResult<()> {
+    for w in exfeed::io::take_cache_warnings() {
+        PyErr::warn(
+            py,
+            &py.get_type::<crate::errors::ConfigWarning>(),
+            &std::ffi::CString::new(w.to_string())?,
+            1,
+        )?;
+    }
+    Ok(())
+}
+
 pub fn extract_overrides(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(Vec::new());

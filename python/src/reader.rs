@@ -221,7 +221,7 @@ impl Reader {
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
         lens_mode=None, nan=None, equalize=None, equalize_mode=None, max_record_size=None, index=None,
-        randomizer=None, storage_options=None))]
+        randomizer=None, storage_options=None, cache_dir=None, cache_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -259,6 +259,8 @@ impl Reader {
         index: Option<String>,
         randomizer: Option<String>,
         storage_options: Option<&Bound<'_, PyAny>>,
+        cache_dir: Option<std::path::PathBuf>,
+        cache_limit: Option<u64>,
     ) -> PyResult<Self> {
         use crate::options::*;
         let size = match (minibatch_size, minibatch_sequences) {
@@ -305,7 +307,12 @@ impl Reader {
                     keep_in_memory,
                     cache_index,
                     frame_mode,
-                )?,
+                )?
+                .over(&extract_remote_read(
+                    storage_options,
+                    cache_dir,
+                    cache_limit,
+                )?),
                 randomizer: randomizer.as_deref().map(parse_randomizer).transpose()?,
                 input_groups: extract_layout("input_groups", input_groups)?,
                 target_groups: extract_layout("target_groups", target_groups)?,
@@ -317,7 +324,6 @@ impl Reader {
                     })
                     .transpose()?,
                 max_record_size,
-                storage_options: extract_storage_options(storage_options)?,
                 ..ReaderArgs::default()
             },
         };
@@ -503,6 +509,7 @@ impl Reader {
             (Some(n), MinibatchSize::Samples(_)) => MinibatchSize::Samples(n),
             (Some(n), MinibatchSize::Sequences(_)) => MinibatchSize::Sequences(n),
         };
+        crate::options::warn_cache(py)?;
         let mut engine = self.engine(py)?;
         let engine = &mut *engine;
         let Some(reader) = engine.inner.as_mut() else {

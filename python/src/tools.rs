@@ -4,7 +4,7 @@
 use crate::errors::{bad_arg, detached};
 use crate::options::{
     extract_corpus, extract_inputs, extract_layout, extract_overrides, extract_precision,
-    extract_storage_options, SourceArgs,
+    extract_remote_read, SourceArgs,
 };
 use exfeed::config::ConfigOptions;
 use exfeed::configured::ReaderArgs;
@@ -107,7 +107,11 @@ impl OpenArgs {
                 nan: kw.get("nan")?,
                 max_record_size: kw.get("max_record_size")?,
                 corpus: extract_corpus(kw.any("corpus")?.as_ref())?,
-                storage_options: extract_storage_options(kw.any("storage_options")?.as_ref())?,
+                read: extract_remote_read(
+                    kw.any("storage_options")?.as_ref(),
+                    kw.get("cache_dir")?,
+                    kw.get("cache_limit")?,
+                )?,
                 ..ReaderArgs::default()
             },
         };
@@ -336,16 +340,18 @@ impl Checked {
 /// Lens file `{"path", "format", "examples", "events", "max_events", "input_groups",
 /// "target_groups", "has_nan"}`. CTF has no header: `check()` summarizes it.
 #[pyfunction]
-#[pyo3(signature = (path, *, format=None, storage_options=None))]
+#[pyo3(signature = (path, *, format=None, storage_options=None, cache_dir=None, cache_limit=None))]
 pub fn info<'py>(
     py: Python<'py>,
     path: PathBuf,
     format: Option<String>,
     storage_options: Option<&Bound<'py, PyAny>>,
+    cache_dir: Option<PathBuf>,
+    cache_limit: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = OpenOptions {
         format: format_arg("format", format)?,
-        storage_options: extract_storage_options(storage_options)?,
+        read: extract_remote_read(storage_options, cache_dir, cache_limit)?,
         ..OpenOptions::default()
     };
     let out = PyDict::new(py);

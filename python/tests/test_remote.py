@@ -152,3 +152,22 @@ def test_ray_read_tasks_fetch_their_own_ranges_from_the_bucket(remote):
         assert keys == sorted(remote.truth)
     finally:
         ray.shutdown()
+
+
+def test_cache_dir_and_cache_limit_keywords(remote, tmp_path):
+    cache = tmp_path / "cache"
+    options = dict(inputs=INPUTS, storage_options=remote.storage, cache_dir=cache)
+    for _ in range(2):
+        with exfeed.Reader(remote.s3, minibatch_size=16, randomize=False, **options) as r:
+            assert [k for mb in r for k in mb.keys.tolist()] == sorted(remote.truth)
+        assert exfeed.check(remote.s3, **options)["sequences"] == 300
+        assert exfeed.to_arrow(remote.s3, **options).read_all().num_rows == 300
+        assert len(list((cache / "entries").iterdir())) > 0
+    # A limit too small to keep a chunk: read uncached, with a ConfigWarning.
+    small = dict(options, cache_dir=tmp_path / "small", cache_limit=100)
+    with pytest.warns(exfeed.ConfigWarning, match="read uncached") as caught:
+        with exfeed.Reader(remote.s3, minibatch_size=16, randomize=False, **small) as r:
+            assert sum(len(mb.keys) for mb in r) == 300
+    assert all(remote.secret not in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="cache_limit"):
+        exfeed.check(remote.s3, inputs=INPUTS, storage_options=remote.storage, cache_limit=10)

@@ -52,6 +52,11 @@ fn main() -> ExitCode {
         Command::Convert(args) => commands::convert::run(args),
         Command::Config(args) => commands::config::run(args),
     };
+    // What the cache of URL inputs could not keep: the reads went on uncached.
+    let mut warnings = diag::Stderr::new(1);
+    for warning in exfeed::io::take_cache_warnings() {
+        exfeed::DiagnosticSink::report(&mut warnings, warning);
+    }
     match result {
         Ok(code) => code,
         // A library error: the same exit status from every command (1 invalid data, 2 usage

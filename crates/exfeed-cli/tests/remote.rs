@@ -203,3 +203,79 @@ fn a_refused_read_names_the_url_and_never_the_secret() {
         }
     }
 }
+
+/// The entries of the cache directory `dir`.
+fn cache_entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("entries")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn cache_dir_and_cache_limit_as_flags_and_config_keys() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("sequences.ctf");
+    std::fs::write(&local, sample_ctf()).unwrap();
+    let key = unique("cached.ctf");
+    services.put(&key, &sample_ctf());
+    let s3 = services.url(&key);
+    let local_name = local.to_str().unwrap();
+    let cache = dir.path().join("cache");
+    for command in [&["read", "--dump", "-m", "4"][..], &["check"], &["dump"]] {
+        let mut args = strings(command);
+        args.extend(strings(&INPUTS));
+        let want = run_ok(
+            &[args.clone(), vec![local_name.to_string()]].concat(),
+            local_name,
+        );
+        args.extend(storage_flags(&services));
+        args.extend(strings(&[
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            s3.as_str(),
+        ]));
+        assert_eq!(run_ok(&args, &s3), want, "{command:?}");
+        assert!(cache_entries(&cache) > 0, "{command:?}");
+        assert_eq!(run_ok(&args, &s3), want, "{command:?} from the cache");
+    }
+
+    // The configuration's keys; a limit too small for an entry: read uncached, a warning.
+    let small = dir.path().join("small-cache");
+    let config = dir.path().join("cached.cntk");
+    std::fs::write(
+        &config,
+        format!(
+            "r = [ reader = [ cacheDir = {} ; cacheLimitInBytes = 100 ; \
+             deserializers = ( [ type = \"CNTKTextFormatDeserializer\" ; file = \"{s3}\" ; \
+             input = [ features = [ dim = 4 ; format = \"dense\" ] ; \
+             label = [ dim = 3 ; format = \"sparse\" ] ] ] ) ] ]\n",
+            small.display()
+        ),
+    )
+    .unwrap();
+    let mut args = strings(&["read", "--dump", "-m", "4", "--config"]);
+    args.push(config.display().to_string());
+    args.extend(storage_flags(&services));
+    let out = exfeed(&args);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(dumped_sequences(&out).len(), 40);
+    assert!(
+        stderr.contains("read uncached") && stderr.contains(&s3),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&services.secret), "{stderr}");
+    let kept: u64 = std::fs::read_dir(small.join("entries"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(kept <= 100, "{kept} bytes kept");
+
+    // --cache-limit alone is refused.
+    let out = exfeed(strings(&["check", "--cache-limit", "1G", local_name]));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--cache-dir"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -42,9 +42,7 @@ use crate::ctf::{CtfOptions, CtfParser, CtfStream};
 use crate::element::{Element, Precision};
 use crate::error::{Diagnostic, DiagnosticSink, Error, ErrorKind, Location, Result, Severity};
 use crate::format::FileFormat;
-use crate::io::{
-    open_peeked, read_all, Compression, Holding, InputBytes, InputPath, StorageOptions,
-};
+use crate::io::{open_peeked, read_all, Compression, Holding, InputBytes, InputPath};
 use crate::lens::info::Info;
 use crate::lens::materialize::{Layout, Materializer};
 use crate::lens::pipe::PipeReader;
@@ -85,11 +83,9 @@ pub struct OpenOptions {
     /// read whole from a stream (see [`Limits`]).
     pub limits: Limits,
     /// How [`DataSet::into_chunk_source`] reads a CTF or Lens file: its chunk size, index,
-    /// index cache, whether it is held in memory (a CBF file has its own chunks).
+    /// index cache, whether it is held in memory (a CBF file has its own chunks); and how a URL
+    /// input reaches its store (its storage options).
     pub read: ReadOptions,
-    /// How URL inputs (`s3://`, `http://`, `https://`) reach their store: credentials, the
-    /// endpoint, the region, ... over the environment's (see [`crate::io::remote`]).
-    pub storage_options: StorageOptions,
 }
 
 /// The network layout a Lens example file is read for (see [`Materializer`]).
@@ -151,7 +147,7 @@ enum Content {
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
     let input = input
         .into()
-        .with_storage_options(&options.storage_options)
+        .with_read_options(&options.read)
         .with_compressed_lookup();
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;
@@ -469,7 +465,7 @@ impl DataSet {
                 &input,
                 CtfSourceOptions {
                     ctf: options.ctf(),
-                    read: options.read,
+                    read: options.read.clone(),
                 },
             )?)),
             FileFormat::LensText | FileFormat::LensBinary => {
@@ -482,7 +478,7 @@ impl DataSet {
                         target_groups: layout.target_groups.clone(),
                         nan: layout.nan,
                         limits: options.limits,
-                        read: options.read,
+                        read: options.read.clone(),
                         use_frequencies: layout.frequencies,
                     },
                 )?))
@@ -512,10 +508,10 @@ impl DataSet {
 
     /// Sets how [`DataSet::into_chunk_source`] reads the data (see [`OpenOptions::read`]).
     pub fn set_read(&mut self, read: ReadOptions) {
-        self.options.read = read;
         if let Content::Corpus(c) = &mut self.content {
-            c.first.set_read(read);
+            c.first.set_read(read.clone());
         }
+        self.options.read = read;
     }
 
     /// The whole content in memory (a plain regular file is memory-mapped; a stream is read

@@ -2,7 +2,12 @@
 //! follow it.
 
 use crate::error::{Error, Result};
+use crate::io::StorageOptions;
 use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
+use std::path::{Path, PathBuf};
+
+/// The most bytes a cache directory holds when only the directory is given: 10 GiB.
+pub const DEFAULT_CACHE_LIMIT: u64 = 10 << 30;
 
 /// How a CTF file's chunks are found: by a full index (a scan of the whole file at open, or
 /// its cache), or as byte ranges fixed from the file's size, each resolved to whole sequences
@@ -79,7 +84,8 @@ pub enum ChunkSize {
 pub const AUTO_CHUNKS_PER_WORKER: u64 = 4;
 
 /// How the data of a deserializer is read: its chunk size, whether it is held in memory,
-/// indexed (and the index cached), and whether every sample is a sequence. One value per
+/// indexed (and the index cached), whether every sample is a sequence, and how a URL reaches
+/// its store (storage options; their values never show in `Debug`). One value per
 /// layer: the reader block of a configuration, a deserializer's block, the settings a front
 /// end was given (`exfeed read`'s flags, `exfeed.Reader`'s keywords); [`ReadOptions::over`]
 /// puts one layer on another, and what no layer sets has its default.
@@ -98,7 +104,7 @@ pub const AUTO_CHUNKS_PER_WORKER: u64 = 4;
 /// assert_eq!(ReadOptions::new().chunk_bytes(), 32 << 20);
 /// assert!(!ReadOptions::new().keep_in_memory());
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ReadOptions {
     chunk_bytes: Option<u64>,
@@ -107,6 +113,10 @@ pub struct ReadOptions {
     frame_mode: Option<bool>,
     cache_index: Option<bool>,
     index: Option<IndexMode>,
+    /// Unset when empty.
+    storage_options: StorageOptions,
+    cache_dir: Option<PathBuf>,
+    cache_limit: Option<u64>,
 }
 
 impl ReadOptions {
@@ -149,6 +159,29 @@ impl ReadOptions {
         self
     }
 
+    /// How URL inputs (`s3://`, `http://`, `https://`) reach their store: credentials, the
+    /// endpoint, the region, ... over the environment's (see [`crate::io::remote`]). The CLI's
+    /// `--storage-option`, Python's `storage_options=`; not a configuration key.
+    pub fn with_storage_options(mut self, options: StorageOptions) -> Self {
+        self.storage_options = options;
+        self
+    }
+
+    /// `cacheDir` (exfeed): the local cache of URL inputs, shared by every process that names
+    /// it (see docs/remote.md): byte ranges read and CTF indexes are kept there. Without it,
+    /// nothing of a URL is kept.
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// `cacheLimitInBytes` (exfeed): the most bytes the cache directory may hold (default
+    /// [`DEFAULT_CACHE_LIMIT`]); least recently used entries are evicted to stay under it.
+    pub fn with_cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = Some(bytes);
+        self
+    }
+
     /// These options with what they leave unset taken from `below`.
     pub fn over(&self, below: &ReadOptions) -> ReadOptions {
         ReadOptions {
@@ -158,6 +191,13 @@ impl ReadOptions {
             frame_mode: self.frame_mode.or(below.frame_mode),
             cache_index: self.cache_index.or(below.cache_index),
             index: self.index.or(below.index),
+            storage_options: if self.storage_options.is_empty() {
+                below.storage_options.clone()
+            } else {
+                self.storage_options.clone()
+            },
+            cache_dir: self.cache_dir.clone().or_else(|| below.cache_dir.clone()),
+            cache_limit: self.cache_limit.or(below.cache_limit),
         }
     }
 
@@ -181,7 +221,7 @@ impl ReadOptions {
     /// a file of few sequences has fewer chunks. Data of unknown size (standard input, a pipe)
     /// keeps [`ReadOptions::chunk_bytes`]. Otherwise unchanged.
     pub fn sized_for(&self, data_bytes: Option<u64>, workers: usize) -> ReadOptions {
-        let mut sized = *self;
+        let mut sized = self.clone();
         if self.chunk_size() == ChunkSize::Auto {
             let most = self.chunk_bytes().max(1);
             let per = AUTO_CHUNKS_PER_WORKER.saturating_mul(workers.max(1) as u64);
@@ -209,6 +249,21 @@ impl ReadOptions {
     /// Whether a CTF file is indexed before it is read (default: [`IndexMode::Auto`]).
     pub fn index(&self) -> IndexMode {
         self.index.unwrap_or_default()
+    }
+
+    /// The storage options URL inputs are read with (default: none, the environment's).
+    pub fn storage_options(&self) -> &StorageOptions {
+        &self.storage_options
+    }
+
+    /// The cache directory of URL inputs, if one is set.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// The most bytes the cache directory may hold (default: [`DEFAULT_CACHE_LIMIT`]).
+    pub fn cache_limit(&self) -> u64 {
+        self.cache_limit.unwrap_or(DEFAULT_CACHE_LIMIT)
     }
 
     /// Whether `index` was set (at any layer).
@@ -241,4 +296,30 @@ pub enum EqualizeMode {
     /// exact sequence counts (the index). Minibatch sizes then differ between ranks by about
     /// their parts' difference over the quota (documented in docs/reader.md).
     Spread,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_options_layer_and_their_values_never_show() {
+        let given = ReadOptions::new().with_storage_options(
+            [("aws_secret_access_key", "s3cr3t-value")]
+                .into_iter()
+                .collect(),
+        );
+        let config = ReadOptions::new().with_cache_index(true);
+        let read = given.over(&config);
+        assert_eq!(read.storage_options().pairs().len(), 1);
+        assert!(read.cache_index());
+        // Unset above: the layer below's stand.
+        assert_eq!(
+            config.over(&given).storage_options(),
+            given.storage_options()
+        );
+        let shown = format!("{read:?}");
+        assert!(shown.contains("aws_secret_access_key"), "{shown}");
+        assert!(!shown.contains("s3cr3t-value"), "{shown}");
+    }
 }

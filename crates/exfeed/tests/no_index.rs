@@ -376,7 +376,7 @@ fn auto_takes_the_index_only_when_something_needs_it() {
     errors.ctf.max_errors = 3;
     assert_eq!(origin(&ids, errors), IndexOrigin::Scanned);
     let cached = CtfSourceOptions {
-        read: auto.read.with_cache_index(true),
+        read: auto.read.clone().with_cache_index(true),
         ..auto.clone()
     };
     assert_eq!(origin(&ids, cached.clone()), IndexOrigin::ScannedAndCached);

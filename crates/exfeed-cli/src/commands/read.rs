@@ -178,14 +178,13 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         seed: args.seed,
         window_chunks: args.window_chunks,
         window_samples: args.window_samples,
-        read: read_options(args),
+        read: read_options(args).over(&s.read_options()),
         randomizer: args.randomizer,
         input_groups,
         target_groups,
         nan: args.lens.nan,
         lens_mode: args.lens_mode,
         max_record_size: s.max_record_size,
-        storage_options: s.storage_options(),
     };
     Ok(reader_args.configure(s.reader_config()?)?)
 }

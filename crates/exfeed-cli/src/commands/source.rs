@@ -4,6 +4,7 @@ use exfeed::config::{ConfigOptions, ReaderConfig, SectionReader};
 use exfeed::configured::ReaderArgs;
 use exfeed::format::FileFormat;
 use exfeed::lens::materialize::Layout;
+use exfeed::options::ReadOptions;
 use exfeed::source::{Corpus, DataPath};
 use exfeed::{DataSet, DiagnosticSink, Error, ErrorKind, OpenOptions, Precision, StreamSpec};
 use std::path::{Path, PathBuf};
@@ -56,6 +57,14 @@ pub struct SourceArgs {
     /// aws_session_token, aws_allow_http, timeout, ... (see docs/remote.md). Repeatable.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_storage_option)]
     pub storage_options: Vec<StorageOption>,
+    /// A local cache of URL inputs, shared by the processes that name it: byte ranges read are
+    /// kept there and read from it again (see docs/remote.md; default: no cache).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most bytes --cache-dir may hold (suffixes K, M, G; default 10G); least recently
+    /// used entries are evicted.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, requires = "cache_dir")]
+    pub cache_limit: Option<u64>,
 }
 
 /// One `--storage-option KEY=VALUE`; its `Debug` shows the key only (values may be secrets).
@@ -75,11 +84,20 @@ fn parse_storage_option(text: &str) -> Result<StorageOption, String> {
 }
 
 impl SourceArgs {
-    /// The `--storage-option`s.
-    pub fn storage_options(&self) -> exfeed::io::StorageOptions {
-        (self.storage_options.iter())
-            .map(|StorageOption(key, value)| (key.clone(), value.clone()))
-            .collect()
+    /// How URL inputs are reached: the `--storage-option`s, `--cache-dir`, `--cache-limit`.
+    pub fn read_options(&self) -> ReadOptions {
+        let mut read = ReadOptions::new().with_storage_options(
+            (self.storage_options.iter())
+                .map(|StorageOption(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        );
+        if let Some(dir) = &self.cache_dir {
+            read = read.with_cache_dir(dir);
+        }
+        if let Some(limit) = self.cache_limit {
+            read = read.with_cache_limit(limit);
+        }
+        read
     }
 
     /// The configuration named by --config/--section/--set, if any.
@@ -166,7 +184,7 @@ impl SourceArgs {
             target_groups,
             nan: lens.nan,
             max_record_size: self.max_record_size,
-            storage_options: self.storage_options(),
+            read: self.read_options(),
             ..ReaderArgs::default()
         };
         let file = PathBuf::from(data.to_string());

@@ -76,6 +76,8 @@ const READ_PARAMS: &[&str] = &[
     "frameMode",
     "cacheIndex",
     "index",
+    "cacheDir",
+    "cacheLimitInBytes",
 ];
 const INPUT_PARAMS: &[&str] = &["alias", "dim", "format", "definesMBSize"];
 /// Deserializer types and reader types of CNTK that exfeed does not read: named in a clear
@@ -321,6 +323,8 @@ impl<'f> Cx<'f> {
             "frameMode" => read.with_frame_mode(self.get(e, scope, name, ctx)?),
             "cacheIndex" => read.with_cache_index(self.get(e, scope, name, ctx)?),
             "index" => read.with_index(self.get(e, scope, name, ctx)?),
+            "cacheDir" => read.with_cache_dir(self.text(e, scope, name, ctx)?),
+            "cacheLimitInBytes" => read.with_cache_limit(self.get(e, scope, name, ctx)?),
             other => unreachable!("{other} is not in READ_PARAMS"),
         })
     }

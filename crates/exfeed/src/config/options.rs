@@ -176,9 +176,6 @@ pub struct ReaderConfig {
     pub equalize_mode: crate::options::EqualizeMode,
     /// The deserializers: one for the plain form, one per array element for `deserializers`.
     pub deserializers: Vec<DeserializerConfig>,
-    /// How URL data files reach their store (not a configuration key: the CLI's
-    /// `--storage-option`, Python's `storage_options`).
-    pub storage_options: crate::io::StorageOptions,
 }
 
 impl Default for ReaderConfig {
@@ -199,7 +196,6 @@ impl Default for ReaderConfig {
             equalize_mode: Default::default(),
             randomizer: crate::options::Randomizer::Exfeed,
             deserializers: Vec::new(),
-            storage_options: Default::default(),
         }
     }
 }

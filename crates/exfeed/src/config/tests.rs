@@ -97,7 +97,6 @@ reader = [
 "#;
     let cfg = ReaderConfig::from_cntk_str(text, "c", None).unwrap();
     let want = ReaderConfig {
-        storage_options: Default::default(),
         precision: Precision::Double,
         randomize: true,
         randomization_seed: 7,

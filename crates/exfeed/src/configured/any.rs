@@ -437,21 +437,18 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
     }
     let mut files = Vec::new();
     for d in &cfg.deserializers {
+        let read = d.effective_read(cfg);
         match &d.corpus {
             Some(corpus) => files.extend(
                 corpus
-                    .expand_with(&cfg.storage_options)?
+                    .expand_with(read.storage_options())?
                     .iter()
-                    .map(InputPath::new),
+                    .map(|f| InputPath::new(f).with_read_options(&read)),
             ),
-            None => files.push(InputPath::new(&d.file)),
+            None => files.push(InputPath::new(&d.file).with_read_options(&read)),
         }
     }
-    let storage_options = &cfg.storage_options;
-    Ok(files
-        .into_iter()
-        .map(|f| f.with_storage_options(storage_options))
-        .collect())
+    Ok(files)
 }
 
 // The reader moves to other threads (a Python binding releases the GIL around it).

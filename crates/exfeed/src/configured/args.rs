@@ -6,7 +6,7 @@ use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Precision;
 use crate::error::{ArgError, ReaderArg, Result};
 use crate::format::FileFormat;
-use crate::io::{InputPath, StorageOptions};
+use crate::io::InputPath;
 use crate::lens::materialize::Layout;
 use crate::lens::select::SelectionMode;
 use crate::limits::Limits;
@@ -48,7 +48,8 @@ pub struct ReaderArgs {
     /// `randomizationWindow` in samples (`sampleBasedRandomizationWindow`).
     pub window_samples: Option<u64>,
     /// How every deserializer's data is read (`chunkSizeInBytes`, `keepDataInMemory`,
-    /// `cacheIndex`, `index`, `frameMode`): what is set here goes over the configuration.
+    /// `cacheIndex`, `index`, `frameMode`, and how URL data files reach their store): what is
+    /// set here goes over the configuration.
     pub read: ReadOptions,
     /// `randomizer`: exfeed's order or CNTK's (see [`Randomizer`]).
     pub randomizer: Option<Randomizer>,
@@ -62,8 +63,6 @@ pub struct ReaderArgs {
     pub lens_mode: Option<SelectionMode>,
     /// The most bytes one record may take (`maxRecordSizeInBytes`, see [`Limits`]).
     pub max_record_size: Option<u64>,
-    /// How URL data files (`s3://`, `http://`, `https://`) reach their store.
-    pub storage_options: StorageOptions,
 }
 
 impl ReaderArgs {
@@ -136,7 +135,6 @@ impl ReaderArgs {
             None => self.config_from_files(limits)?,
         };
         cfg.limits = limits;
-        cfg.storage_options = self.storage_options.clone();
         if let Some(p) = self.precision {
             cfg.precision = p;
         }
@@ -202,7 +200,7 @@ impl ReaderArgs {
             skip_sequence_ids: self.skip_sequence_ids,
             max_errors: self.max_errors.unwrap_or(0),
             limits: self.limits(config),
-            storage_options: self.storage_options.clone(),
+            read: self.read.clone(),
             ..OpenOptions::default()
         };
         if let Some((cfg, d)) = d {
@@ -333,7 +331,7 @@ impl ReaderArgs {
             // The first file's format stands for the corpus (each file's is recognised when
             // the corpus is opened).
             Some(corpus) => {
-                let first = &corpus.expand_with(&self.storage_options)?[0];
+                let first = &corpus.expand_with(self.read.storage_options())?[0];
                 formats.push(self.open_once(first, None, &self.inputs, limits)?.0);
                 let name = PathBuf::from(corpus.to_string());
                 inputs.push(InputPath::new(&name));
@@ -463,7 +461,7 @@ impl ReaderArgs {
             format,
             inputs: inputs.to_vec(),
             limits,
-            storage_options: self.storage_options.clone(),
+            read: self.read.clone(),
             ..OpenOptions::default()
         };
         let data = crate::open(file, &options)?;

@@ -101,7 +101,7 @@ pub(super) fn open_sources<T: Element>(
             }
         };
         options.read = options.read.sized_for(data_bytes(&data.files()), workers);
-        data.set_read(options.read);
+        data.set_read(options.read.clone());
         unused.extend(data.rename_warnings());
         if data.format().is_lens() {
             unused.extend(lens_unused(cfg, d, &options.read, data.name()));
@@ -221,7 +221,6 @@ fn open_options(cfg: &ReaderConfig, d: &DeserializerConfig) -> Result<OpenOption
         lens,
         limits: cfg.limits,
         read,
-        storage_options: cfg.storage_options.clone(),
     })
 }
 

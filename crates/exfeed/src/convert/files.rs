@@ -359,7 +359,7 @@ pub(super) fn output_options(options: &ConvertOptions, data: &DataSet) -> Output
     OutputOptions {
         force: options.overwrite,
         inputs: data.files(),
-        storage_options: data.options().storage_options.clone(),
+        storage_options: data.options().read.storage_options().clone(),
     }
 }
 

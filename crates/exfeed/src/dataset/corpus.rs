@@ -49,7 +49,7 @@ pub(super) struct CorpusFiles {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_corpus(corpus: &Corpus, options: &OpenOptions) -> Result<DataSet> {
-    let files = corpus.expand_with(&options.storage_options)?;
+    let files = corpus.expand_with(options.read.storage_options())?;
     let first = super::open(&files[0], options)?;
     Ok(DataSet {
         input: first.input.clone(),

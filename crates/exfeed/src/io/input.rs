@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::remote_input::{is_remote_url, RemoteUrl, StorageOptions};
+use crate::options::ReadOptions;
 
 /// A named input: a file path, a URL (`s3://bucket/key`, `http://...`, `https://...`), `-` for
 /// standard input, or bytes already read (from a pipe, a FIFO or standard input, which can be
@@ -52,6 +53,15 @@ impl InputPath {
             InputPath::Url(url) if !options.is_empty() => {
                 InputPath::Url(url.with_storage_options(options))
             }
+            other => other,
+        }
+    }
+
+    /// A URL read as `read` says (see [`RemoteUrl::with_read_options`]: its storage options
+    /// and cache); anything else as it is.
+    pub fn with_read_options(self, read: &ReadOptions) -> Self {
+        match self {
+            InputPath::Url(url) => InputPath::Url(url.with_read_options(read)),
             other => other,
         }
     }

@@ -59,5 +59,7 @@ pub use output::{
 pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
-pub use remote_input::{is_remote_url, RemoteFile, RemoteStream, RemoteUrl, StorageOptions};
+pub use remote_input::{
+    is_remote_url, take_cache_warnings, RemoteFile, RemoteStream, RemoteUrl, StorageOptions,
+};
 pub use reopening::ReopeningFile;

@@ -102,6 +102,16 @@ impl RemoteCache {
         })
     }
 
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The most bytes its entries may take.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// The bytes `offset..offset + len` of `object`: from the cache, or fetched and kept.
     /// Errors are the fetch's; the cache's own troubles are warnings.
     pub fn read_at(&self, object: &RemoteObject, offset: u64, len: usize) -> Result<Vec<u8>> {

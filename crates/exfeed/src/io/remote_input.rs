@@ -2,11 +2,16 @@
 //! `s3://`, `http://` or `https://` input into reads of its object. Read at random by byte
 //! range ([`RemoteFile`]: CTF chunks, CBF's tail, header and chunks), or as a stream of
 //! consecutive ranges ([`RemoteFile::stream`]: Lens files, compressed objects, format
-//! detection). Without the `remote` feature every URL is refused with an error saying so.
+//! detection). With a cache directory ([`ReadOptions::cache_dir`]) every range read goes
+//! through the shared local cache ([`super::remote_cache`]), so a range read again (the same
+//! chunk, the same block of a stream) comes from local disk. Without the `remote` feature
+//! every URL is refused with an error saying so.
 
 use crate::error::{Error, Result};
 #[cfg(not(feature = "remote"))]
 use crate::error::{ErrorKind, Location};
+use crate::options::ReadOptions;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Whether `path` is a URL exfeed reads remotely (`s3://`, `http://`, `https://`, any case),
@@ -58,11 +63,13 @@ impl std::fmt::Debug for StorageOptions {
     }
 }
 
-/// An object's URL and the storage options it is read with.
+/// An object's URL, the storage options it is read with and the cache it is read through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteUrl {
     url: Arc<str>,
     storage_options: StorageOptions,
+    /// The cache directory and its limit in bytes.
+    cache: Option<(PathBuf, u64)>,
 }
 
 impl RemoteUrl {
@@ -71,6 +78,17 @@ impl RemoteUrl {
         RemoteUrl {
             url: url.into(),
             storage_options: StorageOptions::default(),
+            cache: None,
+        }
+    }
+
+    /// The same URL read as `read` says: with its storage options and through its cache.
+    pub fn with_read_options(self, read: &ReadOptions) -> Self {
+        RemoteUrl {
+            cache: read
+                .cache_dir()
+                .map(|dir| (dir.to_path_buf(), read.cache_limit())),
+            ..self.with_storage_options(read.storage_options())
         }
     }
 
@@ -101,7 +119,54 @@ impl RemoteUrl {
 /// another version is an error naming it, see [`super::remote::RemoteObject`]). Cheap to clone.
 #[cfg(feature = "remote")]
 #[derive(Debug, Clone)]
-pub struct RemoteFile(Arc<super::remote::RemoteObject>);
+pub struct RemoteFile {
+    object: Arc<super::remote::RemoteObject>,
+    cache: Option<Arc<SharedCache>>,
+}
+
+#[cfg(all(feature = "remote", target_os = "linux"))]
+type SharedCache = super::remote_cache::RemoteCache;
+/// The cache needs file locks as Linux gives them: elsewhere a cache directory is not used.
+#[cfg(all(feature = "remote", not(target_os = "linux")))]
+type SharedCache = ();
+
+/// The caches opened by this process, one per directory, so that their warnings are said once.
+#[cfg(all(feature = "remote", target_os = "linux"))]
+static CACHES: std::sync::Mutex<Vec<Arc<SharedCache>>> = std::sync::Mutex::new(Vec::new());
+
+/// The cache at `dir` with `limit`, opened once per process.
+#[cfg(all(feature = "remote", target_os = "linux"))]
+fn shared_cache(dir: &std::path::Path, limit: u64) -> Result<Arc<SharedCache>> {
+    let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(cache) = caches.iter().find(|c| c.dir() == dir && c.limit() == limit) {
+        return Ok(cache.clone());
+    }
+    let cache = Arc::new(SharedCache::open(&super::remote_cache::CacheOptions {
+        dir: dir.to_path_buf(),
+        limit,
+    })?);
+    caches.push(cache.clone());
+    Ok(cache)
+}
+
+#[cfg(all(feature = "remote", not(target_os = "linux")))]
+fn shared_cache(_: &std::path::Path, _: u64) -> Result<Arc<SharedCache>> {
+    Ok(Arc::new(()))
+}
+
+/// What the caches of this process could not keep since the last call (each said once): for
+/// a front end to show as warnings. Empty without the `remote` feature.
+pub fn take_cache_warnings() -> Vec<crate::error::Diagnostic> {
+    #[cfg(all(feature = "remote", target_os = "linux"))]
+    return CACHES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .flat_map(|c| c.take_warnings())
+        .collect();
+    #[cfg(not(all(feature = "remote", target_os = "linux")))]
+    Vec::new()
+}
 
 /// Without the `remote` feature no remote object can be opened (nothing makes one).
 #[cfg(not(feature = "remote"))]
@@ -124,10 +189,18 @@ impl RemoteFile {
             storage_options: url.storage_options().clone(),
             ..Default::default()
         };
-        Ok(RemoteFile(Arc::new(super::remote::RemoteObject::open(
-            url.url(),
-            &options,
-        )?)))
+        let object = Arc::new(super::remote::RemoteObject::open(url.url(), &options)?);
+        let cache = match &url.cache {
+            Some((dir, limit)) => Some(shared_cache(dir, *limit)?),
+            None => None,
+        };
+        Ok(RemoteFile { object, cache })
+    }
+
+    /// The object opened (its URL, size and version).
+    #[cfg(feature = "remote")]
+    pub fn object(&self) -> &super::remote::RemoteObject {
+        &self.object
     }
 
     /// Refused: exfeed was built without the `remote` feature.
@@ -144,7 +217,7 @@ impl RemoteFile {
     /// The object's size in bytes.
     pub fn len(&self) -> u64 {
         #[cfg(feature = "remote")]
-        return self.0.size();
+        return self.object.size();
         #[cfg(not(feature = "remote"))]
         unreachable!("{NEVER_OPENED}")
     }
@@ -156,8 +229,13 @@ impl RemoteFile {
 
     /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        #[cfg(all(feature = "remote", target_os = "linux"))]
+        if let Some(cache) = &self.cache {
+            buf.copy_from_slice(&cache.read_at(&self.object, offset, buf.len())?);
+            return Ok(());
+        }
         #[cfg(feature = "remote")]
-        return self.0.read_exact_at(offset, buf);
+        return self.object.read_exact_at(offset, buf);
         #[cfg(not(feature = "remote"))]
         {
             let _ = (buf, offset);

@@ -144,7 +144,8 @@ fn every_format_reads_from_the_bucket_and_the_server_as_from_its_file() {
         ] {
             let local = ctf_options(read);
             let remote = OpenOptions {
-                storage_options: storage_options(&services, &services.s3_endpoint),
+                read: (local.read.clone())
+                    .with_storage_options(storage_options(&services, &services.s3_endpoint)),
                 ..local.clone()
             };
             let want = sequences(path.to_str().unwrap(), &local);
@@ -170,7 +171,8 @@ fn lens_files_stream_from_a_url() {
     let key = unique("patterns.ex");
     services.put(&key, &bytes);
     let options = OpenOptions {
-        storage_options: storage_options(&services, &services.s3_endpoint),
+        read: ReadOptions::new()
+            .with_storage_options(storage_options(&services, &services.s3_endpoint)),
         ..OpenOptions::default()
     };
     let local = open(&sample, &options).unwrap().lens_set().unwrap();
@@ -201,10 +203,11 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
         let bytes = std::fs::read(path).unwrap();
         let key = format!("{prefix}/{}", path.file_name().unwrap().to_str().unwrap());
         services.put(&key, &bytes);
-        let options = OpenOptions {
-            storage_options: storage_options(&services, &proxy.url()),
-            ..ctf_options(ReadOptions::new().with_chunk_size(ChunkSize::Bytes(64 << 10)))
-        };
+        let options = ctf_options(
+            ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(64 << 10))
+                .with_storage_options(storage_options(&services, &proxy.url())),
+        );
         let source = open(services.url(&key).as_str(), &options)
             .unwrap()
             .into_chunk_source::<f32>()
@@ -241,10 +244,9 @@ fn range_len(range: &str) -> u64 {
 fn errors_name_the_url_and_hold_no_secret() {
     let Some(services) = services() else { return };
     let missing = services.url(&unique("missing.ctf"));
-    let options = OpenOptions {
-        storage_options: storage_options(&services, &services.s3_endpoint),
-        ..ctf_options(ReadOptions::new())
-    };
+    let options = ctf_options(
+        ReadOptions::new().with_storage_options(storage_options(&services, &services.s3_endpoint)),
+    );
     let err = open(missing.as_str(), &options).err().unwrap();
     assert!(err.to_string().starts_with(&missing), "{err}");
     assert!(err.to_string().contains("not found"), "{err}");
@@ -256,14 +258,16 @@ fn errors_name_the_url_and_hold_no_secret() {
     assert!(err.starts_with(&format!("{url}:2:")), "{err}");
 
     let wrong = OpenOptions {
-        storage_options: [
-            ("aws_endpoint", services.s3_endpoint.as_str()),
-            ("aws_access_key_id", services.key_id.as_str()),
-            ("aws_secret_access_key", "not-the-secret-0123456789"),
-            ("aws_region", "us-east-1"),
-        ]
-        .into_iter()
-        .collect(),
+        read: ReadOptions::new().with_storage_options(
+            [
+                ("aws_endpoint", services.s3_endpoint.as_str()),
+                ("aws_access_key_id", services.key_id.as_str()),
+                ("aws_secret_access_key", "not-the-secret-0123456789"),
+                ("aws_region", "us-east-1"),
+            ]
+            .into_iter()
+            .collect(),
+        ),
         ..options.clone()
     };
     let err = open(url.as_str(), &wrong).err().unwrap();
@@ -285,4 +289,103 @@ fn sequences_error(url: &str, options: &OpenOptions) -> String {
             Err(e) => return e.to_string(),
         }
     }
+}
+
+#[test]
+fn a_cache_dir_serves_a_second_read_and_fetches_a_replaced_object_again() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let prefix = unique("cached");
+    let local = ctf_options(ReadOptions::new().with_chunk_size(ChunkSize::Bytes(64 << 10)));
+    let cached = ctf_options(
+        (local.read.clone())
+            .with_storage_options(storage_options(&services, &proxy.url()))
+            .with_cache_dir(cache.path()),
+    );
+    // CTF by byte range, gzip-compressed CTF as a stream, CBF by byte range.
+    for (path, _) in local_files(dir.path())
+        .iter()
+        .filter(|(_, f)| *f != FileFormat::Parquet)
+    {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let key = format!("{prefix}/{name}");
+        services.put(&key, &std::fs::read(path).unwrap());
+        let url = services.url(&key);
+        let (want_chunks, want) = (
+            chunks(path.to_str().unwrap(), &local),
+            sequences(path.to_str().unwrap(), &local),
+        );
+        assert_eq!(chunks(&url, &cached), want_chunks, "{name}");
+        assert_eq!(sequences(&url, &cached), want, "{name}");
+        let fetched = proxy.gets().len();
+        assert!(fetched > 0);
+        // Again: every range from the cache, only the HEAD that checks the version goes out.
+        assert_eq!(chunks(&url, &cached), want_chunks, "{name}");
+        assert_eq!(sequences(&url, &cached), want, "{name}");
+        assert_eq!(
+            proxy.gets().len(),
+            fetched,
+            "{name}: read again from the store"
+        );
+    }
+    assert!(
+        std::fs::read_dir(cache.path().join("entries"))
+            .unwrap()
+            .count()
+            > 0
+    );
+
+    // A replaced object (another ETag and size) is fetched again, never served stale.
+    let key = format!("{prefix}/replaced.ctf");
+    let url = services.url(&key);
+    services.put(&key, ctf_text(100).as_bytes());
+    assert_eq!(chunks(&url, &cached).len(), 100);
+    services.put(&key, ctf_text(120).as_bytes());
+    let fetched = proxy.gets().len();
+    let again = chunks(&url, &cached);
+    assert_eq!(again.len(), 120);
+    assert_eq!(again.last().unwrap().0, 119);
+    assert!(proxy.gets().len() > fetched);
+    assert!(exfeed::io::take_cache_warnings().is_empty());
+}
+
+#[test]
+fn what_the_cache_cannot_keep_is_read_uncached_with_a_warning() {
+    let Some(services) = services() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    let key = unique("too-big.ctf");
+    services.put(&key, ctf_text(2_000).as_bytes());
+    let url = services.url(&key);
+    let read = ReadOptions::new()
+        .with_storage_options(storage_options(&services, &services.s3_endpoint))
+        .with_cache_dir(cache.path())
+        .with_cache_limit(1_000);
+    assert_eq!(chunks(&url, &ctf_options(read)).len(), 2_000);
+    let warnings = exfeed::io::take_cache_warnings();
+    assert!(!warnings.is_empty());
+    let shown = warnings[0].to_string();
+    assert!(
+        shown.contains(&url) && shown.contains("read uncached"),
+        "{shown}"
+    );
+    assert!(!shown.contains(&services.secret), "{shown}");
+}
+
+#[test]
+fn cache_index_on_a_url_says_it_is_not_cached() {
+    let Some(services) = services() else { return };
+    let key = unique("indexed.ctf");
+    services.put(&key, ctf_text(50).as_bytes());
+    let read = ReadOptions::new()
+        .with_storage_options(storage_options(&services, &services.s3_endpoint))
+        .with_cache_index(true);
+    let data = open(services.url(&key).as_str(), &ctf_options(read)).unwrap();
+    let source = data.into_source::<f32>().unwrap();
+    let notes = format!("{:?}", source.diagnostics());
+    assert!(
+        notes.contains("the index of a URL is not cached"),
+        "{notes}"
+    );
 }

@@ -1013,6 +1013,13 @@ fn index(
         Data::Remote(object) => index_file(object, object.len(), options, SCAN_BLOCK),
     };
     let Some((path, meta)) = file else {
+        if options.read.cache_index() && matches!(data, Data::Remote(_)) {
+            warnings.push(
+                "cacheIndex: the index of a URL is not cached yet; it is built again on each \
+                 open"
+                    .to_string(),
+            );
+        }
         return Ok((scan()?, IndexOrigin::Scanned));
     };
     let params = options.cache_params();
@@ -1507,7 +1514,7 @@ mod tests {
         let other = CtfSource::open(
             &input,
             CtfSourceOptions {
-                read: o.read.with_chunk_size(ChunkSize::Bytes(7)),
+                read: o.read.clone().with_chunk_size(ChunkSize::Bytes(7)),
                 ..o.clone()
             },
         )
