@@ -53,16 +53,16 @@ def ctf_lines(first_id: int, values: np.ndarray, labels: np.ndarray) -> bytes:
     )
 
 
-def generate(ctf: str, mb: int, mds_remote: str, mds_local: str) -> int:
+def generate(ctf: str, mb: int, mds_dir: str) -> int:
     """About `mb` MB of dense CTF with sequence ids (one sequence a line) at `ctf`, and the same
-    samples (x as float32[200], y as int) as MDS shards written to `mds_remote` (MDSWriter's
-    default 64 MB shards, uncompressed). Returns the number of samples."""
+    samples (x as float32[200], y as int) as MDS shards in `mds_dir` (MDSWriter's default 64 MB
+    shards, uncompressed). Returns the number of samples."""
     from streaming import MDSWriter
 
     rng = np.random.default_rng(21)
     block, n = 4096, 0
     with open(ctf, "wb") as out, MDSWriter(
-        out=(mds_local, mds_remote), columns={"x": f"ndarray:float32:{DIM}", "y": "int"}
+        out=mds_dir, columns={"x": f"ndarray:float32:{DIM}", "y": "int"}
     ) as mds:
         while out.tell() < mb * 1_000_000:
             values = rng.integers(0, 10_000_000, (block, DIM))
@@ -216,16 +216,18 @@ def main() -> None:
 
     t = time.perf_counter()
     s3 = s3_client()
-    made = os.path.join(a.dir, f"made-{a.mb}")  # the data of an interrupted run is reused
-    if not os.path.exists(made):
-        samples = generate(ctf, a.mb, f"{prefix}/mds", os.path.join(a.dir, "mds-out"))
+    made, mds = os.path.join(a.dir, f"made-{a.mb}"), os.path.join(a.dir, "mds")
+    if not os.path.exists(made):  # the data of an interrupted run is reused
+        samples = generate(ctf, a.mb, mds)
         subprocess.run([a.exfeed, "convert", ctf, cbf, *INPUTS, "--no-sync", "--force"], check=True)
-        for kind in ("ctf", "cbf"):
-            s3.upload_file(local[kind], bucket, f"bench/remote.{kind}")
         with open(made, "w") as f:
             f.write(str(samples))
     with open(made) as f:
         samples = int(f.read())
+    for kind in ("ctf", "cbf"):
+        s3.upload_file(local[kind], bucket, f"bench/remote.{kind}")
+    for name in os.listdir(mds):
+        s3.upload_file(os.path.join(mds, name), bucket, f"bench/mds/{name}")
     size = {k: os.path.getsize(p) for k, p in local.items()}
     print(f"remote bench: {samples} samples (200 floats + a sparse label); CTF {size['ctf'] / 1e6:.0f} MB, "
           f"CBF {size['cbf'] / 1e6:.0f} MB, MDS shards of the same samples; made and uploaded in "
