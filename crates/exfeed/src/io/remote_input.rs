@@ -215,7 +215,8 @@ pub struct RemoteStream {
 impl std::io::BufRead for RemoteStream {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.taken == self.block.len() {
-            let n = (self.file.len().saturating_sub(self.next)).min(self.block_size as u64) as usize;
+            let n =
+                (self.file.len().saturating_sub(self.next)).min(self.block_size as u64) as usize;
             self.block.resize(n, 0);
             self.file
                 .read_exact_at(&mut self.block, self.next)
