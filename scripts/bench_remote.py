@@ -199,12 +199,14 @@ def main() -> None:
     ap.add_argument("--dir")
     ap.add_argument("--mb", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--whole-runs", type=int, help="runs of the whole-file reads (default: --runs)")
     ap.add_argument("--mosaic-child", nargs=2)
     a = ap.parse_args()
     if a.mosaic_child:
         return mosaic_child(*a.mosaic_child)
 
     endpoint, bucket = env("ENDPOINT"), env("BUCKET")
+    whole_runs = a.whole_runs or a.runs
     # exfeed, boto3 and Mosaic Streaming (S3_ENDPOINT_URL) take the keys from the environment.
     os.environ.update(AWS_ACCESS_KEY_ID=env("ACCESS_KEY_ID"), AWS_SECRET_ACCESS_KEY=env("SECRET_ACCESS_KEY"),
                       AWS_REGION="us-east-1", AWS_DEFAULT_REGION="us-east-1", S3_ENDPOINT_URL=endpoint)
@@ -231,7 +233,7 @@ def main() -> None:
     size = {k: os.path.getsize(p) for k, p in local.items()}
     print(f"remote bench: {samples} samples (200 floats + a sparse label); CTF {size['ctf'] / 1e6:.0f} MB, "
           f"CBF {size['cbf'] / 1e6:.0f} MB, MDS shards of the same samples; made and uploaded in "
-          f"{time.perf_counter() - t:.0f} s; medians of {a.runs}; page cache warm for the local files and "
+          f"{time.perf_counter() - t:.0f} s; medians of {a.runs} (whole-file reads and Mosaic: {whole_runs}); page cache warm for the local files and "
           f"the server's volumes; load average {load()}")
 
     # (1) The whole file, one process, default options.
@@ -242,7 +244,7 @@ def main() -> None:
             secs, summary[source] = exfeed_read(a.exfeed, source, endpoint, [])
             return secs
 
-        m = medians(a.runs, {"local": lambda: run(local[kind]), "s3": lambda: run(urls[kind])})
+        m = medians(whole_runs, {"local": lambda: run(local[kind]), "s3": lambda: run(urls[kind])})
         mb = size[kind] / 1e6
         print(f"  read {kind.upper()} whole: local {m['local']:.2f} s ({mb / m['local']:.0f} MB/s, "
               f"{samples / m['local'] / 1e3:.0f}k samples/s), S3 {m['s3']:.2f} s ({mb / m['s3']:.0f} MB/s, "
@@ -297,7 +299,7 @@ def main() -> None:
 
     # (5) Mosaic Streaming on its MDS shards of the same samples, cache emptied each run.
     cache = os.path.join(a.dir, "mosaic-cache")
-    runs = [mosaic(f"{prefix}/mds", cache) for _ in range(a.runs)]
+    runs = [mosaic(f"{prefix}/mds", cache) for _ in range(whole_runs)]
     first, batch, end = (statistics.median(r[k] for r in runs) for k in ("first", "first_batch", "end"))
     mds_bytes = sum(o["Size"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="bench/mds/")["Contents"])
     print(f"  Mosaic Streaming (shuffle=True, one process, no DataLoader workers), {runs[0]['samples']} samples "
