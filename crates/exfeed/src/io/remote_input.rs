@@ -178,8 +178,11 @@ pub struct RemoteFile {
 #[cfg(not(feature = "remote"))]
 const NEVER_OPENED: &str = "a RemoteFile is never opened without the remote feature";
 
-/// The bytes a [`RemoteFile::stream`] asks for with each request.
+/// The bytes a [`RemoteFile::stream`] asks for with each request, at most: its first request asks
+/// for `FIRST_STREAM_BLOCK`, each next one for twice the one before. Format detection reads a
+/// few bytes of a stream and drops it: that costs one small request, not 8 MiB.
 const STREAM_BLOCK: usize = 8 << 20;
+const FIRST_STREAM_BLOCK: usize = 64 << 10;
 
 impl RemoteFile {
     /// Opens the object at `url` (one HEAD request).
@@ -252,13 +255,15 @@ impl RemoteFile {
     }
 
     /// The object from its first byte as a stream, read by consecutive ranged requests of
-    /// 8 MiB (each retried and resumed as any read is).
+    /// 64 KiB, then twice as many bytes each time up to 8 MiB (each retried and resumed as any
+    /// read is).
     pub fn stream(&self) -> RemoteStream {
         RemoteStream {
             file: self.clone(),
             next: 0,
             block: Vec::new(),
             taken: 0,
+            block_size: FIRST_STREAM_BLOCK,
         }
     }
 }
@@ -281,18 +286,22 @@ pub struct RemoteStream {
     block: Vec<u8>,
     /// How much of `block` was read out.
     taken: usize,
+    /// The bytes the next request asks for (fewer at the object's end).
+    block_size: usize,
 }
 
 impl std::io::BufRead for RemoteStream {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.taken == self.block.len() {
-            let n = (self.file.len().saturating_sub(self.next)).min(STREAM_BLOCK as u64) as usize;
+            let n =
+                (self.file.len().saturating_sub(self.next)).min(self.block_size as u64) as usize;
             self.block.resize(n, 0);
             self.file
                 .read_exact_at(&mut self.block, self.next)
                 .map_err(Error::into_io)?;
             self.next += n as u64;
             self.taken = 0;
+            self.block_size = (self.block_size * 2).min(STREAM_BLOCK);
         }
         Ok(&self.block[self.taken..])
     }

@@ -208,19 +208,32 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
                 .with_chunk_size(ChunkSize::Bytes(64 << 10))
                 .with_storage_options(storage_options(&services, &proxy.url())),
         );
+        let fetched_since = |before: usize| -> u64 {
+            proxy.gets()[before..]
+                .iter()
+                .map(|r| range_len(r.range.as_deref().expect("every GET is ranged")))
+                .sum()
+        };
+        let before_open = proxy.gets().len();
         let source = open(services.url(&key).as_str(), &options)
             .unwrap()
             .into_chunk_source::<f32>()
             .unwrap();
+        // Opening looks at the object's first bytes (format, compression; CTF: the head its
+        // plan is estimated from) and CBF's tail and header: a few small ranges, never the
+        // whole object.
+        let opening = fetched_since(before_open);
+        assert!(
+            opening <= 3 * (64 << 10) && (opening as usize) < bytes.len() / 2,
+            "{format:?}: {opening} bytes fetched to open a {}-byte object",
+            bytes.len()
+        );
         let before = proxy.gets().len();
         let chunk = source.chunks().len() / 2;
         let mut batch = SequenceBatch::new(source.streams());
         source.read_chunk(chunk, &mut batch).unwrap();
         assert!(!batch.is_empty());
-        let fetched: u64 = proxy.gets()[before..]
-            .iter()
-            .map(|r| range_len(r.range.as_deref().expect("every GET is ranged")))
-            .sum();
+        let fetched = fetched_since(before);
         // The chunk's bytes, and for CTF the probes that find its sequences' bounds.
         let most = (64 << 10) * 2;
         assert!(

@@ -146,17 +146,54 @@ impl ByteRanges {
         if known != UNKNOWN {
             return Ok(known);
         }
+        let nominal = self.nominal_start(i);
+        let around = Around::read(data, nominal)?;
         // Never past `end` (a sequence starts there), even if the data changed meanwhile.
-        let at = first_sequence_start(
-            data,
-            self.end,
-            self.nominal_start(i),
-            self.mode,
-            self.limits,
-        )?
-        .min(self.end);
+        let at =
+            first_sequence_start(&around, self.end, nominal, self.mode, self.limits)?.min(self.end);
         self.starts[i].store(at, Ordering::Relaxed);
         Ok(at)
+    }
+}
+
+/// The bytes around a nominal start, read with one request: the looks that find the sequence
+/// start after it (the line start after it, the id before that, the lines continuing that
+/// sequence: a [`PROBE`] each) mostly fall inside, so a remote object answers them with one
+/// ranged GET instead of three. Looks outside are read from the data.
+struct Around<'a, D: ?Sized> {
+    data: &'a D,
+    offset: u64,
+    bytes: Vec<u8>,
+    /// Whether `bytes` reach the data's end.
+    to_the_end: bool,
+}
+
+impl<'a, D: ReadAt + ?Sized> Around<'a, D> {
+    /// [`PROBE`] bytes before `nominal - 1`, where the first look starts, and two after.
+    fn read(data: &'a D, nominal: u64) -> Result<Self> {
+        let offset = nominal.saturating_sub(1 + PROBE as u64);
+        let want = (nominal - 1 - offset) as usize + 2 * PROBE;
+        let mut bytes = Vec::new();
+        let got = data.bytes_at(offset, want, &mut bytes)?.to_vec();
+        Ok(Around {
+            data,
+            offset,
+            to_the_end: got.len() < want,
+            bytes: got,
+        })
+    }
+}
+
+impl<D: ReadAt + ?Sized> ReadAt for Around<'_, D> {
+    fn bytes_at<'b>(&'b self, offset: u64, len: usize, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+        let held = self.bytes.len() as u64;
+        match offset.checked_sub(self.offset) {
+            Some(from) if from + len as u64 <= held || (self.to_the_end && from <= held) => {
+                let from = from as usize;
+                Ok(&self.bytes[from..(from + len).min(self.bytes.len())])
+            }
+            _ => self.data.bytes_at(offset, len, buf),
+        }
     }
 }
 
@@ -476,6 +513,43 @@ pub(super) mod tests {
                     assert_eq!(from_file.unwrap(), whole, "case {case}, chunk size {chunk}");
                 }
             }
+        }
+    }
+
+    /// Data that counts the reads made of it.
+    struct Counted<'a>(&'a [u8], std::cell::Cell<usize>);
+
+    impl ReadAt for Counted<'_> {
+        fn bytes_at<'a>(
+            &'a self,
+            offset: u64,
+            len: usize,
+            buf: &'a mut Vec<u8>,
+        ) -> Result<&'a [u8]> {
+            self.1.set(self.1.get() + 1);
+            self.0.bytes_at(offset, len, buf)
+        }
+    }
+
+    #[test]
+    fn each_start_is_found_with_one_read_when_its_lines_are_short() {
+        // Lines of about 1.8 kB, every third one continuing the sequence before it: the line
+        // start, the id before it and the continuing lines all lie within the bytes read.
+        let mut text = Vec::new();
+        for line in 0..3000u64 {
+            let values = " 1.234567".repeat(200);
+            text.extend_from_slice(format!("{} |x{values}\n", line - line / 3).as_bytes());
+        }
+        let mode = detect_key_mode(&text, false).unwrap();
+        let whole = scan(&text, 0, mode).unwrap();
+        for chunk in [64 << 10, 1 << 20] {
+            let data = Counted(&text, Default::default());
+            assert_eq!(
+                by_ranges(&data, &text, chunk, mode, Limits::default()).unwrap(),
+                whole
+            );
+            let ranges = ByteRanges::new(text.len() as u64, chunk, mode, Limits::default());
+            assert_eq!(data.1.get(), ranges.len() - 1, "chunk size {chunk}");
         }
     }
 
