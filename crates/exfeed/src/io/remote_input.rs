@@ -113,7 +113,11 @@ pub struct RemoteFile {
 #[cfg(not(feature = "remote"))]
 const NEVER_OPENED: &str = "a RemoteFile is never opened without the remote feature";
 
-/// The bytes a [`RemoteFile::stream`] asks for with each request.
+/// The bytes a [`RemoteFile::stream`] asks for with its first request (format detection
+/// looks at the first few bytes only), doubled with each request up to [`STREAM_BLOCK`].
+const FIRST_STREAM_BLOCK: usize = 64 << 10;
+
+/// The most bytes a [`RemoteFile::stream`] asks for with one request.
 const STREAM_BLOCK: usize = 8 << 20;
 
 impl RemoteFile {
@@ -174,13 +178,14 @@ impl RemoteFile {
     }
 
     /// The object from its first byte as a stream, read by consecutive ranged requests of
-    /// 8 MiB (each retried and resumed as any read is).
+    /// 64 KiB, doubling up to 8 MiB (each retried and resumed as any read is).
     pub fn stream(&self) -> RemoteStream {
         RemoteStream {
             file: self.clone(),
             next: 0,
             block: Vec::new(),
             taken: 0,
+            block_size: FIRST_STREAM_BLOCK,
         }
     }
 }
@@ -203,12 +208,16 @@ pub struct RemoteStream {
     block: Vec<u8>,
     /// How much of `block` was read out.
     taken: usize,
+    /// The bytes the next request asks for.
+    block_size: usize,
 }
 
 impl std::io::BufRead for RemoteStream {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.taken == self.block.len() {
-            let n = (self.file.len().saturating_sub(self.next)).min(STREAM_BLOCK as u64) as usize;
+            let n =
+                (self.file.len().saturating_sub(self.next)).min(self.block_size as u64) as usize;
+            self.block_size = (self.block_size * 2).min(STREAM_BLOCK);
             self.block.resize(n, 0);
             self.file
                 .read_exact_at(&mut self.block, self.next)
