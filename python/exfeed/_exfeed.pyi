@@ -12,8 +12,8 @@ import numpy.typing as npt
 __all__ = [
     "DataError", "ConfigError", "ConfigWarning", "InternalError", "Reader", "Minibatch", "Stream",
     "StreamInfo", "release_memory", "_panic_for_tests", "_buffer_address", "_lens_load", "check", "info",
-    "dump", "convert", "Dump", "ArrowStream", "_to_arrow", "_chunks", "_read_chunks", "__version__",
-    "features",
+    "dump", "convert", "Dump", "ArrowStream", "_to_arrow", "_chunks", "_read_chunks",
+    "_expand_glob", "__version__", "features",
 ]
 
 __version__: str
@@ -318,7 +318,7 @@ def convert(
     "chunks", "problems"}. ``convert(dst=..., corpus=...)`` writes every file of a corpus into
     the one file dst (keys SHARD << 40 | KEY)."""
 
-# These four exist only in a build with the "arrow" feature.
+# These exist only in a build with the "arrow" feature.
 @final
 class ArrowStream:
     """Arrow record batches of exfeed's sequence schema (docs/arrow.md), consumed once."""
@@ -336,6 +336,9 @@ def _chunks(path: _PathLike, **options: Any) -> Tuple[list, bool, ArrowStream]:
 
 def _read_chunks(path: _PathLike, start: int, end: int, **options: Any) -> ArrowStream:
     """Chunks start..end of a file, one record batch each."""
+
+def _expand_glob(pattern: str, storage_options: Optional[Mapping[str, Any]] = None) -> list[str]:
+    """The objects a URL glob matches, sorted (the bucket's prefix listed as --corpus lists it)."""
 
 def _buffer_address(stream: Stream) -> int:
     """The address of a dense stream's values in the Rust buffers (for the zero-copy tests)."""

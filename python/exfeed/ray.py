@@ -1,7 +1,8 @@
 """Ray Data: exfeed files as a ``ray.data.Dataset``, read in parallel by exfeed's chunks.
 
-``read(paths, **options)`` opens every file (a path, a glob such as ``"data/train-*.ctf"``, or a
-list of them; CTF, CBF and Lens files, plain or compressed) and lists its chunks: a CTF file's
+``read(paths, **options)`` opens every file (a path, a glob such as ``"data/train-*.ctf"``, a
+URL or a URL glob such as ``"s3://bucket/train-*.ctf"``, whose bucket prefix is listed with
+``storage_options``, or a list of them; CTF, CBF and Lens files, plain or compressed) and lists its chunks: a CTF file's
 chunks of ``chunk_size`` bytes of text (default 32 MiB), a CBF file's own chunks, a Lens
 file's. The read tasks are runs of consecutive chunks (at most the requested
 parallelism of them, balanced by bytes); each decodes only its own chunks, on whichever worker
@@ -47,14 +48,17 @@ __all__ = ["ExfeedDatasource", "TorchCollate", "read"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
-    """Paths in order, each glob replaced by its matches (sorted)."""
+def _expand(paths: Union[PathLike, Sequence[PathLike]], storage_options: Any = None) -> List[str]:
+    """Paths in order, each glob replaced by its matches (sorted): a URL glob
+    (``s3://bucket/train-*.ctf``) by listing the bucket's prefix with ``storage_options``."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     out: List[str] = []
     for p in paths:
         p = os.fspath(p)
-        if glob.has_magic(p):
+        if glob.has_magic(p) and "://" in p:
+            out.extend(_exfeed._expand_glob(p, storage_options))
+        elif glob.has_magic(p):
             matches = sorted(glob.glob(p))
             if not matches:
                 raise FileNotFoundError(f"{p}: no file matches")
@@ -79,7 +83,7 @@ class ExfeedDatasource(Datasource):
 
     def __init__(self, paths: Union[PathLike, Sequence[PathLike]], **options: Any) -> None:
         super().__init__()
-        self._paths = _expand(paths)
+        self._paths = _expand(paths, options.get("storage_options"))
         self._options = dict(options)
         # (path, chunk, sequences or None where only estimated, bytes) of every chunk of every
         # file, in order; the schema of the first file's record batches.

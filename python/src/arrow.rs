@@ -221,6 +221,23 @@ pub fn _chunks<'py>(
     Ok((chunks, exact, ArrowStream::new(none)))
 }
 
+/// The objects a URL glob (`s3://bucket/dir/train-*.ctf`) matches, in sorted order: the
+/// bucket's prefix listed by the core's corpus glob (as `--corpus` lists it), reached with
+/// `storage_options`. None matching is an error naming the pattern.
+#[pyfunction]
+#[pyo3(signature = (pattern, storage_options=None))]
+pub fn _expand_glob(
+    py: Python<'_>,
+    pattern: String,
+    storage_options: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<String>> {
+    let storage_options = crate::options::extract_storage_options(storage_options)?;
+    let files = detached(py, move || {
+        exfeed::io::Corpus::Glob(pattern).expand_with(&storage_options)
+    })?;
+    Ok(files.iter().map(|f| f.display().to_string()).collect())
+}
+
 /// Chunks `start..end` of a file as a stream, one record batch per chunk.
 #[pyfunction]
 #[pyo3(signature = (path, start, end, **kwargs))]

@@ -42,6 +42,7 @@ fn _exfeed(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(arrow::_to_arrow, m)?)?;
         m.add_function(wrap_pyfunction!(arrow::_chunks, m)?)?;
         m.add_function(wrap_pyfunction!(arrow::_read_chunks, m)?)?;
+        m.add_function(wrap_pyfunction!(arrow::_expand_glob, m)?)?;
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     let features: &[&str] = &[

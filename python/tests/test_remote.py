@@ -29,6 +29,18 @@ def _services() -> dict:
     return dict(os.environ)
 
 
+def _put(local: pathlib.Path, key: str) -> None:
+    """Puts the file into the test bucket under `key` (a signed PUT by curl)."""
+    env = os.environ
+    subprocess.run(
+        ["curl", "-sSf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
+         f"{env['EXFEED_TEST_S3_ACCESS_KEY_ID']}:{env['EXFEED_TEST_S3_SECRET_ACCESS_KEY']}",
+         "-T", str(local),
+         f"{env['EXFEED_TEST_S3_ENDPOINT']}/{env['EXFEED_TEST_S3_BUCKET']}/{key}"],
+        check=True,
+    )
+
+
 @pytest.fixture
 def remote(tmp_path):
     """A 300-sequence CTF file put into the bucket (a signed PUT by curl) and served by nginx:
@@ -39,11 +51,7 @@ def remote(tmp_path):
     name = f"py-{os.getpid()}-{uuid.uuid4().hex}"
     endpoint, bucket = env["EXFEED_TEST_S3_ENDPOINT"], env["EXFEED_TEST_S3_BUCKET"]
     key_id, secret = env["EXFEED_TEST_S3_ACCESS_KEY_ID"], env["EXFEED_TEST_S3_SECRET_ACCESS_KEY"]
-    subprocess.run(
-        ["curl", "-sSf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{key_id}:{secret}",
-         "-T", str(local), f"{endpoint}/{bucket}/{name}/data.ctf"],
-        check=True,
-    )
+    _put(local, f"{name}/data.ctf")
     served = pathlib.Path(env["EXFEED_TEST_HTTP_ROOT"]) / f"{name}.ctf"
     served.write_bytes(local.read_bytes())
     storage = {
@@ -171,3 +179,44 @@ def test_cache_dir_and_cache_limit_keywords(remote, tmp_path):
     assert all(remote.secret not in str(w.message) for w in caught)
     with pytest.raises(ValueError, match="cache_limit"):
         exfeed.check(remote.s3, inputs=INPUTS, storage_options=remote.storage, cache_limit=10)
+
+
+def test_ray_read_expands_a_glob_by_listing_the_bucket(remote, tmp_path):
+    ray = require("ray")
+    import exfeed.ray
+
+    prefix = remote.s3.rsplit("/", 1)[0]  # s3://bucket/NAME
+    key_prefix = prefix.split("/", 3)[3]
+    truth = {}
+    for shard in range(3):
+        local = tmp_path / f"train-{shard}.ctf"
+        truth.update(write_ctf(local, 50, seed=shard, first_key=1000 * (shard + 1)))
+        _put(local, f"{key_prefix}/train-{shard}.ctf")
+        local.unlink()  # the data is only in the bucket
+    remote.local.unlink()  # data.ctf, in the bucket too, does not match
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        source = exfeed.ray.ExfeedDatasource(
+            f"{prefix}/train-*.ctf", inputs=INPUTS, storage_options=remote.storage
+        )
+        assert source._paths == [f"{prefix}/train-{i}.ctf" for i in range(3)]
+        ds = exfeed.ray.read(
+            f"{prefix}/train-*.ctf", inputs=INPUTS, chunk_size=1024, override_num_blocks=3,
+            storage_options=remote.storage,
+        )
+        rows = ds.take_all()
+        assert sorted(r["key"] for r in rows) == sorted(truth)
+        for r in rows:
+            x = np.array([list(sample) for sample in r["x"]], dtype=np.float32)
+            np.testing.assert_array_equal(x, truth[r["key"]][0].astype(np.float32))
+        with pytest.raises(exfeed.ConfigError, match="names no file"):
+            exfeed.ray.read(f"{prefix}/nothing-*.ctf", inputs=INPUTS, storage_options=remote.storage)
+        with pytest.raises(Exception, match="cannot list") as wrong:
+            exfeed.ray.read(
+                f"{prefix}/train-*.ctf", inputs=INPUTS,
+                storage_options={**remote.storage, "aws_secret_access_key": "wrong-secret-0123"},
+            )
+        assert "wrong-secret-0123" not in str(wrong.value)
+    finally:
+        ray.shutdown()

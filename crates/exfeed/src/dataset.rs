@@ -142,8 +142,8 @@ enum Content {
 /// [module documentation](self)). A file name that does not exist is retried with `.gz`, then
 /// `.bz2` appended, as Lens does. A CBF file's header is read and checked here. A URL
 /// (`s3://bucket/key`, `http://...`, `https://...`) is read by byte range where the format
-/// allows (CTF, CBF), else as a stream (Lens, compressed objects) or fetched once (Parquet,
-/// Arrow IPC); see docs/remote.md.
+/// allows (CTF, CBF, Parquet, Arrow IPC), else as a stream (Lens, compressed objects); see
+/// docs/remote.md.
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
     let input = input
         .into()
@@ -187,8 +187,9 @@ pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSe
     })
 }
 
-/// A Parquet or Arrow IPC file: read in place when it is a plain file, else (a pipe, standard
-/// input, a compressed file) read into memory first, as its footer is at its end.
+/// A Parquet or Arrow IPC file: read in place when it is a plain file or an object at a URL
+/// (by ranged requests), else (a pipe, standard input, a compressed file) read into memory
+/// first, as its footer is at its end.
 #[cfg(feature = "arrow")]
 fn open_columnar(
     input: &InputPath,
@@ -199,10 +200,14 @@ fn open_columnar(
 ) -> Result<Content> {
     use crate::arrow::{ColumnarFile, ColumnarInput};
     let name = input.display_name();
-    let bytes = match input.path() {
-        Some(path) if input.is_seekable() && compression == Compression::None => {
+    let bytes = match input {
+        InputPath::File(path) if input.is_seekable() && compression == Compression::None => {
             drop(reader);
             ColumnarInput::file(path)?
+        }
+        InputPath::Url(url) if compression == Compression::None => {
+            drop(reader);
+            ColumnarInput::Remote(crate::io::RemoteFile::open(url)?)
         }
         _ => match read_all(reader, &name, Holding::Binary)? {
             InputBytes::Owned(v) => ColumnarInput::Memory(v.into()),
@@ -410,7 +415,9 @@ impl DataSet {
             #[cfg(feature = "arrow")]
             Content::Columnar(file) => match file.input() {
                 crate::arrow::ColumnarInput::Memory(b) => Arc::from(&b[..]),
-                crate::arrow::ColumnarInput::File(..) => return Ok(self.input),
+                crate::arrow::ColumnarInput::File(..) | crate::arrow::ColumnarInput::Remote(_) => {
+                    return Ok(self.input)
+                }
             },
             Content::Corpus(_) => unreachable!("refused above"),
         };

@@ -7,12 +7,16 @@
 //!
 //! The file is read with positioned reads (never mapped, so a file truncated under the reader
 //! is an error, not a crash); an input that cannot seek (standard input, a pipe, a compressed
-//! file) is read into memory first, since the footer at the end says where everything is.
+//! file) is read into memory first, since the footer at the end says where everything is. An
+//! object at a URL is read by ranged requests: Parquet's footer (its last 8 bytes, then the
+//! metadata), then for each row group read only the column chunks read, fetched before it is
+//! decoded (adjacent ones in one request); Arrow IPC's footer, then each record batch's block.
 
 use crate::arrow::decode::append_record_batch;
 use crate::arrow::encode::{arrow_error, parquet_error};
 use crate::arrow::schema::Streams;
 use crate::format::FileFormat;
+use crate::io::RemoteFile;
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::{Element, Error, Precision, Result, SequenceBatch, StreamSpec};
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -30,14 +34,20 @@ use std::sync::Arc;
 /// Rows per record batch read from a Parquet file.
 const PARQUET_BATCH_ROWS: usize = 1024;
 
+/// Column chunks of one row group at most this far apart are fetched in one request (the
+/// bytes between them cost less than another request's round trip).
+const COALESCE_GAP: u64 = 256 << 10;
+
 /// The bytes of a columnar file: the file itself (read with positioned reads, safe from
-/// several threads at once) or its content in memory.
+/// several threads at once), its content in memory, or an object at a URL (ranged requests).
 #[derive(Clone)]
 pub enum ColumnarInput {
     /// A regular file and its length when opened.
     File(Arc<File>, u64),
     /// The whole content.
     Memory(bytes::Bytes),
+    /// An object at a URL.
+    Remote(RemoteFile),
 }
 
 impl ColumnarInput {
@@ -53,6 +63,7 @@ impl ColumnarInput {
             ColumnarInput::File(file, _) => {
                 crate::io::read_at(file, buf, offset).map_err(std::io::Error::other)
             }
+            ColumnarInput::Remote(file) => file.read_at_most(buf, offset).map_err(Error::into_io),
             ColumnarInput::Memory(bytes) => {
                 let start = usize::try_from(offset)
                     .unwrap_or(usize::MAX)
@@ -98,6 +109,7 @@ impl Length for ColumnarInput {
         match self {
             ColumnarInput::File(_, len) => *len,
             ColumnarInput::Memory(bytes) => bytes.len() as u64,
+            ColumnarInput::Remote(file) => file.len(),
         }
     }
 }
@@ -269,6 +281,16 @@ impl ColumnarFile {
     /// The record batches of `chunks`, of the columns read.
     fn batches(&self, chunks: Range<usize>) -> Result<Box<dyn RecordBatchReader + Send>> {
         let in_file = |e: Error| e.in_file(self.name.clone());
+        if let (Some(meta), ColumnarInput::Remote(file)) = (&self.parquet, &self.input) {
+            return Ok(Box::new(RemoteRowGroups {
+                file: file.clone(),
+                schema: Arc::new(meta.schema().project(&self.columns).map_err(arrow_error)?),
+                meta: meta.clone(),
+                columns: self.columns.clone(),
+                groups: chunks,
+                current: None,
+            }));
+        }
         if let Some(meta) = &self.parquet {
             let reader = parquet_batches(self.input.clone(), meta, &self.columns, chunks);
             return Ok(Box::new(reader.map_err(in_file)?));
@@ -293,7 +315,7 @@ impl ColumnarFile {
     /// Decodes chunk `chunk` into `out` (whose streams are [`ColumnarFile::streams`]).
     pub fn read_chunk<T: Element>(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()> {
         for rb in self.batches(chunk..chunk + 1)? {
-            let rb = rb.map_err(|e| arrow_error(e).in_file(self.name.clone()))?;
+            let rb = rb.map_err(|e| from_arrow(e).in_file(self.name.clone()))?;
             append_record_batch(&rb, &self.streams, out)
                 .map_err(|e| e.in_file(self.name.clone()))?;
         }
@@ -331,6 +353,143 @@ pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
         .with_row_groups(chunks.collect())
         .build()
         .map_err(parquet_error)
+}
+
+/// The record batches of a Parquet object at a URL, a row group at a time: the group's column
+/// chunks of the columns read are fetched (see [`column_chunk_ranges`]), then decoded.
+struct RemoteRowGroups {
+    file: RemoteFile,
+    meta: ArrowReaderMetadata,
+    columns: Vec<usize>,
+    schema: arrow_schema::SchemaRef,
+    groups: Range<usize>,
+    current: Option<ParquetRecordBatchReader>,
+}
+
+impl RemoteRowGroups {
+    fn open_group(&self, group: usize) -> Result<ParquetRecordBatchReader> {
+        let ranges = column_chunk_ranges(self.meta.metadata(), group, &self.columns);
+        let mut fetched = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let mut buf = vec![0; (range.end - range.start) as usize];
+            self.file.read_exact_at(&mut buf, range.start)?;
+            fetched.push((range.start, bytes::Bytes::from(buf)));
+        }
+        let fetched = FetchedRanges {
+            len: self.file.len(),
+            ranges: fetched,
+        };
+        parquet_batches(fetched, &self.meta, &self.columns, group..group + 1)
+    }
+}
+
+impl Iterator for RemoteRowGroups {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = self.current.as_mut().and_then(Iterator::next) {
+                return Some(batch);
+            }
+            let group = self.groups.next()?;
+            match self.open_group(group) {
+                Ok(reader) => self.current = Some(reader),
+                Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for RemoteRowGroups {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Our own error carried through Arrow's (a failed fetch) as it was; any other, described.
+fn from_arrow(e: ArrowError) -> Error {
+    match e {
+        ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+            Ok(ours) => *ours,
+            Err(inner) => arrow_error(ArrowError::ExternalError(inner)),
+        },
+        other => arrow_error(other),
+    }
+}
+
+/// The byte ranges of row group `group`'s column chunks of the root columns `columns`, in file
+/// order, those less than [`COALESCE_GAP`] apart merged into one.
+fn column_chunk_ranges(
+    meta: &parquet::file::metadata::ParquetMetaData,
+    group: usize,
+    columns: &[usize],
+) -> Vec<Range<u64>> {
+    let schema = meta.file_metadata().schema_descr();
+    let mut chunks: Vec<Range<u64>> = (meta.row_group(group).columns().iter().enumerate())
+        .filter(|(leaf, _)| columns.contains(&schema.get_column_root_idx(*leaf)))
+        .map(|(_, column)| {
+            let (start, len) = column.byte_range();
+            start..start.saturating_add(len)
+        })
+        .collect();
+    chunks.sort_unstable_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        match merged.last_mut() {
+            Some(last) if chunk.start <= last.end.saturating_add(COALESCE_GAP) => {
+                last.end = last.end.max(chunk.end)
+            }
+            _ => merged.push(chunk),
+        }
+    }
+    merged
+}
+
+/// Byte ranges of a file fetched into memory, for the parquet crate's reader: a read outside
+/// them is an error (the reader reads only the column chunks they were chosen for).
+struct FetchedRanges {
+    len: u64,
+    /// Each range's first byte and its bytes, in file order.
+    ranges: Vec<(u64, bytes::Bytes)>,
+}
+
+impl FetchedRanges {
+    fn bytes_from(&self, start: u64) -> parquet::errors::Result<bytes::Bytes> {
+        self.ranges
+            .iter()
+            .find(|(at, bytes)| (*at..*at + bytes.len() as u64).contains(&start))
+            .map(|(at, bytes)| bytes.slice((start - at) as usize..))
+            .ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!(
+                    "byte {start} is outside the column chunks fetched"
+                ))
+            })
+    }
+}
+
+impl Length for FetchedRanges {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for FetchedRanges {
+    type T = std::io::Cursor<bytes::Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::Cursor::new(self.bytes_from(start)?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let bytes = self.bytes_from(start)?;
+        if bytes.len() < length {
+            return Err(parquet::errors::ParquetError::General(format!(
+                "bytes {start}..{} are outside the column chunks fetched",
+                start + length as u64
+            )));
+        }
+        Ok(bytes.slice(..length))
+    }
 }
 
 /// The columns of a file's streams as read: the key and the selected streams' columns, in file
@@ -520,7 +679,7 @@ impl ArrowSequences {
         self.batches
             .next()
             .transpose()
-            .map_err(|e: ArrowError| arrow_error(e).in_file(self.file.name.clone()))
+            .map_err(|e: ArrowError| from_arrow(e).in_file(self.file.name.clone()))
     }
 
     /// Fills `batch` (cleared first; its streams are [`ArrowSequences::streams`]) with the

@@ -231,10 +231,27 @@ pub(super) struct Remote {
     options: RemoteOptions,
     secrets: Vec<String>,
     client: Mutex<Option<Client>>,
+    /// Whether object_store retries failed requests itself (writes: see build_store).
+    client_retries: bool,
 }
 
 impl Remote {
+    /// For reading: transient failures are retried by this module, resuming a cut range.
     pub(super) fn new(url: &str, options: &RemoteOptions) -> Result<Self> {
+        Self::with_client_retries(url, options, false)
+    }
+
+    /// For writing: object_store retries each request (a multipart upload's part, its start
+    /// and completion) on transient failures, as `options.retry` bounds them.
+    pub(super) fn for_writing(url: &str, options: &RemoteOptions) -> Result<Self> {
+        Self::with_client_retries(url, options, true)
+    }
+
+    fn with_client_retries(
+        url: &str,
+        options: &RemoteOptions,
+        client_retries: bool,
+    ) -> Result<Self> {
         let location = parse_url(url)?;
         let remote = Remote {
             url: url.into(),
@@ -242,6 +259,7 @@ impl Remote {
             options: options.clone(),
             secrets: secrets_of(options),
             client: Mutex::new(None),
+            client_retries,
         };
         // Bad options fail here, before any request.
         remote.client()?;
@@ -272,10 +290,24 @@ impl Remote {
 
     fn build_store(&self) -> Result<Arc<dyn ObjectStore>> {
         install_tls_provider();
-        // Retries are this module's (see read_range): object_store makes one attempt.
-        let one_attempt = object_store::RetryConfig {
-            max_retries: 0,
-            ..Default::default()
+        // Reads are retried by this module (see read_into), which resumes a cut body where it
+        // stopped: object_store makes one attempt. A write's requests (a part is idempotent:
+        // sent again whole under its number) are retried by object_store, as bounded here.
+        let policy = &self.options.retry;
+        let retry = match self.client_retries {
+            false => object_store::RetryConfig {
+                max_retries: 0,
+                ..Default::default()
+            },
+            true => object_store::RetryConfig {
+                backoff: object_store::BackoffConfig {
+                    init_backoff: policy.initial_backoff,
+                    max_backoff: policy.max_backoff,
+                    base: 2.0,
+                },
+                max_retries: policy.max_attempts.saturating_sub(1) as usize,
+                retry_timeout: policy.max_elapsed,
+            },
         };
         let store: Arc<dyn ObjectStore> = match &self.location {
             ObjectUrl::S3 { bucket, .. } => {
@@ -311,7 +343,7 @@ impl Remote {
                     );
                 }
                 let store = builder
-                    .with_retry(one_attempt)
+                    .with_retry(retry)
                     .build()
                     .map_err(|e| self.config_error(format!("cannot reach the bucket: {e}")))?;
                 Arc::new(store)
@@ -335,7 +367,7 @@ impl Remote {
                     }
                 }
                 let store = builder
-                    .with_retry(one_attempt)
+                    .with_retry(retry)
                     .build()
                     .map_err(|e| self.config_error(format!("cannot reach the server: {e}")))?;
                 Arc::new(store)

@@ -4,6 +4,11 @@
 //! its upload, so nothing appears under the name either (the store keeps the parts of an
 //! incomplete upload out of sight until its lifecycle rules remove them).
 //!
+//! Each request (a part, the upload's start and completion) that fails transiently (5xx,
+//! `503 SlowDown`, a reset connection, a timeout) is sent again by object_store, with backoff,
+//! as many times as [`RemoteOptions::retry`](super::remote::RemoteOptions) allows; a part
+//! that still fails, or fails permanently, aborts the upload.
+//!
 //! An existing object is refused unless `force` is set. object_store completes multipart
 //! uploads unconditionally, so the check is a HEAD request when the write starts and another
 //! just before it completes: an object that another writer puts in between those two moments
@@ -43,7 +48,7 @@ impl RemoteOutput {
     /// Starts writing the object at `url` (`s3://bucket/key`); refused at once if it exists
     /// and `force` is not set.
     pub fn create(url: &str, options: &RemoteOptions, force: bool) -> Result<Self> {
-        let remote = Remote::new(url, options)?;
+        let remote = Remote::for_writing(url, options)?;
         if !remote.is_s3() {
             return Err(remote.error(
                 None,

@@ -18,6 +18,8 @@ use std::time::Duration;
 pub enum Fault {
     /// Answers `503 Slow Down` with S3's `SlowDown` error body.
     SlowDown,
+    /// Answers `403 Forbidden` with S3's `AccessDenied` error body (a permanent failure).
+    Forbidden,
     /// Reads the request, then resets the connection (RST, no answer).
     Reset,
     /// Forwards the request, then passes the answer's head and only this many body bytes.
@@ -198,15 +200,20 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
     let mut cut_after = None;
     match fault {
         Some(Fault::SlowDown) => {
-            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>\
-                        <Message>Please reduce your request rate.</Message></Error>";
-            write!(
-                client,
-                "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
-                body.len()
-            )?;
-            return Ok(());
+            return s3_error(
+                &mut client,
+                "503 Slow Down",
+                "SlowDown",
+                "Please reduce your request rate.",
+            )
+        }
+        Some(Fault::Forbidden) => {
+            return s3_error(
+                &mut client,
+                "403 Forbidden",
+                "AccessDenied",
+                "Access Denied",
+            )
         }
         Some(Fault::Reset) => {
             reset(&client);
@@ -258,6 +265,25 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
     }
     client.flush()?;
     Ok(())
+}
+
+/// Answers with `status` and S3's error body of `code`.
+fn s3_error(
+    client: &mut TcpStream,
+    status: &str,
+    code: &str,
+    message: &str,
+) -> std::io::Result<()> {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code>\
+         <Message>{message}</Message></Error>"
+    );
+    write!(
+        client,
+        "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// Closes `stream` with a TCP reset (SO_LINGER of zero).

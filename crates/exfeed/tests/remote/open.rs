@@ -82,11 +82,19 @@ fn summed(batch: &SequenceBatch<f32>) -> Vec<(u64, f64, usize)> {
 }
 
 /// Every chunk of the reader's source, read in order.
-fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
-    let source = open(input, options)
+/// The reader's source over `input`.
+fn chunk_source(
+    input: impl Into<exfeed::io::InputPath>,
+    options: &OpenOptions,
+) -> std::sync::Arc<dyn exfeed::reader::ChunkSource<f32>> {
+    open(input, options)
         .unwrap()
         .into_chunk_source::<f32>()
-        .unwrap();
+        .unwrap()
+}
+
+fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
+    let source = chunk_source(input, options);
     let mut all = Vec::new();
     for c in 0..source.chunks().len() {
         let mut batch = SequenceBatch::new(source.streams());
@@ -97,7 +105,7 @@ fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
 }
 
 /// The local files: CTF, the same gzip-compressed, its CBF (64 KiB chunks) and, with the
-/// `arrow` feature, its Parquet.
+/// `arrow` feature, its Parquet and Arrow IPC.
 fn local_files(dir: &Path) -> Vec<(PathBuf, FileFormat)> {
     let ctf = dir.join("data.ctf");
     std::fs::write(&ctf, ctf_text(SEQUENCES)).unwrap();
@@ -109,19 +117,25 @@ fn local_files(dir: &Path) -> Vec<(PathBuf, FileFormat)> {
     let mut targets = vec![("data.cbf", FileFormat::Cbf)];
     if cfg!(feature = "arrow") {
         targets.push(("data.parquet", FileFormat::Parquet));
+        targets.push(("data.arrow", FileFormat::ArrowIpc));
     }
     for (name, format) in targets {
         let out = dir.join(name);
-        let convert_options = ConvertOptions {
-            to: Some(format),
-            chunk_size: 64 << 10,
-            ..ConvertOptions::default()
-        };
-        let data = open(&ctf, &ctf_options(ReadOptions::new())).unwrap();
-        convert(data, &out, &convert_options, &mut Vec::new()).unwrap();
+        convert_ctf(&ctf, &out, format);
         files.push((out, format));
     }
     files
+}
+
+/// Converts the CTF file `ctf` to `out` in `format`, in chunks of 64 KiB.
+fn convert_ctf(ctf: &Path, out: &Path, format: FileFormat) {
+    let convert_options = ConvertOptions {
+        to: Some(format),
+        chunk_size: 64 << 10,
+        ..ConvertOptions::default()
+    };
+    let data = open(ctf, &ctf_options(ReadOptions::new())).unwrap();
+    convert(data, out, &convert_options, &mut Vec::new()).unwrap();
 }
 
 #[test]
@@ -215,10 +229,7 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
                 .sum()
         };
         let before_open = proxy.gets().len();
-        let source = open(services.url(&key).as_str(), &options)
-            .unwrap()
-            .into_chunk_source::<f32>()
-            .unwrap();
+        let source = chunk_source(services.url(&key).as_str(), &options);
         // Opening looks at the object's first bytes (format, compression; CTF: the head its
         // plan is estimated from) and CBF's tail and header: a few small ranges, never the
         // whole object.
@@ -239,6 +250,82 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
         assert!(
             fetched <= most && (fetched as usize) < bytes.len() / 4,
             "{format:?}: {fetched} bytes fetched for one chunk of a {}-byte object",
+            bytes.len()
+        );
+    }
+}
+
+/// Reading one row group of a Parquet object (one record batch of an Arrow IPC object) fetches
+/// the footer and that chunk's bytes only, and gives what the local file gives.
+#[cfg(feature = "arrow")]
+#[test]
+fn a_parquet_row_group_and_an_arrow_record_batch_are_read_by_their_byte_ranges() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctf = dir.path().join("big.ctf");
+    std::fs::write(&ctf, ctf_text(8 * SEQUENCES)).unwrap();
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let prefix = unique("columnar-ranges");
+    for (name, format) in [
+        ("big.parquet", FileFormat::Parquet),
+        ("big.arrow", FileFormat::ArrowIpc),
+    ] {
+        let path = dir.path().join(name);
+        convert_ctf(&ctf, &path, format);
+        let bytes = std::fs::read(&path).unwrap();
+        let key = format!("{prefix}/{name}");
+        services.put(&key, &bytes);
+        let options = ctf_options(
+            ReadOptions::new().with_storage_options(storage_options(&services, &proxy.url())),
+        );
+        let local = chunk_source(&path, &options);
+
+        let before = proxy.gets().len();
+        let source = chunk_source(services.url(&key).as_str(), &options);
+        let opened = proxy.gets().len();
+        let chunk = source.chunks().len() / 2;
+        assert!(
+            source.chunks().len() >= 8,
+            "{format:?}: {}",
+            source.chunks().len()
+        );
+        let mut batch = SequenceBatch::new(source.streams());
+        source.read_chunk(chunk, &mut batch).unwrap();
+        let mut want = SequenceBatch::new(local.streams());
+        local.read_chunk(chunk, &mut want).unwrap();
+        assert!(!batch.is_empty());
+        assert_eq!(summed(&batch), summed(&want), "{format:?}");
+
+        let fetched = |range: std::ops::Range<usize>| -> u64 {
+            proxy.gets()[range]
+                .iter()
+                .map(|r| range_len(r.range.as_deref().expect("every GET is ranged")))
+                .sum()
+        };
+        let chunk_gets = proxy.gets().len() - opened;
+        let for_chunk = fetched(opened..proxy.gets().len());
+        let for_open = fetched(before..opened);
+        let chunk_bytes = source.chunks()[chunk].bytes;
+        // Parquet: the row group's column chunks, adjacent, in one request. Arrow IPC: the
+        // footer again (its reader's), then the record batch's block (its body and header).
+        match format {
+            FileFormat::Parquet => {
+                assert_eq!(chunk_gets, 1, "{format:?}");
+                assert_eq!(for_chunk, chunk_bytes, "{format:?}");
+            }
+            _ => {
+                assert!(chunk_gets <= 3, "{format:?}: {chunk_gets} requests");
+                assert!(
+                    for_chunk <= chunk_bytes + 4096,
+                    "{format:?}: {for_chunk} bytes"
+                );
+            }
+        }
+        // Opening: format detection's first block (64 KiB), the footer and, for Arrow IPC,
+        // each record batch's header.
+        assert!(
+            for_open + for_chunk < bytes.len() as u64 / 4,
+            "{format:?}: {for_open} + {for_chunk} bytes fetched of a {}-byte object",
             bytes.len()
         );
     }

@@ -1,13 +1,19 @@
 //! Writing objects (`exfeed::io::remote_write`) to SeaweedFS: a whole write lands, an existing
-//! object is refused without `force`, and an unfinished write (dropped, a failed part, a killed
-//! process) leaves no object.
+//! object is refused without `force`, a part that fails transiently is sent again, and an
+//! unfinished write (dropped, a part failing on every attempt, a killed process) leaves no
+//! object.
 
-use super::{assert_no_secret, pattern, services, unique, Services};
+use super::{assert_no_secret, fast_retries, pattern, services, unique, Services};
 use crate::fault_proxy::{Fault, FaultProxy};
+use exfeed::convert::{convert, ConvertOptions};
+use exfeed::format::FileFormat;
 use exfeed::io::remote::{RemoteObject, RemoteOptions};
 use exfeed::io::remote_write::RemoteOutput;
+use exfeed::options::ReadOptions;
 use exfeed::ErrorKind;
+use exfeed::{open, OpenOptions};
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 /// Three parts of 8 MiB and a short last one.
@@ -71,16 +77,13 @@ fn an_unfinished_write_leaves_no_object() {
     write_in_pieces(&mut output, &pattern(SIZE, 24)).unwrap();
     drop(output);
     assert_eq!(stored(&services, &key), None);
-    // A part refused by the server (503, not retried): the write fails and is aborted.
+    // Parts refused by the server (503) on every attempt: the write fails and is aborted.
     let key = unique("failed.bin");
     let proxy = FaultProxy::start(&services.s3_endpoint);
-    let options = services.options_at(&proxy.url(), &services.key_id, &services.secret);
-    proxy.inject_puts([
-        Fault::SlowDown,
-        Fault::SlowDown,
-        Fault::SlowDown,
-        Fault::SlowDown,
-    ]);
+    let mut options = services.options_at(&proxy.url(), &services.key_id, &services.secret);
+    options.retry = fast_retries();
+    // The first four parts are in flight at once: four attempts each.
+    proxy.inject_puts((0..16).map(|_| Fault::SlowDown));
     let mut output = RemoteOutput::create(&services.url(&key), &options, false).unwrap();
     let failed = write_in_pieces(&mut output, &pattern(SIZE, 25))
         .map_err(exfeed::Error::from)
@@ -90,6 +93,19 @@ fn an_unfinished_write_leaves_no_object() {
     assert!(err.to_string().contains("SlowDown"), "{err}");
     assert_no_secret(&err, &[&services.secret]);
     assert_eq!(stored(&services, &key), None);
+    // A part refused permanently (403): not sent again; the write fails and is aborted.
+    let key = unique("refused.bin");
+    let before = proxy.requests("PUT").len();
+    proxy.inject_puts([Fault::Forbidden]);
+    let mut output = RemoteOutput::create(&services.url(&key), &options, false).unwrap();
+    let failed = write_in_pieces(&mut output, &pattern(SIZE, 27))
+        .map_err(exfeed::Error::from)
+        .and_then(|()| output.finish());
+    let err = failed.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+    assert_eq!(stored(&services, &key), None);
+    // Four parts in flight at once, the refused one not among those sent again.
+    assert!(proxy.requests("PUT").len() - before <= 4);
 }
 
 #[test]
@@ -131,4 +147,43 @@ fn a_killed_writer_leaves_no_object() {
     child.wait().unwrap();
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(stored(&services, &key), None);
+}
+
+/// `convert` to the bucket survives a part answered `503 SlowDown` and then reset: it is sent
+/// again, and the object is whole, the same bytes as the local output.
+#[test]
+fn a_convert_survives_a_part_that_fails_transiently() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ctf = dir.path().join("data.ctf");
+    let text: String = (0..5000)
+        .map(|s| format!("{s} |a {s} {} |b {}:1\n", s % 7, s % 5))
+        .collect();
+    std::fs::write(&ctf, text).unwrap();
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let endpoint = proxy.url();
+    let options = OpenOptions {
+        inputs: vec!["a:dense:2".parse().unwrap(), "b:sparse:5".parse().unwrap()],
+        read: ReadOptions::new().with_storage_options(
+            services
+                .options_at(&endpoint, &services.key_id, &services.secret)
+                .storage_options,
+        ),
+        ..OpenOptions::default()
+    };
+    let convert_to = |out: &Path| {
+        let to = ConvertOptions {
+            to: Some(FileFormat::Cbf),
+            ..ConvertOptions::default()
+        };
+        convert(open(&ctf, &options)?, out, &to, &mut Vec::new())
+    };
+    let local = dir.path().join("data.cbf");
+    convert_to(&local).unwrap();
+    let key = unique("converted.cbf");
+    proxy.inject_puts([Fault::SlowDown, Fault::Reset]);
+    convert_to(Path::new(&services.url(&key))).unwrap();
+    assert!(stored(&services, &key).unwrap() == std::fs::read(&local).unwrap());
+    // One part, sent three times.
+    assert_eq!(proxy.requests("PUT").len(), 3);
 }
