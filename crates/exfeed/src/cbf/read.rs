@@ -66,6 +66,12 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
     /// The length in bytes.
     fn byte_len(&self) -> Result<u64>;
+
+    /// Whether a chunk is read whole, in one read: where each read is a request (a remote
+    /// object). A local file is read in cache-sized pieces (see [`CbfFile::read_chunk`]).
+    fn reads_whole_chunks(&self) -> bool {
+        false
+    }
 }
 
 /// Where the bytes of a [`CbfFile`] are.
@@ -538,6 +544,8 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Decodes chunk `i` into `batch` (cleared first; rebuilt if its streams do not match
     /// [`streams`](Self::streams)), checking every count, offset and index. Values are
     /// converted to `T` when the file's element type differs. Keys are global sequence indices.
+    /// A file read by range is read and decoded 256 KiB at a time, each piece while it is in the
+    /// CPU's cache; one that [reads whole chunks](ReadAt::reads_whole_chunks) in one read.
     pub fn read_chunk<T: Element>(&self, i: usize, batch: &mut SequenceBatch<T>) -> Result<()> {
         self.read_chunk_in_pieces(i, batch, PIECE)
     }
@@ -579,6 +587,11 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
                 decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
             }
             Source::Ranges(file) => {
+                let piece = if file.reads_whole_chunks() {
+                    info.len as usize
+                } else {
+                    piece
+                };
                 let mut c = Pieces::new(file.as_ref(), info.offset, info.len, piece);
                 decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
             }

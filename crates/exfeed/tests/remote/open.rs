@@ -214,6 +214,10 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
         let mut batch = SequenceBatch::new(source.streams());
         source.read_chunk(chunk, &mut batch).unwrap();
         assert!(!batch.is_empty());
+        if matches!(format, FileFormat::Cbf) {
+            // Not in pieces, as a local file is: each would be a request.
+            assert_eq!(proxy.gets().len() - before, 1, "one GET for a CBF chunk");
+        }
         let fetched: u64 = proxy.gets()[before..]
             .iter()
             .map(|r| range_len(r.range.as_deref().expect("every GET is ranged")))
