@@ -236,7 +236,10 @@ impl<T: Element> StreamData<T> {
         self.num_samples() - self.seq_offsets.last().expect("never empty")
     }
 
-    fn finish_sequence(&mut self) {
+    /// Closes the samples pushed since the last finished sequence as one sequence of this
+    /// stream (for decoders that fill a batch a stream at a time: the keys follow with
+    /// [`SequenceBatch::push_keys`]).
+    pub(crate) fn finish_sequence(&mut self) {
         debug_assert_eq!(self.open_dense_len_or_zero(), 0, "a sample is still open");
         self.seq_offsets.push(self.num_samples());
     }
@@ -455,6 +458,16 @@ impl<T: Element> SequenceBatch<T> {
             s.finish_sequence();
         }
         self.keys.push(key);
+    }
+
+    /// Appends the keys of sequences that were finished stream by stream
+    /// ([`StreamData::finish_sequence`]); every stream then holds one sequence per key.
+    pub(crate) fn push_keys(&mut self, keys: impl IntoIterator<Item = u64>) {
+        self.keys.extend(keys);
+        debug_assert!(self
+            .streams
+            .iter()
+            .all(|s| s.num_sequences() == self.keys.len()));
     }
 
     /// Drops everything pushed since the last finished sequence, open samples included.

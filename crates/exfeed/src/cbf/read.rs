@@ -1,7 +1,7 @@
 //! Reading CBF: the header at open, each chunk on demand.
 
 use super::{CBF_MAGIC, PREFIX_LEN, VERSION};
-use crate::batch::SequenceBatch;
+use crate::batch::{SequenceBatch, StreamData};
 use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::element::{Element, Precision};
 use crate::error::{Error, ErrorKind, Result};
@@ -66,6 +66,12 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
     /// The length in bytes.
     fn byte_len(&self) -> Result<u64>;
+
+    /// Whether a chunk is read whole, in one read: where each read is a request (a remote
+    /// object). A local file is read in cache-sized pieces (see [`CbfFile::read_chunk`]).
+    fn reads_whole_chunks(&self) -> bool {
+        false
+    }
 }
 
 /// Where the bytes of a [`CbfFile`] are.
@@ -113,8 +119,91 @@ fn corrupt(byte: u64, message: impl Into<String>) -> Error {
     Error::corrupt(byte, message)
 }
 
-/// A bounds-checked little-endian reader over `buf[..end]`, which starts at byte `base` of the
-/// file (errors give file offsets).
+/// Checks that `count` items of `size` bytes fit in the `remaining` bytes from file offset `at`,
+/// before anything is allocated for them; returns the byte length. The description is only
+/// built on error (this runs for every sequence of every stream, where formatting it eagerly
+/// costs more than the checks themselves).
+#[inline]
+fn check_fits_at(
+    at: u64,
+    remaining: usize,
+    count: u64,
+    size: u64,
+    what: impl FnOnce() -> String,
+) -> Result<usize> {
+    match count.checked_mul(size) {
+        Some(n) if n <= remaining as u64 => Ok(n as usize),
+        _ => Err(corrupt(
+            at,
+            format!(
+                "{}: {count} x {size} bytes do not fit in the {remaining} bytes left before byte {}",
+                what(),
+                at + remaining as u64
+            ),
+        )),
+    }
+}
+
+/// Bytes taken in order and bounds-checked, errors giving file offsets: from memory
+/// ([`Cursor`]) or from a file a piece at a time ([`Pieces`]).
+trait TakeBytes {
+    /// The file offset of the next byte.
+    fn at(&self) -> u64;
+
+    /// Bytes left.
+    fn remaining(&self) -> usize;
+
+    /// The next `n` bytes; `n <= remaining()` (the caller checked).
+    fn next(&mut self, n: usize) -> Result<&[u8]>;
+
+    /// Bytes worth taking at once where a run of values can be taken in parts.
+    fn piece(&self) -> usize;
+
+    /// Takes `n` bytes, or says that `what` is truncated.
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8]> {
+        if n > self.remaining() {
+            return Err(corrupt(
+                self.at(),
+                format!(
+                    "{what}: needs {n} bytes, only {} left before byte {}",
+                    self.remaining(),
+                    self.at() + self.remaining() as u64
+                ),
+            ));
+        }
+        self.next(n)
+    }
+
+    /// Checks that `count` items of `size` bytes fit in what is left, before anything is
+    /// allocated for them; returns the byte length.
+    fn check_fits(&self, count: u64, size: u64, what: &str) -> Result<usize> {
+        check_fits_at(self.at(), self.remaining(), count, size, || {
+            what.to_string()
+        })
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A signed 32-bit count or index that must not be negative.
+    fn count_i32(&mut self, what: &str) -> Result<u32> {
+        let at = self.at();
+        let v = i32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes"));
+        u32::try_from(v).map_err(|_| corrupt(at, format!("{what} is negative ({v})")))
+    }
+}
+
+/// Bytes in memory: `buf[pos..end]`, `buf` starting at byte `base` of the file.
 struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -141,8 +230,9 @@ impl<'a> Cursor<'a> {
             base,
         }
     }
+}
 
-    /// The file offset of the next byte.
+impl TakeBytes for Cursor<'_> {
     fn at(&self) -> u64 {
         self.base + self.pos as u64
     }
@@ -151,79 +241,102 @@ impl<'a> Cursor<'a> {
         self.end - self.pos
     }
 
-    /// Takes `n` bytes, or says that `what` is truncated.
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(corrupt(
-                self.at(),
-                format!(
-                    "{what}: needs {n} bytes, only {} left before byte {}",
-                    self.remaining(),
-                    self.base + self.end as u64
-                ),
-            ));
+    #[inline]
+    fn next(&mut self, n: usize) -> Result<&[u8]> {
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn piece(&self) -> usize {
+        usize::MAX
+    }
+}
+
+/// The bytes a file read by range holds read into memory at a time, as a rule: a piece small
+/// enough to stay in the CPU's cache (L2) until the decode has copied its values out, where a
+/// whole chunk read at once is back in main memory by then (the copy out of the kernel and the
+/// decode's copy then each cost a pass over memory; a map's decode made one).
+const PIECE: usize = 256 << 10;
+
+/// Bytes `offset..offset + len` of a file read by range, a piece at a time (more when one take
+/// needs more: never more than the range) into a buffer from the process's pool.
+struct Pieces<'a> {
+    file: &'a dyn ReadAt,
+    /// Bytes read at a time.
+    piece: usize,
+    buf: Vec<u8>,
+    /// The file offset of `buf[0]`.
+    buf_at: u64,
+    /// Bytes of `buf` read so far.
+    filled: usize,
+    /// The next byte of `buf` to take.
+    pos: usize,
+    /// The file offset where the range ends.
+    end: u64,
+}
+
+impl<'a> Pieces<'a> {
+    fn new(file: &'a dyn ReadAt, offset: u64, len: u64, piece: usize) -> Self {
+        Pieces {
+            file,
+            piece,
+            buf: take_read_buffer(piece.min(len as usize)),
+            buf_at: offset,
+            filled: 0,
+            pos: 0,
+            end: offset + len,
+        }
+    }
+
+    /// Reads on until `n` bytes are there to take (`n <= remaining()`): what is left of the
+    /// piece moves to the front of the buffer, and the next piece follows it.
+    fn read_on(&mut self, n: usize) -> Result<()> {
+        self.buf.copy_within(self.pos..self.filled, 0);
+        self.buf_at += self.pos as u64;
+        self.filled -= self.pos;
+        self.pos = 0;
+        let want = n.max(self.piece).min(self.remaining());
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        let offset = self.buf_at + self.filled as u64;
+        let len = want - self.filled;
+        self.file
+            .read_exact_at(&mut self.buf[self.filled..want], offset)
+            .map_err(|e| e.in_context(format!("reading {len} bytes at byte {offset}")))?;
+        self.filled = want;
+        Ok(())
+    }
+}
+
+impl TakeBytes for Pieces<'_> {
+    fn at(&self) -> u64 {
+        self.buf_at + self.pos as u64
+    }
+
+    fn remaining(&self) -> usize {
+        (self.end - self.at()) as usize
+    }
+
+    #[inline]
+    fn next(&mut self, n: usize) -> Result<&[u8]> {
+        if n > self.filled - self.pos {
+            self.read_on(n)?;
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
-    /// Checks that `count` items of `size` bytes fit in what is left, before anything is
-    /// allocated for them; returns the byte length.
-    fn check_fits(&self, count: u64, size: u64, what: &str) -> Result<usize> {
-        match count.checked_mul(size) {
-            Some(n) if n <= self.remaining() as u64 => Ok(n as usize),
-            _ => Err(corrupt(
-                self.at(),
-                format!(
-                    "{what}: {count} x {size} bytes do not fit in the {} bytes left before byte {}",
-                    self.remaining(),
-                    self.base + self.end as u64
-                ),
-            )),
-        }
+    fn piece(&self) -> usize {
+        self.piece
     }
+}
 
-    /// Takes `count` items of `size` bytes; the description is only built on error (this runs
-    /// for every sequence of every stream, where formatting it eagerly costs more than the
-    /// checks themselves).
-    #[inline]
-    fn take_items(
-        &mut self,
-        count: u64,
-        size: u64,
-        what: impl FnOnce() -> String,
-    ) -> Result<&'a [u8]> {
-        match count.checked_mul(size) {
-            Some(n) if n <= self.remaining() as u64 => {
-                let s = &self.buf[self.pos..self.pos + n as usize];
-                self.pos += n as usize;
-                Ok(s)
-            }
-            _ => Err(self
-                .check_fits(count, size, &what())
-                .expect_err("does not fit")),
-        }
-    }
-
-    fn u8(&mut self, what: &str) -> Result<u8> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u32(&mut self, what: &str) -> Result<u32> {
-        Ok(u32::from_le_bytes(
-            self.take(4, what)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn u64(&mut self, what: &str) -> Result<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8, what)?.try_into().expect("8 bytes"),
-        ))
-    }
-    /// A signed 32-bit count or index that must not be negative.
-    fn count_i32(&mut self, what: &str) -> Result<u32> {
-        let at = self.at();
-        let v = i32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes"));
-        u32::try_from(v).map_err(|_| corrupt(at, format!("{what} is negative ({v})")))
+impl Drop for Pieces<'_> {
+    fn drop(&mut self) {
+        give_back_read_buffer(std::mem::take(&mut self.buf));
     }
 }
 
@@ -431,7 +544,20 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
     /// Decodes chunk `i` into `batch` (cleared first; rebuilt if its streams do not match
     /// [`streams`](Self::streams)), checking every count, offset and index. Values are
     /// converted to `T` when the file's element type differs. Keys are global sequence indices.
+    /// A file read by range is read and decoded 256 KiB at a time, each piece while it is in the
+    /// CPU's cache; one that [reads whole chunks](ReadAt::reads_whole_chunks) in one read.
     pub fn read_chunk<T: Element>(&self, i: usize, batch: &mut SequenceBatch<T>) -> Result<()> {
+        self.read_chunk_in_pieces(i, batch, PIECE)
+    }
+
+    /// [`read_chunk`](Self::read_chunk), a file read by range being read `piece` bytes at a
+    /// time.
+    pub(super) fn read_chunk_in_pieces<T: Element>(
+        &self,
+        i: usize,
+        batch: &mut SequenceBatch<T>,
+        piece: usize,
+    ) -> Result<()> {
         let Some(&info) = self.chunks.get(i) else {
             return Err(Error::new(
                 ErrorKind::Invalid,
@@ -453,26 +579,25 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         } else {
             *batch = SequenceBatch::new(&self.stream_specs());
         }
-        let decode = |bytes: &[u8], batch: &mut SequenceBatch<T>| {
-            decode_chunk(bytes, i, info, &self.file_streams, &self.exposed, batch)
-        };
         // The chunk's range was checked against the file's length at open.
-        let (offset, len) = (info.offset as usize, info.len as usize);
-        match &self.source {
-            Source::Memory(b) => decode(&b[offset..offset + len], batch),
-            // (Mapping a chunk's pages up front with MADV_POPULATE_READ measured slower than
-            // the kernel's fault-around on a page-cached file.)
-            Source::Ranges(_) => {
-                let mut buf = take_read_buffer(len);
-                let decoded = self
-                    .source
-                    .read_into(info.offset, &mut buf)
-                    .and_then(|()| decode(&buf, batch));
-                give_back_read_buffer(buf);
-                decoded
+        let decoded = match &self.source {
+            Source::Memory(b) => {
+                let bytes = &b[info.offset as usize..(info.offset + info.len) as usize];
+                let mut c = Cursor::at_base(bytes, info.offset);
+                decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
             }
-        }
-        .map_err(|e| {
+            Source::Ranges(file) => {
+                let piece = if file.reads_whole_chunks() {
+                    info.len as usize
+                } else {
+                    piece
+                };
+                let mut c = Pieces::new(file.as_ref(), info.offset, info.len, piece);
+                decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
+            }
+        };
+        decoded.map_err(|e| {
+            batch.clear();
             if e.location().context.is_none() {
                 e.in_context(format!("chunk {i}"))
             } else {
@@ -702,24 +827,25 @@ fn parse_header<B: Deref<Target = [u8]>>(source: &Source<B>, len: u64) -> Result
     Ok((streams, chunks, header_offset))
 }
 
-/// Validates chunk `chunk` completely (pass 1, recording where each stream's sequence starts),
-/// then fills the batch sequence by sequence (pass 2, no checks left to make).
+/// Decodes chunk `chunk` from `c` in one pass over its bytes, in file order (a stream's
+/// sequences, then the next stream's), checking each count, offset and index before its values
+/// are copied. On an error the batch holds part of the chunk (the caller clears it).
 fn decode_chunk<T: Element>(
-    buf: &[u8],
+    c: &mut impl TakeBytes,
     chunk: usize,
     info: ChunkEntry,
     file_streams: &[CbfStream],
     exposed: &[CbfStream],
     batch: &mut SequenceBatch<T>,
 ) -> Result<()> {
-    // `buf` is the chunk's bytes; offsets below are into it, errors give file offsets.
-    let end = buf.len();
     let s = info.sequences as usize;
-    let mut c = Cursor::at_base(buf, info.offset);
     // Checked at open: the 4*S bytes of meta counts (and 4*S per stream) fit in the chunk.
-    let meta_bytes = c.take(4 * s, "sequence sample counts")?;
-    let meta = |k: usize| u32::from_le_bytes(meta_bytes[4 * k..4 * k + 4].try_into().expect("4"));
-    let total: u64 = (0..s).map(|k| u64::from(meta(k))).sum();
+    let meta: Vec<u32> = c
+        .take(4 * s, "sequence sample counts")?
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
+        .collect();
+    let total: u64 = meta.iter().map(|&m| u64::from(m)).sum();
     if total != u64::from(info.samples) {
         return Err(corrupt(
             info.offset,
@@ -730,87 +856,56 @@ fn decode_chunk<T: Element>(
         ));
     }
     let mut matched = vec![false; s];
-    // starts[f * s + k]: byte offset of sequence k of file stream f.
-    let mut starts = vec![0usize; s * file_streams.len()];
-    // Per file stream, for reserving the batch's buffers once: dense values; sparse samples
-    // and pairs. Bounded by the chunk's bytes (each was taken from it).
-    let mut dense_values = vec![0u64; file_streams.len()];
-    let mut sparse_totals = vec![(0u64, 0u64); file_streams.len()];
+    batch.reserve_sequences(s);
     for (f, fs) in file_streams.iter().enumerate() {
         let ctx = |e: Error| e.in_context(format!("chunk {chunk}, stream '{}'", fs.spec.name));
-        let dim = fs.spec.dim as u64;
-        let es = fs.element.size() as u64;
+        let t = exposed
+            .iter()
+            .position(|e| e.index == f)
+            .expect("every stream of the file is exposed");
+        let out = batch.stream_mut(t);
+        let (dim, es) = (fs.spec.dim, fs.element.size());
+        let samples_per_take = (c.piece() / (dim * es)).max(1);
+        if fs.spec.storage == Storage::Dense {
+            // The chunk's samples, as far as the bytes left can hold them.
+            out.reserve(
+                0,
+                (total as usize).saturating_mul(dim).min(c.remaining() / es),
+            );
+        }
         for (k, matched) in matched.iter_mut().enumerate() {
-            starts[f * s + k] = c.pos;
             let n = c.u32("sample count").map_err(ctx)?;
-            if n == meta(k) {
+            if n == meta[k] {
                 *matched = true;
             }
             match fs.spec.storage {
                 Storage::Dense => {
-                    c.take_items(u64::from(n) * dim, es, || {
+                    // In parts of up to a piece (one sample at least).
+                    let values = u64::from(n) * dim as u64;
+                    check_fits_at(c.at(), c.remaining(), values, es as u64, || {
                         format!("sequence {k}: {n} dense samples")
                     })
                     .map_err(ctx)?;
-                    dense_values[f] += u64::from(n) * dim;
-                }
-                Storage::Sparse => {
-                    let nnz_at = c.at();
-                    let nnz = c.count_i32("nnz").map_err(ctx)?;
-                    c.take_items(u64::from(nnz), es, || {
-                        format!("sequence {k}: {nnz} sparse values")
-                    })
-                    .map_err(ctx)?;
-                    let idx_at = c.at();
-                    let idxs = c
-                        .take_items(u64::from(nnz), 4, || {
-                            format!("sequence {k}: {nnz} sparse indices")
-                        })
-                        .map_err(ctx)?;
-                    let counts_at = c.at();
-                    let counts = c
-                        .take_items(u64::from(n), 4, || {
-                            format!("sequence {k}: {n} per-sample nnz counts")
-                        })
-                        .map_err(ctx)?;
-                    sparse_totals[f].0 += u64::from(n);
-                    sparse_totals[f].1 += u64::from(nnz);
-                    let mut sum = 0u64;
-                    for (j, cnt) in counts.chunks_exact(4).enumerate() {
-                        let v = read_i32_le(cnt);
-                        if v < 0 {
-                            return Err(ctx(corrupt(
-                                counts_at + 4 * j as u64,
-                                format!("sequence {k}: sample {j} has a negative nnz count ({v})"),
-                            )));
+                    let mut left = n as usize;
+                    while left > 0 {
+                        let m = left.min(samples_per_take);
+                        let bytes = c.next(m * dim * es).map_err(ctx)?;
+                        match fs.element {
+                            Precision::Float => out.extend_dense_samples(m, f32_values(bytes)),
+                            Precision::Double => out.extend_dense_samples(m, f64_values(bytes)),
                         }
-                        sum += v as u64;
-                    }
-                    if sum != u64::from(nnz) {
-                        return Err(ctx(corrupt(
-                            nnz_at,
-                            format!(
-                                "sequence {k}: nnz is {nnz}, the per-sample counts add up to {sum}"
-                            ),
-                        )));
-                    }
-                    for (j, ix) in idxs.chunks_exact(4).enumerate() {
-                        let v = read_i32_le(ix);
-                        if v < 0 || v as u64 >= dim {
-                            return Err(ctx(corrupt(
-                                idx_at + 4 * j as u64,
-                                format!("sequence {k}: index {v} is outside [0, {dim})"),
-                            )));
-                        }
+                        left -= m;
                     }
                 }
+                Storage::Sparse => fill_sparse(c, n, k, fs, out).map_err(ctx)?,
             }
+            out.finish_sequence();
         }
     }
-    if c.pos != end {
+    if c.remaining() != 0 {
         return Err(corrupt(
             c.at(),
-            format!("{} bytes left over at the end of the chunk", end - c.pos),
+            format!("{} bytes left over at the end of the chunk", c.remaining()),
         ));
     }
     if let Some(k) = matched.iter().position(|m| !m) {
@@ -818,74 +913,88 @@ fn decode_chunk<T: Element>(
             info.offset + 4 * k as u64,
             format!(
                 "sequence {k}: sample count {} matches none of its streams' sample counts",
-                meta(k)
+                meta[k]
             ),
         ));
     }
-    // Pass 2: everything is in range now.
-    batch.reserve_sequences(s);
-    for (t, e) in exposed.iter().enumerate() {
-        let out = batch.stream_mut(t);
-        match e.spec.storage {
-            Storage::Dense => out.reserve(0, dense_values[e.index] as usize),
-            Storage::Sparse => {
-                let (samples, nnz) = sparse_totals[e.index];
-                out.reserve(samples as usize, nnz as usize)
-            }
+    batch.push_keys(info.first_key..info.first_key + s as u64);
+    Ok(())
+}
+
+/// Appends sequence `k` of sparse stream `e` (`n` samples), checking its counts and indices.
+fn fill_sparse<T: Element>(
+    c: &mut impl TakeBytes,
+    n: u32,
+    k: usize,
+    e: &CbfStream,
+    out: &mut StreamData<T>,
+) -> Result<()> {
+    let nnz_at = c.at();
+    let nnz = c.count_i32("nnz")?;
+    // The values, the indices and the per-sample counts follow: each checked to fit, then
+    // taken at once.
+    let (values_at, left) = (c.at(), c.remaining());
+    let es = e.element.size() as u64;
+    let values_len = check_fits_at(values_at, left, u64::from(nnz), es, || {
+        format!("sequence {k}: {nnz} sparse values")
+    })?;
+    let (idx_at, left) = (values_at + values_len as u64, left - values_len);
+    let idx_len = check_fits_at(idx_at, left, u64::from(nnz), 4, || {
+        format!("sequence {k}: {nnz} sparse indices")
+    })?;
+    let (counts_at, left) = (idx_at + idx_len as u64, left - idx_len);
+    let counts_len = check_fits_at(counts_at, left, u64::from(n), 4, || {
+        format!("sequence {k}: {n} per-sample nnz counts")
+    })?;
+    let body = c.next(values_len + idx_len + counts_len)?;
+    let (values, rest) = body.split_at(values_len);
+    let (idxs, counts) = rest.split_at(idx_len);
+    let mut sum = 0u64;
+    for (j, cnt) in counts.chunks_exact(4).enumerate() {
+        let v = read_i32_le(cnt);
+        if v < 0 {
+            return Err(corrupt(
+                counts_at + 4 * j as u64,
+                format!("sequence {k}: sample {j} has a negative nnz count ({v})"),
+            ));
+        }
+        sum += v as u64;
+    }
+    if sum != u64::from(nnz) {
+        return Err(corrupt(
+            nnz_at,
+            format!("sequence {k}: nnz is {nnz}, the per-sample counts add up to {sum}"),
+        ));
+    }
+    let dim = e.spec.dim as u64;
+    for (j, ix) in idxs.chunks_exact(4).enumerate() {
+        let v = read_i32_le(ix);
+        if v < 0 || v as u64 >= dim {
+            return Err(corrupt(
+                idx_at + 4 * j as u64,
+                format!("sequence {k}: index {v} is outside [0, {dim})"),
+            ));
         }
     }
-    for k in 0..s {
-        for (t, e) in exposed.iter().enumerate() {
-            let at = starts[e.index * s + k];
-            fill_sequence(&buf[at..end], e, batch.stream_mut(t));
-        }
-        batch.finish_sequence(info.first_key + k as u64);
+    let indices = idxs.chunks_exact(4).map(|b| read_i32_le(b) as u32);
+    let counts = counts.chunks_exact(4).map(|b| read_i32_le(b) as usize);
+    match e.element {
+        Precision::Float => out.extend_sparse_samples(indices, f32_values(values), counts),
+        Precision::Double => out.extend_sparse_samples(indices, f64_values(values), counts),
     }
     Ok(())
 }
 
-/// Appends one validated sequence of stream `e` starting at `data[0]`.
-fn fill_sequence<T: Element>(data: &[u8], e: &CbfStream, out: &mut crate::batch::StreamData<T>) {
-    let n = u32::from_le_bytes(data[..4].try_into().expect("4")) as usize;
-    let dim = e.spec.dim;
-    let es = e.element.size();
-    match e.spec.storage {
-        Storage::Dense => {
-            let vals = &data[4..4 + n * dim * es];
-            match e.element {
-                Precision::Float => out.extend_dense_samples(
-                    n,
-                    vals.chunks_exact(4)
-                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
-                ),
-                Precision::Double => out.extend_dense_samples(
-                    n,
-                    vals.chunks_exact(8)
-                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
-                ),
-            }
-        }
-        Storage::Sparse => {
-            let nnz = read_i32_le(&data[4..8]) as usize;
-            let vals = &data[8..8 + nnz * es];
-            let idxs = &data[8 + nnz * es..8 + nnz * (es + 4)];
-            let counts = &data[8 + nnz * (es + 4)..8 + nnz * (es + 4) + 4 * n];
-            let indices = idxs.chunks_exact(4).map(|b| read_i32_le(b) as u32);
-            let counts = counts.chunks_exact(4).map(|b| read_i32_le(b) as usize);
-            match e.element {
-                Precision::Float => out.extend_sparse_samples(
-                    indices,
-                    vals.chunks_exact(4)
-                        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4")))),
-                    counts,
-                ),
-                Precision::Double => out.extend_sparse_samples(
-                    indices,
-                    vals.chunks_exact(8)
-                        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8")))),
-                    counts,
-                ),
-            }
-        }
-    }
+/// Little-endian `f32`s, as `T`.
+fn f32_values<T: Element>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|v| T::from_f32(f32::from_le_bytes(v.try_into().expect("4"))))
+}
+
+/// Little-endian `f64`s, as `T`.
+fn f64_values<T: Element>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
+    bytes
+        .chunks_exact(8)
+        .map(|v| T::from_f64(f64::from_le_bytes(v.try_into().expect("8"))))
 }

@@ -433,3 +433,88 @@ fn buffered_fallback_reads_and_rejects_what_memory_does() {
     assert_eq!(err.kind(), ErrorKind::Io, "{err}");
     f.read_chunk(0, &mut y).unwrap();
 }
+
+#[test]
+fn a_chunk_read_in_pieces_of_any_size_decodes_as_from_memory() {
+    // Sequences of 1 to 29 samples (dense dim 3; sparse with up to 9 pairs a sample), in chunks
+    // of about 2 KB: pieces of every size below cross samples, sequences and the streams'
+    // boundaries; a sequence longer than a piece is read in parts (dense) or whole (sparse).
+    let mut b = SequenceBatch::<f32>::new(&specs());
+    for k in 0..60u32 {
+        for j in 0..1 + k % 29 {
+            let v = (k * 100 + j) as f32;
+            b.stream_mut(0).push_dense_sample(&[v, v + 0.5, -v]);
+            let pairs: Vec<u32> = (0..(k + j) % 10).collect();
+            let values: Vec<f32> = pairs.iter().map(|&i| v + i as f32).collect();
+            b.stream_mut(1).push_sparse_sample(&pairs, &values);
+        }
+        b.finish_sequence(u64::from(k));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.cbf");
+    for precision in [Precision::Float, Precision::Double] {
+        let options = CbfWriterOptions {
+            chunk_size: 2000,
+            precision,
+        };
+        let good = write(&b, options);
+        std::fs::write(&path, &good).unwrap();
+        let in_memory = CbfFile::open(&good[..]).unwrap();
+        let from_file = crate::io::open_cbf(&crate::io::InputPath::new(&path)).unwrap();
+        assert!(from_file.is_buffered());
+        assert!(
+            from_file
+                .chunks()
+                .iter()
+                .filter(|c| c.sequences > 1)
+                .count()
+                > 3
+        );
+        let (mut want, mut got) = (
+            SequenceBatch::<f32>::new(&[]),
+            SequenceBatch::<f32>::new(&[]),
+        );
+        for i in 0..in_memory.num_chunks() {
+            in_memory.read_chunk(i, &mut want).unwrap();
+            for piece in [1, 2, 3, 5, 8, 13, 64, 100, 777, 1 << 20] {
+                from_file.read_chunk_in_pieces(i, &mut got, piece).unwrap();
+                assert_eq!(got, want, "chunk {i}, pieces of {piece} bytes");
+            }
+        }
+        let mut all = want.empty_like();
+        for i in 0..from_file.num_chunks() {
+            from_file.read_chunk_in_pieces(i, &mut got, 7).unwrap();
+            all.push_sequences_from(&got, 0..got.len());
+        }
+        assert_eq!(sorted(&all), sorted(&b));
+    }
+
+    // Corrupt bytes: in pieces, the same error at the same byte as from memory, and an
+    // emptied batch.
+    let good = multi_chunk_file(9);
+    let mut got = SequenceBatch::<f64>::new(&[]);
+    for i in 0..good.len() {
+        let mut bytes = good.clone();
+        bytes[i] ^= 0x41;
+        std::fs::write(&path, &bytes).unwrap();
+        let (Ok(in_memory), Ok(from_file)) = (
+            CbfFile::open(&bytes[..]),
+            crate::io::open_cbf(&crate::io::InputPath::new(&path)),
+        ) else {
+            continue;
+        };
+        for c in 0..in_memory.num_chunks() {
+            let want = in_memory.read_chunk(c, &mut SequenceBatch::<f64>::new(&[]));
+            for piece in [1, 3, 16] {
+                match (&want, from_file.read_chunk_in_pieces(c, &mut got, piece)) {
+                    (Ok(()), Ok(())) => {}
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.to_string(), b.to_string());
+                        assert!(got.is_empty(), "byte {i}, chunk {c}");
+                    }
+                    (a, b) => panic!("byte {i}, chunk {c}: from memory {a:?}, in pieces {b:?}"),
+                }
+            }
+        }
+    }
+}

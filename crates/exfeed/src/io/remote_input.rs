@@ -276,6 +276,10 @@ impl crate::cbf::ReadAt for RemoteFile {
     fn byte_len(&self) -> Result<u64> {
         Ok(self.len())
     }
+
+    fn reads_whole_chunks(&self) -> bool {
+        true
+    }
 }
 
 /// A remote object read from its start ([`RemoteFile::stream`]): one request per block.

@@ -18,8 +18,8 @@ pub struct CbfSource {
 }
 
 impl CbfSource {
-    /// Opens `input` (as [`open_cbf`](crate::io::open_cbf) does: memory-mapped when it is a plain
-    /// file, decompressed into a temporary file when compressed; read into memory with
+    /// Opens `input` (as [`open_cbf`](crate::io::open_cbf) does: a plain file read a chunk at a
+    /// time, decompressed into a temporary file when compressed; read into memory with
     /// `keep_in_memory`) and exposes the streams `select` names (see [`CbfFile::select`]; empty:
     /// every stream of the file).
     ///

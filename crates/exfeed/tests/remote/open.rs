@@ -244,6 +244,10 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
         let mut batch = SequenceBatch::new(source.streams());
         source.read_chunk(chunk, &mut batch).unwrap();
         assert!(!batch.is_empty());
+        if matches!(format, FileFormat::Cbf) {
+            // Not in pieces, as a local file is: each would be a request.
+            assert_eq!(proxy.gets().len() - before, 1, "one GET for a CBF chunk");
+        }
         let fetched = fetched_since(before);
         // The chunk's bytes, and for CTF the probes that find its sequences' bounds.
         let most = (64 << 10) * 2;
