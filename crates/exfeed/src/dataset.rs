@@ -145,10 +145,7 @@ enum Content {
 /// allows (CTF, CBF, Parquet, Arrow IPC), else as a stream (Lens, compressed objects); see
 /// docs/remote.md.
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
-    let input = input
-        .into()
-        .with_read_options(&options.read)
-        .with_compressed_lookup();
+    let input = options.read.apply_to(input.into()).with_compressed_lookup();
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;
     let format = options

@@ -2,7 +2,7 @@
 //! follow it.
 
 use crate::error::{Error, Result};
-use crate::io::StorageOptions;
+use crate::io::{InputPath, StorageOptions};
 use crate::limits::DEFAULT_CHUNK_SIZE_BYTES;
 use std::path::{Path, PathBuf};
 
@@ -168,8 +168,8 @@ impl ReadOptions {
     }
 
     /// `cacheDir` (exfeed): the local cache of URL inputs, shared by every process that names
-    /// it (see docs/remote.md): byte ranges read and CTF indexes are kept there. Without it,
-    /// nothing of a URL is kept.
+    /// it (see docs/remote.md): the byte ranges read are kept there. Without it, nothing of a
+    /// URL is kept.
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self
@@ -264,6 +264,13 @@ impl ReadOptions {
     /// The most bytes the cache directory may hold (default: [`DEFAULT_CACHE_LIMIT`]).
     pub fn cache_limit(&self) -> u64 {
         self.cache_limit.unwrap_or(DEFAULT_CACHE_LIMIT)
+    }
+
+    /// A URL input opened as these options say: with their storage options, through their
+    /// cache; any other input as it is.
+    pub fn apply_to(&self, input: InputPath) -> InputPath {
+        let cache = (self.cache_dir.clone()).map(|dir| (dir, self.cache_limit()));
+        input.with_remote(&self.storage_options, cache)
     }
 
     /// Whether `index` was set (at any layer).

@@ -443,9 +443,9 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
                 corpus
                     .expand_with(read.storage_options())?
                     .iter()
-                    .map(|f| InputPath::new(f).with_read_options(&read)),
+                    .map(|f| read.apply_to(InputPath::new(f))),
             ),
-            None => files.push(InputPath::new(&d.file).with_read_options(&read)),
+            None => files.push(read.apply_to(InputPath::new(&d.file))),
         }
     }
     Ok(files)

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::remote_input::{is_remote_url, RemoteUrl, StorageOptions};
-use crate::options::ReadOptions;
 
 /// A named input: a file path, a URL (`s3://bucket/key`, `http://...`, `https://...`), `-` for
 /// standard input, or bytes already read (from a pipe, a FIFO or standard input, which can be
@@ -57,11 +56,13 @@ impl InputPath {
         }
     }
 
-    /// A URL read as `read` says (see [`RemoteUrl::with_read_options`]: its storage options
-    /// and cache); anything else as it is.
-    pub fn with_read_options(self, read: &ReadOptions) -> Self {
+    /// A URL read with `storage` options through the cache `cache` (a directory and its
+    /// limit in bytes; see [`RemoteUrl::with_cache`]); anything else as it is.
+    pub fn with_remote(self, storage: &StorageOptions, cache: Option<(PathBuf, u64)>) -> Self {
         match self {
-            InputPath::Url(url) => InputPath::Url(url.with_read_options(read)),
+            InputPath::Url(url) => {
+                InputPath::Url(url.with_storage_options(storage).with_cache(cache))
+            }
             other => other,
         }
     }

@@ -2,7 +2,7 @@
 //! `s3://`, `http://` or `https://` input into reads of its object. Read at random by byte
 //! range ([`RemoteFile`]: CTF chunks, CBF's tail, header and chunks), or as a stream of
 //! consecutive ranges ([`RemoteFile::stream`]: Lens files, compressed objects, format
-//! detection). With a cache directory ([`ReadOptions::cache_dir`]) every range read goes
+//! detection). With a cache directory ([`RemoteUrl::with_cache`]) every range read goes
 //! through the shared local cache ([`super::remote_cache`]), so a range read again (the same
 //! chunk, the same block of a stream) comes from local disk. Without the `remote` feature
 //! every URL is refused with an error saying so.
@@ -10,7 +10,6 @@
 use crate::error::{Error, Result};
 #[cfg(not(feature = "remote"))]
 use crate::error::{ErrorKind, Location};
-use crate::options::ReadOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -82,14 +81,10 @@ impl RemoteUrl {
         }
     }
 
-    /// The same URL read as `read` says: with its storage options and through its cache.
-    pub fn with_read_options(self, read: &ReadOptions) -> Self {
-        RemoteUrl {
-            cache: read
-                .cache_dir()
-                .map(|dir| (dir.to_path_buf(), read.cache_limit())),
-            ..self.with_storage_options(read.storage_options())
-        }
+    /// The same URL read through the cache in `cache` (a directory and its limit in bytes),
+    /// or through none.
+    pub fn with_cache(self, cache: Option<(PathBuf, u64)>) -> Self {
+        RemoteUrl { cache, ..self }
     }
 
     /// The same URL read with `options` (over the environment's settings).
