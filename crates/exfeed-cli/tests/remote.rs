@@ -21,6 +21,21 @@ fn sample_ctf() -> Vec<u8> {
 }
 
 /// `--storage-option`s for the read-write identity.
+/// The sample written to `dir` as sequences.ctf and put in the bucket under a unique key
+/// made from `name`: (the local file, the key, its s3:// URL).
+fn sample_here_and_in_the_bucket(
+    services: &Services,
+    dir: &Path,
+    name: &str,
+) -> (std::path::PathBuf, String, String) {
+    let local = dir.join("sequences.ctf");
+    std::fs::write(&local, sample_ctf()).unwrap();
+    let key = unique(name);
+    services.put(&key, &sample_ctf());
+    let s3 = services.url(&key);
+    (local, key, s3)
+}
+
 fn storage_flags(services: &Services) -> Vec<String> {
     [
         format!("aws_endpoint={}", services.s3_endpoint),
@@ -49,11 +64,7 @@ fn strings(args: &[&str]) -> Vec<String> {
 fn read_check_dump_info_and_convert_take_a_url_as_a_file() {
     let Some(services) = services() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = dir.path().join("sequences.ctf");
-    std::fs::write(&local, sample_ctf()).unwrap();
-    let key = unique("sequences.ctf");
-    services.put(&key, &sample_ctf());
-    let s3 = services.url(&key);
+    let (local, key, s3) = sample_here_and_in_the_bucket(&services, dir.path(), "sequences.ctf");
     let http = services.serve(&format!("{}.ctf", key.replace('/', "-")), &sample_ctf());
     let local_name = local.to_str().unwrap();
     let commands: [&[&str]; 5] = [
@@ -213,11 +224,7 @@ fn cache_entries(dir: &Path) -> usize {
 fn cache_dir_and_cache_limit_as_flags_and_config_keys() {
     let Some(services) = services() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let local = dir.path().join("sequences.ctf");
-    std::fs::write(&local, sample_ctf()).unwrap();
-    let key = unique("cached.ctf");
-    services.put(&key, &sample_ctf());
-    let s3 = services.url(&key);
+    let (local, _, s3) = sample_here_and_in_the_bucket(&services, dir.path(), "cached.ctf");
     let local_name = local.to_str().unwrap();
     let cache = dir.path().join("cache");
     for command in [&["read", "--dump", "-m", "4"][..], &["check"], &["dump"]] {
