@@ -145,7 +145,10 @@ enum Content {
 /// allows (CTF, CBF, Parquet, Arrow IPC), else as a stream (Lens, compressed objects); see
 /// docs/remote.md.
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {
-    let input = options.read.apply_to(input.into()).with_compressed_lookup();
+    // A URL's object is opened once, here: detection and the format's reader share it.
+    let input = (options.read.apply_to(input.into()))
+        .with_compressed_lookup()
+        .opened()?;
     let name = input.display_name();
     let (reader, head, compression) = open_peeked(&input, 8)?;
     let format = options

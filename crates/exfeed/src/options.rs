@@ -147,7 +147,8 @@ impl ReadOptions {
         self
     }
 
-    /// `cacheIndex`: use (or write) a CTF file's index cache beside it.
+    /// `cacheIndex`: use (or write) a CTF file's index cache beside it; a URL's in the local
+    /// cache (`cacheDir`, else the user's: see docs/remote.md).
     pub fn with_cache_index(mut self, cache: bool) -> Self {
         self.cache_index = Some(cache);
         self
@@ -168,8 +169,9 @@ impl ReadOptions {
     }
 
     /// `cacheDir` (exfeed): the local cache of URL inputs, shared by every process that names
-    /// it (see docs/remote.md): the byte ranges read are kept there. Without it, nothing of a
-    /// URL is kept.
+    /// it (see docs/remote.md): the byte ranges read are kept there, and the CTF indexes of
+    /// `cacheIndex`. Without it, nothing of a URL is kept but those indexes, in the user's
+    /// cache directory.
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self

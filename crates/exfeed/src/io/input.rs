@@ -67,11 +67,21 @@ impl InputPath {
         }
     }
 
-    /// The name used in messages: the path as given, or `-`.
+    /// The same input, a URL with its object opened now (see [`RemoteUrl::opened`]: one HEAD
+    /// request that every later reader of this input shares); anything else as it is.
+    pub fn opened(self) -> Result<Self> {
+        match self {
+            InputPath::Url(url) => Ok(InputPath::Url(url.opened()?)),
+            other => Ok(other),
+        }
+    }
+
+    /// The name used in messages: the path as given (a URL without its query, which may
+    /// hold secrets: see [`RemoteUrl::shown`]), or `-`.
     pub fn display_name(&self) -> String {
         match self {
             InputPath::File(p) => p.display().to_string(),
-            InputPath::Url(url) => url.url().to_string(),
+            InputPath::Url(url) => url.shown().into_owned(),
             InputPath::Stdin => "-".to_string(),
             InputPath::Memory { name, .. } => name.to_string(),
         }

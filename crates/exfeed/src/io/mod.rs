@@ -60,6 +60,7 @@ pub(crate) use positioned::{advise_random, advise_will_need};
 pub use positioned::{read_at, read_at_most, read_exact_at};
 pub use read_ahead::ReadAhead;
 pub use remote_input::{
-    is_remote_url, take_cache_warnings, RemoteFile, RemoteStream, RemoteUrl, StorageOptions,
+    is_remote_url, shown_url, take_cache_warnings, user_index_cache_dir, RemoteFile, RemoteStream,
+    RemoteUrl, StorageOptions, USER_INDEX_CACHE_LIMIT,
 };
 pub use reopening::ReopeningFile;

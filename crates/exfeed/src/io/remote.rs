@@ -99,7 +99,7 @@ impl RemoteOptions {
     }
 }
 
-pub use super::remote_input::is_remote_url;
+pub use super::remote_input::{is_remote_url, shown_url};
 
 /// An object's URL taken apart: the store it lives in and its path there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +114,7 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
     let bad = |why: &str| {
         Error::new(
             ErrorKind::Config,
-            Location::default().with_file(url),
+            Location::default().with_file(shown_url(url)),
             format!("not a readable remote URL: {why}"),
         )
     };
@@ -134,8 +134,15 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
                     "credentials in the URL are not taken (use storage options)",
                 ));
             }
+            // A query (a presigned URL's signature) goes with every request: object_store
+            // keeps the base URL's query when it appends the object's path.
+            let path = path.split_once('#').map_or(path, |(path, _)| path);
+            let (path, query) = match path.split_once('?') {
+                Some((path, query)) => (path, format!("?{query}")),
+                None => (path, String::new()),
+            };
             Ok(ObjectUrl::Http {
-                base: format!("{scheme}://{authority}"),
+                base: format!("{scheme}://{authority}{query}"),
                 path: path.to_string(),
             })
         }
@@ -279,7 +286,7 @@ impl Remote {
         kind: ErrorKind,
         message: impl AsRef<str>,
     ) -> Error {
-        let mut location = Location::default().with_file(self.url.clone());
+        let mut location = Location::default().with_file(shown_url(&self.url));
         location.byte = byte;
         Error::new(kind, location, self.redact(message.as_ref()))
     }
@@ -559,7 +566,7 @@ pub struct RemoteObject {
 impl std::fmt::Debug for RemoteObject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteObject")
-            .field("url", &self.remote.url)
+            .field("url", &shown_url(&self.remote.url))
             .field("size", &self.size)
             .field("etag", &self.etag)
             .finish()
@@ -828,6 +835,22 @@ mod tests {
                 path: "a/b.cbf".into()
             }
         );
+        // A query goes with every request (object_store keeps the base URL's); a fragment
+        // never leaves the client.
+        assert_eq!(
+            parse_url("https://host/a/b.ctf?X-Amz-Signature=abc&x=1#part").unwrap(),
+            ObjectUrl::Http {
+                base: "https://host?X-Amz-Signature=abc&x=1".into(),
+                path: "a/b.ctf".into()
+            }
+        );
+        assert_eq!(
+            shown_url("https://host/b.ctf?sig=abc"),
+            "https://host/b.ctf?<redacted>"
+        );
+        assert_eq!(shown_url("s3://data/b.ctf"), "s3://data/b.ctf");
+        let err = parse_url("ftp://host/x?sig=abc").unwrap_err();
+        assert!(!err.to_string().contains("abc"), "{err}");
         for bad in [
             "s3:///key",
             "ftp://host/x",

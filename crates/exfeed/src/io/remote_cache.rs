@@ -4,8 +4,8 @@
 //! [`RemoteCache::read_at`] gives the bytes `offset..offset + len` of a [`RemoteObject`] from
 //! the cache, or fetches them and keeps them; [`RemoteCache::local_copy`] fetches a whole object
 //! once and gives its local path (for what cannot be read at random: Lens files, compressed
-//! files); [`RemoteCache::companion_path`] names a file for data derived from an object (the
-//! CTF index).
+//! files); [`RemoteCache::keep_derived`] and [`RemoteCache::derived`] keep and give data
+//! derived from an object (the CTF index).
 //!
 //! Every entry is keyed by the object's URL, ETag and size (and the range), so a replaced
 //! object is fetched again, never served stale; objects without an ETag are never cached.
@@ -123,14 +123,14 @@ impl RemoteCache {
             (&file).read_to_end(&mut bytes).map(|_| bytes)
         };
         if let Some(bytes) = self
-            .lookup(&name, len as u64)
+            .lookup(&name, Some(len as u64))
             .and_then(|f| from_entry(f).ok())
         {
             return Ok(bytes);
         }
         let _filling = self.fill_lock(&name);
         if let Some(bytes) = self
-            .lookup(&name, len as u64)
+            .lookup(&name, Some(len as u64))
             .and_then(|f| from_entry(f).ok())
         {
             return Ok(bytes);
@@ -160,11 +160,11 @@ impl RemoteCache {
             path: self.dir.join("entries").join(&name),
             hold: Hold::Entry { _locked: file },
         };
-        if let Some(file) = self.lookup(&name, size) {
+        if let Some(file) = self.lookup(&name, Some(size)) {
             return Ok(held(file));
         }
         let _filling = self.fill_lock(&name);
-        if let Some(file) = self.lookup(&name, size) {
+        if let Some(file) = self.lookup(&name, Some(size)) {
             return Ok(held(file));
         }
         let mut temp = match self.reserve(size) {
@@ -196,12 +196,35 @@ impl RemoteCache {
         }
     }
 
-    /// Where data derived from `object` (`kind` names what, e.g. `"ctf-index"`) may be kept,
-    /// keyed like the entries and evicted with them; `None` for objects without an ETag.
-    /// Write it under a temporary name and rename it there.
-    pub fn companion_path(&self, object: &RemoteObject, kind: &str) -> Option<PathBuf> {
-        let name = entry_name(object, &format!("companion {kind}"))?;
-        Some(self.dir.join("entries").join(name))
+    /// Data derived from `object` (`kind` names what and how it was made, e.g. a CTF index
+    /// and its chunk size), kept by [`RemoteCache::keep_derived`]: its bytes, or `None` when
+    /// there are none (never kept, evicted, or an object without an ETag).
+    pub fn derived(&self, object: &RemoteObject, kind: &str) -> Option<Vec<u8>> {
+        let name = entry_name(object, &format!("derived {kind}"))?;
+        let file = self.lookup(&name, None)?;
+        let mut bytes = Vec::new();
+        (&file).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// Keeps `bytes`, data derived from `object`, as an entry keyed like the others (by the
+    /// object's URL, ETag and size, and `kind`), written whole or not at all and evicted with
+    /// the rest within the limit; replaces what was kept under the same key.
+    pub fn keep_derived(
+        &self,
+        object: &RemoteObject,
+        kind: &str,
+        bytes: &[u8],
+    ) -> std::io::Result<()> {
+        let name = entry_name(object, &format!("derived {kind}")).ok_or_else(|| {
+            std::io::Error::other(
+                "the server gives the object no ETag, so a replaced object could not be told \
+                 from this one",
+            )
+        })?;
+        let mut temp = self.reserve(bytes.len() as u64)?;
+        temp.file.write_all(bytes)?;
+        self.commit(temp, &name).map(drop)
     }
 
     /// The warnings so far (entries that could not be kept), each said once; clears them.
@@ -218,19 +241,19 @@ impl RemoteCache {
         if !warnings.iter().any(|w| w.message == message) {
             warnings.push(Diagnostic {
                 severity: Severity::Warning,
-                location: Location::default().with_file(object.url()),
+                location: Location::default().with_file(super::shown_url(object.url())),
                 message,
             });
         }
     }
 
-    /// The entry `name` if it is there, whole (`len` bytes) and not being evicted: opened,
-    /// locked shared, and marked as just used.
-    fn lookup(&self, name: &str, len: u64) -> Option<File> {
+    /// The entry `name` if it is there, whole (`len` bytes, when known) and not being
+    /// evicted: opened, locked shared, and marked as just used.
+    fn lookup(&self, name: &str, len: Option<u64>) -> Option<File> {
         let file = File::open(self.dir.join("entries").join(name)).ok()?;
         lock(&file, libc::LOCK_SH).ok()?;
         let meta = file.metadata().ok()?;
-        if meta.nlink() == 0 || meta.len() != len {
+        if meta.nlink() == 0 || len.is_some_and(|len| meta.len() != len) {
             return None;
         }
         // The recency that eviction goes by; without the right to set it, the entry is only

@@ -24,6 +24,15 @@ pub fn is_remote_url(path: &str) -> bool {
     })
 }
 
+/// `url` as messages show it: its query, which may hold secrets (a presigned URL's
+/// signature), replaced by `<redacted>`.
+pub fn shown_url(url: &str) -> std::borrow::Cow<'_, str> {
+    match url.split_once('?') {
+        Some((before, _)) => format!("{before}?<redacted>").into(),
+        None => url.into(),
+    }
+}
+
 /// Storage options: settings of the store that override the environment's (`KEY=VALUE` pairs
 /// named as the [`remote`](super::remote) module's docs say, e.g. `aws_endpoint`,
 /// `aws_access_key_id`, `aws_secret_access_key`). Their values never show in `Debug`.
@@ -62,14 +71,39 @@ impl std::fmt::Debug for StorageOptions {
     }
 }
 
-/// An object's URL, the storage options it is read with and the cache it is read through.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An object's URL, the storage options it is read with and the cache it is read through;
+/// once opened ([`RemoteUrl::opened`]), also the object as it was then. Its `Debug` form shows
+/// the URL without its query (see [`shown_url`]).
+#[derive(Clone)]
 pub struct RemoteUrl {
     url: Arc<str>,
     storage_options: StorageOptions,
     /// The cache directory and its limit in bytes.
     cache: Option<(PathBuf, u64)>,
+    /// The object opened with these settings, which every later open of this URL reuses.
+    opened: Option<RemoteFile>,
 }
+
+impl std::fmt::Debug for RemoteUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteUrl")
+            .field("url", &shown_url(&self.url))
+            .field("storage_options", &self.storage_options)
+            .field("cache", &self.cache)
+            .field("opened", &self.opened.is_some())
+            .finish()
+    }
+}
+
+/// Two URLs are equal when they name the same object read the same way, opened or not.
+impl PartialEq for RemoteUrl {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.url, &self.storage_options, &self.cache)
+            == (&other.url, &other.storage_options, &other.cache)
+    }
+}
+
+impl Eq for RemoteUrl {}
 
 impl RemoteUrl {
     /// `url`, read with the credentials and settings of the environment.
@@ -78,24 +112,50 @@ impl RemoteUrl {
             url: url.into(),
             storage_options: StorageOptions::default(),
             cache: None,
+            opened: None,
         }
     }
 
     /// The same URL read through the cache in `cache` (a directory and its limit in bytes),
-    /// or through none.
+    /// or through none (not opened yet).
     pub fn with_cache(self, cache: Option<(PathBuf, u64)>) -> Self {
-        RemoteUrl { cache, ..self }
+        RemoteUrl {
+            cache,
+            opened: None,
+            ..self
+        }
     }
 
-    /// The same URL read with `options` (over the environment's settings).
+    /// The same URL read with `options` (over the environment's settings; not opened yet).
     pub fn with_storage_options(mut self, options: &StorageOptions) -> Self {
         self.storage_options = options.clone();
+        self.opened = None;
         self
+    }
+
+    /// The same URL with its object opened now (one HEAD request, unless it was opened
+    /// already): every [`RemoteFile::open`] of it then reads that object, of the size and
+    /// version seen now, with no request of its own. What `exfeed::open` does first, so that
+    /// format detection and the format's reader share one HEAD.
+    pub fn opened(self) -> Result<Self> {
+        if self.opened.is_some() {
+            return Ok(self);
+        }
+        let file = RemoteFile::open(&self)?;
+        Ok(RemoteUrl {
+            opened: Some(file),
+            ..self
+        })
     }
 
     /// The URL, as given.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL as messages show it (see [`shown_url`]).
+    pub fn shown(&self) -> std::borrow::Cow<'_, str> {
+        shown_url(&self.url)
     }
 
     /// The storage options.
@@ -163,12 +223,32 @@ pub fn take_cache_warnings() -> Vec<crate::error::Diagnostic> {
     Vec::new()
 }
 
+/// The most bytes the user's index cache ([`user_index_cache_dir`]) may hold: 1 GiB.
+pub const USER_INDEX_CACHE_LIMIT: u64 = 1 << 30;
+
+/// Where a URL's CTF index is kept when no cache directory is given:
+/// `$XDG_CACHE_HOME/exfeed/index`, else `$HOME/.cache/exfeed/index`; `None` when neither
+/// variable is set (to an absolute path). A cache like any other (see
+/// [`super::remote_cache`]), limited to [`USER_INDEX_CACHE_LIMIT`].
+pub fn user_index_cache_dir() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let base = absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache")))?;
+    Some(base.join("exfeed").join("index"))
+}
+
 /// Without the `remote` feature no remote object can be opened (nothing makes one).
 #[cfg(not(feature = "remote"))]
 #[derive(Debug, Clone)]
 pub struct RemoteFile {
     _never: (),
 }
+
+#[cfg(not(all(feature = "remote", target_os = "linux")))]
+const NO_LOCKS: &str = "the local cache needs file locks as Linux gives them";
 
 #[cfg(not(feature = "remote"))]
 const NEVER_OPENED: &str = "a RemoteFile is never opened without the remote feature";
@@ -180,9 +260,13 @@ const STREAM_BLOCK: usize = 8 << 20;
 const FIRST_STREAM_BLOCK: usize = 64 << 10;
 
 impl RemoteFile {
-    /// Opens the object at `url` (one HEAD request).
+    /// Opens the object at `url` (one HEAD request; none when `url` was
+    /// [opened](RemoteUrl::opened) already).
     #[cfg(feature = "remote")]
     pub fn open(url: &RemoteUrl) -> Result<Self> {
+        if let Some(file) = &url.opened {
+            return Ok(file.clone());
+        }
         let options = super::remote::RemoteOptions {
             storage_options: url.storage_options().clone(),
             ..Default::default()
@@ -206,7 +290,7 @@ impl RemoteFile {
     pub fn open(url: &RemoteUrl) -> Result<Self> {
         Err(Error::new(
             ErrorKind::Unsupported,
-            Location::default().with_file(url.url()),
+            Location::default().with_file(shown_url(url.url())),
             "reading a URL needs exfeed built with the `remote` feature, which this build has \
              not got",
         ))
@@ -247,6 +331,48 @@ impl RemoteFile {
         let n = self.len().saturating_sub(offset).min(buf.len() as u64) as usize;
         self.read_exact_at(&mut buf[..n], offset)?;
         Ok(n)
+    }
+
+    /// Data derived from the object (`kind` names what and how it was made: a CTF index and
+    /// its parameters), from the local cache: the cache directory the object is read
+    /// through, or without one the user's ([`user_index_cache_dir`]). `None` when none is
+    /// kept (or no cache can be used: [`RemoteFile::keep_derived`] says why).
+    pub fn derived(&self, kind: &str) -> Option<Vec<u8>> {
+        #[cfg(all(feature = "remote", target_os = "linux"))]
+        return self.derived_cache().ok()?.derived(&self.object, kind);
+        #[cfg(not(all(feature = "remote", target_os = "linux")))]
+        {
+            let _ = kind;
+            None
+        }
+    }
+
+    /// Keeps `bytes`, data derived from the object, in the cache [`RemoteFile::derived`]
+    /// reads; `Err` says why it could not.
+    pub fn keep_derived(&self, kind: &str, bytes: &[u8]) -> std::result::Result<(), String> {
+        #[cfg(all(feature = "remote", target_os = "linux"))]
+        return self.derived_cache().and_then(|cache| {
+            (cache.keep_derived(&self.object, kind, bytes))
+                .map_err(|e| format!("the cache in {} cannot keep it: {e}", cache.dir().display()))
+        });
+        #[cfg(not(all(feature = "remote", target_os = "linux")))]
+        {
+            let _ = (kind, bytes);
+            Err(NO_LOCKS.into())
+        }
+    }
+
+    /// The cache of derived data: the object's own, or the user's.
+    #[cfg(all(feature = "remote", target_os = "linux"))]
+    fn derived_cache(&self) -> std::result::Result<Arc<SharedCache>, String> {
+        if let Some(cache) = &self.cache {
+            return Ok(cache.clone());
+        }
+        let dir = user_index_cache_dir().ok_or(
+            "there is no cache directory: give one (--cache-dir, cacheDir, cache_dir=), or set \
+             XDG_CACHE_HOME or HOME",
+        )?;
+        shared_cache(&dir, USER_INDEX_CACHE_LIMIT).map_err(|e| e.to_string())
     }
 
     /// The object from its first byte as a stream, read by consecutive ranged requests of

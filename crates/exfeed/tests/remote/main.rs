@@ -9,6 +9,7 @@ mod cache;
 #[path = "../common/mod.rs"]
 mod common;
 mod fault_proxy;
+mod index;
 mod open;
 mod services;
 mod write;

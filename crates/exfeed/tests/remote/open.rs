@@ -12,10 +12,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The sequences of the test data (about 600 KB of CTF).
-const SEQUENCES: usize = 12_000;
+pub(crate) const SEQUENCES: usize = 12_000;
 
 /// CTF text of `n` sequences of 1 to 4 lines, a dense stream of 3 and a sparse one of 5.
-fn ctf_text(n: usize) -> String {
+pub(crate) fn ctf_text(n: usize) -> String {
     let mut text = String::new();
     for s in 0..n {
         for line in 0..(s % 4 + 1) {
@@ -29,7 +29,7 @@ fn ctf_text(n: usize) -> String {
     text
 }
 
-fn ctf_options(read: ReadOptions) -> OpenOptions {
+pub(crate) fn ctf_options(read: ReadOptions) -> OpenOptions {
     OpenOptions {
         inputs: vec!["a:dense:3".parse().unwrap(), "b:sparse:5".parse().unwrap()],
         read,
@@ -37,7 +37,7 @@ fn ctf_options(read: ReadOptions) -> OpenOptions {
     }
 }
 
-fn storage_options(services: &Services, endpoint: &str) -> StorageOptions {
+pub(crate) fn storage_options(services: &Services, endpoint: &str) -> StorageOptions {
     [
         ("aws_endpoint", endpoint),
         ("aws_access_key_id", services.key_id.as_str()),
@@ -62,7 +62,7 @@ fn sequences(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
     all
 }
 
-fn summed(batch: &SequenceBatch<f32>) -> Vec<(u64, f64, usize)> {
+pub(crate) fn summed(batch: &SequenceBatch<f32>) -> Vec<(u64, f64, usize)> {
     (0..batch.len())
         .map(|i| {
             let (mut sum, mut samples) = (0.0, 0);
@@ -81,7 +81,6 @@ fn summed(batch: &SequenceBatch<f32>) -> Vec<(u64, f64, usize)> {
         .collect()
 }
 
-/// Every chunk of the reader's source, read in order.
 /// The reader's source over `input`.
 fn chunk_source(
     input: impl Into<exfeed::io::InputPath>,
@@ -94,7 +93,11 @@ fn chunk_source(
 }
 
 fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
-    let source = chunk_source(input, options);
+    every_chunk(&*chunk_source(input, options))
+}
+
+/// Every chunk of `source`, read in order: each sequence's key, sum and sample count.
+pub(crate) fn every_chunk(source: &dyn exfeed::reader::ChunkSource<f32>) -> Vec<(u64, f64, usize)> {
     let mut all = Vec::new();
     for c in 0..source.chunks().len() {
         let mut batch = SequenceBatch::new(source.streams());
@@ -259,6 +262,58 @@ fn a_ctf_chunk_and_a_cbf_chunk_are_read_by_their_byte_ranges() {
     }
 }
 
+#[test]
+fn opening_a_url_sends_one_head_request() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let prefix = unique("one-head");
+    let read = ReadOptions::new()
+        .with_chunk_size(ChunkSize::Bytes(64 << 10))
+        .with_storage_options(storage_options(&services, &proxy.url()));
+    let heads = || proxy.requests("HEAD").len();
+    for (path, format) in local_files(dir.path()) {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let key = format!("{prefix}/{name}");
+        services.put(&key, &std::fs::read(&path).unwrap());
+        let url = services.url(&key);
+        let indexes = [IndexMode::None, IndexMode::Full];
+        for (index, cached) in indexes.into_iter().zip([false, true]) {
+            let options = ctf_options(read.clone().with_index(index).with_cache_index(cached));
+            // The reader's source, one chunk read; the sequences, read as a stream.
+            let before = heads();
+            let source = chunk_source(url.as_str(), &options);
+            let mut batch = SequenceBatch::new(source.streams());
+            source.read_chunk(0, &mut batch).unwrap();
+            assert!(!batch.is_empty());
+            assert_eq!(
+                heads() - before,
+                1,
+                "{format:?} {index:?}: {:?}",
+                proxy.requests("HEAD")
+            );
+            let before = heads();
+            assert_eq!(sequences(&url, &options).len(), SEQUENCES);
+            assert_eq!(heads() - before, 1, "{format:?} {index:?}: sequences");
+        }
+    }
+    // A Lens file, streamed.
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/patterns.ex");
+    let key = format!("{prefix}/patterns.ex");
+    services.put(&key, &std::fs::read(&sample).unwrap());
+    let before = heads();
+    let options = OpenOptions {
+        read: read.clone(),
+        ..OpenOptions::default()
+    };
+    let mut examples = open(services.url(&key).as_str(), &options)
+        .unwrap()
+        .lens_examples(false)
+        .unwrap();
+    while examples.next_example().unwrap().is_some() {}
+    assert_eq!(heads() - before, 1, "Lens");
+}
+
 /// Reading one row group of a Parquet object (one record batch of an Arrow IPC object) fetches
 /// the footer and that chunk's bytes only, and gives what the local file gives.
 #[cfg(feature = "arrow")]
@@ -336,7 +391,7 @@ fn a_parquet_row_group_and_an_arrow_record_batch_are_read_by_their_byte_ranges()
 }
 
 /// The length of `bytes=A-B`.
-fn range_len(range: &str) -> u64 {
+pub(crate) fn range_len(range: &str) -> u64 {
     let (a, b) = range
         .strip_prefix("bytes=")
         .and_then(|r| r.split_once('-'))
@@ -475,21 +530,4 @@ fn what_the_cache_cannot_keep_is_read_uncached_with_a_warning() {
         "{shown}"
     );
     assert!(!shown.contains(&services.secret), "{shown}");
-}
-
-#[test]
-fn cache_index_on_a_url_says_it_is_not_cached() {
-    let Some(services) = services() else { return };
-    let key = unique("indexed.ctf");
-    services.put(&key, ctf_text(50).as_bytes());
-    let read = ReadOptions::new()
-        .with_storage_options(storage_options(&services, &services.s3_endpoint))
-        .with_cache_index(true);
-    let data = open(services.url(&key).as_str(), &ctf_options(read)).unwrap();
-    let source = data.into_source::<f32>().unwrap();
-    let notes = format!("{:?}", source.diagnostics());
-    assert!(
-        notes.contains("the index of a URL is not cached"),
-        "{notes}"
-    );
 }

@@ -72,6 +72,19 @@ pub(super) struct DataStamp {
 }
 
 impl DataStamp {
+    /// A remote object of `len` bytes: its version is in the cache's key (its ETag), so only
+    /// its length is recorded here.
+    pub(super) fn of_object(len: u64) -> Self {
+        DataStamp {
+            len,
+            secs: 0,
+            nanos: 0,
+            changed_secs: 0,
+            changed_nanos: 0,
+            inode: 0,
+        }
+    }
+
     pub(super) fn of(meta: &std::fs::Metadata) -> Self {
         let (secs, nanos) = match meta.modified().map(|t| t.duration_since(UNIX_EPOCH)) {
             Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),

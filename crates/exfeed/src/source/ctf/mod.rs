@@ -179,7 +179,9 @@ pub enum IndexOrigin {
 /// sequence.
 ///
 /// With `cacheIndex` the index is stored beside the file (`FILE.exfeed-index`, see
-/// [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`].
+/// [`index_cache_path`]) and reused when it is valid; see [`CtfSource::open`]. A URL's index
+/// is stored in the local cache instead (the bucket may be read-only), keyed by the object's
+/// URL, ETag and size: see [`RemoteFile::derived`].
 pub struct CtfSource {
     name: Arc<str>,
     specs: Vec<StreamSpec>,
@@ -224,7 +226,9 @@ impl CtfSource {
     /// and cache format version, and passes every consistency check. Otherwise the file is
     /// scanned and the cache (re)written through a temporary file and a rename; a stale or
     /// corrupt cache is reported as a warning ([`CtfSource::diagnostics`]). Failing to write the
-    /// cache is a warning too.
+    /// cache is a warning too. A URL's index is kept in the local cache (`cacheDir`, else the
+    /// user's: see [`crate::io::user_index_cache_dir`]), found again by the object's URL, ETag
+    /// and size and the same parameters.
     ///
     /// ```
     /// use exfeed::ctf::CtfOptions;
@@ -1012,44 +1016,98 @@ fn index(
         }
         Data::Remote(object) => index_file(object, object.len(), options, SCAN_BLOCK),
     };
-    let Some((path, meta)) = file else {
-        if options.read.cache_index() && matches!(data, Data::Remote(_)) {
-            warnings.push(
-                "cacheIndex: the index of a URL is not cached yet; it is built again on each \
-                 open"
-                    .to_string(),
-            );
-        }
-        return Ok((scan()?, IndexOrigin::Scanned));
+    let cache = match (file, data) {
+        _ if !options.read.cache_index() => return Ok((scan()?, IndexOrigin::Scanned)),
+        (Some((path, meta)), _) => IndexCache::Beside {
+            path: index_cache_path(&path),
+            meta,
+        },
+        (None, Data::Remote(object)) => IndexCache::Local(object),
+        (None, _) => return Ok((scan()?, IndexOrigin::Scanned)),
     };
     let params = options.cache_params();
-    let stamp = DataStamp::of(&meta);
-    let cache = index_cache_path(&path);
-    if options.read.cache_index() {
-        let not_used = |why: String| {
-            format!(
-                "index cache {} not used ({why}); re-indexing",
-                cache.display()
-            )
-        };
-        match index_cache::read(&cache, &meta, stamp, params) {
-            Ok(Some(ix)) => match data.check_line_starts(&ix) {
-                Ok(()) => return Ok((ix, IndexOrigin::Cache)),
-                Err(why) => warnings.push(not_used(why)),
-            },
-            Ok(None) => {}
-            Err(why) => warnings.push(not_used(why)),
-        }
+    match cache.read(data, params) {
+        Ok(Some(ix)) => return Ok((ix, IndexOrigin::Cache)),
+        Ok(None) => {}
+        Err(why) => warnings.push(format!("{} not used ({why}); re-indexing", cache.name())),
     }
     let ix = scan()?;
-    let mut origin = IndexOrigin::Scanned;
-    if options.read.cache_index() {
-        match index_cache::write(&cache, &ix, stamp, params) {
-            Ok(()) => origin = IndexOrigin::ScannedAndCached,
-            Err(e) => warnings.push(format!("could not write the index cache: {e}")),
+    match cache.write(&ix, params) {
+        Ok(()) => Ok((ix, IndexOrigin::ScannedAndCached)),
+        Err(e) => {
+            warnings.push(format!("could not write the {}: {e}", cache.name()));
+            Ok((ix, IndexOrigin::Scanned))
         }
     }
-    Ok((ix, origin))
+}
+
+/// Where the index cache of a CTF input is kept (`cacheIndex`).
+enum IndexCache<'a> {
+    /// Beside the file (see [`index_cache_path`]), valid for the file's state `meta`.
+    Beside {
+        path: std::path::PathBuf,
+        meta: std::fs::Metadata,
+    },
+    /// In the local cache (see [`RemoteFile::derived`]), keyed by the object's URL, ETag and
+    /// size and by the indexing parameters, since the bucket may be read-only.
+    Local(&'a RemoteFile),
+}
+
+impl IndexCache<'_> {
+    /// What warnings call it.
+    fn name(&self) -> String {
+        match self {
+            IndexCache::Beside { path, .. } => format!("index cache {}", path.display()),
+            IndexCache::Local(_) => "index cache of this URL".to_string(),
+        }
+    }
+
+    /// The data's state the index must have been built for.
+    fn stamp(&self) -> DataStamp {
+        match self {
+            IndexCache::Beside { meta, .. } => DataStamp::of(meta),
+            IndexCache::Local(object) => DataStamp::of_object(object.len()),
+        }
+    }
+
+    /// The cached index of `data` built with `params`: `Ok(None)` when there is none,
+    /// `Err(why)` when it cannot be used.
+    fn read(&self, data: &Data, params: CacheParams) -> std::result::Result<Option<Index>, String> {
+        match self {
+            IndexCache::Beside { path, meta } => {
+                let Some(ix) = index_cache::read(path, meta, self.stamp(), params)? else {
+                    return Ok(None);
+                };
+                data.check_line_starts(&ix)?;
+                Ok(Some(ix))
+            }
+            // The entry's key holds the object's ETag, so it was built from these very bytes:
+            // its line starts are not checked again (a request for each chunk's).
+            IndexCache::Local(object) => match object.derived(&local_index_kind(params)) {
+                Some(bytes) => index_cache::decode(&bytes, self.stamp(), params).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Writes `ix`, built with `params`, replacing what was cached.
+    fn write(&self, ix: &Index, params: CacheParams) -> std::result::Result<(), String> {
+        match self {
+            IndexCache::Beside { path, .. } => {
+                index_cache::write(path, ix, self.stamp(), params).map_err(|e| e.to_string())
+            }
+            IndexCache::Local(object) => object.keep_derived(
+                &local_index_kind(params),
+                &index_cache::encode(ix, self.stamp(), params),
+            ),
+        }
+    }
+}
+
+/// The key of a URL's index in the local cache, besides the object's: what the index depends
+/// on, so that readers with other parameters keep indexes of their own side by side.
+fn local_index_kind(params: CacheParams) -> String {
+    format!("ctf-index {params:?}")
 }
 
 /// Builds the index from sequences found in file order.
