@@ -20,7 +20,6 @@ fn sample_ctf() -> Vec<u8> {
         .unwrap()
 }
 
-/// `--storage-option`s for the read-write identity.
 /// The sample written to `dir` as sequences.ctf and put in the bucket under a unique key
 /// made from `name`: (the local file, the key, its s3:// URL).
 fn sample_here_and_in_the_bucket(
@@ -36,6 +35,7 @@ fn sample_here_and_in_the_bucket(
     (local, key, s3)
 }
 
+/// `--storage-option`s for the read-write identity.
 fn storage_flags(services: &Services) -> Vec<String> {
     [
         format!("aws_endpoint={}", services.s3_endpoint),
@@ -284,5 +284,81 @@ fn cache_dir_and_cache_limit_as_flags_and_config_keys() {
         text(&out.stderr).contains("--cache-dir"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// The cache's entries under `dir` that hold a CTF index (an exfeed index cache's magic).
+fn index_entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("entries")).map_or(0, |entries| {
+        entries
+            .filter(|e| {
+                let bytes = std::fs::read(e.as_ref().unwrap().path()).unwrap();
+                bytes.starts_with(b"EXFIDX")
+            })
+            .count()
+    })
+}
+
+#[test]
+fn cache_index_keeps_a_urls_index_in_the_local_cache() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (local, _, s3) = sample_here_and_in_the_bucket(&services, dir.path(), "indexed.ctf");
+    let local_name = local.to_str().unwrap();
+    let read = strings(&["read", "--dump", "-m", "4", "--seed", "3"]);
+    let want = run_ok(
+        &[
+            read.clone(),
+            strings(&INPUTS),
+            strings(&["--index", "full", local_name]),
+        ]
+        .concat(),
+        local_name,
+    );
+    let cache_home = dir.path().join("cache-home");
+    // Without --cache-dir, in the user's cache ($XDG_CACHE_HOME/exfeed/index); with it, there.
+    let run_in = |extra: &[&str], cache_home: Option<&Path>| {
+        let args = [read.clone(), strings(&INPUTS), storage_flags(&services)];
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"));
+        command
+            .args(args.concat())
+            .arg("--cache-index")
+            .args(extra)
+            .arg(&s3);
+        match cache_home {
+            Some(home) => command.env("XDG_CACHE_HOME", home),
+            None => command.env_remove("XDG_CACHE_HOME").env_remove("HOME"),
+        };
+        let out = command.output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains(&services.secret), "{stderr}");
+        assert_eq!(text(&out.stdout).replace(&s3, "DATA"), want);
+        stderr
+    };
+    let run = |extra: &[&str]| {
+        let stderr = run_in(extra, Some(&cache_home));
+        assert!(!stderr.contains("warning"), "{stderr}");
+        stderr
+    };
+    let user_cache = cache_home.join("exfeed").join("index");
+    assert!(run(&[]).contains("index scanned and cached"));
+    assert_eq!(index_entries(&user_cache), 1);
+    assert!(run(&[]).contains("index from cache"));
+
+    let cache = dir.path().join("cache");
+    let cache_dir = ["--cache-dir", cache.to_str().unwrap()];
+    assert!(run(&cache_dir).contains("index scanned and cached"));
+    assert_eq!(index_entries(&cache), 1);
+    assert!(run(&cache_dir).contains("index from cache"));
+    assert_eq!(index_entries(&user_cache), 1);
+
+    // No cache directory at all: built on each open, and said once.
+    let stderr = run_in(&[], None);
+    assert!(stderr.contains("index scanned"), "{stderr}");
+    assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("could not write the index cache of this URL: there is no cache directory"),
+        "{stderr}"
     );
 }
