@@ -117,19 +117,22 @@ impl RemoteUrl {
     }
 
     /// The same URL read through the cache in `cache` (a directory and its limit in bytes),
-    /// or through none (not opened yet).
-    pub fn with_cache(self, cache: Option<(PathBuf, u64)>) -> Self {
-        RemoteUrl {
-            cache,
-            opened: None,
-            ..self
+    /// or through none; no longer opened if that is another cache.
+    pub fn with_cache(mut self, cache: Option<(PathBuf, u64)>) -> Self {
+        if cache != self.cache {
+            self.cache = cache;
+            self.opened = None;
         }
+        self
     }
 
-    /// The same URL read with `options` (over the environment's settings; not opened yet).
+    /// The same URL read with `options` (over the environment's settings); no longer opened
+    /// if they are other options.
     pub fn with_storage_options(mut self, options: &StorageOptions) -> Self {
-        self.storage_options = options.clone();
-        self.opened = None;
+        if *options != self.storage_options {
+            self.storage_options = options.clone();
+            self.opened = None;
+        }
         self
     }
 

@@ -3,6 +3,7 @@
 //! ranges the fault proxy saw), and errors name the URL with no secret in them.
 
 use super::{services, unique, FaultProxy, Services};
+use exfeed::configured::{AnyReader, ReaderArgs, RunOptions};
 use exfeed::convert::{convert, ConvertOptions};
 use exfeed::format::FileFormat;
 use exfeed::io::StorageOptions;
@@ -312,6 +313,26 @@ fn opening_a_url_sends_one_head_request() {
         .unwrap();
     while examples.next_example().unwrap().is_some() {}
     assert_eq!(heads() - before, 1, "Lens");
+
+    // The configured reader (what `exfeed read` and Python's Reader build): its format found
+    // at configuration, then read, with one HEAD.
+    let url = services.url(&format!("{prefix}/data.ctf"));
+    let args = ReaderArgs {
+        files: vec![url.into()],
+        inputs: ctf_options(ReadOptions::new()).inputs,
+        read: read.clone().with_cache_index(true),
+        ..ReaderArgs::default()
+    };
+    let before = heads();
+    let (config, inputs) = args.configure(None).unwrap();
+    let run = RunOptions {
+        inputs,
+        ..RunOptions::default()
+    };
+    let mut reader = AnyReader::open(&config, &run).unwrap();
+    let mut minibatch = reader.new_minibatch();
+    assert!(reader.next_minibatch(100, &mut minibatch).unwrap());
+    assert_eq!(heads() - before, 1, "the configured reader");
 }
 
 /// Reading one row group of a Parquet object (one record batch of an Arrow IPC object) fetches
