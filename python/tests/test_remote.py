@@ -181,6 +181,32 @@ def test_cache_dir_and_cache_limit_keywords(remote, tmp_path):
         exfeed.check(remote.s3, inputs=INPUTS, storage_options=remote.storage, cache_limit=10)
 
 
+def _index_entries(cache: pathlib.Path) -> list:
+    """The inodes of the cache's entries that hold a CTF index (an index cache's magic)."""
+    entries = cache / "entries"
+    if not entries.is_dir():
+        return []
+    return [e.stat().st_ino for e in entries.iterdir() if e.read_bytes().startswith(b"EXFIDX")]
+
+
+def test_cache_index_keeps_a_urls_index_in_the_local_cache(remote, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    user_cache = tmp_path / "home-cache" / "exfeed" / "index"
+    given = tmp_path / "cache"
+    for cache_dir, where in [(None, user_cache), (given, given)]:
+        options = dict(inputs=INPUTS, storage_options=remote.storage, cache_index=True)
+        if cache_dir is not None:
+            options["cache_dir"] = cache_dir
+        kept = []
+        for _ in range(2):
+            with exfeed.Reader(remote.s3, minibatch_size=16, randomize=False, **options) as r:
+                assert [k for mb in r for k in mb.keys.tolist()] == sorted(remote.truth)
+            kept.append(_index_entries(where))
+        # One entry, read the second time, not written again (the same file).
+        assert len(kept[0]) == 1 and kept[1] == kept[0], (where, kept)
+    assert len(_index_entries(user_cache)) == 1
+
+
 def test_ray_read_expands_a_glob_by_listing_the_bucket(remote, tmp_path):
     ray = require("ray")
     import exfeed.ray
