@@ -11,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+from bench_common import peak_rss_mb
 
 DIM = 200
 MINIBATCH = 256
@@ -34,15 +35,6 @@ def write_data(ctf: str, csv: str, mb: int, slice_mb: int) -> None:
     with open(csv, "w") as f:
         for r in rows[: len(rows) * slice_mb // 64]:
             f.write(r.replace(" ", ",") + "\n")
-
-
-def peak_rss_mb() -> float:
-    """VmHWM: this process image's peak (ru_maxrss would carry the parent's across exec)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def plain_python_ctf(path: str) -> int:

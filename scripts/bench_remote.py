@@ -236,20 +236,30 @@ def main() -> None:
           f"{time.perf_counter() - t:.0f} s; medians of {a.runs} (whole-file reads and Mosaic: {whole_runs}); page cache warm for the local files and "
           f"the server's volumes; load average {load()}")
 
-    # (1) The whole file, one process, default options.
+    # (1) The whole file, one process, default options: locally, from S3, and over HTTP from
+    # nginx (the same ranged reads from a server that sends a file as fast as loopback goes,
+    # which tells the client's own cost from the S3 server's pace).
+    http_root, http_url = os.environ["EXFEED_TEST_HTTP_ROOT"], os.environ["EXFEED_TEST_HTTP_URL"]
     for kind in ("ctf", "cbf"):
+        served = os.path.join(http_root, f"bench-remote.{kind}")
+        shutil.copyfile(local[kind], served)
+        sources = {"local": local[kind], "S3": urls[kind], "HTTP": f"{http_url}/bench-remote.{kind}"}
         summary = {}
 
-        def run(source, kind=kind):
+        def run(source):
             secs, summary[source] = exfeed_read(a.exfeed, source, endpoint, [])
             return secs
 
-        m = medians(whole_runs, {"local": lambda: run(local[kind]), "s3": lambda: run(urls[kind])})
+        m = medians(whole_runs, {name: (lambda s=s: run(s)) for name, s in sources.items()})
+        os.remove(served)
         mb = size[kind] / 1e6
-        print(f"  read {kind.upper()} whole: local {m['local']:.2f} s ({mb / m['local']:.0f} MB/s, "
-              f"{samples / m['local'] / 1e3:.0f}k samples/s), S3 {m['s3']:.2f} s ({mb / m['s3']:.0f} MB/s, "
-              f"{samples / m['s3'] / 1e3:.0f}k samples/s) = {m['local'] / m['s3']:.0%} of local; load {load()}")
-        print(f"    local: {summary[local[kind]]}\n    S3:    {summary[urls[kind]]}")
+        rates = ", ".join(
+            f"{name} {m[name]:.2f} s ({mb / m[name]:.0f} MB/s, {samples / m[name] / 1e3:.0f}k samples/s"
+            + ("" if name == "local" else f", {m['local'] / m[name]:.0%} of local") + ")"
+            for name in sources)
+        print(f"  read {kind.upper()} whole: {rates}; load {load()}")
+        for name, source in sources.items():
+            print(f"    {name}: {summary[source]}")
 
     # (4) What a user would do instead: download the object (boto3, as `aws s3 cp` does), then
     # read it. One download of each object (they take long); the reading is the local figure.

@@ -10,7 +10,8 @@
 //! file) is read into memory first, since the footer at the end says where everything is. An
 //! object at a URL is read by ranged requests: Parquet's footer (its last 8 bytes, then the
 //! metadata), then for each row group read only the column chunks read, fetched before it is
-//! decoded (adjacent ones in one request); Arrow IPC's footer, then each record batch's block.
+//! decoded (adjacent ones in one request); Arrow IPC's footer once, then each record batch's
+//! block (its message and body) in one request.
 
 use crate::arrow::decode::append_record_batch;
 use crate::arrow::encode::{arrow_error, parquet_error};
@@ -170,6 +171,8 @@ pub struct ColumnarFile {
     chunks: Vec<ChunkInfo>,
     /// Parquet's footer, read once.
     parquet: Option<ArrowReaderMetadata>,
+    /// Arrow IPC's footer, read once.
+    ipc: Option<Arc<IpcFooter>>,
 }
 
 impl ColumnarFile {
@@ -184,24 +187,17 @@ impl ColumnarFile {
         given: &[StreamSpec],
     ) -> Result<Self> {
         let in_file = |e: Error| e.in_file(name.to_string());
-        let (parquet, schema, chunks) = match format {
+        let (parquet, ipc_footer, schema) = match format {
             FileFormat::Parquet => {
                 let meta = ArrowReaderMetadata::load(&input, Default::default())
                     .map_err(|e| in_file(parquet_error(e)))?;
                 let schema = meta.schema().clone();
-                (Some(meta), schema, Vec::new())
+                (Some(meta), None, schema)
             }
             FileFormat::ArrowIpc => {
-                let reader = arrow_ipc::reader::FileReader::try_new(
-                    PositionedReader {
-                        input: input.clone(),
-                        pos: 0,
-                    },
-                    None,
-                )
-                .map_err(|e| in_file(arrow_error(e)))?;
-                let chunks = ipc_chunks(&input).map_err(in_file)?;
-                (None, reader.schema(), chunks)
+                let footer = IpcFooterParts::read(&input).map_err(in_file)?;
+                let schema = footer.schema.clone();
+                (None, Some(footer), schema)
             }
             other => {
                 return Err(in_file(Error::config(format!(
@@ -211,9 +207,14 @@ impl ColumnarFile {
             }
         };
         let (columns, streams) = project(Streams::of(&schema, given).map_err(in_file)?);
-        let chunks = match &parquet {
-            Some(meta) => parquet_chunks(meta, &columns, &streams),
-            None => chunks,
+        let (chunks, ipc) = match (&parquet, ipc_footer) {
+            (Some(meta), _) => (parquet_chunks(meta, &columns, &streams), None),
+            (None, Some(footer)) => {
+                let chunks = ipc_chunks(&input, &footer.blocks).map_err(in_file)?;
+                let footer = footer.decoder(&input, &columns).map_err(in_file)?;
+                (chunks, Some(Arc::new(footer)))
+            }
+            (None, None) => unreachable!("a columnar file is Parquet or Arrow IPC"),
         };
         Ok(ColumnarFile {
             name: name.to_string(),
@@ -223,6 +224,7 @@ impl ColumnarFile {
             streams,
             chunks,
             parquet,
+            ipc,
         })
     }
 
@@ -295,20 +297,13 @@ impl ColumnarFile {
             let reader = parquet_batches(self.input.clone(), meta, &self.columns, chunks);
             return Ok(Box::new(reader.map_err(in_file)?));
         }
-        let reader = PositionedReader {
-            input: self.input.clone(),
-            pos: 0,
-        };
-        let mut reader = arrow_ipc::reader::FileReader::try_new(reader, Some(self.columns.clone()))
-            .map_err(|e| in_file(arrow_error(e)))?;
-        if chunks.start < self.chunks.len() {
-            reader
-                .set_index(chunks.start)
-                .map_err(|e| in_file(arrow_error(e)))?;
-        }
+        let footer = self.ipc.clone().expect("an Arrow IPC file has its footer");
+        let schema = footer.decoder_schema.project(&self.columns);
         Ok(Box::new(IpcBatches {
-            reader,
-            left: chunks.len(),
+            input: self.input.clone(),
+            schema: Arc::new(schema.map_err(|e| in_file(arrow_error(e)))?),
+            blocks: chunks.start.min(footer.blocks.len())..chunks.end.min(footer.blocks.len()),
+            footer,
         }))
     }
 
@@ -545,43 +540,127 @@ fn parquet_chunks(
         .collect()
 }
 
+/// An Arrow IPC file that is not as its format says.
+fn ipc_error(what: impl std::fmt::Display) -> Error {
+    Error::config(format!("Arrow IPC: {what}"))
+}
+
+/// An Arrow IPC file's footer as read: its schema, where its record batches and dictionaries
+/// are, and its metadata version.
+struct IpcFooterParts {
+    schema: arrow_schema::SchemaRef,
+    version: arrow_ipc::MetadataVersion,
+    blocks: Vec<arrow_ipc::Block>,
+    dictionaries: Vec<arrow_ipc::Block>,
+}
+
+impl IpcFooterParts {
+    /// The footer at the end of `input`: its length in the last 10 bytes, then the footer.
+    fn read(input: &ColumnarInput) -> Result<Self> {
+        let len = input.len();
+        let tail_at = len.checked_sub(10).ok_or_else(|| ipc_error("too short"))?;
+        let tail = input.bytes_at(tail_at, 10).map_err(ipc_error)?;
+        let tail: [u8; 10] = tail[..].try_into().expect("10 bytes");
+        let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(arrow_error)?;
+        let footer_at = tail_at
+            .checked_sub(footer_len as u64)
+            .ok_or_else(|| ipc_error("the footer's length is past the start"))?;
+        let bytes = input.bytes_at(footer_at, footer_len).map_err(ipc_error)?;
+        let footer = arrow_ipc::root_as_footer(&bytes).map_err(ipc_error)?;
+        let fb_schema = footer
+            .schema()
+            .ok_or_else(|| ipc_error("the footer has no schema"))?;
+        if !fb_schema.endianness().equals_to_target_endianness() {
+            return Err(ipc_error(
+                "the file's byte order is not this machine's (not supported)",
+            ));
+        }
+        let schema = arrow_ipc::convert::try_fb_to_schema(fb_schema).map_err(arrow_error)?;
+        Ok(IpcFooterParts {
+            schema: Arc::new(schema),
+            version: footer.version(),
+            blocks: footer
+                .recordBatches()
+                .map(|b| b.iter().copied().collect())
+                .unwrap_or_default(),
+            dictionaries: footer
+                .dictionaries()
+                .map(|b| b.iter().copied().collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The decoder of the record batches' `columns`, its dictionaries read.
+    fn decoder(self, input: &ColumnarInput, columns: &[usize]) -> Result<IpcFooter> {
+        let mut decoder = arrow_ipc::reader::FileDecoder::new(self.schema.clone(), self.version)
+            .with_projection(columns.to_vec());
+        for block in &self.dictionaries {
+            let buf = read_block(input, block).map_err(arrow_error)?;
+            decoder.read_dictionary(block, &buf).map_err(arrow_error)?;
+        }
+        Ok(IpcFooter {
+            decoder,
+            decoder_schema: self.schema,
+            blocks: self.blocks,
+        })
+    }
+}
+
+/// What reading an Arrow IPC file's record batches needs, from its footer read once: each
+/// chunk is then one read of its block.
+struct IpcFooter {
+    decoder: arrow_ipc::reader::FileDecoder,
+    /// The whole file's schema (the decoder's, before its projection).
+    decoder_schema: arrow_schema::SchemaRef,
+    blocks: Vec<arrow_ipc::Block>,
+}
+
+/// Where a block is, checked against the file's length before anything is allocated for it.
+fn block_range(input: &ColumnarInput, block: &arrow_ipc::Block) -> Result<(u64, usize)> {
+    let offset = u64::try_from(block.offset()).map_err(|_| ipc_error("a negative offset"))?;
+    let len = u64::try_from(block.metaDataLength())
+        .ok()
+        .zip(u64::try_from(block.bodyLength()).ok())
+        .and_then(|(meta, body)| meta.checked_add(body))
+        .ok_or_else(|| ipc_error(format!("a negative length at byte {offset}")))?;
+    match offset.checked_add(len) {
+        Some(end) if end <= input.len() => Ok((offset, len as usize)),
+        _ => Err(ipc_error(format!(
+            "a block of {len} bytes at byte {offset} ends past the file's end ({} bytes)",
+            input.len()
+        ))),
+    }
+}
+
+/// A block (its message and body) in one read.
+fn read_block(
+    input: &ColumnarInput,
+    block: &arrow_ipc::Block,
+) -> std::result::Result<arrow_buffer::Buffer, ArrowError> {
+    let (offset, len) =
+        block_range(input, block).map_err(|e| ArrowError::IpcError(e.to_string()))?;
+    Ok(input.bytes_at(offset, len)?.into())
+}
+
 /// An Arrow IPC file's record batches as chunks: their rows, read from each batch's message
 /// header (a few bytes each; the bodies are not read), and their body sizes.
-fn ipc_chunks(input: &ColumnarInput) -> Result<Vec<ChunkInfo>> {
-    let bad = |what: String| Error::config(format!("Arrow IPC: {what}"));
-    let io = |e: std::io::Error| bad(e.to_string());
-    let len = input.len();
-    let tail = input.bytes_at(
-        len.checked_sub(10).ok_or_else(|| bad("too short".into()))?,
-        10,
-    );
-    let tail: [u8; 10] = tail.map_err(io)?[..].try_into().expect("10 bytes");
-    let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(arrow_error)?;
-    let footer_at = (len - 10)
-        .checked_sub(footer_len as u64)
-        .ok_or_else(|| bad("the footer's length is past the start".into()))?;
-    let footer = input.bytes_at(footer_at, footer_len).map_err(io)?;
-    let footer = arrow_ipc::root_as_footer(&footer).map_err(|e| bad(e.to_string()))?;
-    let blocks = footer
-        .recordBatches()
-        .map(|b| b.iter().copied().collect::<Vec<_>>());
+fn ipc_chunks(input: &ColumnarInput, blocks: &[arrow_ipc::Block]) -> Result<Vec<ChunkInfo>> {
     let mut chunks = Vec::new();
-    for block in blocks.unwrap_or_default() {
-        let meta_len =
-            usize::try_from(block.metaDataLength()).map_err(|_| bad("a negative length".into()))?;
-        let offset = u64::try_from(block.offset()).map_err(|_| bad("a negative offset".into()))?;
-        let meta = input.bytes_at(offset, meta_len).map_err(io)?;
+    for block in blocks {
+        let (offset, _) = block_range(input, block)?;
+        let meta_len = block.metaDataLength() as usize; // checked by block_range
+        let meta = input.bytes_at(offset, meta_len).map_err(ipc_error)?;
         // The message: a continuation marker and its length (or, in old files, the length).
         let skip = if meta.starts_with(&[0xff; 4]) { 8 } else { 4 };
-        let message = meta
+        let no_batch = || ipc_error(format!("no record batch message at byte {offset}"));
+        let rows = meta
             .get(skip..)
             .and_then(|m| arrow_ipc::root_as_message(m).ok())
-            .ok_or_else(|| bad(format!("no record batch message at byte {offset}")))?;
-        let rows = message
+            .ok_or_else(no_batch)?
             .header_as_record_batch()
-            .ok_or_else(|| bad(format!("no record batch message at byte {offset}")))?
+            .ok_or_else(no_batch)?
             .length();
-        let rows = usize::try_from(rows).map_err(|_| bad("a negative row count".into()))?;
+        let rows = usize::try_from(rows).map_err(|_| ipc_error("a negative row count"))?;
         chunks.push(ChunkInfo {
             sequences: rows,
             samples: rows as u64,
@@ -591,24 +670,32 @@ fn ipc_chunks(input: &ColumnarInput) -> Result<Vec<ChunkInfo>> {
     Ok(chunks)
 }
 
-/// An Arrow IPC file's record batches, `left` of them from where its reader stands.
+/// Record batches `blocks` of an Arrow IPC file, each read in one request and decoded.
 struct IpcBatches {
-    reader: arrow_ipc::reader::FileReader<PositionedReader>,
-    left: usize,
+    input: ColumnarInput,
+    footer: Arc<IpcFooter>,
+    schema: arrow_schema::SchemaRef,
+    blocks: Range<usize>,
 }
 
 impl Iterator for IpcBatches {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.left = self.left.checked_sub(1)?;
-        self.reader.next()
+        let block = &self.footer.blocks[self.blocks.next()?];
+        let batch = read_block(&self.input, block)
+            .and_then(|buf| self.footer.decoder.read_record_batch(block, &buf));
+        Some(batch.and_then(|b| {
+            b.ok_or_else(|| {
+                ArrowError::IpcError("an empty message in a record batch's place".into())
+            })
+        }))
     }
 }
 
 impl RecordBatchReader for IpcBatches {
     fn schema(&self) -> arrow_schema::SchemaRef {
-        self.reader.schema()
+        self.schema.clone()
     }
 }
 
