@@ -267,7 +267,13 @@ impl AnyReader {
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
             let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
-                let chunks = source.source.chunks().iter();
+                let infos = source.source.chunks();
+                // A mix's sweep: its first (the others differ by less than a chunk a source).
+                let chunks: Vec<usize> = match source.source.mix() {
+                    Some(mix) => mix.sweep_chunks(options.randomize, options.seed, 0),
+                    None => (0..infos.len()).collect(),
+                };
+                let chunks = chunks.iter().map(|&c| infos[c]);
                 let total = match e.minibatch_size {
                     MinibatchSize::Samples(_) => chunks.map(|c| c.samples).sum(),
                     MinibatchSize::Sequences(_) => chunks.map(|c| c.sequences as u64).sum(),
@@ -416,6 +422,16 @@ impl AnyReader {
     /// [`Reader::share_warning`]).
     pub fn share_warning(&self) -> Option<String> {
         typed!(&self.typed, r, _s => r.share_warning())
+    }
+
+    /// Of a mix of data sets: the mix (its sources, weights and sweep size).
+    pub fn mix(&self) -> Option<&crate::reader::Mix> {
+        typed!(&self.typed, _r, s => s.source.mix())
+    }
+
+    /// Of a mix: what each source contributed to each sweep (see [`Reader::mix_report`]).
+    pub fn mix_report(&self) -> Vec<crate::reader::SweepMix> {
+        typed!(&self.typed, r, _s => r.mix_report())
     }
 
     /// With equalize, the notes of the sweeps ended since the last call (see
