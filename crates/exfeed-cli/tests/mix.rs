@@ -336,3 +336,72 @@ fn bad_mixes_are_refused_with_a_clear_message() {
         "{stderr}"
     );
 }
+
+/// `dir/mix.cntk`: a reader whose `mix` is `mix` (`DIR` standing for `dir`), with `extra`
+/// parameters.
+fn mix_config(dir: &Path, mix: &str, extra: &str) -> String {
+    let cfg = dir.join("mix.cntk");
+    let mix = mix.replace("DIR", &dir.display().to_string());
+    std::fs::write(
+        &cfg,
+        format!(
+            "reader = [ readerType = CNTKTextFormatReader; mix = \"{mix}\"; {extra}\n\
+             chunkSizeInBytes = 64; index = full\n\
+             input = [ x = [ dim = 2; format = dense ] ] ]\n"
+        ),
+    )
+    .unwrap();
+    cfg.display().to_string()
+}
+
+#[test]
+fn a_configuration_names_a_mix_and_its_epoch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    make_sources(dir.path());
+    let cfg = mix_config(dir.path(), MIX, "mixEpochSamples = 400");
+    let args = ["--seed", "4", "--max-sweeps", "2"];
+    let by_flags = read(
+        dir.path(),
+        MIX,
+        &[&args[..], &["--mix-epoch-samples", "400"]].concat(),
+    );
+    let mut with_config = vec!["read", "--config", &cfg, "-m", "7", "--dump"];
+    with_config.extend(args);
+    let out = exfeed(&with_config);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(dumped(&out), dumped(&by_flags));
+    // The flag goes over the configuration's epoch size.
+    with_config.extend(["--mix-epoch-samples", "200"]);
+    let smaller = dumped(&exfeed(&with_config));
+    assert_eq!(samples_by_source(&smaller).len(), 2);
+    let samples: u64 = smaller.iter().map(|s| s.2).sum();
+    assert!((380..=420).contains(&samples), "{samples}");
+    // mixEpochSamples needs a mix; a corpus and a mix are not both given.
+    for (extra, expected) in [
+        ("corpus = \"x-*.ctf\"", "give 'corpus' or 'mix', not both"),
+        ("mixEpochSamples = 0", "mixEpochSamples"),
+    ] {
+        let cfg = mix_config(dir.path(), MIX, extra);
+        let out = exfeed(["read", "--config", &cfg, "-m", "7"]);
+        assert!(!out.status.success(), "{extra}");
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{extra}: {}",
+            text(&out.stderr)
+        );
+    }
+    let cfg = dir.path().join("plain.cntk");
+    std::fs::write(
+        &cfg,
+        "reader = [ readerType = CNTKTextFormatReader; file = a.ctf; mixEpochSamples = 5\n\
+         input = [ x = [ dim = 2; format = dense ] ] ]\n",
+    )
+    .unwrap();
+    let out = exfeed(["read", "--config", cfg.to_str().unwrap(), "-m", "7"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("'mixEpochSamples' applies to a 'mix'"),
+        "{stderr}"
+    );
+}
