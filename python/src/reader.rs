@@ -428,24 +428,18 @@ impl Reader {
     }
 
     /// Samples of one sweep over the whole data set (all workers), by the index (estimated from
-    /// the file's first 64 KiB without one: see `index`).
+    /// the file's first 64 KiB without one: see `index`); of a mix, its first sweep's.
     #[getter]
     fn total_samples(&self, py: Python<'_>) -> PyResult<u64> {
         let mut engine = self.engine(py)?;
-        Ok(engine.open()?.chunks().iter().map(|c| c.samples).sum())
+        Ok(engine.open()?.sweep_size().samples)
     }
 
-    /// The sequences of the data set, from the index (estimated without one, as
-    /// total_samples).
+    /// The sequences of one sweep, from the index (estimated without one, as total_samples).
     #[getter]
     fn total_sequences(&self, py: Python<'_>) -> PyResult<u64> {
         let mut engine = self.engine(py)?;
-        Ok(engine
-            .open()?
-            .chunks()
-            .iter()
-            .map(|c| c.sequences as u64)
-            .sum())
+        Ok(engine.open()?.sweep_size().sequences as u64)
     }
 
     /// Warnings so far: parameters that do not apply, index cache problems, samples skipped

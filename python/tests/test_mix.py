@@ -53,6 +53,8 @@ def test_each_source_gives_its_share_and_stats_say_so(sources):
     mix, samples = sources
     epoch = 1000
     with exfeed.Reader(mix=mix, mix_epoch_samples=epoch, minibatch_size=50, max_sweeps=3, seed=1, **OPTS) as r:
+        # A sweep's samples, by the plan of the first one.
+        assert abs(r.total_samples - epoch) <= 40
         seqs = delivered(r)
         report = r.stats()["mix"]
     shares = by_source(seqs)

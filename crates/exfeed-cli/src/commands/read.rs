@@ -339,9 +339,8 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         exfeed::io::replace_file(path, format!("{}\n", reader.state().to_json()).as_bytes())?;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-    let chunks = reader.chunks();
-    let total_bytes: u64 = chunks.iter().map(|c| c.bytes).sum();
-    let total_samples: u64 = chunks.iter().map(|c| c.samples).sum();
+    let sweep = reader.sweep_size();
+    let (total_bytes, total_samples) = (sweep.bytes, sweep.samples);
     // Input bytes the delivered samples stand for (the index's share of the data).
     let bytes = if total_samples > 0 {
         total_bytes as f64 * summary.samples as f64 / total_samples as f64
@@ -422,12 +421,7 @@ fn index_origins(origins: &[IndexOrigin]) -> String {
 /// starts, towards the epoch's end when it is known: exact with --max-samples, by the index's
 /// sample count with --max-sweeps (this worker's share estimated as an equal part).
 fn progress_bar(reader: &AnyReader, args: &Args) -> (Progress, u64) {
-    let per_sweep = reader
-        .chunks()
-        .iter()
-        .map(|c| c.samples)
-        .fold(0u64, u64::saturating_add)
-        / args.num_workers.max(1) as u64;
+    let per_sweep = reader.sweep_size().samples / args.num_workers.max(1) as u64;
     let total = match reader.options().limit {
         EpochLimit::Samples(n) => Some(n),
         EpochLimit::Sweeps(k) if per_sweep > 0 => Some(per_sweep.saturating_mul(k)),
