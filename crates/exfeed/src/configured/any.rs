@@ -403,7 +403,8 @@ impl AnyReader {
     }
 
     /// The samples and sequences of a sweep over the whole data set (all workers), by the
-    /// index: the data set's, or of a mix its first sweep's (see [`sweep_size`]).
+    /// index: the data set's, or of a mix its first sweep's (the others differ by less than a
+    /// chunk a source).
     pub fn sweep_size(&self) -> crate::reader::ChunkInfo {
         typed!(&self.typed, r, s => sweep_size(&*s.source, r.options()))
     }

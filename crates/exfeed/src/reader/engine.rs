@@ -225,7 +225,7 @@ pub struct ReaderState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cntk_position: Option<u64>,
     /// Of sources mixed by weight: the mix ([`Mix::describe`](super::Mix::describe): each
-    /// source and its weight, the sweep's size), which must be the same to restore.
+    /// source's chunks and weight, the sweep's size), which must be the same to restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<String>,
     /// Of a mix: what each source contributed to the current sweep so far.

@@ -41,7 +41,9 @@ pub struct MixPart {
     chunk_samples: Vec<u64>,
 }
 
-/// Several sources mixed by weight (see the [module documentation](self)).
+/// Several sources mixed by weight: each a range of the mixed source's chunks with a weight, a
+/// weight being a share of a sweep's samples; [`Mix::sweep_chunks`] says which chunks a sweep
+/// reads (docs/mixing.md has the whole rule).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mix {
     parts: Vec<MixPart>,
@@ -139,10 +141,12 @@ impl Mix {
         self.part_of_chunk[chunk] as usize
     }
 
-    /// The mix as a saved state names it: each source's name and weight, and the sweep size.
+    /// The mix as a saved state holds it: each source's chunks and weight, and the sweep size
+    /// (not the sources' names, so that a state moves with the data to another directory; the
+    /// state names the files).
     pub fn describe(&self) -> String {
         let parts: Vec<String> = (self.parts.iter())
-            .map(|p| format!("{}={}", p.name, p.weight))
+            .map(|p| format!("{} chunks={}", p.chunks.len(), p.weight))
             .collect();
         format!(
             "{}; {} samples a sweep",
@@ -189,7 +193,11 @@ impl Mix {
     }
 
     /// The chunks (of the mixed list) sweep `sweep` reads, in order; a chunk may come more
-    /// than once.
+    /// than once. Each source's chunks form an endless stream of passes (each a permutation of
+    /// its chunks, drawn from the pass number and the source; file order without `randomize`);
+    /// the sweep takes from each the chunks whose midpoints, in samples along the stream, fall
+    /// between `g * share` and `(g + 1) * share` with `g = seed + sweep`, and shuffles them
+    /// together (without `randomize`, interleaves them evenly).
     pub fn sweep_chunks(&self, randomize: bool, seed: u64, sweep: u64) -> Vec<usize> {
         // The position in the sources' streams: seed + sweep, and the next one.
         let g = sweep_seed(seed, sweep) as f64;
