@@ -130,7 +130,12 @@ class Reader(Iterator[Minibatch]):
 
     ``files`` are joined by sequence key (one per deserializer); ``corpus`` is one data set
     of many shard files instead: a glob (``"data/train-*.ctf"``), ``"@list.txt"`` or a list
-    of paths. In a corpus a key is ``shard << 40 | key in its file``.
+    of paths. In a corpus a key is ``shard << 40 | key in its file``. ``mix`` mixes data sets
+    by weight instead: ``{"a.ctf": 0.7, "b/*.cbf": 0.3}`` (or ``"a.ctf=0.7,b/*.cbf=0.3"``),
+    each source a file, glob or ``"@LIST"``, a weight being a share of a sweep's samples, a
+    sweep ``mix_epoch_samples`` samples (default: the sum of the sources'); a source smaller
+    than its share cycles within the sweep. ``stats()["mix"]`` says per sweep what each source
+    contributed (see docs/mixing.md).
 
     ``chunk_size="auto"`` sizes chunks for the workers (at least 4 per worker when the data
     allows); ``equalize=True`` makes every worker deliver the same number of minibatches per
@@ -167,6 +172,8 @@ class Reader(Iterator[Minibatch]):
         minibatch_size: Optional[int] = None,
         minibatch_sequences: Optional[int] = None,
         corpus: Optional[Union[_PathLike, Sequence[_PathLike]]] = None,
+        mix: Optional[Union[str, Mapping[_PathLike, float]]] = None,
+        mix_epoch_samples: Optional[int] = None,
         inputs: Optional[_InputsArg] = None,
         config: Optional[_PathLike] = None,
         section: Optional[str] = None,
@@ -245,6 +252,20 @@ class _ReaderStats(TypedDict):
     wait_share: float
     window_chunks: int
     chunks_held: int
+    mix: list[_SweepMix]
+
+class _SweepMix(TypedDict):
+    """What each source of a mix contributed to one sweep (of this reader's part)."""
+
+    sweep: int
+    ended: bool
+    sources: list[_MixSource]
+
+class _MixSource(TypedDict):
+    source: str
+    weight: float
+    sequences: int
+    samples: int
 
 class _OpenArgs(TypedDict, total=False):
     """How check, dump and convert read a file (as `exfeed check/dump/convert` take it).

@@ -213,7 +213,7 @@ class Dataset(torch.utils.data.IterableDataset):
     ``batch_size`` (sequences per minibatch whatever their lengths, PyTorch's count; ``len()``
     and ``equalize`` then count sequences too). ``equalize_mode="spread"`` keeps ranks in step
     without dropping or repeating: every sequence once, minibatch sizes varying instead.
-    ``reader_options`` are :class:`exfeed.Reader`'s (corpus, inputs, config, window_chunks,
+    ``reader_options`` are :class:`exfeed.Reader`'s (corpus, mix, inputs, config, window_chunks,
     threads, ...); the epoch, the partition and the minibatch size are the dataset's.
     ``sparse`` is ``"csr"``, ``"ids"`` or ``"dense"`` for every sparse stream, or a dict of them
     by stream name (others stay ``"csr"``).

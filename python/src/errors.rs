@@ -52,6 +52,7 @@ fn keyword(arg: ReaderArg) -> &'static str {
     match arg {
         ReaderArg::Files => "files",
         ReaderArg::Corpus => "corpus",
+        ReaderArg::MixEpochSamples => "mix_epoch_samples",
         ReaderArg::Inputs => "inputs",
         ReaderArg::Config => "config",
         ReaderArg::ChunkSize => "chunk_size",

@@ -8,7 +8,7 @@ use exfeed::io::{InputPath, StorageOptions};
 use exfeed::lens::materialize::Layout;
 use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{EpochLimit, EqualizeMode, MinibatchSize, Randomizer};
-use exfeed::source::{Corpus, IndexMode};
+use exfeed::source::{Corpus, IndexMode, MixSpec};
 use exfeed::{Precision, Storage, StreamSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -193,6 +193,44 @@ pub fn extract_corpus(corpus: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Corp
         return Err(bad_arg("corpus", "no file given"));
     }
     Ok(Some(Corpus::Files(files)))
+}
+
+/// `mix`: `{"a.ctf": 0.7, "b/*.cbf": 0.3}` (each source a file, glob or `"@LIST"`, str or
+/// os.PathLike, and its weight) or the string `"a.ctf=0.7,b/*.cbf=0.3"`; with `corpus`, refused.
+pub fn extract_mix(
+    mix: Option<&Bound<'_, PyAny>>,
+    corpus: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Corpus>> {
+    let Some(mix) = mix.filter(|m| !m.is_none()) else {
+        return Ok(None);
+    };
+    if corpus.is_some_and(|c| !c.is_none()) {
+        return Err(bad_arg("mix", "give corpus= or mix=, not both"));
+    }
+    let spec = match mix.extract::<String>() {
+        Ok(text) => MixSpec::parse(&text),
+        Err(_) => {
+            let dict = mix.cast::<PyDict>().map_err(|_| {
+                PyTypeError::new_err(
+                    "mix: expected a dict of sources (str or os.PathLike) and weights, or \
+                     \"SOURCE=WEIGHT,...\"",
+                )
+            })?;
+            let mut parts = Vec::new();
+            for (source, weight) in dict.iter() {
+                let source: PathBuf = source
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("mix: a source is a str or os.PathLike"))?;
+                let weight: f64 = weight
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("mix: a weight is a number"))?;
+                parts.push((Corpus::parse(&source.display().to_string()), weight));
+            }
+            MixSpec::new(parts, None)
+        }
+    };
+    let spec = spec.map_err(|e| bad_arg("mix", e.message()))?;
+    Ok(Some(Corpus::Mix(spec)))
 }
 
 /// `inputs`: `{"name": ("dense", 784), "labels": ("sparse", 10, "L")}`, a list of

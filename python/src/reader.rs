@@ -215,7 +215,7 @@ impl Drop for Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (files=None, *, minibatch_size=None, minibatch_sequences=None, corpus=None, inputs=None, config=None, section=None, set=None,
+    #[pyo3(signature = (files=None, *, minibatch_size=None, minibatch_sequences=None, corpus=None, mix=None, mix_epoch_samples=None, inputs=None, config=None, section=None, set=None,
         max_sweeps=Some(1), max_samples=None, randomize=None, seed=None, window_chunks=None,
         window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
@@ -229,6 +229,8 @@ impl Reader {
         #[pyo3(from_py_with = arg::minibatch_size)] minibatch_size: Option<usize>,
         #[pyo3(from_py_with = arg::minibatch_sequences)] minibatch_sequences: Option<usize>,
         corpus: Option<&Bound<'_, PyAny>>,
+        mix: Option<&Bound<'_, PyAny>>,
+        mix_epoch_samples: Option<u64>,
         inputs: Option<&Bound<'_, PyAny>>,
         config: Option<std::path::PathBuf>,
         section: Option<String>,
@@ -288,11 +290,12 @@ impl Reader {
                 overrides: extract_overrides(set)?,
             },
             args: ReaderArgs {
-                corpus: extract_corpus(corpus)?,
+                corpus: extract_mix(mix, corpus)?.or(extract_corpus(corpus)?),
+                mix_epoch_samples,
                 files: match files.filter(|f| !f.is_none()) {
                     Some(files) => extract_files(files)?,
-                    None if corpus.is_some_and(|c| !c.is_none()) => Vec::new(),
-                    None => return Err(bad_arg("files", "no file given (nor a corpus=)")),
+                    None if [corpus, mix].iter().flatten().any(|c| !c.is_none()) => Vec::new(),
+                    None => return Err(bad_arg("files", "no file given (nor a corpus= or mix=)")),
                 },
                 inputs: extract_inputs(inputs)?,
                 precision: extract_precision(precision)?,
@@ -425,24 +428,18 @@ impl Reader {
     }
 
     /// Samples of one sweep over the whole data set (all workers), by the index (estimated from
-    /// the file's first 64 KiB without one: see `index`).
+    /// the file's first 64 KiB without one: see `index`); of a mix, its first sweep's.
     #[getter]
     fn total_samples(&self, py: Python<'_>) -> PyResult<u64> {
         let mut engine = self.engine(py)?;
-        Ok(engine.open()?.chunks().iter().map(|c| c.samples).sum())
+        Ok(engine.open()?.sweep_size().samples)
     }
 
-    /// The sequences of the data set, from the index (estimated without one, as
-    /// total_samples).
+    /// The sequences of one sweep, from the index (estimated without one, as total_samples).
     #[getter]
     fn total_sequences(&self, py: Python<'_>) -> PyResult<u64> {
         let mut engine = self.engine(py)?;
-        Ok(engine
-            .open()?
-            .chunks()
-            .iter()
-            .map(|c| c.sequences as u64)
-            .sum())
+        Ok(engine.open()?.sweep_size().sequences as u64)
     }
 
     /// Warnings so far: parameters that do not apply, index cache problems, samples skipped
@@ -459,10 +456,15 @@ impl Reader {
     /// ``decode_seconds`` (summed over the reader's threads), ``wait_seconds`` (the time
     /// ``next_minibatch`` waited for chunks to be decoded: the data stall), ``elapsed_seconds``
     /// (since the reader was opened), ``samples_per_second``, ``wait_share`` (wait over
-    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now).
+    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now); of a mix=, ``mix``:
+    /// per sweep (the last one in progress) what each source contributed, ``{"sweep", "ended",
+    /// "sources": [{"source", "weight", "sequences", "samples"}, ...]}`` (empty otherwise).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.engine(py)?.open()?.stats();
+        let mut engine = self.engine(py)?;
+        let reader = engine.open()?;
+        let s = reader.stats();
         let d = PyDict::new(py);
+        d.set_item("mix", mix_report(py, reader)?)?;
         d.set_item("minibatches", s.minibatches)?;
         d.set_item("samples", s.samples)?;
         d.set_item("chunks_decoded", s.chunks_decoded)?;
@@ -1104,4 +1106,29 @@ pub fn _panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
 #[pyfunction]
 pub fn _buffer_address(py: Python<'_>, stream: &Stream) -> PyResult<usize> {
     stream.with(py, |_, s| Ok(each!(s, d => d.values().as_ptr() as usize)))
+}
+
+/// Of a mix: per sweep, what each source contributed (see `Reader.stats`); empty otherwise.
+fn mix_report<'py>(py: Python<'py>, reader: &AnyReader) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    let Some(mix) = reader.mix() else {
+        return Ok(out);
+    };
+    for sweep in reader.mix_report() {
+        let sources = PyList::empty(py);
+        for (part, count) in mix.parts().iter().zip(&sweep.counts) {
+            let d = PyDict::new(py);
+            d.set_item("source", &part.name)?;
+            d.set_item("weight", part.weight)?;
+            d.set_item("sequences", count.sequences)?;
+            d.set_item("samples", count.samples)?;
+            sources.append(d)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("sweep", sweep.sweep)?;
+        d.set_item("ended", sweep.ended)?;
+        d.set_item("sources", sources)?;
+        out.append(d)?;
+    }
+    Ok(out)
 }

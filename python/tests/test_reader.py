@@ -334,8 +334,9 @@ def test_stats_say_what_was_decoded_and_how_long_the_loop_waited(ctf):
     assert 0 < s["wait_share"] <= 1 and s["samples_per_second"] > 0 and s["decode_seconds"] > 0
     assert set(s) == {
         "minibatches", "samples", "chunks_decoded", "bytes_decoded", "decode_seconds", "wait_seconds",
-        "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held",
+        "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held", "mix",
     }
+    assert s["mix"] == []  # not a mix of data sets
 
 
 def test_minibatches_counted_in_sequences(ctf):

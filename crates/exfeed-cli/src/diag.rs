@@ -99,6 +99,7 @@ fn flag(arg: ReaderArg) -> &'static str {
     match arg {
         ReaderArg::Files => "files",
         ReaderArg::Corpus => "--corpus",
+        ReaderArg::MixEpochSamples => "--mix-epoch-samples",
         ReaderArg::Inputs => "--input NAME:FORMAT:DIM[:ALIAS]",
         ReaderArg::Config => "--config",
         ReaderArg::ChunkSize => "--chunk-size",

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{dumped_sequences, exfeed, text};
+use common::{convert_to_cbf, dumped_sequences, exfeed, text};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -35,17 +35,7 @@ fn make_corpus(dir: &Path) {
         .expect("gzip runs");
     assert!(gz.success());
     let ctf = dir.join("train-2.ctf");
-    let cbf = dir.join("train-2.cbf");
-    let out = exfeed([
-        "convert".as_ref(),
-        ctf.as_os_str(),
-        cbf.as_os_str(),
-        "--input".as_ref(),
-        "x:dense:2".as_ref(),
-        "--chunk-size".as_ref(),
-        "64".as_ref(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    convert_to_cbf(&ctf, &dir.join("train-2.cbf"), "x:dense:2");
     std::fs::remove_file(ctf).unwrap();
     std::fs::write(dir.join("other.txt"), "not a shard").unwrap();
 }

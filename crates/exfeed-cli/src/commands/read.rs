@@ -10,7 +10,7 @@ use exfeed::options::{ChunkSize, ReadOptions};
 use exfeed::reader::{
     EpochLimit, EqualizeMode, MinibatchSize, Randomizer, ReadSummary, ReaderState,
 };
-use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin};
+use exfeed::source::{Corpus, DataPath, IndexMode, IndexOrigin, MixSpec};
 use exfeed::{Diagnostic, DiagnosticSink, Error, Location, Severity};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,6 +29,15 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// Data sets mixed by weight, instead of FILE or --corpus: SOURCE=WEIGHT,... with each
+    /// SOURCE a file, a quoted glob or @LIST, e.g. 'a.ctf=0.7,b/*.cbf=0.3'. A weight is a
+    /// share of a sweep's samples; a source smaller than its share cycles within the sweep.
+    /// The sources must have the same streams (see docs/mixing.md).
+    #[arg(long, value_name = "SOURCE=WEIGHT,...", conflicts_with = "corpus")]
+    pub mix: Option<String>,
+    /// The samples of a sweep of a mix (default: the sum of its sources' samples).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub mix_epoch_samples: Option<u64>,
     /// Minibatch size in samples (whole sequences; the first sequence is always taken).
     #[arg(long, short = 'm', value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
           required_unless_present = "minibatch_sequences")]
@@ -169,6 +178,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
     let reader_args = ReaderArgs {
         files: args.files.clone(),
         corpus: args.corpus.clone(),
+        mix_epoch_samples: args.mix_epoch_samples,
         inputs: s.inputs.clone(),
         precision: s.precision,
         skip_sequence_ids: s.skip_sequence_ids,
@@ -190,8 +200,12 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
-    // The files or corpus given, else the config's.
-    let data = args.source.data(&args.files)?;
+    // The mix, files or corpus given, else the config's.
+    let data = match &args.mix {
+        Some(_) if !args.files.is_empty() => anyhow::bail!("give FILE or --mix, not both"),
+        Some(mix) => vec![DataPath::Corpus(Corpus::Mix(MixSpec::parse(mix)?))],
+        None => args.source.data(&args.files)?,
+    };
     args.files.clear();
     for d in data {
         match d {
@@ -325,9 +339,8 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         exfeed::io::replace_file(path, format!("{}\n", reader.state().to_json()).as_bytes())?;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-    let chunks = reader.chunks();
-    let total_bytes: u64 = chunks.iter().map(|c| c.bytes).sum();
-    let total_samples: u64 = chunks.iter().map(|c| c.samples).sum();
+    let sweep = reader.sweep_size();
+    let (total_bytes, total_samples) = (sweep.bytes, sweep.samples);
     // Input bytes the delivered samples stand for (the index's share of the data).
     let bytes = if total_samples > 0 {
         total_bytes as f64 * summary.samples as f64 / total_samples as f64
@@ -356,7 +369,29 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
         100.0 * stats.wait_share(),
         peak_rss().map_or_else(|| "unknown".to_string(), |kb| format!("{:.1} MB", kb as f64 / 1024.0)),
     );
+    if let Some(mix) = reader.mix() {
+        for sweep in reader.mix_report() {
+            let _ = writeln!(err, "{}", mix_line(mix, &sweep));
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What each source of `mix` contributed to one sweep (this worker's part of it): `mix: sweep
+/// 0: a.ctf=0.7 35 sequences, 700 samples (70.0%); b.ctf=0.3 ...`.
+fn mix_line(mix: &exfeed::reader::Mix, sweep: &exfeed::reader::SweepMix) -> String {
+    let total: u64 = sweep.counts.iter().map(|c| c.samples).sum();
+    let parts: Vec<String> = (mix.parts().iter().zip(&sweep.counts))
+        .map(|(p, c)| {
+            let share = 100.0 * c.samples as f64 / total.max(1) as f64;
+            format!(
+                "{}={} {} sequences, {} samples ({share:.1}%)",
+                p.name, p.weight, c.sequences, c.samples
+            )
+        })
+        .collect();
+    let progress = if sweep.ended { "" } else { " (in progress)" };
+    format!("mix: sweep {}{progress}: {}", sweep.sweep, parts.join("; "))
 }
 
 /// Where the CTF indexes came from, one word per file (`scanned,from cache`); for many files (a
@@ -386,12 +421,7 @@ fn index_origins(origins: &[IndexOrigin]) -> String {
 /// starts, towards the epoch's end when it is known: exact with --max-samples, by the index's
 /// sample count with --max-sweeps (this worker's share estimated as an equal part).
 fn progress_bar(reader: &AnyReader, args: &Args) -> (Progress, u64) {
-    let per_sweep = reader
-        .chunks()
-        .iter()
-        .map(|c| c.samples)
-        .fold(0u64, u64::saturating_add)
-        / args.num_workers.max(1) as u64;
+    let per_sweep = reader.sweep_size().samples / args.num_workers.max(1) as u64;
     let total = match reader.options().limit {
         EpochLimit::Samples(n) => Some(n),
         EpochLimit::Sweeps(k) if per_sweep > 0 => Some(per_sweep.saturating_mul(k)),

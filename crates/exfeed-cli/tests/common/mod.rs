@@ -23,6 +23,20 @@ where
         .expect("exfeed runs")
 }
 
+/// `exfeed convert CTF CBF --input INPUT --chunk-size 64`, which must succeed.
+pub fn convert_to_cbf(ctf: &Path, cbf: &Path, input: &str) {
+    let out = exfeed([
+        "convert".as_ref(),
+        ctf.as_os_str(),
+        cbf.as_os_str(),
+        "--input".as_ref(),
+        input.as_ref(),
+        "--chunk-size".as_ref(),
+        "64".as_ref(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// Starts the `exfeed` binary built for these tests in `dir`, its standard input a real pipe
 /// when `piped_stdin` (else none), its output captured.
 pub fn spawn_in<I>(dir: &Path, args: I, piped_stdin: bool) -> Child

@@ -14,7 +14,7 @@ use super::Param;
 use crate::element::Precision;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::FileFormat;
-use crate::io::Corpus;
+use crate::io::{Corpus, MixSpec};
 use crate::lens::materialize::Layout;
 use crate::options::{ChunkSize, IndexMode, ReadOptions};
 use crate::stream::{Storage, StreamSpec};
@@ -24,6 +24,8 @@ const READER_PARAMS: &[&str] = &[
     "readerType",
     "file",
     "corpus",
+    "mix",
+    "mixEpochSamples",
     "input",
     "deserializers",
     "precision",
@@ -60,6 +62,8 @@ const DESERIALIZER_PARAMS: &[&str] = &[
     "module",
     "file",
     "corpus",
+    "mix",
+    "mixEpochSamples",
     "input",
     "skipSequenceIds",
     "maxErrors",
@@ -428,6 +432,7 @@ impl<'f> Cx<'f> {
         let mut kind: Option<&Entry> = None;
         let mut file = None;
         let mut corpus = None;
+        let (mut mix, mut mix_epoch) = (None, None);
         let mut input = None;
         let mut deserializers = None;
         let mut verbosity = None;
@@ -444,6 +449,8 @@ impl<'f> Cx<'f> {
                 "readerType" => kind = Some(e),
                 "file" => file = Some((self.text(e, &rs, "file", None)?, e)),
                 "corpus" => corpus = Some((self.text(e, &rs, "corpus", None)?, e)),
+                "mix" => mix = Some((self.text(e, &rs, "mix", None)?, e)),
+                "mixEpochSamples" => mix_epoch = Some(e),
                 "input" => input = Some(e),
                 "deserializers" => deserializers = Some(e),
                 "precision" => {} // read above
@@ -510,8 +517,9 @@ impl<'f> Cx<'f> {
             }
         }
         cfg.trace_level = trace_level.or(verbosity).unwrap_or(cfg.trace_level);
+        let corpus = self.corpus_or_mix(corpus, mix, mix_epoch, &rs, None)?;
         if let Some(list) = deserializers {
-            let file = file.or(corpus).map(|f| f.1);
+            let file = file.map(|f| f.1).or(corpus.as_ref().map(|c| c.1));
             self.composite(&rs, list, file, input, &lens_params, &mut cfg)?;
             if let Some(e) = kind {
                 // Beside `deserializers`, a readerType is ignored; it must still name a reader.
@@ -531,9 +539,13 @@ impl<'f> Cx<'f> {
             let kind = self.kind(kind_entry, &rs, "readerType", None, reader_type)?;
             let (path, corpus) = match (file, corpus) {
                 (Some((path, _)), None) => (path, None),
-                (None, Some((spec, _))) => (spec.clone(), Some(Corpus::parse(&spec))),
+                (None, Some((corpus, _))) => (corpus.to_string(), Some(corpus)),
                 (Some(_), Some((_, e))) => {
-                    return Err(self.err(e.key_pos, None, "give 'file' or 'corpus', not both"))
+                    return Err(self.err(
+                        e.key_pos,
+                        None,
+                        format!("give 'file' or '{}', not both", e.key),
+                    ))
                 }
                 (None, None) => {
                     return Err(self.err(reader_entry.key_pos, None, "reader block has no 'file'"))
@@ -683,7 +695,7 @@ impl<'f> Cx<'f> {
         );
         let mut d = DeserializerConfig::default();
         let (mut module, mut file, mut input) = (None, None, None);
-        let mut corpus_at = None;
+        let (mut corpus, mut mix, mut mix_epoch) = (None, None, None);
         let mut lens = Vec::new();
         for e in &block.entries {
             let Some(param) = self.param(&mut seen, e, &[])? else {
@@ -695,10 +707,9 @@ impl<'f> Cx<'f> {
                     module = Some((self.kind(e, ds, "module", c, reader_type)?, e.node.pos))
                 }
                 "file" => file = Some(self.text(e, ds, "file", c)?),
-                "corpus" => {
-                    d.corpus = Some(Corpus::parse(&self.text(e, ds, "corpus", c)?));
-                    corpus_at = Some(e.key_pos);
-                }
+                "corpus" => corpus = Some((self.text(e, ds, "corpus", c)?, e)),
+                "mix" => mix = Some((self.text(e, ds, "mix", c)?, e)),
+                "mixEpochSamples" => mix_epoch = Some(e),
                 "input" => input = Some(e),
                 "skipSequenceIds" => {
                     d.skip_sequence_ids = Some(self.get::<bool>(e, ds, "skipSequenceIds", c)?)
@@ -740,13 +751,22 @@ impl<'f> Cx<'f> {
             }
         }
         d.format = kind;
-        d.file = match (file, &d.corpus, corpus_at) {
-            (Some(_), Some(_), Some(at)) => {
-                return Err(self.err(at, c, "give 'file' or 'corpus', not both"))
+        let corpus = self.corpus_or_mix(corpus, mix, mix_epoch, ds, c)?;
+        d.file = match (file, corpus) {
+            (Some(_), Some((_, e))) => {
+                return Err(self.err(
+                    e.key_pos,
+                    c,
+                    format!("give 'file' or '{}', not both", e.key),
+                ))
             }
-            (Some(f), _, _) => f.into(),
-            (None, Some(corpus), _) => corpus.to_string().into(),
-            (None, None, _) => return Err(self.err(pos, c, "no 'file'")),
+            (Some(f), None) => f.into(),
+            (None, Some((corpus, _))) => {
+                let name = corpus.to_string().into();
+                d.corpus = Some(corpus);
+                name
+            }
+            (None, None) => return Err(self.err(pos, c, "no 'file'")),
         };
         if let Some(e) = input {
             d.inputs = self.inputs(e, ds, kind, Some(ctx))?;
@@ -755,6 +775,38 @@ impl<'f> Cx<'f> {
             return Err(self.err(pos, c, "no 'input'"));
         }
         Ok(d)
+    }
+
+    /// A block's `corpus` or `mix` (with its `mixEpochSamples`), as its corpus, with the entry
+    /// that gave it.
+    fn corpus_or_mix<'e>(
+        &self,
+        corpus: Option<(String, &'e Entry)>,
+        mix: Option<(String, &'e Entry)>,
+        mix_epoch: Option<&Entry>,
+        scope: &Scope<'_>,
+        c: Option<&str>,
+    ) -> Result<Option<(Corpus, &'e Entry)>> {
+        let epoch_samples = match mix_epoch {
+            Some(e) if mix.is_none() => {
+                return Err(self.err(e.key_pos, c, "'mixEpochSamples' applies to a 'mix'"))
+            }
+            Some(e) => Some(self.get::<Positive>(e, scope, "mixEpochSamples", c)?.0),
+            None => None,
+        };
+        match (corpus, mix) {
+            (Some(_), Some((_, e))) => {
+                Err(self.err(e.key_pos, c, "give 'corpus' or 'mix', not both"))
+            }
+            (Some((spec, e)), None) => Ok(Some((Corpus::parse(&spec), e))),
+            (None, Some((spec, e))) => {
+                let mut mix = MixSpec::parse(&spec)
+                    .map_err(|err| self.err(e.node.pos, c, format!("mix: {}", err.message())))?;
+                mix.epoch_samples = epoch_samples;
+                Ok(Some((Corpus::Mix(mix), e)))
+            }
+            (None, None) => Ok(None),
+        }
     }
 
     fn inputs<'a>(

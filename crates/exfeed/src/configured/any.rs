@@ -267,10 +267,10 @@ impl AnyReader {
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
             let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
-                let chunks = source.source.chunks().iter();
+                let sweep = sweep_size(&*source.source, &options);
                 let total = match e.minibatch_size {
-                    MinibatchSize::Samples(_) => chunks.map(|c| c.samples).sum(),
-                    MinibatchSize::Sequences(_) => chunks.map(|c| c.sequences as u64).sum(),
+                    MinibatchSize::Samples(_) => sweep.samples,
+                    MinibatchSize::Sequences(_) => sweep.sequences as u64,
                 };
                 let (workers, rank) = (run.num_workers, run.worker_rank);
                 options.equalize_mode = e.mode;
@@ -402,6 +402,13 @@ impl AnyReader {
         typed!(&self.typed, r, _s => r.stats())
     }
 
+    /// The samples and sequences of a sweep over the whole data set (all workers), by the
+    /// index: the data set's, or of a mix its first sweep's (the others differ by less than a
+    /// chunk a source).
+    pub fn sweep_size(&self) -> crate::reader::ChunkInfo {
+        typed!(&self.typed, r, s => sweep_size(&*s.source, r.options()))
+    }
+
     /// The chunks of the data set (from the index), in file order.
     pub fn chunks(&self) -> &[crate::reader::ChunkInfo] {
         typed!(&self.typed, _r, s => s.source.chunks())
@@ -418,6 +425,16 @@ impl AnyReader {
         typed!(&self.typed, r, _s => r.share_warning())
     }
 
+    /// Of a mix of data sets: the mix (its sources, weights and sweep size).
+    pub fn mix(&self) -> Option<&crate::reader::Mix> {
+        typed!(&self.typed, _r, s => s.source.mix())
+    }
+
+    /// Of a mix: what each source contributed to each sweep (see [`Reader::mix_report`]).
+    pub fn mix_report(&self) -> Vec<crate::reader::SweepMix> {
+        typed!(&self.typed, r, _s => r.mix_report())
+    }
+
     /// With equalize, the notes of the sweeps ended since the last call (see
     /// [`Reader::take_notes`]).
     pub fn take_notes(&mut self) -> Vec<String> {
@@ -428,6 +445,27 @@ impl AnyReader {
     pub fn index_origins(&self) -> Vec<crate::source::IndexOrigin> {
         typed!(&self.typed, _r, s => s.ctf_sources().iter().map(|c| c.index_origin()).collect())
     }
+}
+
+/// The samples, sequences and bytes of a sweep over `source` (all workers), by the index: its
+/// chunks', or of a mix the chunks of its first sweep (the others differ by less than a chunk a
+/// source).
+fn sweep_size<T: Element>(
+    source: &dyn crate::reader::ChunkSource<T>,
+    options: &ReaderOptions,
+) -> crate::reader::ChunkInfo {
+    let infos = source.chunks();
+    let chunks: Vec<usize> = match source.mix() {
+        Some(mix) => mix.sweep_chunks(options.randomize, options.seed, 0),
+        None => (0..infos.len()).collect(),
+    };
+    let mut total = crate::reader::ChunkInfo::default();
+    for c in chunks {
+        total.samples = total.samples.saturating_add(infos[c].samples);
+        total.sequences = total.sequences.saturating_add(infos[c].sequences);
+        total.bytes = total.bytes.saturating_add(infos[c].bytes);
+    }
+    total
 }
 
 /// The data files of `cfg`, or `inputs` read in their place (see [`RunOptions::inputs`]).

@@ -29,6 +29,9 @@ pub struct ReaderArgs {
     /// [`CorpusSource`](crate::source::CorpusSource)); with a configuration, in place of its (one)
     /// deserializer's file.
     pub corpus: Option<Corpus>,
+    /// Of a mix (a corpus that is a [`Corpus::Mix`], given or the configuration's): the
+    /// samples of a sweep (`mixEpochSamples`).
+    pub mix_epoch_samples: Option<u64>,
     /// The inputs of a CTF file, or the streams of a CBF file to read (without a configuration).
     pub inputs: Vec<StreamSpec>,
     /// The element type of the values (`precision`).
@@ -135,6 +138,7 @@ impl ReaderArgs {
             None => self.config_from_files(limits)?,
         };
         cfg.limits = limits;
+        self.apply_mix_epoch_samples(&mut cfg)?;
         if let Some(p) = self.precision {
             cfg.precision = p;
         }
@@ -250,6 +254,36 @@ impl ReaderArgs {
             DataPath::File(file) => crate::open(file, &options),
             DataPath::Corpus(corpus) => crate::open_corpus(corpus, &options),
         }
+    }
+
+    /// [`ReaderArgs::mix_epoch_samples`] onto the configuration's mix.
+    fn apply_mix_epoch_samples(&self, cfg: &mut ReaderConfig) -> Result<()> {
+        let Some(samples) = self.mix_epoch_samples else {
+            return Ok(());
+        };
+        let arg = ReaderArg::MixEpochSamples;
+        if samples == 0 {
+            return Err(ArgError::must(arg, "be at least 1 sample").into());
+        }
+        let mixes = cfg
+            .deserializers
+            .iter_mut()
+            .filter_map(|d| match &mut d.corpus {
+                Some(Corpus::Mix(mix)) => Some(mix),
+                _ => None,
+            });
+        let mut any = false;
+        for mix in mixes {
+            mix.epoch_samples = Some(samples);
+            any = true;
+        }
+        if !any {
+            return Err(ArgError::about(arg)
+                .name(arg)
+                .say(" applies to a mix of data sets, and none is read")
+                .into());
+        }
+        Ok(())
     }
 
     fn check_max_record_size(&self) -> Result<()> {

@@ -6,10 +6,10 @@ use crate::config::{DeserializerConfig, ReaderConfig};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
 use crate::format::FileFormat;
-use crate::io::InputPath;
+use crate::io::{Corpus, InputPath, MixSpec};
 use crate::options::{IndexMode, ReadOptions};
 use crate::reader::{ChunkSource, EpochLimit, Randomizer, Reader, ReaderOptions, Window};
-use crate::source::{CtfSource, JoinedSource, LensSource};
+use crate::source::{CtfSource, JoinedSource, LensSource, MixSource};
 use crate::{FormatSource, LensLayout, OpenOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,6 +80,7 @@ pub(super) fn open_sources<T: Element>(
 ) -> Result<ConfiguredSource<T>> {
     check(cfg)?;
     let mut opened = Vec::new();
+    let mut sources = Vec::new();
     let mut unused = Vec::new();
     for (i, d) in cfg.deserializers.iter().enumerate() {
         let mut options = open_options(cfg, d)?;
@@ -113,25 +114,49 @@ pub(super) fn open_sources<T: Element>(
                     .map_err(|e| e.in_file(s.name().to_string()))?;
             }
         }
+        sources.push(match &d.corpus {
+            Some(Corpus::Mix(mix)) => mixed(mix, &source, &options.read)?,
+            _ => source.chunk_source(),
+        });
         opened.push(source);
     }
     if opened.len() == 1 {
         return Ok(ConfiguredSource {
-            source: opened[0].chunk_source(),
+            source: sources.swap_remove(0),
             opened,
             joined: None,
             unused,
         });
     }
-    let joined = Arc::new(JoinedSource::new(
-        opened.iter().map(|o| o.chunk_source()).collect(),
-    )?);
+    let joined = Arc::new(JoinedSource::new(sources)?);
     Ok(ConfiguredSource {
         source: joined.clone(),
         opened,
         joined: Some(joined),
         unused,
     })
+}
+
+/// The sources of `mix`, opened as one corpus of all their files (`opened`), mixed by weight.
+fn mixed<T: Element>(
+    mix: &MixSpec,
+    opened: &FormatSource<T>,
+    read: &ReadOptions,
+) -> Result<Arc<dyn ChunkSource<T>>> {
+    let FormatSource::Corpus { source, .. } = opened else {
+        return Err(Error::config(
+            "a mix is read as a corpus of its sources' files",
+        ));
+    };
+    let parts: Vec<(String, f64, usize)> = (mix.expand_parts(read.storage_options())?)
+        .into_iter()
+        .map(|(name, weight, files)| (name, weight, files.len()))
+        .collect();
+    Ok(Arc::new(MixSource::new(
+        source.clone(),
+        &parts,
+        mix.epoch_samples,
+    )?))
 }
 
 /// What `cfg` asks that no set of deserializers can do.

@@ -13,6 +13,8 @@ pub enum ReaderArg {
     Files,
     /// A corpus instead of files.
     Corpus,
+    /// The samples of a sweep of a mix.
+    MixEpochSamples,
     /// The inputs (streams) of a CTF or CBF file.
     Inputs,
     /// A configuration file.
@@ -44,6 +46,7 @@ impl ReaderArg {
         match self {
             ReaderArg::Files => "file",
             ReaderArg::Corpus => "corpus",
+            ReaderArg::MixEpochSamples => "mixEpochSamples",
             ReaderArg::Inputs => "input",
             ReaderArg::Config => "configuration",
             ReaderArg::ChunkSize => "chunkSizeInBytes",

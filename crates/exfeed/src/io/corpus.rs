@@ -46,6 +46,89 @@ pub enum Corpus {
     List(PathBuf),
     /// The files themselves, in this order.
     Files(Vec<PathBuf>),
+    /// Several corpora mixed by weight (read by a [`MixSource`](crate::source::MixSource));
+    /// its files are theirs, one after the other.
+    Mix(MixSpec),
+}
+
+/// Several data sets mixed by weight, as given: `a.ctf=0.7,b/*.cbf=0.3` (see
+/// [`MixSpec::parse`]). A weight is a share of the samples of a sweep (the weights over their
+/// sum); a sweep has `epoch_samples` samples, by default the sum of the sources' sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixSpec {
+    /// Each source (a file, glob or `@LIST`) and its weight.
+    pub parts: Vec<(Corpus, f64)>,
+    /// The samples of a sweep (default: the sum of the sources' samples).
+    pub epoch_samples: Option<u64>,
+}
+
+// Weights are checked finite when parsed or given.
+impl Eq for MixSpec {}
+
+impl MixSpec {
+    /// Parses `SOURCE=WEIGHT,...`: each source a file, a glob or `@LIST` (as a corpus is
+    /// given), each weight a finite positive number.
+    pub fn parse(spec: &str) -> Result<MixSpec> {
+        let mut parts = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let Some((source, weight)) = item.rsplit_once('=') else {
+                return Err(Error::config(format!(
+                    "mix '{spec}': '{item}' has no weight; give SOURCE=WEIGHT,... (e.g. \
+                     a.ctf=0.7,b/*.cbf=0.3)"
+                )));
+            };
+            let weight = weight.trim().parse::<f64>().map_err(|_| {
+                Error::config(format!(
+                    "mix '{spec}': the weight of {source} is '{weight}', not a number"
+                ))
+            })?;
+            parts.push((Corpus::parse(source.trim()), weight));
+        }
+        MixSpec::new(parts, None)
+    }
+
+    /// The mix of `parts` (each source and its weight): at least one, weights finite and
+    /// positive; `epoch_samples` (when given) at least 1.
+    pub fn new(parts: Vec<(Corpus, f64)>, epoch_samples: Option<u64>) -> Result<MixSpec> {
+        if parts.is_empty() {
+            return Err(Error::config("a mix needs at least one source"));
+        }
+        if let Some((c, w)) = parts.iter().find(|(_, w)| !(w.is_finite() && *w > 0.0)) {
+            return Err(Error::config(format!(
+                "mix source {c} has the weight {w}; a weight must be a finite positive number"
+            )));
+        }
+        if epoch_samples == Some(0) {
+            return Err(Error::config(
+                "the mix's epoch size must be at least one sample",
+            ));
+        }
+        Ok(MixSpec {
+            parts,
+            epoch_samples,
+        })
+    }
+
+    /// Each source's name (as given), weight and files.
+    pub fn expand_parts(
+        &self,
+        storage_options: &StorageOptions,
+    ) -> Result<Vec<(String, f64, Vec<PathBuf>)>> {
+        (self.parts.iter())
+            .map(|(c, w)| Ok((c.to_string(), *w, c.expand_with(storage_options)?)))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for MixSpec {
+    /// `SOURCE=WEIGHT,...`, as parsed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (c, w)) in self.parts.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            write!(f, "{comma}{c}={w}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Corpus {
@@ -64,6 +147,12 @@ impl Corpus {
             Corpus::Glob(g) => Corpus::Glob(resolve_path(dir, Path::new(g)).display().to_string()),
             Corpus::List(l) => Corpus::List(resolve_path(dir, l)),
             Corpus::Files(f) => Corpus::Files(f.iter().map(|f| resolve_path(dir, f)).collect()),
+            Corpus::Mix(m) => Corpus::Mix(MixSpec {
+                parts: (m.parts.iter())
+                    .map(|(c, w)| (c.resolve(dir), *w))
+                    .collect(),
+                epoch_samples: m.epoch_samples,
+            }),
         }
     }
 
@@ -112,6 +201,9 @@ impl Corpus {
                 files
             }
             Corpus::Files(files) => files.clone(),
+            Corpus::Mix(m) => (m.expand_parts(storage_options)?.into_iter())
+                .flat_map(|(_, _, files)| files)
+                .collect(),
         };
         if files.is_empty() {
             return Err(Error::config(format!("corpus {self} names no file")));
@@ -169,6 +261,7 @@ impl std::fmt::Display for Corpus {
                 Some(first) => write!(f, "{} and {} more", first.display(), files.len() - 1),
                 None => write!(f, "(no files)"),
             },
+            Corpus::Mix(m) => write!(f, "{m}"),
         }
     }
 }

@@ -44,7 +44,7 @@ mod reopening;
 
 pub use cbf_files::{open_cbf, open_cbf_buffered};
 pub(crate) use corpus::resolve_path;
-pub use corpus::{Corpus, DataPath};
+pub use corpus::{Corpus, DataPath, MixSpec};
 pub(crate) use data_stamp::checksum;
 pub use data_stamp::FileStamp;
 pub(crate) use input::{copy_checked, open_peeked, read_all};

@@ -3,6 +3,7 @@
 use super::cntk_delivery::CntkDelivery;
 use super::madvise::prepare_batch;
 use super::minibatch::{Minibatch, MinibatchSize};
+use super::mix::{MixCount, SweepMix};
 use super::packing::{copy_sequences, Entry, Loaded};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
@@ -223,6 +224,13 @@ pub struct ReaderState {
     /// the whole position in CNTK's order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cntk_position: Option<u64>,
+    /// Of sources mixed by weight: the mix ([`Mix::describe`](super::Mix::describe): each
+    /// source's chunks and weight, the sweep's size), which must be the same to restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
+    /// Of a mix: what each source contributed to the current sweep so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix_sweep: Vec<MixCount>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -323,6 +331,9 @@ pub struct Reader<T: Element> {
     delivered_in_pass: bool,
     /// With `randomizer cntk`: CNTK's order, which then decides every minibatch.
     cntk: Option<Box<CntkDelivery<T>>>,
+    /// Of a mix: what each source contributed to the current sweep, and to the ended ones.
+    mix_counts: Vec<MixCount>,
+    mix_sweeps: Vec<SweepMix>,
     // For [`Reader::stats`].
     decode: Arc<DecodeCounters>,
     wait: WaitClock,
@@ -404,6 +415,13 @@ impl<T: Element> Reader<T> {
                 "equalize: minibatches per sweep must be at least 1",
             ));
         }
+        if source.mix().is_some() && options.randomizer == Randomizer::Cntk {
+            return Err(Error::config(
+                "randomizer cntk reads CNTK's order of one data set; a mix has its own order \
+                 (randomizer exfeed)",
+            ));
+        }
+        let mix_counts = vec![MixCount::default(); source.mix().map_or(0, |m| m.parts().len())];
         let specs = source.streams().to_vec();
         let defining = specs.iter().position(|s| s.defines_mb_size);
         let decode = Arc::new(DecodeCounters::default());
@@ -444,8 +462,10 @@ impl<T: Element> Reader<T> {
             spare_order: Vec::new(),
             peak_held: 0,
             chunks_read: 0,
-            // The number of chunks a worker owns is the same every sweep.
-            no_data: options.worker_rank >= num_chunks,
+            // The number of chunks a worker owns is the same every sweep (but of a mix).
+            no_data: options.worker_rank >= num_chunks && source.mix().is_none(),
+            mix_counts,
+            mix_sweeps: Vec::new(),
             total_samples,
             // By file name, so that a saved state moves with the data to another directory.
             corpus: source.shard_names().map(|names| {
@@ -507,6 +527,9 @@ impl<T: Element> Reader<T> {
             equalize: "equalize (minibatches per sweep)",
             byte_ranges: "chunks as byte ranges without an index (index none)",
         );
+        if state.mix != now.mix {
+            mismatch.push(format!("the mix was {:?}, is {:?}", state.mix, now.mix));
+        }
         if state.corpus != now.corpus {
             mismatch.push(corpus_difference(
                 state.corpus.as_deref(),
@@ -538,6 +561,14 @@ impl<T: Element> Reader<T> {
         r.minibatches = state.minibatches;
         r.sweep_minibatches = state.sweep_minibatches;
         r.sweep_sequences = state.sweep_sequences;
+        if !state.mix_sweep.is_empty() {
+            if state.mix_sweep.len() != r.mix_counts.len() {
+                return Err(Error::config(
+                    "the saved reader state is corrupt: its mix counts are not one per source",
+                ));
+            }
+            r.mix_counts.clone_from(&state.mix_sweep);
+        }
         r.sched = Cursor {
             sweep: state.sweep,
             window: state.window,
@@ -587,6 +618,8 @@ impl<T: Element> Reader<T> {
             byte_ranges: self.source.chunks_by_byte_range(),
             data: None,
             cntk_position: self.cntk.as_ref().map(|c| c.position()),
+            mix: self.source.mix().map(|m| m.describe()),
+            mix_sweep: self.mix_counts.clone(),
         }
     }
 
@@ -788,6 +821,7 @@ impl<T: Element> Reader<T> {
                     "the reader was stopped during a read",
                 ));
             }
+            let mix_plan = self.source.mix().is_some().then(|| self.plan(self.sweep));
             let loaded = self
                 .loaded
                 .as_ref()
@@ -812,6 +846,14 @@ impl<T: Element> Reader<T> {
             }
             let corpus = self.corpus.is_some();
             copy_sequences(loaded, start..end, self.sweep, corpus, mb);
+            if let (Some(plan), Some(mix)) = (mix_plan, self.source.mix()) {
+                let chunks = plan.window_chunks(self.window);
+                for e in &loaded.order[start..end] {
+                    let count = &mut self.mix_counts[mix.part_of(chunks[e.chunk as usize])];
+                    count.sequences += 1;
+                    count.samples += e.samples as u64;
+                }
+            }
             self.delivered_in_pass |= end > start;
             let added = (samples - mb.samples) as u64;
             mb.samples = samples;
@@ -882,6 +924,7 @@ impl<T: Element> Reader<T> {
             self.release(l);
         }
         self.drop_pending();
+        self.end_mix_sweep();
         self.sweep = self.sweep.saturating_add(1);
         (self.window, self.offset) = (0, 0);
         (
@@ -894,6 +937,35 @@ impl<T: Element> Reader<T> {
             window: 0,
             index: 0,
         };
+    }
+
+    /// Of a mix, once a sweep ends: keeps what each source contributed to it.
+    fn end_mix_sweep(&mut self) {
+        if self.mix_counts.is_empty() {
+            return;
+        }
+        let fresh = vec![MixCount::default(); self.mix_counts.len()];
+        self.mix_sweeps.push(SweepMix {
+            sweep: self.sweep,
+            counts: std::mem::replace(&mut self.mix_counts, fresh),
+            ended: true,
+        });
+    }
+
+    /// Of a mix: what each source contributed to each sweep this reader delivered (a restored
+    /// reader: since the saved position's sweep), the sweep in progress last; empty for other
+    /// sources.
+    pub fn mix_report(&self) -> Vec<SweepMix> {
+        let mut out = self.mix_sweeps.clone();
+        let current = self.mix_counts.iter().any(|c| c.sequences > 0);
+        if current {
+            out.push(SweepMix {
+                sweep: self.sweep,
+                counts: self.mix_counts.clone(),
+                ended: false,
+            });
+        }
+        out
     }
 
     /// Forgets the chunks scheduled ahead (their decoding finishes unseen).
@@ -916,12 +988,16 @@ impl<T: Element> Reader<T> {
             return None;
         }
         let infos = self.source.chunks();
-        let order = super::plan::chunk_order(infos.len(), o.randomize, o.seed, self.sweep);
+        let order = self.sweep_order(self.sweep);
         let mine: u64 = super::plan::worker_chunks(&order, workers, o.worker_rank)
             .iter()
             .map(|&c| infos[c].samples)
             .sum();
-        let mean = self.total_samples / workers as u64;
+        let sweep_samples = self
+            .source
+            .mix()
+            .map_or(self.total_samples, |m| m.epoch_samples());
+        let mean = sweep_samples / workers as u64;
         let advice = "give a smaller chunk size (--chunk-size auto / chunk_size=\"auto\" sizes \
                       chunks for the workers), fewer workers, or equalize";
         let who = format!("worker {} of {workers}", o.worker_rank);
@@ -958,15 +1034,27 @@ impl<T: Element> Reader<T> {
         }
     }
 
+    /// The chunks of sweep `sweep` in order: a permutation of all (file order without
+    /// `randomize`), or what a mix says.
+    fn sweep_order(&self, sweep: u64) -> Vec<usize> {
+        let o = &self.opts;
+        match self.source.mix() {
+            Some(mix) => mix.sweep_chunks(o.randomize, o.seed, sweep),
+            None => {
+                super::plan::chunk_order(self.source.chunks().len(), o.randomize, o.seed, sweep)
+            }
+        }
+    }
+
     fn plan(&mut self, sweep: u64) -> Arc<SweepPlan> {
         if let Some(p) = self.plans.iter().find(|p| p.sweep == sweep) {
             return p.clone();
         }
         let o = &self.opts;
-        let p = Arc::new(SweepPlan::new(
+        let p = Arc::new(SweepPlan::from_order(
+            &self.sweep_order(sweep),
             self.source.chunks(),
             o.randomize,
-            o.seed,
             sweep,
             o.window,
             o.num_workers,
@@ -1036,6 +1124,7 @@ impl<T: Element> Reader<T> {
                     self.done = true;
                     return Ok(());
                 }
+                self.end_mix_sweep();
                 self.sweep += 1;
                 self.window = 0;
                 self.offset = 0;

@@ -15,6 +15,9 @@
 //!    chunks (or of at least that many samples), and shuffles the sequences of each window
 //!    (in `frameMode`, where every sequence is one sample, this shuffles samples individually).
 //!
+//! Sources mixed by weight ([`ChunkSource::mix`]) replace step 1: a sweep's chunks are those
+//! [`Mix::sweep_chunks`] gives (see the `mix` module), then partitioned and windowed the same way.
+//!
 //! With [`ReaderOptions::with_replacement`] a window's sequences are instead drawn at random
 //! with replacement, as many draws as it has sequences, weighted by the source's
 //! [`ChunkSource::chunk_weights`] when it has them. Lens's example selection modes map onto
@@ -100,6 +103,7 @@ pub mod cntk_order;
 mod engine;
 mod madvise;
 mod minibatch;
+mod mix;
 mod packing;
 mod plan;
 mod pool;
@@ -116,6 +120,7 @@ pub use engine::{
     Stopper, Window,
 };
 pub use minibatch::{write_minibatch_json, Minibatch, MinibatchSize, SequenceInfo};
+pub use mix::{Mix, MixCount, MixPart, SweepMix};
 pub use pool::release_kept_batches;
 pub use stats::ReaderStats;
 
@@ -177,5 +182,11 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// `sequences` and `samples` are estimates, fixed when the source is opened. Default: no.
     fn chunks_by_byte_range(&self) -> bool {
         false
+    }
+    /// Of sources mixed by weight ([`MixSource`](crate::source::MixSource)): the mix, which
+    /// then decides each sweep's chunks ([`Mix::sweep_chunks`]). Default: none (a sweep reads
+    /// every chunk once).
+    fn mix(&self) -> Option<&Mix> {
+        None
     }
 }

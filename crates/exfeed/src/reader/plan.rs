@@ -111,6 +111,7 @@ pub struct SweepPlan {
 
 impl SweepPlan {
     /// Plans sweep `sweep`.
+    #[cfg(test)]
     pub fn new(
         infos: &[ChunkInfo],
         randomize: bool,
@@ -121,7 +122,21 @@ impl SweepPlan {
         rank: usize,
     ) -> Self {
         let order = chunk_order(infos.len(), randomize, seed, sweep);
-        let chunks = worker_chunks(&order, workers, rank);
+        SweepPlan::from_order(&order, infos, randomize, sweep, window, workers, rank)
+    }
+
+    /// Plans sweep `sweep` whose chunks, in order, are `order` (a permutation of all chunks,
+    /// or a [`Mix`](super::Mix)'s sweep, where chunks may repeat).
+    pub fn from_order(
+        order: &[usize],
+        infos: &[ChunkInfo],
+        randomize: bool,
+        sweep: u64,
+        window: Window,
+        workers: usize,
+        rank: usize,
+    ) -> Self {
+        let chunks = worker_chunks(order, workers, rank);
         let windows = windows(&chunks, infos, window, randomize);
         SweepPlan {
             sweep,

@@ -20,7 +20,7 @@ use crate::batch::SequenceBatch;
 pub use crate::batch::{split_corpus_key, CORPUS_KEY_BITS};
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
-pub use crate::io::{Corpus, DataPath};
+pub use crate::io::{Corpus, DataPath, MixSpec};
 use crate::reader::{ChunkInfo, ChunkSource};
 use crate::stream::StreamSpec;
 use std::sync::Arc;
@@ -115,6 +115,16 @@ impl<T: Element> CorpusSource<T> {
     /// The shards' names, in corpus order.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The corpus chunks of shard `shard`.
+    pub fn shard_chunks(&self, shard: usize) -> std::ops::Range<usize> {
+        let end = self
+            .starts
+            .get(shard + 1)
+            .copied()
+            .unwrap_or(self.infos.len());
+        self.starts[shard]..end
     }
 
     /// The shard of corpus chunk `chunk` and its chunk number there.
