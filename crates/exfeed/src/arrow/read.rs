@@ -298,10 +298,8 @@ impl ColumnarFile {
             return Ok(Box::new(reader.map_err(in_file)?));
         }
         let footer = self.ipc.clone().expect("an Arrow IPC file has its footer");
-        let schema = footer.decoder_schema.project(&self.columns);
         Ok(Box::new(IpcBatches {
             input: self.input.clone(),
-            schema: Arc::new(schema.map_err(|e| in_file(arrow_error(e)))?),
             blocks: chunks.start.min(footer.blocks.len())..chunks.end.min(footer.blocks.len()),
             footer,
         }))
@@ -592,7 +590,8 @@ impl IpcFooterParts {
 
     /// The decoder of the record batches' `columns`, its dictionaries read.
     fn decoder(self, input: &ColumnarInput, columns: &[usize]) -> Result<IpcFooter> {
-        let mut decoder = arrow_ipc::reader::FileDecoder::new(self.schema.clone(), self.version)
+        let schema = Arc::new(self.schema.project(columns).map_err(arrow_error)?);
+        let mut decoder = arrow_ipc::reader::FileDecoder::new(self.schema, self.version)
             .with_projection(columns.to_vec());
         for block in &self.dictionaries {
             let buf = read_block(input, block).map_err(arrow_error)?;
@@ -600,7 +599,7 @@ impl IpcFooterParts {
         }
         Ok(IpcFooter {
             decoder,
-            decoder_schema: self.schema,
+            schema,
             blocks: self.blocks,
         })
     }
@@ -610,8 +609,8 @@ impl IpcFooterParts {
 /// chunk is then one read of its block.
 struct IpcFooter {
     decoder: arrow_ipc::reader::FileDecoder,
-    /// The whole file's schema (the decoder's, before its projection).
-    decoder_schema: arrow_schema::SchemaRef,
+    /// The schema of the batches the decoder gives (the columns read).
+    schema: arrow_schema::SchemaRef,
     blocks: Vec<arrow_ipc::Block>,
 }
 
@@ -674,7 +673,6 @@ fn ipc_chunks(input: &ColumnarInput, blocks: &[arrow_ipc::Block]) -> Result<Vec<
 struct IpcBatches {
     input: ColumnarInput,
     footer: Arc<IpcFooter>,
-    schema: arrow_schema::SchemaRef,
     blocks: Range<usize>,
 }
 
@@ -695,7 +693,7 @@ impl Iterator for IpcBatches {
 
 impl RecordBatchReader for IpcBatches {
     fn schema(&self) -> arrow_schema::SchemaRef {
-        self.schema.clone()
+        self.footer.schema.clone()
     }
 }
 
