@@ -72,6 +72,13 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
     fn reads_whole_chunks(&self) -> bool {
         false
     }
+
+    /// Starts fetching the bytes `offset..offset + len` ahead of the read that asks for them
+    /// (a remote object, see [`crate::io::fetch_ahead`]); `None`: not started. Default: none.
+    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        let _ = (offset, len);
+        None
+    }
 }
 
 /// Where the bytes of a [`CbfFile`] are.
@@ -604,6 +611,15 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
                 e
             }
         })
+    }
+
+    /// Starts fetching chunk `i`'s bytes ahead of its decoding, where the file is a remote
+    /// object ([`ReadAt::fetch_ahead`]); `None`: not started.
+    pub fn fetch_ahead(&self, i: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        let (Source::Ranges(file), Some(info)) = (&self.source, self.chunks.get(i)) else {
+            return None;
+        };
+        file.fetch_ahead(info.offset, info.len)
     }
 
     /// Reads every chunk, checking it (for `exfeed check`); returns the number of sequences.

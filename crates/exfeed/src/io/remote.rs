@@ -555,6 +555,14 @@ fn server_said(error: &object_store::Error) -> String {
     }
 }
 
+/// The most bytes one GET asks for: a larger read is split into ranged GETs of this size,
+/// [`PARALLEL_PARTS`] of them in flight at once (a large chunk arrives several times as fast
+/// from a server that serves each connection at its own pace).
+pub const PART_BYTES: usize = 8 << 20;
+
+/// The most GETs one read has in flight at once.
+pub const PARALLEL_PARTS: usize = 4;
+
 /// A remote object opened for reading at random: its URL, size and ETag as the server gave
 /// them when it was opened.
 pub struct RemoteObject {
@@ -628,7 +636,8 @@ impl RemoteObject {
     }
 
     /// Reads `len` bytes at `offset`: exactly those bytes, of the version that was opened, or
-    /// an error naming the URL and the byte where the read stopped.
+    /// an error naming the URL and the byte where the read stopped. One ranged GET, or for
+    /// more than [`PART_BYTES`] one per part, [`PARALLEL_PARTS`] at a time.
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         self.read_into(offset, len, &mut buf)?;
@@ -643,6 +652,53 @@ impl RemoteObject {
     }
 
     fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        if len <= PART_BYTES {
+            return self.read_range_into(offset, len, buf);
+        }
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.size)
+        {
+            return self.read_range_into(offset, len, buf); // the error it gives
+        }
+        // A large range in parts of PART_BYTES, PARALLEL_PARTS at a time: each part is its own
+        // ranged GET, retried and resumed on its own; the first error (in byte order) is the
+        // read's.
+        buf.clear();
+        buf.resize(len, 0);
+        let parts = Mutex::new(buf.chunks_mut(PART_BYTES).enumerate());
+        let failures = Mutex::new(Vec::new());
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..PARALLEL_PARTS.min(len.div_ceil(PART_BYTES)) {
+                scope.spawn(|| {
+                    let mut bytes = Vec::new();
+                    while !failed.load(std::sync::atomic::Ordering::Relaxed) {
+                        let next = parts.lock().unwrap_or_else(|p| p.into_inner()).next();
+                        let Some((i, out)) = next else { break };
+                        let at = offset + (i * PART_BYTES) as u64;
+                        match self.read_range_into(at, out.len(), &mut bytes) {
+                            Ok(()) => out.copy_from_slice(&bytes),
+                            Err(e) => {
+                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                let mut failures =
+                                    failures.lock().unwrap_or_else(|p| p.into_inner());
+                                failures.push((at, e));
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+        match failures.into_iter().min_by_key(|(at, _)| *at) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads `len` bytes at `offset` with one ranged GET, retried and resumed.
+    fn read_range_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
         let remote = &self.remote;
         let end = offset
             .checked_add(len as u64)

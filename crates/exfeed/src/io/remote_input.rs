@@ -180,6 +180,8 @@ impl RemoteUrl {
 pub struct RemoteFile {
     object: Arc<super::remote::RemoteObject>,
     cache: Option<Arc<SharedCache>>,
+    /// Ranges fetched ahead of their reads, by offset ([`RemoteFile::fetch_ahead`]).
+    fetched_ahead: Arc<super::fetch_ahead::ChunkFetches>,
 }
 
 #[cfg(all(feature = "remote", target_os = "linux"))]
@@ -279,7 +281,11 @@ impl RemoteFile {
             Some((dir, limit)) => Some(shared_cache(dir, *limit)?),
             None => None,
         };
-        Ok(RemoteFile { object, cache })
+        Ok(RemoteFile {
+            object,
+            cache,
+            fetched_ahead: Arc::default(),
+        })
     }
 
     /// The object opened (its URL, size and version).
@@ -312,8 +318,46 @@ impl RemoteFile {
         self.len() == 0
     }
 
-    /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error.
+    /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error. Bytes
+    /// [fetched ahead](RemoteFile::fetch_ahead) at that offset, if exactly these, are taken
+    /// from there (waiting for their fetch); a fetch that failed is read again here, which
+    /// gives the error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        #[cfg(feature = "remote")]
+        if let Some(Ok((at, bytes))) = self.fetched_ahead.take(offset) {
+            if at == offset && bytes.len() == buf.len() {
+                buf.copy_from_slice(&bytes);
+                return Ok(());
+            }
+        }
+        self.read_direct(buf, offset)
+    }
+
+    /// Starts fetching the bytes `offset..offset + len` on a thread of its own, for a later
+    /// [`RemoteFile::read_exact_at`] of exactly them (see [`super::fetch_ahead`]); `None`: not
+    /// started (the process's bounds on fetching ahead are reached, or those bytes are being
+    /// fetched ahead already).
+    #[cfg(feature = "remote")]
+    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+        let file = self.clone();
+        let size = usize::try_from(len).ok()?;
+        self.fetched_ahead.start(offset, len, move || {
+            let mut buf = crate::buffers::take_read_buffer(size);
+            file.read_direct(&mut buf, offset)?;
+            Ok((offset, buf))
+        })
+    }
+
+    /// Never started: exfeed was built without the `remote` feature.
+    #[cfg(not(feature = "remote"))]
+    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+        let _ = (offset, len);
+        None
+    }
+
+    /// Reads the bytes at `offset` into `buf`, from the cache or the object (never from what
+    /// was fetched ahead).
+    fn read_direct(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         #[cfg(all(feature = "remote", target_os = "linux"))]
         if let Some(cache) = &self.cache {
             buf.copy_from_slice(&cache.read_at(&self.object, offset, buf.len())?);
@@ -403,6 +447,10 @@ impl crate::cbf::ReadAt for RemoteFile {
 
     fn reads_whole_chunks(&self) -> bool {
         true
+    }
+
+    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+        RemoteFile::fetch_ahead(self, offset, len)
     }
 }
 

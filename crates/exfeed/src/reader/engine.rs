@@ -14,6 +14,7 @@ use super::Randomizer;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
+use crate::io::fetch_ahead::FetchTicket;
 use crate::io::FileStamp;
 pub use crate::options::EqualizeMode;
 use crate::stream::StreamSpec;
@@ -264,7 +265,7 @@ enum Pending<T> {
     /// Decoding on the pool; the result arrives on the channel.
     Async(Receiver<Result<SequenceBatch<T>>>),
     /// Decoded on the caller's thread when taken (threads = 0).
-    Deferred(SequenceBatch<T>),
+    Deferred(SequenceBatch<T>, Option<FetchTicket>),
 }
 
 /// Position of the scheduler (what to decode next) in the chunk stream.
@@ -314,6 +315,11 @@ pub struct Reader<T: Element> {
     // Prefetch.
     sched: Cursor,
     pending: VecDeque<(usize, Pending<T>)>,
+    /// The chunks after the scheduled ones whose bytes are being fetched ahead (see
+    /// [`ChunkSource::fetch_ahead`]), in plan order: the next ones `sched` gives.
+    fetching: VecDeque<(usize, FetchTicket)>,
+    /// Where the scheduler is once past `fetching`.
+    fetch_cursor: Cursor,
     spare: Vec<SequenceBatch<T>>,
     /// The last window's order buffer, for reuse.
     spare_order: Vec<Entry>,
@@ -458,6 +464,12 @@ impl<T: Element> Reader<T> {
                 index: 0,
             },
             pending: VecDeque::new(),
+            fetching: VecDeque::new(),
+            fetch_cursor: Cursor {
+                sweep: 0,
+                window: 0,
+                index: 0,
+            },
             spare: Vec::new(),
             spare_order: Vec::new(),
             peak_held: 0,
@@ -970,8 +982,9 @@ impl<T: Element> Reader<T> {
 
     /// Forgets the chunks scheduled ahead (their decoding finishes unseen).
     fn drop_pending(&mut self) {
+        self.fetching.clear();
         for (_, p) in self.pending.drain(..) {
-            if let Pending::Deferred(mut b) = p {
+            if let Pending::Deferred(mut b, _) = p {
                 b.clear();
                 self.spare.push(b);
             }
@@ -1164,8 +1177,9 @@ impl<T: Element> Reader<T> {
                         "decoding the chunk failed: its thread panicked",
                     )
                 })?,
-                Pending::Deferred(mut b) => {
+                Pending::Deferred(mut b, fetched) => {
                     decode.read_chunk(&**source, chunk, &mut b)?;
+                    drop(fetched);
                     Ok(b)
                 }
             })?;
@@ -1245,45 +1259,29 @@ impl<T: Element> Reader<T> {
     }
 
     /// Schedules chunk reads in plan order until `need` are pending, or (`ahead`) at least
-    /// `prefetch_chunks`, not past the epoch's last sweep.
+    /// `prefetch_chunks`, not past the epoch's last sweep. Where the source fetches chunks over
+    /// the network, the bytes of those that wait for a decoding thread are fetched meanwhile,
+    /// and (`ahead`) of `prefetch_chunks` more after them (bounded further by the process's
+    /// limits: [`crate::io::fetch_ahead`]).
     fn schedule(&mut self, need: usize, ahead: bool) {
         let target = match ahead {
             true => self.opts.prefetch_chunks.max(1).max(need),
             false => need,
         };
         while self.pending.len() < target && !self.no_data {
-            let cur = self.sched;
-            if let EpochLimit::Sweeps(k) = self.opts.limit {
-                if cur.sweep >= k {
-                    break;
+            let mut cur = self.sched;
+            let next = self.chunk_at(&mut cur);
+            self.sched = cur;
+            let Some(chunk) = next else { break };
+            let fetched = match self.fetching.pop_front() {
+                Some((fetching, ticket)) if fetching == chunk => Some(ticket),
+                _ => {
+                    self.fetching.clear();
+                    // A chunk that waits for a decoding thread is fetched meanwhile.
+                    let waits = self.pending.len() >= self.opts.threads;
+                    waits.then(|| self.source.fetch_ahead(chunk)).flatten()
                 }
-            }
-            let plan = self.plan(cur.sweep);
-            if cur.window >= plan.windows.len() {
-                if cur.sweep == u64::MAX {
-                    break;
-                }
-                self.sched = Cursor {
-                    sweep: cur.sweep + 1,
-                    window: 0,
-                    index: 0,
-                };
-                if plan.windows.is_empty() {
-                    break; // never happens with no_data false; guards against a loop
-                }
-                continue;
-            }
-            let in_window = plan.window_chunks(cur.window);
-            if cur.index >= in_window.len() {
-                self.sched = Cursor {
-                    sweep: cur.sweep,
-                    window: cur.window + 1,
-                    index: 0,
-                };
-                continue;
-            }
-            let chunk = in_window[cur.index];
-            self.sched.index += 1;
+            };
             let mut batch = self.spare.pop().unwrap_or_else(|| pool::take(&self.specs));
             prepare_batch(&mut batch, &self.source.chunks()[chunk]);
             let pending = match &self.pool {
@@ -1295,15 +1293,76 @@ impl<T: Element> Reader<T> {
                         let r = decode
                             .read_chunk(&*source, chunk, &mut batch)
                             .map(|()| batch);
+                        drop(fetched);
                         let _ = tx.send(r);
                     });
                     Pending::Async(rx)
                 }
-                None => Pending::Deferred(batch),
+                None => Pending::Deferred(batch, fetched),
             };
             self.chunks_read += 1;
             self.pending.push_back((chunk, pending));
             self.track_held(0);
+        }
+        if ahead {
+            self.fetch_ahead();
+        }
+    }
+
+    /// Starts fetching the bytes of the chunks after those scheduled, up to `prefetch_chunks`
+    /// of them, until the source starts none.
+    fn fetch_ahead(&mut self) {
+        if self.fetching.is_empty() {
+            self.fetch_cursor = self.sched;
+        }
+        while self.fetching.len() < self.opts.prefetch_chunks.max(1) && !self.no_data {
+            let mut cur = self.fetch_cursor;
+            let Some(chunk) = self.chunk_at(&mut cur) else {
+                break;
+            };
+            let Some(ticket) = self.source.fetch_ahead(chunk) else {
+                break;
+            };
+            self.fetch_cursor = cur;
+            self.fetching.push_back((chunk, ticket));
+        }
+    }
+
+    /// The chunk at `cur` in plan order, moving `cur` past it; `None` past the epoch's last
+    /// sweep.
+    fn chunk_at(&mut self, cur: &mut Cursor) -> Option<usize> {
+        loop {
+            if let EpochLimit::Sweeps(k) = self.opts.limit {
+                if cur.sweep >= k {
+                    return None;
+                }
+            }
+            let plan = self.plan(cur.sweep);
+            if cur.window >= plan.windows.len() {
+                if cur.sweep == u64::MAX {
+                    return None;
+                }
+                *cur = Cursor {
+                    sweep: cur.sweep + 1,
+                    window: 0,
+                    index: 0,
+                };
+                if plan.windows.is_empty() {
+                    return None; // never happens with no_data false; guards against a loop
+                }
+                continue;
+            }
+            let in_window = plan.window_chunks(cur.window);
+            if cur.index >= in_window.len() {
+                *cur = Cursor {
+                    sweep: cur.sweep,
+                    window: cur.window + 1,
+                    index: 0,
+                };
+                continue;
+            }
+            cur.index += 1;
+            return Some(in_window[cur.index - 1]);
         }
     }
 }

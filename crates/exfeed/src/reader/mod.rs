@@ -148,6 +148,14 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// (cleared, buffers kept) and has the streams of [`ChunkSource::streams`]. Sequences are
     /// appended in file order.
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
+    /// Starts fetching chunk `chunk`'s bytes ahead of its decoding, where they come over the
+    /// network (a URL's CTF or CBF chunks); [`ChunkSource::read_chunk`] then takes them, until
+    /// the ticket is dropped (see [`crate::io::fetch_ahead`]). `None`: nothing was started
+    /// (local data, or the process's bounds on fetching ahead are reached). Default: none.
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        let _ = chunk;
+        None
+    }
     /// The keys of chunk `chunk`'s sequences in file order, when the index knows them without
     /// decoding (needed to join sources by key, see [`JoinedSource`](crate::source::JoinedSource)). Default: unknown.
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {

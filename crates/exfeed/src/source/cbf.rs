@@ -120,6 +120,10 @@ impl<T: Element> ChunkSource<T> for CbfSource {
             .map_err(|e| e.in_file(self.name.clone()))
     }
 
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        self.file.fetch_ahead(chunk)
+    }
+
     fn cntk_chunks(&self) -> Option<Result<Vec<Vec<u32>>>> {
         let in_file = |e: crate::Error| e.in_file(self.name.clone());
         Some(

@@ -149,6 +149,11 @@ impl<T: Element> ChunkSource<T> for CorpusSource<T> {
         to_corpus_keys(out.keys_mut(), shard, &self.names[shard])
     }
 
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        let (shard, local) = self.locate(chunk);
+        self.shards[shard].fetch_ahead(local)
+    }
+
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
         let (shard, local) = self.locate(chunk);
         let high = (shard as u64) << CORPUS_KEY_BITS;

@@ -63,6 +63,10 @@ impl<T: Element> ChunkSource<T> for MixSource<T> {
         self.files.read_chunk(chunk, out)
     }
 
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+        self.files.fetch_ahead(chunk)
+    }
+
     fn chunk_keys(&self, chunk: usize) -> Option<Vec<u64>> {
         self.files.chunk_keys(chunk)
     }

@@ -44,6 +44,11 @@ struct Shared {
     faults: VecDeque<Fault>,
     put_faults: VecDeque<Fault>,
     seen: Vec<SeenRequest>,
+    /// Waited before forwarding every GET that has no fault of its own.
+    get_delay: Option<Duration>,
+    /// GETs being answered now, and the most there were at once.
+    gets_in_flight: usize,
+    peak_gets_in_flight: usize,
 }
 
 pub struct FaultProxy {
@@ -115,6 +120,21 @@ impl FaultProxy {
         self.shared.lock().unwrap().put_faults.extend(faults);
     }
 
+    /// Waits `delay` before forwarding each GET (a slow server: requests made at once overlap).
+    pub fn delay_every_get(&self, delay: Duration) {
+        self.shared.lock().unwrap().get_delay = Some(delay);
+    }
+
+    /// The GET faults injected and not yet applied.
+    pub fn faults_left(&self) -> usize {
+        self.shared.lock().unwrap().faults.len()
+    }
+
+    /// The most GET requests answered at once so far.
+    pub fn peak_gets_in_flight(&self) -> usize {
+        self.shared.lock().unwrap().peak_gets_in_flight
+    }
+
     /// The GET requests seen so far.
     pub fn gets(&self) -> Vec<SeenRequest> {
         self.requests("GET")
@@ -183,17 +203,23 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
         .unwrap_or(0);
     let mut body = vec![0; body_len];
     reader.read_exact(&mut body)?;
-    let fault = {
-        let mut shared = shared.lock().unwrap();
-        shared.seen.push(SeenRequest {
+    let (fault, _in_flight) = {
+        let mut state = shared.lock().unwrap();
+        state.seen.push(SeenRequest {
             method: method.clone(),
             path,
             range: header("range"),
         });
         match method.as_str() {
-            "GET" => shared.faults.pop_front(),
-            "PUT" => shared.put_faults.pop_front(),
-            _ => None,
+            "GET" => {
+                state.gets_in_flight += 1;
+                state.peak_gets_in_flight = state.peak_gets_in_flight.max(state.gets_in_flight);
+                let fault = state.faults.pop_front();
+                let fault = fault.or(state.get_delay.map(Fault::Delay));
+                (fault, Some(GetInFlight(shared)))
+            }
+            "PUT" => (state.put_faults.pop_front(), None),
+            _ => (None, None),
         }
     };
     let mut client = client;
@@ -265,6 +291,15 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
     }
     client.flush()?;
     Ok(())
+}
+
+/// A GET being answered: counted in flight until dropped.
+struct GetInFlight<'a>(&'a Mutex<Shared>);
+
+impl Drop for GetInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().gets_in_flight -= 1;
+    }
 }
 
 /// Answers with `status` and S3's error body of `code`.

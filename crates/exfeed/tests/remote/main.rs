@@ -5,6 +5,7 @@
 //!
 //! Without the services' variables these tests say they were skipped; under CI=true they fail.
 
+mod ahead;
 mod cache;
 #[path = "../common/mod.rs"]
 mod common;

@@ -10,6 +10,7 @@ use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
+use crate::io::fetch_ahead::{ChunkFetches, FetchTicket, Fetched};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, RemoteFile, ReopeningFile};
 pub use crate::options::IndexMode;
 use crate::options::ReadOptions;
@@ -198,12 +199,14 @@ pub struct CtfSource {
     decoding: AtomicUsize,
     /// `chunkSizeInBytes` (for CNTK's chunks, see [`ChunkSource::cntk_chunks`]).
     chunk_size: u64,
+    /// An object's chunks fetched ahead of their decoding ([`ChunkSource::fetch_ahead`]).
+    fetched_ahead: Arc<ChunkFetches>,
 }
 
 /// How the chunks were found.
 enum Layout {
     Indexed(Index),
-    Ranges(ByteRanges),
+    Ranges(Arc<ByteRanges>),
 }
 
 /// Bytes of a piece: without an index a chunk is decoded in pieces of about this size, cut
@@ -341,7 +344,11 @@ impl CtfSource {
         let (layout, infos, origin) = match byte_ranges(&data, &options).map_err(in_file)? {
             Some((ranges, infos)) => {
                 parser.set_keys_by_offset(ranges.mode() == KeyMode::Lines);
-                (Layout::Ranges(ranges), infos, IndexOrigin::ByteRanges)
+                (
+                    Layout::Ranges(Arc::new(ranges)),
+                    infos,
+                    IndexOrigin::ByteRanges,
+                )
             }
             None => {
                 let (index, origin) =
@@ -391,6 +398,7 @@ impl CtfSource {
             },
             decoding: AtomicUsize::new(0),
             chunk_size: options.read.chunk_bytes(),
+            fetched_ahead: Arc::default(),
         })
     }
 
@@ -496,6 +504,31 @@ impl CtfSource {
 }
 
 impl CtfSource {
+    /// Chunk `chunk`'s bytes `start..end` when they were fetched ahead (waiting for their
+    /// fetch), `None` when not: then they are read as any chunk's are, and so is a fetch that
+    /// failed (that read gives the error, placed in the file).
+    fn take_fetched(&self, chunk: usize, start: u64, end: u64) -> Option<ChunkBytes<'_>> {
+        Self::fetched_range(self.fetched_ahead.take(chunk as u64), start, end)
+    }
+
+    /// The bytes of a fetch ahead, when it fetched exactly `start..end`.
+    fn fetched_range(
+        fetched: Option<Result<Fetched>>,
+        start: u64,
+        end: u64,
+    ) -> Option<ChunkBytes<'static>> {
+        match fetched? {
+            Ok((at, bytes)) if at == start && bytes.len() as u64 == end - start => {
+                Some(ChunkBytes::Read(bytes))
+            }
+            Ok((_, bytes)) => {
+                give_back_read_buffer(bytes);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are read into
     /// a buffer (one positioned read, after the kernel was asked to read exactly them ahead,
     /// `POSIX_FADV_WILLNEED`, so it never reads around them: the neighbouring bytes are other
@@ -852,19 +885,27 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             Layout::Indexed(ix) => {
                 let c = &ix.chunks[chunk];
                 let range = c.offset..c.offset + c.bytes;
-                let bytes = self.chunk_bytes(range.start, range.end, chunk)?;
+                let bytes = match self.take_fetched(chunk, range.start, range.end) {
+                    Some(bytes) => bytes,
+                    None => self.chunk_bytes(range.start, range.end, chunk)?,
+                };
                 let (r, diagnostics) = self.decode(range, c.line, out, bytes.bytes());
                 self.keep(diagnostics);
                 r
             }
             Layout::Ranges(ranges) => {
+                // Taken first: its fetch found the range's bounds, which are then known.
+                let fetched = self.fetched_ahead.take(chunk as u64);
                 let (start, end) = ranges
                     .range(&self.data, chunk)
                     .map_err(|e| self.placed(e, || None))?;
                 if start == end {
                     return Ok(()); // a range inside a sequence that started before it
                 }
-                let bytes = self.chunk_bytes(start, end, chunk)?;
+                let bytes = match Self::fetched_range(fetched, start, end) {
+                    Some(bytes) => bytes,
+                    None => self.chunk_bytes(start, end, chunk)?,
+                };
                 let pieces = ranges.within(start, end, self.piece_bytes);
                 // Other threads are offered pieces when no other chunk is being decoded: they
                 // are idle (the reader's start, the consumer waiting), or about to take the
@@ -915,6 +956,38 @@ impl<T: Element> ChunkSource<T> for CtfSource {
     fn chunks_by_byte_range(&self) -> bool {
         matches!(self.layout, Layout::Ranges(_))
     }
+
+    fn fetch_ahead(&self, chunk: usize) -> Option<FetchTicket> {
+        let Data::Remote(object) = &self.data else {
+            return None;
+        };
+        let object = object.clone();
+        match &self.layout {
+            Layout::Indexed(ix) => {
+                let c = ix.chunks.get(chunk)?;
+                let (start, end) = (c.offset, c.offset + c.bytes);
+                self.fetched_ahead.start(chunk as u64, c.bytes, move || {
+                    fetch_range(&object, start, end)
+                })
+            }
+            Layout::Ranges(ranges) => {
+                let ranges = ranges.clone();
+                let estimate = self.infos.get(chunk)?.bytes;
+                self.fetched_ahead.start(chunk as u64, estimate, move || {
+                    let (start, end) = ranges.range(&object, chunk)?;
+                    fetch_range(&object, start, end)
+                })
+            }
+        }
+    }
+}
+
+/// The bytes `start..end` of `object`, fetched ahead of their decoding.
+fn fetch_range(object: &RemoteFile, start: u64, end: u64) -> Result<Fetched> {
+    let len = usize::try_from(end - start).map_err(|_| Error::corrupt(start, "chunk too large"))?;
+    let mut buf = take_read_buffer(len);
+    object.read_exact_at(&mut buf, start)?;
+    Ok((start, buf))
 }
 
 /// The byte-range layout of `data` and its chunks' estimated sizes, when `options` read it
