@@ -36,7 +36,7 @@ pub fn shown_url(url: &str) -> std::borrow::Cow<'_, str> {
 /// Storage options: settings of the store that override the environment's (`KEY=VALUE` pairs
 /// named as the [`remote`](super::remote) module's docs say, e.g. `aws_endpoint`,
 /// `aws_access_key_id`, `aws_secret_access_key`). Their values never show in `Debug`.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StorageOptions(Arc<[(String, String)]>);
 
 impl StorageOptions {
@@ -182,6 +182,10 @@ pub struct RemoteFile {
     cache: Option<Arc<SharedCache>>,
     /// Ranges fetched ahead of their reads, by offset ([`RemoteFile::fetch_ahead`]).
     fetched_ahead: Arc<super::fetch_ahead::ChunkFetches>,
+    /// The object's first [`FIRST_STREAM_BLOCK`] bytes (or all, if fewer) once read, until
+    /// a read within them takes them: format detection reads them, then the format's reader
+    /// reads (some of) them again.
+    first_block: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
 }
 
 #[cfg(all(feature = "remote", target_os = "linux"))]
@@ -285,6 +289,7 @@ impl RemoteFile {
             object,
             cache,
             fetched_ahead: Arc::default(),
+            first_block: Arc::default(),
         })
     }
 
@@ -324,10 +329,26 @@ impl RemoteFile {
     /// gives the error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         #[cfg(feature = "remote")]
-        if let Some(Ok((at, bytes))) = self.fetched_ahead.take(offset) {
-            if at == offset && bytes.len() == buf.len() {
-                buf.copy_from_slice(&bytes);
-                return Ok(());
+        {
+            if let Some(Ok((at, bytes))) = self.fetched_ahead.take(offset) {
+                if at == offset && bytes.len() == buf.len() {
+                    buf.copy_from_slice(&bytes);
+                    return Ok(());
+                }
+            }
+            let first_block = (FIRST_STREAM_BLOCK as u64).min(self.len());
+            let end = offset.saturating_add(buf.len() as u64);
+            if end <= first_block && !buf.is_empty() {
+                let mut kept = self.first_block.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(block) = kept.take() {
+                    buf.copy_from_slice(&block[offset as usize..end as usize]);
+                    return Ok(());
+                }
+                if offset == 0 && end == first_block {
+                    self.read_direct(buf, offset)?;
+                    *kept = Some(buf.to_vec());
+                    return Ok(());
+                }
             }
         }
         self.read_direct(buf, offset)

@@ -346,6 +346,29 @@ fn globs_list_the_bucket_prefix() {
         ]
     );
     assert_eq!(found[0].size, "train-1.ctf".len() as u64);
+    // The listing gave each object's size and ETag: opening one sends no HEAD, and reads
+    // are conditional on the listed ETag (the same as a HEAD's: they succeed); once only.
+    let proxy = FaultProxy::start(&services.s3_endpoint);
+    let through_proxy = services.options_at(&proxy.url(), &services.key_id, &services.secret);
+    let listed = glob(&services.url(&format!("{dir}/train-*.ctf")), &through_proxy).unwrap();
+    for entry in &listed {
+        let object = RemoteObject::open(&entry.url, &through_proxy).unwrap();
+        assert_eq!(object.etag(), entry.etag.as_deref());
+        assert_eq!(object.read_at(0, 5).unwrap(), b"train");
+    }
+    assert_eq!(
+        proxy.requests("HEAD").len(),
+        0,
+        "a HEAD for a listed object"
+    );
+    let again = RemoteObject::open(&listed[0].url, &through_proxy).unwrap();
+    assert_eq!(proxy.requests("HEAD").len(), 1);
+    assert_eq!(
+        again.etag(),
+        listed[0].etag.as_deref(),
+        "the listing's ETag is the HEAD's"
+    );
+
     let wrong = services.options_at(&services.s3_endpoint, &services.key_id, "wrong-secret-xyz");
     let err = glob(&services.url(&format!("{dir}/*.ctf")), &wrong).unwrap_err();
     assert!(err.to_string().contains("cannot list"), "{err}");

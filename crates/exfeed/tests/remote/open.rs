@@ -324,6 +324,7 @@ fn opening_a_url_sends_one_head_request() {
         ..ReaderArgs::default()
     };
     let before = heads();
+    let gets_before = proxy.gets().len();
     let (config, inputs) = args.configure(None).unwrap();
     let run = RunOptions {
         inputs,
@@ -333,6 +334,12 @@ fn opening_a_url_sends_one_head_request() {
     let mut minibatch = reader.new_minibatch();
     assert!(reader.next_minibatch(100, &mut minibatch).unwrap());
     assert_eq!(heads() - before, 1, "the configured reader");
+    // Its first 64 KiB, which format detection reads and then the CTF reader, fetched once.
+    let first_block = proxy.gets()[gets_before..]
+        .iter()
+        .filter(|r| r.range.as_deref() == Some("bytes=0-65535"))
+        .count();
+    assert_eq!(first_block, 1, "{:?}", &proxy.gets()[gets_before..]);
 }
 
 /// Reading one row group of a Parquet object (one record batch of an Arrow IPC object) fetches
