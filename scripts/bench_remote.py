@@ -7,6 +7,7 @@ its own virtual environment; every reader is a fresh process."""
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import numpy as np
 
@@ -193,6 +195,17 @@ def mosaic(remote: str, cache: str) -> dict:
 # ---------------------------------------------------------------- the figures
 
 
+def pace(size: int, get) -> float:
+    """Seconds to fetch `size` bytes with `get("bytes=A-B")`, in 8 MiB ranges, 8 at a time."""
+    part = 8 << 20
+    ranges = [f"bytes={a}-{min(a + part, size) - 1}" for a in range(0, size, part)]
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        got = sum(len(b) for b in pool.map(get, ranges))
+    assert got == size, (got, size)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exfeed")
@@ -260,6 +273,22 @@ def main() -> None:
         print(f"  read {kind.upper()} whole: {rates}; load {load()}")
         for name, source in sources.items():
             print(f"    {name}: {summary[source]}")
+
+    # The server's own pace: the whole object in ranged GETs of 8 MiB, 8 at a time (as many as
+    # exfeed keeps in flight with its default options on 2 cores, at most), nothing decoded.
+    for kind in ("ctf", "cbf"):
+        served = os.path.join(http_root, f"bench-remote.{kind}")
+        shutil.copyfile(local[kind], served)
+        paces = {
+            "S3 (boto3)": pace(size[kind], lambda r: s3.get_object(
+                Bucket=bucket, Key=f"bench/remote.{kind}", Range=r)["Body"].read()),
+            "HTTP (urllib)": pace(size[kind], lambda r: urllib.request.urlopen(urllib.request.Request(
+                f"{http_url}/bench-remote.{kind}", headers={"Range": r})).read()),
+        }
+        os.remove(served)
+        print(f"  the servers' pace, {kind.upper()} in ranged GETs of 8 MiB, 8 at a time: " + ", ".join(
+            f"{name} {secs:.2f} s = {size[kind] / 1e6 / secs:.0f} MB/s" for name, secs in paces.items())
+            + f"; load {load()}")
 
     # (4) What a user would do instead: download the object (boto3, as `aws s3 cp` does), then
     # read it. One download of each object (they take long); the reading is the local figure.
