@@ -99,6 +99,7 @@ use crate::error::Result;
 use crate::stream::StreamSpec;
 
 mod cntk_delivery;
+pub mod elastic;
 pub mod cntk_order;
 mod engine;
 mod madvise;
