@@ -127,7 +127,8 @@ fn fresh_plans(inputs: &PlanInputs<'_>, workers: usize, sweep: u64) -> Vec<Sweep
                 .map(|w| {
                     let mut entries = Vec::new();
                     for (i, &c) in plan.window_chunks(w).iter().enumerate() {
-                        entries.extend((0..inputs.infos[c].sequences).map(|s| (i as u32, s as u32)));
+                        entries
+                            .extend((0..inputs.infos[c].sequences).map(|s| (i as u32, s as u32)));
                     }
                     if inputs.randomize {
                         shuffle_window(&mut entries, inputs.seed, sweep, w);

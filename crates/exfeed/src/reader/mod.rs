@@ -99,8 +99,8 @@ use crate::error::Result;
 use crate::stream::StreamSpec;
 
 mod cntk_delivery;
-pub mod elastic;
 pub mod cntk_order;
+pub mod elastic;
 mod engine;
 mod madvise;
 mod minibatch;
