@@ -62,8 +62,13 @@ fn the_rest_of_a_sweep_once_on_another_count_then_a_fresh_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let f = data(&dir, SEQUENCES);
     // (old workers, where each stops, new workers); the old ones stop in sweep 0.
-    let cases: [(usize, &[u64], usize); 3] =
-        [(2, &[3, 9], 3), (3, &[0, 4, 7], 1), (4, &[2, 5, 1, 6], 2)];
+    // A read of one worker: its one state file is the whole read.
+    let cases: [(usize, &[u64], usize); 4] = [
+        (2, &[3, 9], 3),
+        (3, &[0, 4, 7], 1),
+        (4, &[2, 5, 1, 6], 2),
+        (1, &[5], 2),
+    ];
     for (old, stops, new) in cases {
         let states = dir.path().join(format!("states-{old}-{new}"));
         std::fs::create_dir(&states).unwrap();

@@ -263,9 +263,13 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
             },
         ),
     };
-    let mut reader = match args.restore_state.is_empty() {
-        true => AnyReader::open(cfg, &options)?,
-        false => AnyReader::restore_from_all(cfg, &options, &saved_states(&args.restore_state)?)?,
+    let mut reader = match saved_states(&args.restore_state)?.as_slice() {
+        [] => AnyReader::open(cfg, &options)?,
+        // One file is one worker's state, several are all the workers of a read.
+        [one] if args.restore_state.len() == 1 && !args.restore_state[0].is_dir() => {
+            AnyReader::restore(cfg, &options, one)?
+        }
+        all => AnyReader::restore_from_all(cfg, &options, all)?,
     };
     let indexed = start.elapsed();
     let mut sink = Stderr::new(cfg.trace_level);

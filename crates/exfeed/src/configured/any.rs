@@ -241,7 +241,7 @@ impl AnyReader {
     /// [`open_configured_source`](super::open_configured_source)) and
     /// starts at the beginning of sweep 0.
     pub fn open(cfg: &ReaderConfig, options: &RunOptions) -> Result<AnyReader> {
-        Self::build(cfg, options, &[])
+        Self::build(cfg, options, &[], false)
     }
 
     /// Like [`AnyReader::open`], continuing from a state saved by [`AnyReader::state`] (see
@@ -251,13 +251,18 @@ impl AnyReader {
         options: &RunOptions,
         state: &ReaderState,
     ) -> Result<AnyReader> {
-        Self::build(cfg, options, std::slice::from_ref(state))
+        // A state of a read of one worker is the whole read: it resumes on any count.
+        Self::build(
+            cfg,
+            options,
+            std::slice::from_ref(state),
+            state.num_workers == 1,
+        )
     }
 
     /// Like [`AnyReader::open`], continuing from the states of all the workers of a read,
     /// saved by [`AnyReader::state`], on this reader's number of workers and rank, which may
-    /// differ (see [`Reader::restore_from_all`]). One state is [`AnyReader::restore`], unless
-    /// it was saved by a read of one worker.
+    /// differ (see [`Reader::restore_from_all`]).
     pub fn restore_from_all(
         cfg: &ReaderConfig,
         options: &RunOptions,
@@ -266,19 +271,22 @@ impl AnyReader {
         if states.is_empty() {
             return Err(Error::config("no saved reader state given"));
         }
-        Self::build(cfg, options, states)
+        Self::build(cfg, options, states, true)
     }
 
+    /// Opens, restoring `states`: one worker's own ([`Reader::restore`]), or with `all` those
+    /// of every worker of a read ([`Reader::restore_from_all`]).
     fn build(
         cfg: &ReaderConfig,
         options: &RunOptions,
         states: &[ReaderState],
+        all: bool,
     ) -> Result<AnyReader> {
         fn typed<T: Element>(
             cfg: &ReaderConfig,
             run: &RunOptions,
             mut options: ReaderOptions,
-            states: &[ReaderState],
+            (states, all): (&[ReaderState], bool),
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
             let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
@@ -297,13 +305,10 @@ impl AnyReader {
                     rank,
                 )?);
             }
-            let reader = match states {
-                [] => Reader::new(source.source.clone(), options)?,
-                // One state: as always, unless it is a whole read of one worker.
-                [s] if s.num_workers == options.num_workers || s.num_workers > 1 => {
-                    Reader::restore(source.source.clone(), options, s)?
-                }
-                all => Reader::restore_from_all(source.source.clone(), options, all)?,
+            let reader = match (states, all) {
+                ([], _) => Reader::new(source.source.clone(), options)?,
+                (_, true) => Reader::restore_from_all(source.source.clone(), options, states)?,
+                ([s, ..], false) => Reader::restore(source.source.clone(), options, s)?,
             };
             Ok((reader, source))
         }
@@ -323,8 +328,12 @@ impl AnyReader {
         }
         let o = options.reader_options(cfg);
         let typed = match cfg.precision {
-            Precision::Float => typed(cfg, options, o, states).map(|(r, s)| Typed::F32(r, s)),
-            Precision::Double => typed(cfg, options, o, states).map(|(r, s)| Typed::F64(r, s)),
+            Precision::Float => {
+                typed(cfg, options, o, (states, all)).map(|(r, s)| Typed::F32(r, s))
+            }
+            Precision::Double => {
+                typed(cfg, options, o, (states, all)).map(|(r, s)| Typed::F64(r, s))
+            }
         }?;
         Ok(AnyReader {
             typed,

@@ -653,7 +653,11 @@ impl<T: Element> Reader<T> {
             return refuse("randomizer cntk keeps CNTK's order, which is not split this way");
         }
         if first.byte_ranges {
-            return refuse("chunks read as byte ranges (index none) are not counted before they are decoded (give index full)");
+            return refuse(
+                "the chunks were byte ranges of CTF files read without an index (index none, \
+                 what auto picks without --cache-index), whose sequences are not counted before \
+                 they are decoded; read with --index full (Python index=\"full\") to be able to",
+            );
         }
         if matches!(options.limit, EpochLimit::Samples(_)) {
             return refuse("an epoch limit in samples (max samples) counts what each worker delivered (give a limit in sweeps)");
