@@ -61,6 +61,10 @@ pub struct Resume {
     pub positions: Vec<Position>,
 }
 
+/// The most sweeps a resume finishes: old workers further apart than this are refused (their
+/// positions are corrupt, or they were not reading together).
+pub const MAX_RESUMED_SWEEPS: u64 = 64;
+
 impl Resume {
     /// The first resumed sweep: the earliest old position's.
     pub fn start(&self) -> u64 {
@@ -99,6 +103,13 @@ pub(super) fn all_plans(
     sweep: u64,
 ) -> Result<Vec<SweepPlan>, String> {
     match resumes.split_last() {
+        Some((last, _)) if last.num_workers == 0 || last.positions.len() != last.num_workers => {
+            Err(format!(
+                "a resume of {} workers holds {} positions",
+                last.num_workers,
+                last.positions.len()
+            ))
+        }
         Some((last, earlier)) if sweep < last.end() => {
             let old = all_plans(inputs, earlier, last.num_workers, sweep)?;
             let rest = remainder(&old, last, sweep)?;

@@ -723,6 +723,15 @@ impl<T: Element> Reader<T> {
         let Some(end) = self.resumes.last().map(|r| r.end()) else {
             return Ok(());
         };
+        if end.saturating_sub(self.sweep) > elastic::MAX_RESUMED_SWEEPS {
+            return Err(Error::config(format!(
+                "the saved reader states are {} sweeps apart (sweeps {} to {end}); resuming \
+                 finishes at most {} sweeps the old workers had begun",
+                end - self.sweep,
+                self.sweep,
+                elastic::MAX_RESUMED_SWEEPS
+            )));
+        }
         let end = match self.opts.limit {
             EpochLimit::Sweeps(k) => end.min(k),
             _ => end,

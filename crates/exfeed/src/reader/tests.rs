@@ -1528,6 +1528,38 @@ fn resuming_on_another_count_names_what_is_missing_or_refused() {
     assert!(m.contains("randomizationSeed was 3, is 8"), "{m}");
     let m = message(&[], new(0));
     assert!(m.contains("no saved reader state"), "{m}");
+    // Positions that are not in the plans, or sweeps far apart: refused, not followed.
+    let mut bad = states.clone();
+    bad[0].window = 99;
+    let m = message(&bad, new(0));
+    assert!(m.contains("window 99 of sweep 0 does not exist"), "{m}");
+    bad[0].window = 0;
+    bad[0].offset = 10_000;
+    let m = message(&bad, new(0));
+    assert!(m.contains("not 10000"), "{m}");
+    let mut far = states.clone();
+    far[1].sweep = 1 << 40;
+    let m = message(
+        &far,
+        ReaderOptions {
+            limit: EpochLimit::Unlimited,
+            ..new(0)
+        },
+    );
+    assert!(m.contains("sweeps apart"), "{m}");
+    // A resumed state whose record of the old workers is damaged.
+    let o3 = |rank| ReaderState {
+        ..Reader::restore_from_all(src.clone(), new(rank), &states)
+            .unwrap()
+            .state()
+    };
+    let mut damaged = o3(0);
+    assert_eq!(damaged.resumed.len(), 1);
+    damaged.resumed[0].num_workers = 0;
+    let err = Reader::restore(src.clone(), new(0), &damaged)
+        .err()
+        .unwrap();
+    assert!(err.message().contains("holds 4 positions"), "{err}");
     // equalize
     let eq = ReaderOptions {
         equalize: Some(3),
