@@ -35,7 +35,11 @@ estimated from the file's first 64 KiB without one.
 Checkpoints: :meth:`state_dict` / :meth:`load_state_dict` follow the protocol of torchdata's
 ``StatefulDataLoader``, which saves each worker's position with every minibatch, so a job
 killed mid-epoch resumes with exactly the minibatches it had not seen, and the epochs after it
-follow as they would have.
+follow as they would have. On another number of ranks or DataLoader workers, give every rank's
+``StatefulDataLoader.state_dict()`` (in rank order, as ``torch.distributed.all_gather_object``
+gathers them) to :meth:`resume_from` before making the new loader: the rest of the epoch comes
+exactly once across the new partitions, and the epochs after it are planned for the new count
+(docs/pytorch.md).
 
 Layouts of each stream ``name`` in the dict a minibatch becomes:
 
@@ -323,9 +327,14 @@ class Dataset(torch.utils.data.IterableDataset):
         # which StatefulDataLoader asks for at once, already says which epoch it is.
         partition, partitions, rank, world, workers, worker = self._partition()
         resume, self._resume = self._resume, None
+        if resume is not None and "begun" in resume and worker < MAX_WORKERS \
+                and int(self._epochs[_SLOTS + worker]) != resume["begun"][worker]:
+            resume = None  # resume_from() was for an earlier iteration (the main process keeps it)
         epoch = self._begin(worker, None if resume is None else resume["epoch"])
         position = {"epoch": epoch, "partition": [partition, partitions], "delivered": 0, "reader": None}
-        if resume is not None and resume["partition"] is not None:
+        if resume is not None and "resumed_from" in resume:
+            position["resumed_from"] = resume["resumed_from"]
+        elif resume is not None and resume["partition"] is not None:
             if resume["partition"] != [partition, partitions]:
                 raise ValueError(
                     f"state: saved for partition {resume['partition']} of epoch {resume['epoch']}, "
@@ -338,8 +347,8 @@ class Dataset(torch.utils.data.IterableDataset):
     def _minibatches(self, position: dict, world: int) -> Iterator[Dict[str, torch.Tensor]]:
         partition, partitions = position["partition"]
         with self._open(position["epoch"], partition, partitions, world) as reader:
-            if position["reader"] is not None:
-                reader.load_state_dict(position["reader"])
+            self._restore(reader, position)
+            position.pop("resumed_from", None)  # the reader's own position says it from now on
             # The reader's position is read only when a state is asked for (state_dict).
             self._live = reader
             try:
@@ -350,6 +359,75 @@ class Dataset(torch.utils.data.IterableDataset):
                 position["reader"] = reader.state_dict()
                 self._last_stats = reader.stats()
                 self._live = None
+
+    @staticmethod
+    def _restore(reader: "exfeed.Reader", position: dict) -> None:
+        """Puts a reader opened for `position` where it says: its own saved position, or (until
+        the reader has one) the old partitions' positions it was resumed from."""
+        if position["reader"] is not None:
+            reader.load_state_dict(position["reader"])
+        elif position.get("resumed_from") is not None:
+            reader.load_state_dict(position["resumed_from"])
+
+    def resume_from(self, loader_states: Sequence[dict]) -> None:
+        """Continue, at the next ``iter()``, from the checkpoints of all the ranks of a run on
+        this run's ranks and DataLoader workers, whose numbers may differ: ``loader_states`` is
+        every rank's ``StatefulDataLoader.state_dict()`` in rank order (with one rank, a list of
+        one; ``torch.distributed.all_gather_object`` gathers them), or this Dataset's own
+        :meth:`state_dict` where there were no DataLoader workers. Every sequence of the
+        interrupted epoch that no old partition delivered comes exactly once across the new
+        partitions; the epochs after it are planned for the new count. Make the new loader
+        without ``load_state_dict`` (a StatefulDataLoader refuses another num_workers). A
+        ValueError names the partitions whose states are missing, or an option that cannot be
+        resumed on another count (equalize over several ranks: give ``equalize=False``)."""
+        if self._equalized(self._ranks()[1]):
+            raise ValueError("equalize: it repeats or drops data to keep a given number of ranks in step, so the "
+                             "rest of an epoch cannot be resumed on another number; give equalize=False")
+        positions = []
+        for rank, loader_state in enumerate(loader_states):
+            snapshots = loader_state.get("_snapshot", {}).get("_worker_snapshots")
+            if snapshots is not None:
+                states = [snapshots[f"worker_{i}"]["dataset_state"] for i in range(len(snapshots))]
+            else:
+                states = [loader_state.get("dataset_state", loader_state)]
+            for worker, state in enumerate(states):
+                if not isinstance(state, dict) or state.get("version") != 1:
+                    raise ValueError(f"loader_states[{rank}]: worker {worker}'s state is not exfeed.torch.Dataset's")
+                positions.append(state)
+        if not positions:
+            raise ValueError("loader_states: no state given")
+        epochs = sorted({p["epoch"] if p.get("position") is None else p["position"]["epoch"] for p in positions})
+        if len(epochs) > 1:
+            raise ValueError(f"loader_states: the partitions were in different epochs {epochs}; resume from a "
+                             "checkpoint taken by all ranks at the same step")
+        # Only for the next iteration of each DataLoader worker: the iterations each has begun.
+        resume = {"epoch": epochs[0], "partition": None, "delivered": 0, "reader": None,
+                  "begun": self._epochs[_SLOTS:].tolist()}
+        if all(p.get("position") is None for p in positions):
+            self._resume = resume  # saved before the epoch began: it is read from its start
+            return
+        partitions = len(positions)
+        readers = []
+        for partition, state in enumerate(positions):
+            position = state.get("position")
+            if position is None or position["partition"] != [partition, partitions]:
+                saved = None if position is None else position["partition"]
+                raise ValueError(f"loader_states: partition {partition} of {partitions} holds the state of "
+                                 f"partition {saved}; give every rank's state, in rank order")
+            readers.append(position["reader"] if position["reader"] is not None else self._unstarted(position))
+        self._resume = {**resume, "resumed_from": readers}
+
+    def _unstarted(self, position: dict) -> dict:
+        """The reader position of a partition that had not read yet: where its reader starts."""
+        partition, partitions = position["partition"]
+        # threads=0: no reader threads in this process, which may fork DataLoader workers.
+        options = {**self.reader_options, "threads": 0}
+        with exfeed.Reader(
+            self.files, **self._size(), seed=self.seed + position["epoch"], max_sweeps=1,
+            num_workers=partitions, worker_rank=partition, **options,
+        ) as reader:
+            self._restore(reader, position)
+            return reader.state_dict()
 
     def _size(self) -> dict:
         """The minibatch size as exfeed.Reader takes it: in samples or in sequences."""

@@ -584,39 +584,31 @@ impl Reader {
 
     /// Continues from a position saved by state_dict() of a reader of the same data and
     /// options; a different data set or options is refused with a ValueError saying what
-    /// differs.
+    /// differs. A list of the state_dict()s of all the workers of a read (every worker_rank of
+    /// their num_workers) resumes them on this reader's num_workers and worker_rank, which may
+    /// differ: the rest of their sweep is split between the new workers, every sequence once,
+    /// and later sweeps are planned for the new count (docs/reader.md); a ValueError names the
+    /// workers whose states are missing.
     fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut engine = self.engine(py)?;
         engine.open()?;
-        let text: String = py
-            .import("json")?
-            .call_method1("dumps", (state,))?
-            .extract()?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| bad_arg("state", format!("not a reader state: {e}")))?;
-        if v.get("format").and_then(|f| f.as_str()) != Some("exfeed.Reader") {
-            return Err(bad_arg("state", "not a state_dict() of exfeed.Reader"));
-        }
-        let saved = v.get("data").cloned().unwrap_or_default();
-        let mine = self.fingerprint();
-        for key in ["files", "streams", "precision"] {
-            if saved.get(key) != mine.get(key) {
-                return Err(bad_arg(
-                    "state",
-                    format!(
-                        "it was saved by a reader of different data: {key} {} there, {} here",
-                        saved.get(key).unwrap_or(&serde_json::Value::Null),
-                        mine.get(key).unwrap_or(&serde_json::Value::Null)
-                    ),
-                ));
-            }
-        }
-        let position = v.get("position").cloned().unwrap_or_default();
-        let position = ReaderState::from_json(&position.to_string()).map_err(to_py)?;
+        let all = state.is_instance_of::<pyo3::types::PyList>()
+            || state.is_instance_of::<pyo3::types::PyTuple>();
+        let states: Vec<Bound<'_, PyAny>> = match all {
+            true => state.try_iter()?.collect::<PyResult<_>>()?,
+            false => vec![state.clone()],
+        };
+        let positions = states
+            .iter()
+            .map(|s| self.saved_position(py, s))
+            .collect::<PyResult<Vec<_>>>()?;
         // Stop this reader's threads before opening the restored one.
         engine.close(py);
         let (cfg, run) = (&self.cfg, &self.run);
-        let restored = detached(py, move || AnyReader::restore(cfg, run, &position))?;
+        let restored = detached(py, move || match all {
+            true => AnyReader::restore_from_all(cfg, run, &positions),
+            false => AnyReader::restore(cfg, run, &positions[0]),
+        })?;
         *lock_briefly(&self.stopper) = restored.stopper();
         engine.inner = Some(restored);
         Ok(())
@@ -709,6 +701,35 @@ impl Reader {
     }
 
     /// What a saved state must agree on besides the engine options (the library checks those).
+    /// The reader position of a state_dict() of a reader of the same data.
+    fn saved_position(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<ReaderState> {
+        let text: String = py
+            .import("json")?
+            .call_method1("dumps", (state,))?
+            .extract()?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| bad_arg("state", format!("not a reader state: {e}")))?;
+        if v.get("format").and_then(|f| f.as_str()) != Some("exfeed.Reader") {
+            return Err(bad_arg("state", "not a state_dict() of exfeed.Reader"));
+        }
+        let saved = v.get("data").cloned().unwrap_or_default();
+        let mine = self.fingerprint();
+        for key in ["files", "streams", "precision"] {
+            if saved.get(key) != mine.get(key) {
+                return Err(bad_arg(
+                    "state",
+                    format!(
+                        "it was saved by a reader of different data: {key} {} there, {} here",
+                        saved.get(key).unwrap_or(&serde_json::Value::Null),
+                        mine.get(key).unwrap_or(&serde_json::Value::Null)
+                    ),
+                ));
+            }
+        }
+        let position = v.get("position").cloned().unwrap_or_default();
+        ReaderState::from_json(&position.to_string()).map_err(to_py)
+    }
+
     fn fingerprint(&self) -> serde_json::Value {
         let files: Vec<String> = self
             .cfg

@@ -213,6 +213,29 @@ def test_load_state_dict_refuses_other_data_or_options(ctf, tmp_path):
         r.load_state_dict({"position": 3})
 
 
+def test_load_state_dict_resumes_all_workers_on_another_count(ctf):
+    path, truth = ctf
+    opts = dict(inputs=INPUTS, minibatch_size=16, max_sweeps=2, seed=7, chunk_size=400, window_chunks=2, index="full")
+    seen, states = [], []
+    for rank, stop in enumerate([3, 6]):
+        r = exfeed.Reader(path, num_workers=2, worker_rank=rank, **opts)
+        for _ in range(stop):
+            mb = r.next_minibatch()
+            seen.extend(zip(mb.sweeps.tolist(), mb.keys.tolist()))
+        states.append(json.loads(json.dumps(r.state_dict())))
+        r.close()
+    for rank in range(3):
+        again = exfeed.Reader(path, num_workers=3, worker_rank=rank, **opts)
+        again.load_state_dict(states[::-1])
+        got = read_all(again)
+        fresh = read_all(exfeed.Reader(path, num_workers=3, worker_rank=rank, **opts))
+        assert [x for x in got if x[0] == 1] == [x for x in fresh if x[0] == 1]
+        seen.extend(x for x in got if x[0] == 0)
+    assert sorted(k for s, k in seen if s == 0) == sorted(truth)
+    with pytest.raises(ValueError, match=r"worker\(s\) 1 of 2 are missing"):
+        exfeed.Reader(path, num_workers=3, worker_rank=0, **opts).load_state_dict(states[:1])
+
+
 def test_close_and_context_manager(ctf):
     path, _ = ctf
     with exfeed.Reader(path, inputs=INPUTS, minibatch_size=16) as r:

@@ -147,6 +147,76 @@ def test_state_dict_resumes_within_an_epoch(data):
     assert head + keys_of(again) == whole
 
 
+def checkpoint_after(loader, steps):
+    """The keys of the loader's first `steps` minibatches, and its state_dict() then (through
+    JSON, as a checkpoint file has it)."""
+    it = iter(loader)
+    head = [k for _ in range(steps) for k in next(it)["keys"].tolist()]
+    return head, json.loads(json.dumps(loader.state_dict()))
+
+
+def test_resume_from_two_dataloader_workers_on_three(data):
+    stateful = require("torchdata.stateful_dataloader")
+    path, truth = data
+    make = lambda: exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, seed=2,
+                                        index="full", **OPTS)
+    head, state = checkpoint_after(stateful.StatefulDataLoader(make(), batch_size=None, num_workers=2), 5)
+    ds = make()
+    ds.resume_from([state])
+    again = stateful.StatefulDataLoader(ds, batch_size=None, num_workers=3)
+    rest = keys_of(again)
+    assert sorted(head + rest) == sorted(truth)  # the rest of the epoch, each sequence once
+    # The next epoch is a fresh one of three workers.
+    fresh = make()
+    fresh.set_epoch(1)
+    assert keys_of(again) == keys_of(stateful.StatefulDataLoader(fresh, batch_size=None, num_workers=3))
+
+
+def test_resume_from_ranks_gathered_on_fewer_ranks(data):
+    """Two ranks of two workers each, checkpointed mid-epoch, resumed on one rank of three
+    workers: the states are what all_gather_object would gather, in rank order."""
+    stateful = require("torchdata.stateful_dataloader")
+    path, truth = data
+    make = lambda rank, world: exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True,
+                                                    seed=4, rank=rank, world_size=world, equalize=False,
+                                                    index="full", **OPTS)
+    head, states = [], []
+    for rank, steps in enumerate([4, 2]):
+        keys, state = checkpoint_after(stateful.StatefulDataLoader(make(rank, 2), batch_size=None, num_workers=2), steps)
+        head += keys
+        states.append(state)
+    ds = make(0, 1)
+    ds.resume_from(states)
+    rest = keys_of(stateful.StatefulDataLoader(ds, batch_size=None, num_workers=3))
+    assert sorted(head + rest) == sorted(truth)
+    with pytest.raises(ValueError, match=r"partition 0 of 4 holds the state of partition \[2, 4\]"):
+        make(0, 1).resume_from(states[::-1])
+
+
+def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
+    """Real torch.distributed ranks: 2 ranks of 2 DataLoader workers checkpointed mid-epoch,
+    resumed on 3 ranks of 1 worker: the rest of the epoch comes once."""
+    require("torchdata.stateful_dataloader")
+    data = tmp_path / "data.ctf"
+    truth = write_ctf(data, 400, seed=6)
+    script = REPO / "python" / "tests" / "ranks_resumed_elsewhere.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+
+    def job(world, workers, *mode):
+        rendezvous = tmp_path / f"rendezvous-{mode[0]}"
+        procs = [subprocess.Popen([sys.executable, str(script), str(data), str(tmp_path), str(rank), str(world),
+                                   str(workers), str(rendezvous), *mode], env=env) for rank in range(world)]
+        assert [p.wait(timeout=300) for p in procs] == [0] * world
+
+    job(2, 2, "save", "3")
+    job(3, 1, "resume")
+    read = lambda name: json.loads((tmp_path / name).read_text())
+    head = read("head-0.json") + read("head-1.json")
+    rest = [k for rank in range(3) for k in read(f"rest-{rank}.json")]
+    assert len(head) > 0 and len(rest) > 0
+    assert sorted(head + rest) == sorted(truth)
+
+
 def test_kill_and_resume_through_stateful_dataloader(tmp_path):
     require("torchdata.stateful_dataloader")
     data = tmp_path / "data.ctf"

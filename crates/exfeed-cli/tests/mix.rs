@@ -405,3 +405,49 @@ fn a_configuration_names_a_mix_and_its_epoch_size() {
         "{stderr}"
     );
 }
+
+#[test]
+fn resumed_on_another_number_of_workers_the_mixed_sweep_is_finished_once() {
+    let dir = tempfile::tempdir().unwrap();
+    make_sources(dir.path());
+    let common = [
+        "--seed",
+        "4",
+        "--mix-epoch-samples",
+        "250",
+        "--max-sweeps",
+        "2",
+    ];
+    let with = |workers: &str, rank: &str, extra: &[&str]| {
+        let mut args = common.to_vec();
+        args.extend(["--num-workers", workers, "--worker-rank", rank]);
+        args.extend_from_slice(extra);
+        dumped(&read(dir.path(), MIX, &args))
+    };
+    let of_sweep = |v: &[(u64, String, u64)], sweep: u64| -> Vec<(u64, String, u64)> {
+        v.iter().filter(|s| s.0 == sweep).cloned().collect()
+    };
+    // Two workers stop in sweep 0; three go on.
+    let mut states = Vec::new();
+    let mut sweep0 = Vec::new();
+    for (rank, stop) in ["0", "1"].into_iter().zip(["3", "6"]) {
+        let state = dir.path().join(format!("state-{rank}.json"));
+        let state = state.to_str().unwrap().to_string();
+        let got = with("2", rank, &["--stop-after", stop, "--save-state", &state]);
+        sweep0.extend(got);
+        states.push(state);
+    }
+    for rank in ["0", "1", "2"] {
+        let mut restore = Vec::new();
+        for s in &states {
+            restore.extend(["--restore-state", s.as_str()]);
+        }
+        let got = with("3", rank, &restore);
+        sweep0.extend(of_sweep(&got, 0));
+        let fresh = with("3", rank, &[]);
+        assert_eq!(of_sweep(&got, 1), of_sweep(&fresh, 1), "worker {rank}");
+    }
+    // The mixed sweep (where a chunk may come more than once) as one worker reads it.
+    let whole = of_sweep(&with("1", "0", &[]), 0);
+    assert_eq!(sorted(&sweep0), sorted(&whole));
+}

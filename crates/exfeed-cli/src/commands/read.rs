@@ -117,9 +117,12 @@ pub struct Args {
     /// Stop after M minibatches.
     #[arg(long, value_name = "M")]
     pub stop_after: Option<u64>,
-    /// Continue from a position written by --save-state (same data and options).
-    #[arg(long, value_name = "FILE")]
-    pub restore_state: Option<PathBuf>,
+    /// Continue from a position written by --save-state (same data and options). Repeat it,
+    /// or give a directory (its *.json files), to resume the states of all the workers of a
+    /// read on another --num-workers: the rest of their sweep is split between the new
+    /// workers, each sequence once (docs/reader.md).
+    #[arg(long, value_name = "FILE|DIR")]
+    pub restore_state: Vec<PathBuf>,
     /// Print one JSON line per minibatch on stdout.
     #[arg(long)]
     pub dump: bool,
@@ -260,14 +263,13 @@ fn read(cfg: &ReaderConfig, inputs: Vec<InputPath>, args: &Args) -> Result<ExitC
             },
         ),
     };
-    let mut reader = match &args.restore_state {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            let state =
-                ReaderState::from_json(&text).map_err(|e| e.in_file(path.display().to_string()))?;
-            AnyReader::restore(cfg, &options, &state)?
+    let mut reader = match saved_states(&args.restore_state)?.as_slice() {
+        [] => AnyReader::open(cfg, &options)?,
+        // One file is one worker's state, several are all the workers of a read.
+        [one] if args.restore_state.len() == 1 && !args.restore_state[0].is_dir() => {
+            AnyReader::restore(cfg, &options, one)?
         }
-        None => AnyReader::open(cfg, &options)?,
+        all => AnyReader::restore_from_all(cfg, &options, all)?,
     };
     let indexed = start.elapsed();
     let mut sink = Stderr::new(cfg.trace_level);
@@ -415,6 +417,39 @@ fn index_origins(origins: &[IndexOrigin]) -> String {
     }
     let counts: Vec<String> = counts.iter().map(|(w, n)| format!("{w} x{n}")).collect();
     counts.join(", ")
+}
+
+/// The states of `--restore-state`: each file, and each directory's `*.json` files in name
+/// order.
+fn saved_states(paths: &[PathBuf]) -> Result<Vec<ReaderState>, Error> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
+            let mut found = Vec::new();
+            for entry in entries {
+                let file = entry.map_err(|e| Error::io(path, e))?.path();
+                if file.extension().is_some_and(|x| x == "json") {
+                    found.push(file);
+                }
+            }
+            if found.is_empty() {
+                return Err(Error::config(format!(
+                    "--restore-state {}: the directory has no *.json state files",
+                    path.display()
+                )));
+            }
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    let read = |path: &PathBuf| {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        ReaderState::from_json(&text).map_err(|e| e.in_file(path.display().to_string()))
+    };
+    files.iter().map(read).collect()
 }
 
 /// The progress bar (on a terminal only) in samples delivered, from where a restored reader

@@ -241,7 +241,7 @@ impl AnyReader {
     /// [`open_configured_source`](super::open_configured_source)) and
     /// starts at the beginning of sweep 0.
     pub fn open(cfg: &ReaderConfig, options: &RunOptions) -> Result<AnyReader> {
-        Self::build(cfg, options, None)
+        Self::build(cfg, options, &[], false)
     }
 
     /// Like [`AnyReader::open`], continuing from a state saved by [`AnyReader::state`] (see
@@ -251,19 +251,42 @@ impl AnyReader {
         options: &RunOptions,
         state: &ReaderState,
     ) -> Result<AnyReader> {
-        Self::build(cfg, options, Some(state))
+        // A state of a read of one worker is the whole read: it resumes on any count.
+        Self::build(
+            cfg,
+            options,
+            std::slice::from_ref(state),
+            state.num_workers == 1,
+        )
     }
 
+    /// Like [`AnyReader::open`], continuing from the states of all the workers of a read,
+    /// saved by [`AnyReader::state`], on this reader's number of workers and rank, which may
+    /// differ (see [`Reader::restore_from_all`]).
+    pub fn restore_from_all(
+        cfg: &ReaderConfig,
+        options: &RunOptions,
+        states: &[ReaderState],
+    ) -> Result<AnyReader> {
+        if states.is_empty() {
+            return Err(Error::config("no saved reader state given"));
+        }
+        Self::build(cfg, options, states, true)
+    }
+
+    /// Opens, restoring `states`: one worker's own ([`Reader::restore`]), or with `all` those
+    /// of every worker of a read ([`Reader::restore_from_all`]).
     fn build(
         cfg: &ReaderConfig,
         options: &RunOptions,
-        state: Option<&ReaderState>,
+        states: &[ReaderState],
+        all: bool,
     ) -> Result<AnyReader> {
         fn typed<T: Element>(
             cfg: &ReaderConfig,
             run: &RunOptions,
             mut options: ReaderOptions,
-            state: Option<&ReaderState>,
+            (states, all): (&[ReaderState], bool),
         ) -> Result<(Reader<T>, ConfiguredSource<T>)> {
             let source = open_sources::<T>(cfg, &run.inputs, run.num_workers)?;
             if let Some(e) = run.equalize {
@@ -282,28 +305,35 @@ impl AnyReader {
                     rank,
                 )?);
             }
-            let reader = match state {
-                Some(s) => Reader::restore(source.source.clone(), options, s)?,
-                None => Reader::new(source.source.clone(), options)?,
+            let reader = match (states, all) {
+                ([], _) => Reader::new(source.source.clone(), options)?,
+                (_, true) => Reader::restore_from_all(source.source.clone(), options, states)?,
+                ([s, ..], false) => Reader::restore(source.source.clone(), options, s)?,
             };
             Ok((reader, source))
         }
         let files = data_files(cfg, &options.inputs)?;
         let stamps = std::sync::OnceLock::new();
         // A state saved before states knew their data (it has none) is not checked.
-        if let Some(saved) = state.and_then(|s| s.data.as_deref()) {
+        if states.iter().any(|s| s.data.is_some()) {
             let now = data_stamp::stamps(&files)?;
-            if let Some(why) = data_stamp::difference(saved, &now) {
-                return Err(Error::config(format!(
-                    "the saved reader state does not fit this reader: {why}"
-                )));
+            for saved in states.iter().filter_map(|s| s.data.as_deref()) {
+                if let Some(why) = data_stamp::difference(saved, &now) {
+                    return Err(Error::config(format!(
+                        "the saved reader state does not fit this reader: {why}"
+                    )));
+                }
             }
             let _ = stamps.set(Some(now));
         }
         let o = options.reader_options(cfg);
         let typed = match cfg.precision {
-            Precision::Float => typed(cfg, options, o, state).map(|(r, s)| Typed::F32(r, s)),
-            Precision::Double => typed(cfg, options, o, state).map(|(r, s)| Typed::F64(r, s)),
+            Precision::Float => {
+                typed(cfg, options, o, (states, all)).map(|(r, s)| Typed::F32(r, s))
+            }
+            Precision::Double => {
+                typed(cfg, options, o, (states, all)).map(|(r, s)| Typed::F64(r, s))
+            }
         }?;
         Ok(AnyReader {
             typed,

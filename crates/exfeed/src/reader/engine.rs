@@ -1,6 +1,7 @@
 //! [`Reader`]: the minibatch engine over a [`ChunkSource`].
 
 use super::cntk_delivery::CntkDelivery;
+use super::elastic::{self, PlanInputs, Position, Resume};
 use super::madvise::prepare_batch;
 use super::minibatch::{Minibatch, MinibatchSize};
 use super::mix::{MixCount, SweepMix};
@@ -232,6 +233,11 @@ pub struct ReaderState {
     /// Of a mix: what each source contributed to the current sweep so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix_sweep: Vec<MixCount>,
+    /// Of a reader resumed on another number of workers ([`Reader::restore_from_all`]), while
+    /// it is in a sweep the old workers had begun: where they stopped (oldest resume first),
+    /// which decides the plans of those sweeps (see the `elastic` module).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resume>,
 }
 
 /// What [`Reader::run`] delivered.
@@ -340,6 +346,10 @@ pub struct Reader<T: Element> {
     /// Of a mix: what each source contributed to the current sweep, and to the ended ones.
     mix_counts: Vec<MixCount>,
     mix_sweeps: Vec<SweepMix>,
+    /// Of a reader resumed on another number of workers: the old workers' positions, and this
+    /// worker's plans of the sweeps they had begun.
+    resumes: Vec<Resume>,
+    resumed_plans: Vec<Arc<SweepPlan>>,
     // For [`Reader::stats`].
     decode: Arc<DecodeCounters>,
     wait: WaitClock,
@@ -478,6 +488,8 @@ impl<T: Element> Reader<T> {
             no_data: options.worker_rank >= num_chunks && source.mix().is_none(),
             mix_counts,
             mix_sweeps: Vec::new(),
+            resumes: Vec::new(),
+            resumed_plans: Vec::new(),
             total_samples,
             // By file name, so that a saved state moves with the data to another directory.
             corpus: source.shard_names().map(|names| {
@@ -509,51 +521,7 @@ impl<T: Element> Reader<T> {
         state: &ReaderState,
     ) -> Result<Self> {
         let mut r = Reader::new(source, options)?;
-        let mut mismatch = Vec::new();
-        if state.version != 1 {
-            mismatch.push(format!("state version {} (expected 1)", state.version));
-        }
-        // What the saved order depends on, compared with this reader's own state.
-        let now = r.state();
-        macro_rules! compare {
-            ($($field:ident: $what:literal),* $(,)?) => {$(
-                if state.$field != now.$field {
-                    mismatch.push(format!(
-                        "{} was {:?}, is {:?}",
-                        $what, state.$field, now.$field
-                    ));
-                }
-            )*};
-        }
-        compare!(
-            randomize: "randomize",
-            seed: "randomizationSeed",
-            randomization_window: "randomization window",
-            frame_mode: "frameMode",
-            with_replacement: "drawing with replacement",
-            weighted: "drawing weighted by frequency",
-            num_workers: "num_workers",
-            worker_rank: "worker_rank",
-            chunks: "number of chunks",
-            total_samples: "number of samples",
-            equalize: "equalize (minibatches per sweep)",
-            byte_ranges: "chunks as byte ranges without an index (index none)",
-        );
-        if state.mix != now.mix {
-            mismatch.push(format!("the mix was {:?}, is {:?}", state.mix, now.mix));
-        }
-        if state.corpus != now.corpus {
-            mismatch.push(corpus_difference(
-                state.corpus.as_deref(),
-                now.corpus.as_deref(),
-            ));
-        }
-        if !mismatch.is_empty() {
-            return Err(Error::config(format!(
-                "the saved reader state does not fit this reader: {}",
-                mismatch.join("; ")
-            )));
-        }
+        r.check_fits(state, true)?;
         match (&mut r.cntk, state.cntk_position) {
             (Some(c), Some(position)) => c.set_position(position)?,
             (None, None) => {}
@@ -586,6 +554,8 @@ impl<T: Element> Reader<T> {
             window: state.window,
             index: 0,
         };
+        r.resumes = pruned(&state.resumed, state.sweep);
+        r.plan_resumed_sweeps()?;
         let plan = r.plan(state.sweep);
         if state.window > plan.windows.len() {
             return Err(Error::config(format!(
@@ -594,6 +564,214 @@ impl<T: Element> Reader<T> {
             )));
         }
         Ok(r)
+    }
+
+    /// Refuses a state that does not fit this reader: what the saved order depends on must
+    /// agree (the worker count and rank too with `same_workers`).
+    fn check_fits(&self, state: &ReaderState, same_workers: bool) -> Result<()> {
+        let mut mismatch = Vec::new();
+        if state.version != 1 {
+            mismatch.push(format!("state version {} (expected 1)", state.version));
+        }
+        // What the saved order depends on, compared with this reader's own state.
+        let now = self.state();
+        macro_rules! compare {
+            ($($field:ident: $what:literal),* $(,)?) => {$(
+                if state.$field != now.$field {
+                    mismatch.push(format!(
+                        "{} was {:?}, is {:?}",
+                        $what, state.$field, now.$field
+                    ));
+                }
+            )*};
+        }
+        compare!(
+            randomize: "randomize",
+            seed: "randomizationSeed",
+            randomization_window: "randomization window",
+            frame_mode: "frameMode",
+            with_replacement: "drawing with replacement",
+            weighted: "drawing weighted by frequency",
+            chunks: "number of chunks",
+            total_samples: "number of samples",
+            equalize: "equalize (minibatches per sweep)",
+            byte_ranges: "chunks as byte ranges without an index (index none)",
+        );
+        if same_workers {
+            compare!(num_workers: "num_workers", worker_rank: "worker_rank");
+        }
+        if state.mix != now.mix {
+            mismatch.push(format!("the mix was {:?}, is {:?}", state.mix, now.mix));
+        }
+        if state.corpus != now.corpus {
+            mismatch.push(corpus_difference(
+                state.corpus.as_deref(),
+                now.corpus.as_deref(),
+            ));
+        }
+        if !mismatch.is_empty() {
+            return Err(Error::config(format!(
+                "the saved reader state does not fit this reader: {}",
+                mismatch.join("; ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// A reader continuing from the states of *all* the workers of a read (every rank of
+    /// `num_workers`, in any order) on this reader's own worker count and rank, which may
+    /// differ: the rest of the sweeps they had begun is split between the new workers, every
+    /// sequence none of them delivered exactly once, and the sweeps after those are planned
+    /// for the new count (see the `elastic` module for the rule). With the same count this is
+    /// [`Reader::restore`] of this rank's state (the set is still checked).
+    ///
+    /// Refused, naming the option, where the rest of a sweep is not defined exactly: equalize,
+    /// drawing with replacement, randomizer cntk, chunks as byte ranges (index none), an epoch
+    /// limit in samples (it counts per worker). The counts of what was delivered
+    /// ([`Reader::samples_delivered`], [`Reader::minibatches`]) start from the old workers'
+    /// totals divided by the new count.
+    pub fn restore_from_all(
+        source: Arc<dyn ChunkSource<T>>,
+        options: ReaderOptions,
+        states: &[ReaderState],
+    ) -> Result<Self> {
+        let by_rank = states_by_rank(states)?;
+        let old = by_rank.len();
+        if old == options.num_workers {
+            let own = by_rank[options.worker_rank.min(old - 1)];
+            let r = Reader::restore(source, options, own)?;
+            for s in &by_rank {
+                r.check_fits(s, false)?;
+            }
+            return Ok(r);
+        }
+        let refuse = |why: &str| {
+            Err(Error::config(format!(
+                "resuming the states of {old} workers on {}: {why}; resume on {old} workers",
+                options.num_workers
+            )))
+        };
+        let first = by_rank[0];
+        if options.equalize.is_some() || first.equalize.is_some() {
+            return refuse(
+                "equalize repeats or drops sequences to keep each worker count in step, so the \
+                 rest of a sweep is not defined (read without equalize to resume elsewhere)",
+            );
+        }
+        if options.with_replacement || first.with_replacement {
+            return refuse("draws with replacement (with_replacement, Lens's randomized or probabilistic) have no rest of a sweep");
+        }
+        if options.randomizer == Randomizer::Cntk || first.cntk_position.is_some() {
+            return refuse("randomizer cntk keeps CNTK's order, which is not split this way");
+        }
+        if first.byte_ranges {
+            return refuse(
+                "the chunks were byte ranges of CTF files read without an index (index none, \
+                 what auto picks without --cache-index), whose sequences are not counted before \
+                 they are decoded; read with --index full (Python index=\"full\") to be able to",
+            );
+        }
+        if matches!(options.limit, EpochLimit::Samples(_)) {
+            return refuse("an epoch limit in samples (max samples) counts what each worker delivered (give a limit in sweeps)");
+        }
+        let mut r = Reader::new(source, options)?;
+        // Earlier resumes: a worker past their sweeps no longer keeps them in its state.
+        let earlier = by_rank.iter().map(|s| &s.resumed).max_by_key(|r| r.len());
+        let earlier = earlier.expect("at least one state");
+        for s in &by_rank {
+            r.check_fits(s, false)?;
+            if !earlier.ends_with(&s.resumed) {
+                return Err(Error::config(format!(
+                    "the saved reader states do not fit together: worker {}'s comes from \
+                     another resume than the others'",
+                    s.worker_rank
+                )));
+            }
+        }
+        let latest = by_rank.iter().map(|s| s.sweep).max().unwrap_or(0);
+        let mix = r.source.mix().is_some();
+        let positions: Vec<Position> = by_rank
+            .iter()
+            .map(|s| match s.worker_rank >= s.chunks && !mix {
+                // A worker without chunks never delivers anything: it holds back no sweep.
+                true => Position {
+                    sweep: latest,
+                    window: 0,
+                    offset: 0,
+                },
+                false => Position {
+                    sweep: s.sweep,
+                    window: s.window,
+                    offset: s.offset,
+                },
+            })
+            .collect();
+        let mut resumes = earlier.clone();
+        resumes.push(Resume {
+            num_workers: old,
+            positions,
+        });
+        let start = resumes.last().map_or(0, |r| r.start());
+        let new = r.opts.num_workers as u64;
+        let total = |f: fn(&ReaderState) -> u64| {
+            by_rank.iter().map(|s| f(s)).fold(0u64, u64::saturating_add) / new
+        };
+        r.samples_delivered = total(|s| s.samples_delivered);
+        r.minibatches = total(|s| s.minibatches);
+        r.sweep = start;
+        r.sched = Cursor {
+            sweep: start,
+            window: 0,
+            index: 0,
+        };
+        r.resumes = pruned(&resumes, start);
+        r.plan_resumed_sweeps()?;
+        Ok(r)
+    }
+
+    /// Plans this worker's part of the sweeps resumed from other workers' positions, from the
+    /// current sweep on.
+    fn plan_resumed_sweeps(&mut self) -> Result<()> {
+        let Some(end) = self.resumes.last().map(|r| r.end()) else {
+            return Ok(());
+        };
+        if end.saturating_sub(self.sweep) > elastic::MAX_RESUMED_SWEEPS {
+            return Err(Error::config(format!(
+                "the saved reader states are {} sweeps apart (sweeps {} to {end}); resuming \
+                 finishes at most {} sweeps the old workers had begun",
+                end - self.sweep,
+                self.sweep,
+                elastic::MAX_RESUMED_SWEEPS
+            )));
+        }
+        let end = match self.opts.limit {
+            EpochLimit::Sweeps(k) => end.min(k),
+            _ => end,
+        };
+        let order = |sweep| self.sweep_order(sweep);
+        let o = &self.opts;
+        let inputs = PlanInputs {
+            infos: self.source.chunks(),
+            randomize: o.randomize,
+            seed: o.seed,
+            window: o.window,
+            order: &order,
+        };
+        let mut plans = Vec::new();
+        for sweep in self.sweep..end {
+            let mut all = elastic::all_plans(&inputs, &self.resumes, o.num_workers, sweep)
+                .map_err(|e| {
+                    Error::config(format!("the saved reader states do not fit the data: {e}"))
+                })?;
+            plans.push(Arc::new(all.swap_remove(o.worker_rank)));
+        }
+        self.resumed_plans = plans;
+        Ok(())
+    }
+
+    /// Whether `sweep` is one resumed from other workers' positions.
+    fn resumed_sweep(&self, sweep: u64) -> bool {
+        self.resumes.last().is_some_and(|r| sweep < r.end())
     }
 
     /// Whether draws with replacement are weighted (the source has weights).
@@ -632,6 +810,7 @@ impl<T: Element> Reader<T> {
             cntk_position: self.cntk.as_ref().map(|c| c.position()),
             mix: self.source.mix().map(|m| m.describe()),
             mix_sweep: self.mix_counts.clone(),
+            resumed: pruned(&self.resumes, self.sweep),
         }
     }
 
@@ -1060,7 +1239,8 @@ impl<T: Element> Reader<T> {
     }
 
     fn plan(&mut self, sweep: u64) -> Arc<SweepPlan> {
-        if let Some(p) = self.plans.iter().find(|p| p.sweep == sweep) {
+        let resumed = self.resumed_plans.iter().find(|p| p.sweep == sweep);
+        if let Some(p) = resumed.or_else(|| self.plans.iter().find(|p| p.sweep == sweep)) {
             return p.clone();
         }
         let o = &self.opts;
@@ -1129,8 +1309,10 @@ impl<T: Element> Reader<T> {
                 if !mb.is_empty() {
                     mb.end_of_sweep = true;
                 }
-                let idle =
-                    self.sweep_samples == 0 && !matches!(self.opts.limit, EpochLimit::Sweeps(_));
+                // (A resumed sweep may leave this worker nothing: the next one may not.)
+                let idle = self.sweep_samples == 0
+                    && !matches!(self.opts.limit, EpochLimit::Sweeps(_))
+                    && !self.resumed_sweep(self.sweep);
                 if idle || self.sweep == u64::MAX {
                     // A sweep gave this worker nothing: stop rather than loop for ever (and a
                     // restored state at the last representable sweep has nowhere to go).
@@ -1191,25 +1373,49 @@ impl<T: Element> Reader<T> {
         }
         let mut order = std::mem::take(&mut self.spare_order);
         order.reserve(batches.iter().map(|b| b.len()).sum());
-        for (c, b) in batches.iter().enumerate() {
-            order.extend((0..b.len()).map(|s| Entry {
-                chunk: c as u32,
-                seq: s as u32,
-                samples: b.sequence_length(s, self.defining),
+        if let Some(listed) = &plan.listed {
+            // A resumed sweep: the sequences listed, counted by the index.
+            for (&chunk, b) in chunks.iter().zip(&batches) {
+                let indexed = self.source.chunks()[chunk].sequences;
+                if b.len() != indexed {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        Location::default().with_context(format!("chunk {chunk}")),
+                        format!(
+                            "resuming on another number of workers: the chunk decodes to {} \
+                             sequences, its index says {indexed} (sequences dropped under \
+                             maxErrors?); resume on the old number of workers",
+                            b.len()
+                        ),
+                    ));
+                }
+            }
+            order.extend(listed[self.window].iter().map(|&(c, s)| Entry {
+                chunk: c,
+                seq: s,
+                samples: batches[c as usize].sequence_length(s as usize, self.defining),
             }));
-        }
-        if self.opts.randomize && self.opts.with_replacement {
-            let weights = self.window_weights(&chunks, &batches)?;
-            order = draw_window(
-                &order,
-                weights.as_deref(),
-                self.opts.seed,
-                self.sweep,
-                self.window,
-            )
-            .map_err(|e| Error::new(ErrorKind::Invalid, Location::default(), e))?;
-        } else if self.opts.randomize {
-            shuffle_window(&mut order, self.opts.seed, self.sweep, self.window);
+        } else {
+            for (c, b) in batches.iter().enumerate() {
+                order.extend((0..b.len()).map(|s| Entry {
+                    chunk: c as u32,
+                    seq: s as u32,
+                    samples: b.sequence_length(s, self.defining),
+                }));
+            }
+            if self.opts.randomize && self.opts.with_replacement {
+                let weights = self.window_weights(&chunks, &batches)?;
+                order = draw_window(
+                    &order,
+                    weights.as_deref(),
+                    self.opts.seed,
+                    self.sweep,
+                    self.window,
+                )
+                .map_err(|e| Error::new(ErrorKind::Invalid, Location::default(), e))?;
+            } else if self.opts.randomize {
+                shuffle_window(&mut order, self.opts.seed, self.sweep, self.window);
+            }
         }
         if self.offset > order.len() {
             return Err(Error::config(format!(
@@ -1377,6 +1583,56 @@ impl<T: Element> Drop for Reader<T> {
         self.drop_pending();
         pool::keep(self.spare.drain(..));
     }
+}
+
+/// The resumes still needed from sweep `sweep` on: without those whose resumed sweeps are all
+/// before it.
+fn pruned(resumes: &[Resume], sweep: u64) -> Vec<Resume> {
+    let gone = resumes.iter().take_while(|r| r.end() <= sweep).count();
+    resumes[gone..].to_vec()
+}
+
+/// The states of every worker of a read, by rank; an error names the ranks missing or given
+/// twice.
+fn states_by_rank(states: &[ReaderState]) -> Result<Vec<&ReaderState>> {
+    let Some(first) = states.first() else {
+        return Err(Error::config("no saved reader state given"));
+    };
+    let n = first.num_workers;
+    if let Some(s) = states.iter().find(|s| s.num_workers != n) {
+        return Err(Error::config(format!(
+            "the saved reader states are of different reads: one of {n} workers, one of {} \
+             (worker {})",
+            s.num_workers, s.worker_rank
+        )));
+    }
+    let mut by_rank: Vec<Option<&ReaderState>> = vec![None; n];
+    for s in states {
+        let Some(slot) = by_rank.get_mut(s.worker_rank) else {
+            return Err(Error::config(format!(
+                "a saved reader state of worker {} of {n} workers: the rank is out of range",
+                s.worker_rank
+            )));
+        };
+        if slot.replace(s).is_some() {
+            return Err(Error::config(format!(
+                "the saved reader state of worker {} of {n} is given twice",
+                s.worker_rank
+            )));
+        }
+    }
+    let missing: Vec<String> = (0..n)
+        .filter(|&w| by_rank[w].is_none())
+        .map(|w| w.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::config(format!(
+            "the saved reader states of worker(s) {} of {n} are missing: resuming needs the \
+             states of all the workers of the read (every rank)",
+            missing.join(", ")
+        )));
+    }
+    Ok(by_rank.into_iter().flatten().collect())
 }
 
 /// What differs between a saved corpus (file names) and this reader's: the first file that

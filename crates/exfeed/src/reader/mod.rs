@@ -100,6 +100,7 @@ use crate::stream::StreamSpec;
 
 mod cntk_delivery;
 pub mod cntk_order;
+pub mod elastic;
 mod engine;
 mod madvise;
 mod minibatch;

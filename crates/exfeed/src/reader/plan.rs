@@ -107,6 +107,10 @@ pub struct SweepPlan {
     pub chunks: Vec<usize>,
     /// The windows, as ranges of `chunks`.
     pub windows: Vec<Range<usize>>,
+    /// Of a sweep resumed on another number of workers (see the `elastic` module): each
+    /// window's sequences to deliver, in order, as (chunk in the window, sequence in the
+    /// chunk). None: all of the window's sequences, shuffled (the normal plan).
+    pub listed: Option<Vec<Vec<(u32, u32)>>>,
 }
 
 impl SweepPlan {
@@ -142,6 +146,7 @@ impl SweepPlan {
             sweep,
             chunks,
             windows,
+            listed: None,
         }
     }
 

@@ -1375,3 +1375,216 @@ fn equalize_spread_gives_equal_steps_and_every_sequence_once() {
         }
     }
 }
+
+/// Workers `0..workers` each read `stops[w]` minibatches of 4 samples (`None`: to the end),
+/// from the start or resumed from all of `states`: what each delivered, as (sweep, key), and
+/// their states (through JSON).
+fn elastic_phase(
+    src: &Arc<MemorySource<f32>>,
+    options: &ReaderOptions,
+    states: &[ReaderState],
+    stops: &[Option<u64>],
+) -> (Vec<Vec<(u64, u64)>>, Vec<ReaderState>) {
+    let workers = stops.len();
+    let (mut seen, mut saved) = (Vec::new(), Vec::new());
+    for (rank, stop) in stops.iter().enumerate() {
+        let o = ReaderOptions {
+            num_workers: workers,
+            worker_rank: rank,
+            ..options.clone()
+        };
+        let mut r = match states.is_empty() {
+            true => Reader::new(src.clone(), o).unwrap(),
+            false => Reader::restore_from_all(src.clone(), o, states).unwrap(),
+        };
+        let mut mb = r.new_minibatch();
+        let mut got = Vec::new();
+        let mut taken = 0;
+        while stop.is_none_or(|s| taken < s) && r.next_minibatch(4, &mut mb).unwrap() {
+            check_data(&mb);
+            got.extend(mb.sequences.iter().map(|s| (s.sweep, s.key)));
+            taken += 1;
+        }
+        seen.push(got);
+        saved.push(ReaderState::from_json(&r.state().to_json()).unwrap());
+    }
+    saved.reverse(); // any order will do
+    (seen, saved)
+}
+
+#[test]
+fn resumed_on_other_worker_counts_the_rest_of_a_sweep_once_then_fresh_sweeps() {
+    let n = 70;
+    let src = source(n, 6);
+    for window in [Window::Chunks(2), Window::All] {
+        let options = ReaderOptions {
+            window,
+            limit: EpochLimit::Sweeps(3),
+            ..opts()
+        };
+        let scenarios: &[&[&[Option<u64>]]] = &[
+            &[&[Some(3), Some(30)], &[None, None, None]],
+            &[&[Some(0), Some(5), Some(9)], &[None]],
+            &[&[Some(2), Some(2), Some(17), Some(6)], &[None, None]],
+            &[&[None, Some(4)], &[None, None, None]],
+            &[
+                &[Some(3), Some(30)],
+                &[Some(4), Some(0), Some(11)],
+                &[Some(1), Some(2), Some(3)],
+                &[None, None],
+            ],
+            &[
+                &[Some(40)],
+                &[Some(5), Some(5), Some(5), Some(5)],
+                &[None, None],
+            ],
+            &[&[Some(0), Some(0)], &[None, None, None]],
+        ];
+        for phases in scenarios {
+            let mut states = Vec::new();
+            let mut all = Vec::new();
+            for stops in phases.iter() {
+                // The same count goes on with the old plans, resumed ones included.
+                let same = states.first().map(|s: &ReaderState| s.num_workers) == Some(stops.len());
+                let end = match same {
+                    true => states[0].resumed.last().map_or(0, |r| r.end()),
+                    false => states
+                        .iter()
+                        .map(|s| s.sweep + u64::from(s.window > 0 || s.offset > 0))
+                        .max()
+                        .unwrap_or(0),
+                };
+                let (seen, saved) = elastic_phase(&src, &options, &states, stops);
+                // From the first sweep no old worker had begun: a fresh reader's order.
+                for (rank, got) in seen.iter().enumerate() {
+                    let o = ReaderOptions {
+                        num_workers: stops.len(),
+                        worker_rank: rank,
+                        ..options.clone()
+                    };
+                    let fresh = flat(&read_all(src.clone(), o, 4).0);
+                    let later = |v: &[(u64, u64)]| -> Vec<(u64, u64)> {
+                        v.iter().filter(|(s, _)| *s >= end).copied().collect()
+                    };
+                    let (got, fresh) = (later(got), later(&fresh));
+                    assert_eq!(got, fresh[..got.len()], "{phases:?} worker {rank}");
+                }
+                all.extend(seen.into_iter().flatten());
+                states = saved;
+            }
+            for sweep in 0..3 {
+                let mut keys: Vec<u64> = all
+                    .iter()
+                    .filter(|(s, _)| *s == sweep)
+                    .map(|(_, k)| *k)
+                    .collect();
+                keys.sort_unstable();
+                let whole: Vec<u64> = (0..n as u64).collect();
+                assert_eq!(keys, whole, "{window:?} {phases:?} sweep {sweep}");
+            }
+        }
+    }
+}
+
+#[test]
+fn resuming_on_another_count_names_what_is_missing_or_refused() {
+    let src = source(40, 5);
+    let options = ReaderOptions {
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    let (_, states) = elastic_phase(&src, &options, &[], &[Some(2), Some(1), Some(3), Some(1)]);
+    let new = |rank| ReaderOptions {
+        num_workers: 3,
+        worker_rank: rank,
+        ..options.clone()
+    };
+    let message = |states: &[ReaderState], o: ReaderOptions| {
+        let err = Reader::restore_from_all(src.clone(), o, states)
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        err.message().to_string()
+    };
+    let some: Vec<ReaderState> = states
+        .iter()
+        .filter(|s| s.worker_rank % 2 == 0)
+        .cloned()
+        .collect();
+    let m = message(&some, new(0));
+    assert!(m.contains("worker(s) 1, 3 of 4 are missing"), "{m}");
+    let twice = [states.clone(), vec![states[1].clone()]].concat();
+    let m = message(&twice, new(0));
+    assert!(m.contains("is given twice"), "{m}");
+    let m = message(
+        &states,
+        ReaderOptions {
+            limit: EpochLimit::Samples(100),
+            ..new(1)
+        },
+    );
+    assert!(m.contains("max samples"), "{m}");
+    let m = message(&states, ReaderOptions { seed: 8, ..new(1) });
+    assert!(m.contains("randomizationSeed was 3, is 8"), "{m}");
+    let m = message(&[], new(0));
+    assert!(m.contains("no saved reader state"), "{m}");
+    // Positions that are not in the plans, or sweeps far apart: refused, not followed.
+    let mut bad = states.clone();
+    bad[0].window = 99;
+    let m = message(&bad, new(0));
+    assert!(m.contains("window 99 of sweep 0 does not exist"), "{m}");
+    bad[0].window = 0;
+    bad[0].offset = 10_000;
+    let m = message(&bad, new(0));
+    assert!(m.contains("not 10000"), "{m}");
+    let mut far = states.clone();
+    far[1].sweep = 1 << 40;
+    let m = message(
+        &far,
+        ReaderOptions {
+            limit: EpochLimit::Unlimited,
+            ..new(0)
+        },
+    );
+    assert!(m.contains("sweeps apart"), "{m}");
+    // A resumed state whose record of the old workers is damaged.
+    let o3 = |rank| ReaderState {
+        ..Reader::restore_from_all(src.clone(), new(rank), &states)
+            .unwrap()
+            .state()
+    };
+    let mut damaged = o3(0);
+    assert_eq!(damaged.resumed.len(), 1);
+    damaged.resumed[0].num_workers = 0;
+    let err = Reader::restore(src.clone(), new(0), &damaged)
+        .err()
+        .unwrap();
+    assert!(err.message().contains("holds 4 positions"), "{err}");
+    // equalize
+    let eq = ReaderOptions {
+        equalize: Some(3),
+        ..options.clone()
+    };
+    let (_, states) = elastic_phase(&src, &eq, &[], &[Some(1), Some(1)]);
+    let m = message(
+        &states,
+        ReaderOptions {
+            equalize: Some(3),
+            ..new(2)
+        },
+    );
+    assert!(m.contains("equalize"), "{m}");
+    // The same count restores each worker's own state, as Reader::restore does.
+    let (_, states) = elastic_phase(&src, &options, &[], &[Some(2), Some(5)]);
+    for rank in 0..2 {
+        let o = ReaderOptions {
+            num_workers: 2,
+            worker_rank: rank,
+            ..options.clone()
+        };
+        let own = states.iter().find(|s| s.worker_rank == rank).unwrap();
+        let mut a = Reader::restore_from_all(src.clone(), o.clone(), &states).unwrap();
+        let mut b = Reader::restore(src.clone(), o, own).unwrap();
+        assert_eq!(drain(&mut a, 4).1, drain(&mut b, 4).1);
+    }
+}

@@ -1,0 +1,307 @@
+//! Resuming on another number of workers: the plans of the sweeps that the old workers had
+//! begun, recomputed from where each of them stopped.
+//!
+//! A worker's delivered sequences are a pure function of the sweep plan (seed, sweep, chunk
+//! list, options) and its position (sweep, window, offset): every window before the position's,
+//! and the first `offset` sequences of the position's window in its shuffled order. So the
+//! positions of *all* the old workers give the rest of a sweep exactly: every sequence none of
+//! them delivered. The rule:
+//!
+//! - the sweeps from the earliest old position's up to the last one an old worker had begun are
+//!   *resumed sweeps*: their rest is split between the new workers, each sequence once, and
+//!   nothing delivered before is delivered again;
+//! - from the first sweep no old worker had begun, sweeps are planned for the new count, as a
+//!   fresh reader with that count plans them.
+//!
+//! The rest of a resumed sweep is made of *pieces*: for each old worker in rank order, its
+//! windows from its position on (the position's window without its first `offset` sequences).
+//! The chunks of the pieces that still have sequences to deliver are dealt round-robin to the
+//! new workers (the `i`-th such chunk to new worker `i % workers`); a new worker delivers, piece
+//! after piece, the sequences of its chunks in the order the old worker would have (the old
+//! window's shuffled order, without what was delivered). Each piece is one window of the new
+//! worker's plan, so a new worker never holds more decoded chunks than the old one did.
+//!
+//! The shuffled order of an old window is recomputed from the index's sequence counts
+//! ([`ChunkInfo::sequences`]): a chunk that decodes to another count (sequences dropped under
+//! `maxErrors`, or chunks read as byte ranges without an index) cannot be resumed on another
+//! count, and the reader says so. A resumed reader's state holds the old positions
+//! ([`Resume`]) until its resumed sweeps are over, so it can be saved and resumed again, on the
+//! same count or another.
+
+use super::plan::{shuffle_window, SweepPlan, Window};
+use super::ChunkInfo;
+use serde::{Deserialize, Serialize};
+
+/// Where one worker stopped: the sweep, the window of its plan of that sweep, and how many
+/// sequences of that window it had delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    /// The sweep.
+    pub sweep: u64,
+    /// The window of the worker's plan of that sweep.
+    pub window: usize,
+    /// Sequences of that window delivered.
+    pub offset: usize,
+}
+
+impl Position {
+    /// Whether the worker had delivered anything of its position's sweep.
+    fn begun(&self) -> bool {
+        self.window > 0 || self.offset > 0
+    }
+}
+
+/// One resume onto another number of workers: how many workers there were and where each of
+/// them (by rank) stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The old number of workers.
+    pub num_workers: usize,
+    /// The old workers' positions, by rank.
+    pub positions: Vec<Position>,
+}
+
+/// The most sweeps a resume finishes: old workers further apart than this are refused (their
+/// positions are corrupt, or they were not reading together).
+pub const MAX_RESUMED_SWEEPS: u64 = 64;
+
+impl Resume {
+    /// The first resumed sweep: the earliest old position's.
+    pub fn start(&self) -> u64 {
+        self.positions.iter().map(|p| p.sweep).min().unwrap_or(0)
+    }
+
+    /// The first sweep no old worker had begun: from it on sweeps are planned for the new count.
+    pub fn end(&self) -> u64 {
+        let end = |p: &Position| p.sweep.saturating_add(u64::from(p.begun()));
+        self.positions.iter().map(end).max().unwrap_or(0)
+    }
+}
+
+/// What every plan depends on: the chunks, the options of the order, each sweep's chunk order.
+pub(super) struct PlanInputs<'a> {
+    pub infos: &'a [ChunkInfo],
+    pub randomize: bool,
+    pub seed: u64,
+    pub window: Window,
+    pub order: &'a dyn Fn(u64) -> Vec<usize>,
+}
+
+/// A run of sequences to deliver: chunks, and the sequences of them in order, as (index into
+/// `chunks`, sequence in the chunk).
+struct Piece {
+    chunks: Vec<usize>,
+    order: Vec<(u32, u32)>,
+}
+
+/// The plans of sweep `sweep` of every one of `workers` workers after `resumes` (oldest first,
+/// the last onto `workers`), each window's sequences listed.
+pub(super) fn all_plans(
+    inputs: &PlanInputs<'_>,
+    resumes: &[Resume],
+    workers: usize,
+    sweep: u64,
+) -> Result<Vec<SweepPlan>, String> {
+    match resumes.split_last() {
+        Some((last, _)) if last.num_workers == 0 || last.positions.len() != last.num_workers => {
+            Err(format!(
+                "a resume of {} workers holds {} positions",
+                last.num_workers,
+                last.positions.len()
+            ))
+        }
+        Some((last, earlier)) if sweep < last.end() => {
+            let old = all_plans(inputs, earlier, last.num_workers, sweep)?;
+            let rest = remainder(&old, last, sweep)?;
+            Ok(deal(rest, workers, sweep))
+        }
+        _ => Ok(fresh_plans(inputs, workers, sweep)),
+    }
+}
+
+/// The plans of a sweep planned for `workers` from its start, each window's shuffled order
+/// listed from the index's sequence counts.
+fn fresh_plans(inputs: &PlanInputs<'_>, workers: usize, sweep: u64) -> Vec<SweepPlan> {
+    let order = (inputs.order)(sweep);
+    (0..workers)
+        .map(|rank| {
+            let mut plan = SweepPlan::from_order(
+                &order,
+                inputs.infos,
+                inputs.randomize,
+                sweep,
+                inputs.window,
+                workers,
+                rank,
+            );
+            let listed = (0..plan.windows.len())
+                .map(|w| {
+                    let mut entries = Vec::new();
+                    for (i, &c) in plan.window_chunks(w).iter().enumerate() {
+                        entries
+                            .extend((0..inputs.infos[c].sequences).map(|s| (i as u32, s as u32)));
+                    }
+                    if inputs.randomize {
+                        shuffle_window(&mut entries, inputs.seed, sweep, w);
+                    }
+                    entries
+                })
+                .collect();
+            plan.listed = Some(listed);
+            plan
+        })
+        .collect()
+}
+
+/// What the old workers (`old`, their plans of `sweep`) had not delivered of it when they
+/// stopped at `resume`'s positions, as pieces in rank order.
+fn remainder(old: &[SweepPlan], resume: &Resume, sweep: u64) -> Result<Vec<Piece>, String> {
+    let mut pieces = Vec::new();
+    for (rank, (plan, at)) in old.iter().zip(&resume.positions).enumerate() {
+        let (from_window, skip) = match at.sweep.cmp(&sweep) {
+            std::cmp::Ordering::Greater => continue,
+            std::cmp::Ordering::Equal => (at.window, at.offset),
+            std::cmp::Ordering::Less => (0, 0),
+        };
+        let listed = plan.listed.as_deref().unwrap_or_default();
+        if from_window > listed.len() {
+            return Err(format!(
+                "worker {rank} of {}: window {from_window} of sweep {sweep} does not exist",
+                resume.num_workers
+            ));
+        }
+        for (w, entries) in listed.iter().enumerate().skip(from_window) {
+            let skip = if w == from_window { skip } else { 0 };
+            if skip > entries.len() {
+                return Err(format!(
+                    "worker {rank} of {}: window {w} of sweep {sweep} has {} sequences, not {skip}",
+                    resume.num_workers,
+                    entries.len()
+                ));
+            }
+            if skip < entries.len() {
+                pieces.push(Piece {
+                    chunks: plan.window_chunks(w).to_vec(),
+                    order: entries[skip..].to_vec(),
+                });
+            }
+        }
+    }
+    Ok(pieces)
+}
+
+/// Deals the pieces' chunks (those with sequences left) round-robin to `workers` new workers:
+/// each one's plan has one window per piece it has chunks of.
+fn deal(pieces: Vec<Piece>, workers: usize, sweep: u64) -> Vec<SweepPlan> {
+    let mut plans: Vec<SweepPlan> = (0..workers)
+        .map(|_| SweepPlan {
+            sweep,
+            chunks: Vec::new(),
+            windows: Vec::new(),
+            listed: Some(Vec::new()),
+        })
+        .collect();
+    let mut next = 0usize;
+    for piece in pieces {
+        // Which new worker each chunk of the piece goes to, and its place in that one's window.
+        let mut left = vec![false; piece.chunks.len()];
+        for &(i, _) in &piece.order {
+            left[i as usize] = true;
+        }
+        let mut owner = vec![(usize::MAX, 0u32); piece.chunks.len()];
+        let starts: Vec<usize> = plans.iter().map(|p| p.chunks.len()).collect();
+        for (i, _) in left.iter().enumerate().filter(|(_, &l)| l) {
+            let worker = next % workers;
+            next += 1;
+            let plan = &mut plans[worker];
+            owner[i] = (worker, (plan.chunks.len() - starts[worker]) as u32);
+            plan.chunks.push(piece.chunks[i]);
+        }
+        let mut orders = vec![Vec::new(); workers];
+        for &(i, s) in &piece.order {
+            let (worker, at) = owner[i as usize];
+            orders[worker].push((at, s));
+        }
+        for ((plan, order), start) in plans.iter_mut().zip(orders).zip(starts) {
+            if !order.is_empty() {
+                plan.windows.push(start..plan.chunks.len());
+                plan.listed.as_mut().expect("listed").push(order);
+            }
+        }
+    }
+    plans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn infos(sequences: &[usize]) -> Vec<ChunkInfo> {
+        sequences
+            .iter()
+            .map(|&n| ChunkInfo {
+                sequences: n,
+                samples: n as u64,
+                bytes: 0,
+            })
+            .collect()
+    }
+
+    /// Every (chunk, sequence) a plan delivers, in order.
+    fn delivered(plan: &SweepPlan) -> Vec<(usize, u32)> {
+        let listed = plan.listed.as_ref().unwrap();
+        let mut out = Vec::new();
+        for (w, entries) in listed.iter().enumerate() {
+            let chunks = plan.window_chunks(w);
+            out.extend(entries.iter().map(|&(i, s)| (chunks[i as usize], s)));
+        }
+        out
+    }
+
+    #[test]
+    fn the_rest_of_a_sweep_is_dealt_once_and_later_sweeps_are_fresh() {
+        let infos = infos(&[3, 5, 2, 4, 4, 1, 6]);
+        let order = |s: u64| super::super::plan::chunk_order(7, true, 9, s);
+        let inputs = PlanInputs {
+            infos: &infos,
+            randomize: true,
+            seed: 9,
+            window: Window::Chunks(2),
+            order: &order,
+        };
+        let old = all_plans(&inputs, &[], 2, 0).unwrap();
+        // Worker 0 stopped in its second window, worker 1 in its first.
+        let resume = Resume {
+            num_workers: 2,
+            positions: vec![
+                Position {
+                    sweep: 0,
+                    window: 1,
+                    offset: 2,
+                },
+                Position {
+                    sweep: 0,
+                    window: 0,
+                    offset: 3,
+                },
+            ],
+        };
+        let mut seen: Vec<(usize, u32)> = Vec::new();
+        let l0 = old[0].listed.as_ref().unwrap();
+        seen.extend(delivered(&old[0]).into_iter().take(l0[0].len() + 2));
+        seen.extend(delivered(&old[1]).into_iter().take(3));
+        let new = all_plans(&inputs, std::slice::from_ref(&resume), 3, 0).unwrap();
+        for plan in &new {
+            seen.extend(delivered(plan));
+        }
+        let all: BTreeSet<(usize, u32)> = (0..7)
+            .flat_map(|c| (0..infos[c].sequences as u32).map(move |s| (c, s)))
+            .collect();
+        assert_eq!(seen.len(), all.len(), "no sequence twice");
+        assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), all);
+        assert_eq!(resume.end(), 1);
+        let fresh = all_plans(&inputs, &[], 3, 1).unwrap();
+        assert_eq!(all_plans(&inputs, &[resume], 3, 1).unwrap(), fresh);
+    }
+}
