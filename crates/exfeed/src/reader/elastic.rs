@@ -11,7 +11,8 @@
 //!   *resumed sweeps*: their rest is split between the new workers, each sequence once, and
 //!   nothing delivered before is delivered again;
 //! - from the first sweep no old worker had begun, sweeps are planned for the new count, as a
-//!   fresh reader with that count plans them.
+//!   fresh reader with that count plans them (when the old workers were themselves resumed,
+//!   from the first sweep none of the workers before them had begun either).
 //!
 //! The rest of a resumed sweep is made of *pieces*: for each old worker in rank order, its
 //! windows from its position on (the position's window without its first `offset` sequences).
@@ -71,11 +72,19 @@ impl Resume {
         self.positions.iter().map(|p| p.sweep).min().unwrap_or(0)
     }
 
-    /// The first sweep no old worker had begun: from it on sweeps are planned for the new count.
+    /// The first sweep no old worker had begun. (Sweeps are planned for the new count from
+    /// [`first_fresh_sweep`] on, which also counts earlier resumes.)
     pub fn end(&self) -> u64 {
         let end = |p: &Position| p.sweep.saturating_add(u64::from(p.begun()));
         self.positions.iter().map(end).max().unwrap_or(0)
     }
+}
+
+/// The first sweep planned for the new count after `resumes` (oldest first): the first that
+/// neither the last resume's old workers nor those of the resumes before had begun (old workers
+/// that were themselves resumed planned their sweeps up to there from what was left).
+pub fn first_fresh_sweep(resumes: &[Resume]) -> u64 {
+    resumes.iter().map(Resume::end).max().unwrap_or(0)
 }
 
 /// What every plan depends on: the chunks, the options of the order, each sweep's chunk order.
@@ -110,7 +119,7 @@ pub(super) fn all_plans(
                 last.positions.len()
             ))
         }
-        Some((last, earlier)) if sweep < last.end() => {
+        Some((last, earlier)) if sweep < first_fresh_sweep(resumes) => {
             let old = all_plans(inputs, earlier, last.num_workers, sweep)?;
             let rest = remainder(&old, last, sweep)?;
             Ok(deal(rest, workers, sweep))

@@ -732,9 +732,10 @@ impl<T: Element> Reader<T> {
     /// Plans this worker's part of the sweeps resumed from other workers' positions, from the
     /// current sweep on.
     fn plan_resumed_sweeps(&mut self) -> Result<()> {
-        let Some(end) = self.resumes.last().map(|r| r.end()) else {
+        if self.resumes.is_empty() {
             return Ok(());
-        };
+        }
+        let end = elastic::first_fresh_sweep(&self.resumes);
         if end.saturating_sub(self.sweep) > elastic::MAX_RESUMED_SWEEPS {
             return Err(Error::config(format!(
                 "the saved reader states are {} sweeps apart (sweeps {} to {end}); resuming \
@@ -771,7 +772,7 @@ impl<T: Element> Reader<T> {
 
     /// Whether `sweep` is one resumed from other workers' positions.
     fn resumed_sweep(&self, sweep: u64) -> bool {
-        self.resumes.last().is_some_and(|r| sweep < r.end())
+        sweep < elastic::first_fresh_sweep(&self.resumes)
     }
 
     /// Whether draws with replacement are weighted (the source has weights).
@@ -1553,8 +1554,10 @@ impl<T: Element> Reader<T> {
                     window: 0,
                     index: 0,
                 };
-                if plan.windows.is_empty() {
-                    return None; // never happens with no_data false; guards against a loop
+                // A resumed sweep may leave this worker nothing; otherwise this never happens
+                // with no_data false, and guards against a loop.
+                if plan.windows.is_empty() && !self.resumed_sweep(cur.sweep) {
+                    return None;
                 }
                 continue;
             }

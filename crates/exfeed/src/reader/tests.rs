@@ -1,5 +1,6 @@
 //! Tests of the engine on in-memory sources.
 
+use super::elastic;
 use super::plan::SweepPlan;
 use super::*;
 use crate::error::ErrorKind;
@@ -840,6 +841,48 @@ mod properties {
                 prop_assert_eq!(&keys[..], &(0..n as u64).collect::<Vec<_>>()[..]);
             }
         }
+
+        /// Any configuration, old workers stopped anywhere, any new count: over the old and
+        /// the new workers every sweep is every sequence once, and the sweeps no old worker
+        /// had begun are a fresh reader's.
+        #[test]
+        fn resume_on_any_count(
+            n in 0usize..60,
+            per_chunk in 1usize..8,
+            window in window(),
+            seed in any::<u64>(),
+            randomize in any::<bool>(),
+            stops in prop::collection::vec(0u64..40, 1..5),
+            then in prop::collection::vec(prop::option::of(0u64..40), 1..5),
+            new in 1usize..5,
+        ) {
+            let src = source(n, per_chunk);
+            let options = ReaderOptions {
+                randomize, seed, window, limit: EpochLimit::Sweeps(3), threads: 1, ..opts()
+            };
+            // Stopped anywhere, resumed on `then` workers stopped anywhere again, then on `new`.
+            let stops: Vec<Option<u64>> = stops.into_iter().map(Some).collect();
+            let (first, states) = elastic_phase(&src, &options, &[], &stops);
+            let (second, states) = elastic_phase(&src, &options, &states, &then);
+            // (On the same count each worker goes on with its own plan: tested elsewhere.)
+            let end = first_fresh_sweep(&states, new, u64::MAX);
+            let (resumed, _) = elastic_phase(&src, &options, &states, &vec![None; new]);
+            for (rank, got) in resumed.iter().enumerate() {
+                let o = ReaderOptions { num_workers: new, worker_rank: rank, ..options.clone() };
+                let fresh = flat(&read_all(src.clone(), o, 4).0);
+                let later = |v: &[(u64, u64)]| -> Vec<(u64, u64)> {
+                    v.iter().filter(|(s, _)| *s >= end).copied().collect()
+                };
+                prop_assert_eq!(later(got), later(&fresh));
+            }
+            let all: Vec<(u64, u64)> = first.into_iter().chain(second).chain(resumed).flatten().collect();
+            for sweep in 0..3 {
+                let mut keys: Vec<u64> =
+                    all.iter().filter(|(s, _)| *s == sweep).map(|(_, k)| *k).collect();
+                keys.sort_unstable();
+                prop_assert_eq!(&keys[..], &(0..n as u64).collect::<Vec<_>>()[..]);
+            }
+        }
     }
 }
 
@@ -1412,6 +1455,27 @@ fn elastic_phase(
     (seen, saved)
 }
 
+/// The first sweep that `workers` workers resumed from `states` plan as a fresh reader does:
+/// on the same count that of the old workers' own plans (`before`), else the first none of them
+/// had begun.
+fn first_fresh_sweep(states: &[ReaderState], workers: usize, before: u64) -> u64 {
+    match states.first() {
+        None => 0,
+        Some(s) if s.num_workers == workers => before,
+        // Where the old workers were, and where those they were resumed from had been.
+        Some(_) => states
+            .iter()
+            .map(|s| s.sweep + u64::from(s.window > 0 || s.offset > 0))
+            .chain(
+                states
+                    .iter()
+                    .map(|s| elastic::first_fresh_sweep(&s.resumed)),
+            )
+            .max()
+            .unwrap_or(0),
+    }
+}
+
 #[test]
 fn resumed_on_other_worker_counts_the_rest_of_a_sweep_once_then_fresh_sweeps() {
     let n = 70;
@@ -1443,17 +1507,9 @@ fn resumed_on_other_worker_counts_the_rest_of_a_sweep_once_then_fresh_sweeps() {
         for phases in scenarios {
             let mut states = Vec::new();
             let mut all = Vec::new();
+            let mut end = 0;
             for stops in phases.iter() {
-                // The same count goes on with the old plans, resumed ones included.
-                let same = states.first().map(|s: &ReaderState| s.num_workers) == Some(stops.len());
-                let end = match same {
-                    true => states[0].resumed.last().map_or(0, |r| r.end()),
-                    false => states
-                        .iter()
-                        .map(|s| s.sweep + u64::from(s.window > 0 || s.offset > 0))
-                        .max()
-                        .unwrap_or(0),
-                };
+                end = first_fresh_sweep(&states, stops.len(), end);
                 let (seen, saved) = elastic_phase(&src, &options, &states, stops);
                 // From the first sweep no old worker had begun: a fresh reader's order.
                 for (rank, got) in seen.iter().enumerate() {
