@@ -57,11 +57,19 @@ Sparse streams (``sparse=``, one mode for all sparse streams or a dict ``{name: 
 - ``"dense"``: the stream as a dense one, laid out as the dense streams are (a copy).
 
 ``with_keys=True`` adds ``keys`` and ``sweeps`` (int64 [sequences]).
+
+Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --config`` keep):
+without ``config=``, chunks of :data:`CHUNK_SIZE` bytes and windows of :data:`WINDOW_CHUNKS`
+chunks, so that the first minibatch waits for one small window and the decoded data held is
+bounded whatever the data set's size (the shuffle this gives beside a full one: docs/pytorch.md).
+In a DataLoader worker, the reader decodes on ``cores // (workers * local ranks)`` threads (at
+least 1) unless ``threads=`` says otherwise, so the workers together do not outnumber the cores.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
@@ -79,6 +87,12 @@ IGNORE_INDEX = -100  # the pad of "ids": torch.nn.functional.cross_entropy's def
 _RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibatch_size", "minibatch_sequences")
 # The most DataLoader workers one Dataset counts epochs for (a slot of shared memory each).
 MAX_WORKERS = 1024
+# The chunk size and window without config= (CNTK's, 32 MiB and 128 chunks, decode up to 4 GiB
+# before the first minibatch): a window of 32 MiB of the file decodes in a few hundredths of a
+# second from CBF and about a tenth from CTF text; small chunks mix more of the file into each
+# window (docs/pytorch.md).
+CHUNK_SIZE = 1 << 20
+WINDOW_CHUNKS = 32
 
 # Warnings that say nothing to an exfeed user, each only where it comes from: the DataLoader's that
 # more minibatches came than len() said, for a len() documented as an estimate (the message names
@@ -192,6 +206,27 @@ def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool =
     return out
 
 
+def _torch_defaults(reader_options: Mapping[str, Any]) -> dict:
+    """The chunk size and window where neither the keywords nor a configuration give them."""
+    if "config" in reader_options:
+        return {}
+    defaults: Dict[str, Any] = {"chunk_size": CHUNK_SIZE}
+    if "window_samples" not in reader_options:
+        defaults["window_chunks"] = WINDOW_CHUNKS
+    return defaults
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def worker_threads(workers: int) -> int:
+    """Decoding threads of one DataLoader worker's reader: the cores shared between the workers
+    of every local rank (torchrun's ``LOCAL_WORLD_SIZE``), at least 1."""
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    return max(1, _cores() // (workers * max(1, local_ranks)))
+
+
 def _distributed() -> tuple:
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
@@ -259,7 +294,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.equalize_mode = equalize_mode
         self.with_keys = with_keys
         self.sparse = dict(sparse) if isinstance(sparse, Mapping) else sparse
-        self.reader_options = reader_options
+        self.reader_options = {**_torch_defaults(reader_options), **reader_options}
         self._epochs = torch.zeros(_SLOTS + MAX_WORKERS, dtype=torch.int64).share_memory_()
         self._position: Optional[dict] = None  # where the current iteration is
         self._resume: Optional[dict] = None  # set by load_state_dict, used by the next __iter__
@@ -298,11 +333,15 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _open(self, epoch: int, partition: int, partitions: int, world: int) -> "exfeed.Reader":
         # equalize: the world's ranks stay in step, the partitions split evenly between them.
+        options = dict(self.reader_options)
+        info = torch.utils.data.get_worker_info()
+        if info is not None and "threads" not in options:
+            options["threads"] = worker_threads(info.num_workers)
         return exfeed.Reader(
             self.files, **self._size(), seed=self.seed + epoch, max_sweeps=1,
             num_workers=partitions, worker_rank=partition,
             equalize=world if self._equalized(world) else None,
-            equalize_mode=self.equalize_mode if self._equalized(world) else None, **self.reader_options,
+            equalize_mode=self.equalize_mode if self._equalized(world) else None, **options,
         )
 
     def _begin(self, worker: int, resume_epoch: Optional[int]) -> int:
