@@ -8,7 +8,9 @@ torch tensors, through torch.utils.data.DataLoader with num_workers 0 and 2 (exf
 and WebDataset's own loader classes where they have one). It reports samples/s over all epochs,
 the time from creating the loader to its first minibatch, and peak RSS (the main process, and
 the largest worker). Preparation time is what it took to write the loader's format from the
-NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it)."""
+NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
+the 1 MiB chunks docs/pytorch.md recommends for exfeed.torch). Then scripts/shuffle_quality.py
+puts each loader's default shuffle beside a full one."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ BATCH = 256
 EPOCHS = 3
 INPUTS = {"features": ("dense", DIM), "labels": ("sparse", CLASSES)}
 LOADERS = ("memmap", "fresh", "exfeed-cbf", "exfeed-ctf", "litdata", "datasets", "mosaic", "webdataset")
+# What the files are written as; a new value writes them again (2: CBF in chunks of 1 MiB).
+LAYOUT = 2
 # The memmap ceiling and the fresh-tensor cap are each measured where they bound the others:
 # reading in the main process, and the transfer from two workers.
 ONLY_WORKERS = {"memmap": (0,), "fresh": (2,)}
@@ -45,7 +49,7 @@ def arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def prepare(data: str, n: int) -> dict:
     """Writes every format into `data` (once: kept for later runs); returns seconds per format."""
-    done = os.path.join(data, f"prepared-{n}.json")
+    done = os.path.join(data, f"prepared-{n}-v{LAYOUT}.json")
     if os.path.exists(done):
         with open(done) as f:
             return json.load(f)
@@ -71,7 +75,7 @@ def prepare(data: str, n: int) -> dict:
     def cbf():
         import exfeed
 
-        exfeed.convert(f"{data}/data.ctf", f"{data}/data.cbf", inputs=INPUTS)
+        exfeed.convert(f"{data}/data.ctf", f"{data}/data.cbf", inputs=INPUTS, chunk_size=1 << 20)
 
     def litdata():
         import litdata
@@ -262,7 +266,9 @@ def main() -> None:
             print(f"{name} workers=0: {rows[(name, 0)] / ceiling:.0%} of the memmap ceiling")
         if cap and (name, 2) in rows:
             print(f"{name} workers=2: {rows[(name, 2)] / cap:.0%} of the fresh-tensor transfer cap")
-    print(f"load average {os.getloadavg()}")
+    print(f"load average {os.getloadavg()}", flush=True)
+    subprocess.run([sys.executable, "-W", "ignore", os.path.join(os.path.dirname(__file__), "shuffle_quality.py"),
+                    "--data", a.data, "--samples", str(a.samples)], check=False)
 
 
 if __name__ == "__main__":

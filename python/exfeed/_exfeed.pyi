@@ -252,6 +252,9 @@ class _ReaderStats(TypedDict):
     wait_share: float
     window_chunks: int
     chunks_held: int
+    peak_chunks_held: int
+    buffers_reused: int
+    buffers_new: int
     mix: list[_SweepMix]
 
 class _SweepMix(TypedDict):

@@ -61,11 +61,19 @@ Sparse streams (``sparse=``, one mode for all sparse streams or a dict ``{name: 
 - ``"dense"``: the stream as a dense one, laid out as the dense streams are (a copy).
 
 ``with_keys=True`` adds ``keys`` and ``sweeps`` (int64 [sequences]).
+
+Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --config`` keep):
+without ``config=``, chunks of :data:`CHUNK_SIZE` bytes and windows of :data:`WINDOW_CHUNKS`
+chunks, so that the first minibatch waits for one small window and the decoded data held is
+bounded whatever the data set's size (the shuffle this gives beside a full one: docs/pytorch.md).
+In a DataLoader worker, the reader decodes on ``cores // (workers * local ranks)`` threads (at
+least 1) unless ``threads=`` says otherwise, so the workers together do not outnumber the cores.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
@@ -83,6 +91,12 @@ IGNORE_INDEX = -100  # the pad of "ids": torch.nn.functional.cross_entropy's def
 _RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibatch_size", "minibatch_sequences")
 # The most DataLoader workers one Dataset counts epochs for (a slot of shared memory each).
 MAX_WORKERS = 1024
+# The chunk size and window without config= (CNTK's, 32 MiB and 128 chunks, decode up to 4 GiB
+# before the first minibatch): a window of 32 MiB of the file decodes in a few hundredths of a
+# second from CBF and about a tenth from CTF text; small chunks mix more of the file into each
+# window (docs/pytorch.md).
+CHUNK_SIZE = 1 << 20
+WINDOW_CHUNKS = 32
 
 # Warnings that say nothing to an exfeed user, each only where it comes from: the DataLoader's that
 # more minibatches came than len() said, for a len() documented as an estimate (the message names
@@ -99,7 +113,7 @@ SparseArg = Union[str, Mapping[str, str]]
 
 
 def _check_sparse(sparse: SparseArg) -> None:
-    modes = sparse.values() if isinstance(sparse, Mapping) else [sparse]
+    modes = [sparse] if isinstance(sparse, str) or not isinstance(sparse, Mapping) else sparse.values()
     for mode in modes:
         if mode not in SPARSE_MODES:
             raise ValueError(f"sparse: expected one of {', '.join(SPARSE_MODES)}, found {mode!r}")
@@ -179,7 +193,9 @@ def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool =
             else:
                 _laid_out(out, name, s.values, s.offsets, layout, 0)
             continue
-        mode = sparse.get(name, "csr") if isinstance(sparse, Mapping) else sparse
+        # (str first: an isinstance check against Mapping costs more than the rest of a batch's
+        # Python.)
+        mode = sparse if isinstance(sparse, str) else sparse.get(name, "csr")
         if mode == "ids":
             _laid_out(out, name, _class_ids(name, s, mb.keys), s.offsets, layout, IGNORE_INDEX)
         elif mode == "dense":
@@ -194,6 +210,27 @@ def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool =
         out["keys"] = torch.from_numpy(mb.keys)
         out["sweeps"] = torch.from_numpy(mb.sweeps)
     return out
+
+
+def _torch_defaults(reader_options: Mapping[str, Any]) -> dict:
+    """The chunk size and window where neither the keywords nor a configuration give them."""
+    if "config" in reader_options:
+        return {}
+    defaults: Dict[str, Any] = {"chunk_size": CHUNK_SIZE}
+    if "window_samples" not in reader_options:
+        defaults["window_chunks"] = WINDOW_CHUNKS
+    return defaults
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def worker_threads(workers: int) -> int:
+    """Decoding threads of one DataLoader worker's reader: the cores shared between the workers
+    of every local rank (torchrun's ``LOCAL_WORLD_SIZE``), at least 1."""
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    return max(1, _cores() // (workers * max(1, local_ranks)))
 
 
 def _distributed() -> tuple:
@@ -263,7 +300,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.equalize_mode = equalize_mode
         self.with_keys = with_keys
         self.sparse = dict(sparse) if isinstance(sparse, Mapping) else sparse
-        self.reader_options = reader_options
+        self.reader_options = {**_torch_defaults(reader_options), **reader_options}
         self._epochs = torch.zeros(_SLOTS + MAX_WORKERS, dtype=torch.int64).share_memory_()
         self._position: Optional[dict] = None  # where the current iteration is
         self._resume: Optional[dict] = None  # set by load_state_dict, used by the next __iter__
@@ -302,11 +339,15 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _open(self, epoch: int, partition: int, partitions: int, world: int) -> "exfeed.Reader":
         # equalize: the world's ranks stay in step, the partitions split evenly between them.
+        options = dict(self.reader_options)
+        info = torch.utils.data.get_worker_info()
+        if info is not None and "threads" not in options:
+            options["threads"] = worker_threads(info.num_workers)
         return exfeed.Reader(
             self.files, **self._size(), seed=self.seed + epoch, max_sweeps=1,
             num_workers=partitions, worker_rank=partition,
             equalize=world if self._equalized(world) else None,
-            equalize_mode=self.equalize_mode if self._equalized(world) else None, **self.reader_options,
+            equalize_mode=self.equalize_mode if self._equalized(world) else None, **options,
         )
 
     def _begin(self, worker: int, resume_epoch: Optional[int]) -> int:

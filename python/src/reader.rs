@@ -456,7 +456,9 @@ impl Reader {
     /// ``decode_seconds`` (summed over the reader's threads), ``wait_seconds`` (the time
     /// ``next_minibatch`` waited for chunks to be decoded: the data stall), ``elapsed_seconds``
     /// (since the reader was opened), ``samples_per_second``, ``wait_share`` (wait over
-    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now); of a mix=, ``mix``:
+    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now), ``peak_chunks_held``
+    /// (the most so far), ``buffers_reused`` and ``buffers_new`` (chunk buffers taken from
+    /// those an earlier reader of the process left, and allocated anew); of a mix=, ``mix``:
     /// per sweep (the last one in progress) what each source contributed, ``{"sweep", "ended",
     /// "sources": [{"source", "weight", "sequences", "samples"}, ...]}`` (empty otherwise).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -476,6 +478,9 @@ impl Reader {
         d.set_item("wait_share", s.wait_share())?;
         d.set_item("window_chunks", s.window_chunks)?;
         d.set_item("chunks_held", s.chunks_held)?;
+        d.set_item("peak_chunks_held", s.peak_chunks_held)?;
+        d.set_item("buffers_reused", s.buffers_reused)?;
+        d.set_item("buffers_new", s.buffers_new)?;
         Ok(d)
     }
 

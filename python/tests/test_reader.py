@@ -358,7 +358,9 @@ def test_stats_say_what_was_decoded_and_how_long_the_loop_waited(ctf):
     assert set(s) == {
         "minibatches", "samples", "chunks_decoded", "bytes_decoded", "decode_seconds", "wait_seconds",
         "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held", "mix",
+        "peak_chunks_held", "buffers_reused", "buffers_new",
     }
+    assert s["peak_chunks_held"] >= 1 and s["buffers_new"] + s["buffers_reused"] >= s["peak_chunks_held"]
     assert s["mix"] == []  # not a mix of data sets
 
 

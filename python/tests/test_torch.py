@@ -449,3 +449,75 @@ def test_equalize_spread_keeps_ranks_in_step_without_dropping_or_repeating(data)
         keys += keys_of(batches)
     assert steps[0] == steps[1] == len(ds)
     assert sorted(keys) == sorted(truth)
+
+
+def test_pytorch_defaults_small_chunks_one_window_at_a_time(tmp_path):
+    # Chunks of CHUNK_SIZE bytes, not CNTK's 32 MiB: a 3.2 MB file is 3 chunks or more.
+    big = tmp_path / "big.ctf"
+    big.write_text(("|x " + "1 " * 999 + "1\n") * 1600)
+    ds = exfeed.torch.Dataset(big, inputs={"x": ("dense", 1000)}, minibatch_size=512)
+    assert sum(1 for _ in ds) > 0
+    assert ds.stats()["chunks_decoded"] >= big.stat().st_size // exfeed.torch.CHUNK_SIZE >= 2
+    # Windows of WINDOW_CHUNKS chunks (with 600-byte chunks here): the decoded chunks held are
+    # bounded by the window and the prefetch, not by the data set (CNTK's 128-chunk window,
+    # exfeed.Reader's default, holds all of it).
+    path = tmp_path / "data.ctf"
+    write_ctf(path, 1000)
+    small = dict(inputs=INPUTS, chunk_size=600, threads=2)
+    with exfeed.Reader(path, minibatch_size=16, **small) as cntk:
+        next(cntk)
+        chunks = cntk.stats()["window_chunks"]
+    assert chunks > 3 * exfeed.torch.WINDOW_CHUNKS
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, **small)
+    windows = set()
+    for _ in ds:
+        windows.add(ds.stats()["window_chunks"])
+    assert max(windows) == exfeed.torch.WINDOW_CHUNKS
+    assert ds.stats()["peak_chunks_held"] <= exfeed.torch.WINDOW_CHUNKS + 2 * 2  # prefetch: 2 a thread
+    # A configuration keeps its own window (here CNTK's default: all the chunks).
+    config = tmp_path / "reader.cntk"
+    config.write_text(f"""sample = [ reader = [
+        readerType = "CNTKTextFormatReader"
+        file = "{path}"
+        chunkSizeInBytes = 600
+        input = [ x = [ dim = 3 ; format = "dense" ] ; y = [ dim = 5 ; format = "sparse" ] ]
+    ] ]
+""")
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, config=config, threads=2)
+    for _ in ds:
+        assert ds.stats()["window_chunks"] > 3 * exfeed.torch.WINDOW_CHUNKS
+        break
+
+
+def test_later_epochs_decode_into_the_first_epochs_buffers(data):
+    path, _ = data
+    exfeed.release_memory()  # what earlier tests' readers left
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, inputs=INPUTS, chunk_size=600, threads=2)
+    sum(1 for _ in ds)
+    first = ds.stats()
+    assert first["buffers_new"] >= exfeed.torch.WINDOW_CHUNKS and first["buffers_reused"] == 0, first
+    sum(1 for _ in ds)
+    second = ds.stats()
+    assert (second["buffers_new"], second["buffers_reused"]) == (0, first["buffers_new"]), second
+
+
+class _ReaderThreadsOfEachWorker(torch.utils.data.IterableDataset):
+    """Per minibatch of `inner`, the exfeed reader threads of the worker process that made it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __iter__(self):
+        for _ in self.inner:
+            names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+            yield sum(n.startswith("exfeed-reader") for n in names)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc (Linux)")
+def test_dataloader_workers_share_the_cores_between_their_decoding_threads(data):
+    path, _ = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, inputs=INPUTS, chunk_size=600)
+    loader = torch.utils.data.DataLoader(_ReaderThreadsOfEachWorker(ds), batch_size=None, num_workers=2)
+    counts = {int(c) for c in loader}
+    assert counts == {exfeed.torch.worker_threads(2)}
+    assert exfeed.torch.worker_threads(2) == max(1, len(os.sched_getaffinity(0)) // 2)

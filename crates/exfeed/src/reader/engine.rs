@@ -331,6 +331,9 @@ pub struct Reader<T: Element> {
     spare_order: Vec<Entry>,
     peak_held: usize,
     chunks_read: u64,
+    /// Chunk buffers taken from the process's kept ones, and allocated anew.
+    buffers_reused: u64,
+    buffers_new: u64,
     no_data: bool,
     total_samples: u64,
     /// The file names of a corpus source (keys hold the shard).
@@ -484,6 +487,8 @@ impl<T: Element> Reader<T> {
             spare_order: Vec::new(),
             peak_held: 0,
             chunks_read: 0,
+            buffers_reused: 0,
+            buffers_new: 0,
             // The number of chunks a worker owns is the same every sweep (but of a mix).
             no_data: options.worker_rank >= num_chunks && source.mix().is_none(),
             mix_counts,
@@ -902,6 +907,9 @@ impl<T: Element> Reader<T> {
                 stats.wait_time = self.wait.total();
                 stats.window_chunks = self.loaded.as_ref().map_or(0, |l| l.batches.len());
                 stats.chunks_held = stats.window_chunks + self.pending.len();
+                stats.peak_chunks_held = self.peak_held;
+                stats.buffers_reused = self.buffers_reused;
+                stats.buffers_new = self.buffers_new;
             }
         }
         stats
@@ -1460,6 +1468,20 @@ impl<T: Element> Reader<T> {
         check_frames(batch, &self.specs, chunk)
     }
 
+    /// A batch for a chunk: one an earlier reader of the process kept, else a new one.
+    fn kept_or_new_batch(&mut self) -> SequenceBatch<T> {
+        match pool::take(&self.specs) {
+            Some(b) => {
+                self.buffers_reused += 1;
+                b
+            }
+            None => {
+                self.buffers_new += 1;
+                SequenceBatch::new(&self.specs)
+            }
+        }
+    }
+
     fn track_held(&mut self, extra: usize) {
         let held = self.loaded.as_ref().map_or(0, |l| l.batches.len()) + self.pending.len() + extra;
         self.peak_held = self.peak_held.max(held);
@@ -1489,7 +1511,10 @@ impl<T: Element> Reader<T> {
                     waits.then(|| self.source.fetch_ahead(chunk)).flatten()
                 }
             };
-            let mut batch = self.spare.pop().unwrap_or_else(|| pool::take(&self.specs));
+            let mut batch = match self.spare.pop() {
+                Some(b) => b,
+                None => self.kept_or_new_batch(),
+            };
             prepare_batch(&mut batch, &self.source.chunks()[chunk]);
             let pending = match &self.pool {
                 Some(pool) => {

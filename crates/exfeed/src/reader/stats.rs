@@ -35,6 +35,14 @@ pub struct ReaderStats {
     pub window_chunks: usize,
     /// Chunks held now: the window's, plus those decoded or being decoded ahead.
     pub chunks_held: usize,
+    /// The most chunks held at once so far (what bounds the decoded data in memory). This and
+    /// the two counts below are 0 with [`Randomizer::Cntk`](super::Randomizer::Cntk).
+    pub peak_chunks_held: usize,
+    /// Chunk buffers this reader took from those an earlier reader of the process left (see
+    /// [`release_kept_batches`](super::release_kept_batches)): pages already in place.
+    pub buffers_reused: u64,
+    /// Chunk buffers this reader allocated anew (pages the kernel faults in and zeroes).
+    pub buffers_new: u64,
 }
 
 impl ReaderStats {
