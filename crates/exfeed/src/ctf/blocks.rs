@@ -1,16 +1,18 @@
-//! Dense values read a 64-byte block at a time.
+//! Dense integers (pixel data: `0 0 255 17`) read a 64-byte block at a time.
 //!
 //! One value after the other, where each number ends decides where the next one starts, and its
-//! length (`0` or `255`, `9.5` or `-9.5`) decides the branches taken: in real data that is a
-//! coin toss per value, a mispredicted branch or more each. Here one pass over a block marks its
-//! digits, `.`s, `-`s and separators (a bit per byte, 16 bytes per vector instruction), every
-//! number's start and end come from those masks, and each number whose bytes are plain
-//! (`-`? digits, `.`? digits: at most 8 digits on either side of the `.`) is converted without a
-//! branch on its shape: its integer and fraction digits are read by one 8-byte load each and
-//! summed in place (SWAR), then `number::fast` makes the value, the same function and operands
-//! as `number::parse_number`, so the same bits. A number of any other shape (an exponent, a `+`,
-//! a bad byte, more digits, a second `.`) ends the block's run where it starts: the caller reads
-//! it one number at a time, as before, with its errors found and placed as before.
+//! length (`0` or `255`) decides the branches taken: in such data a coin toss per value, a
+//! mispredicted branch or more each. Here one pass over a block marks its digits, `-`s and
+//! separators (a bit per byte, 16 bytes per vector instruction), every number's start and end
+//! come from those masks, and each plain integer (`-`? and at most 8 digits) is converted
+//! without a branch on its length: its digits are read by one 8-byte load and summed in place
+//! (SWAR), then `number::fast` (or `number::short_f32`, the same value for at most 7 digits)
+//! makes the value, the operands of `number::parse_number`, so the same bits. Anything else (a
+//! `.`, an exponent, a `+`, a bad byte, more digits) ends the block's run where its number
+//! starts: the caller reads it one number at a time, as before, with its errors found and placed
+//! as before. (Decimals read this way, their integer and fraction parts summed apart, measured
+//! slower than the six-decimal fast path of `parse.rs` on the dense benchmark: they are left
+//! to it.)
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
@@ -20,23 +22,10 @@ use crate::number::{fast, short_f32};
 const BLOCK: usize = 64;
 const SPAN: usize = BLOCK + 8;
 
-const POW10: [u64; 9] = [
-    1,
-    10,
-    100,
-    1000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-];
-
 /// The bytes of a block by class, bit `k` for byte `k`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Classes {
     digit: u64,
-    dot: u64,
     minus: u64,
     /// Spaces and tabs: what separates numbers here (a CR, which CTF also allows, is taken as
     /// the end of the run: it comes at line ends).
@@ -64,7 +53,6 @@ fn classify_scalar(block: &[u8; BLOCK]) -> Classes {
         let bit = 1u64 << k;
         match b {
             b'0'..=b'9' => c.digit |= bit,
-            b'.' => c.dot |= bit,
             b'-' => c.minus |= bit,
             b' ' | b'\t' => c.separator |= bit,
             _ => {}
@@ -90,7 +78,6 @@ fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
             let digit = _mm_cmpeq_epi8(_mm_min_epu8(from_zero, _mm_set1_epi8(9)), from_zero);
             let is = |b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
             c.digit |= mask(digit);
-            c.dot |= mask(is(b'.'));
             c.minus |= mask(is(b'-'));
             c.separator |= mask(_mm_or_si128(is(b' '), is(b'\t')));
         }
@@ -115,46 +102,22 @@ fn digits_value(b: &[u8; SPAN], at: usize, len: usize) -> u64 {
     (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
 }
 
-/// The value of the number `b[s..e]`, whose bytes the block's checks passed (an optional
-/// leading `-` followed by a digit, digits, `.`s each after a digit); `None` when it has two
-/// `.`s, more than 8 digits on a side, or a value `fast` cannot give exactly.
+/// The value of the integer `b[s..e]`, whose bytes the block's checks passed (an optional
+/// leading `-` followed by a digit, then digits); `None` when it has more than 8 digits or a
+/// value `fast` cannot give exactly.
 #[inline(always)]
-fn number<T: Element, const DOTS: bool>(
-    b: &[u8; SPAN],
-    c: &Classes,
-    s: usize,
-    e: usize,
-) -> Option<T> {
+fn integer<T: Element>(b: &[u8; SPAN], c: &Classes, s: usize, e: usize) -> Option<T> {
     let neg = (c.minus >> s) as usize & 1;
-    let len = e - s;
-    let (dot, has_dot) = if DOTS {
-        // `len` is below 64: the number is followed by a separator in the block.
-        let dots = (c.dot >> s) & ((1u64 << len) - 1);
-        if dots & dots.wrapping_sub(1) != 0 {
-            return None;
-        }
-        // The first `.`, else `e`.
-        (
-            s + (dots | 1u64 << len).trailing_zeros() as usize,
-            (dots != 0) as usize,
-        )
-    } else {
-        (e, 0)
-    };
-    let int_len = dot - s - neg;
-    let frac_len = e - dot - has_dot;
-    if int_len > 8 || frac_len > 8 {
+    let len = e - s - neg;
+    if len > 8 {
         return None;
     }
-    let mut m = digits_value(b, s + neg, int_len);
-    if DOTS {
-        m = m * POW10[frac_len] + digits_value(b, dot + 1, frac_len);
-    }
-    if matches!(T::PRECISION, Precision::Float) && int_len + frac_len <= 7 {
+    let m = digits_value(b, s + neg, len);
+    if matches!(T::PRECISION, Precision::Float) && len <= 7 {
         // Below 2^24: `fast`'s value, without its checks.
-        return Some(T::from_f32(short_f32(m, frac_len, neg != 0)));
+        return Some(T::from_f32(short_f32(m, 0, neg != 0)));
     }
-    fast::<T>(m, -(frac_len as i64), neg != 0)
+    fast::<T>(m, 0, neg != 0)
 }
 
 /// Reads the dense values of `line` from `i` (a separator or the start of a number) on, block
@@ -189,13 +152,12 @@ pub(super) fn dense_blocks<T: Element>(
             }
         };
         let c = classify(b[..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
-        let numeric = c.digit | c.dot | c.minus;
+        let numeric = c.digit | c.minus;
         let starts = numeric & !(numeric << 1);
-        // The first byte the block cannot take: not numeric or a separator, a `-` not at a
-        // number's start or not before a digit, a `.` not after a digit.
-        let bad = !(numeric | c.separator)
-            | (c.minus & !(starts & (c.digit >> 1)))
-            | (c.dot & !(c.digit << 1));
+        // The first byte the block cannot take: not numeric or a separator, or a `-` not at
+        // a number's start or not before a digit (what follows the last byte is not known:
+        // a number starting there is read from the next block).
+        let bad = !(numeric | c.separator) | (c.minus & !(starts & (c.digit >> 1)) & !(1 << 63));
         let before_bad = bad.wrapping_sub(1) & !bad;
         let numeric = numeric & before_bad;
         let mut starts = starts & before_bad;
@@ -206,12 +168,7 @@ pub(super) fn dense_blocks<T: Element>(
         while lasts != 0 {
             let s = starts.trailing_zeros() as usize;
             let e = lasts.trailing_zeros() as usize + 1;
-            let v = if c.dot == 0 {
-                number::<T, false>(b, &c, s, e)
-            } else {
-                number::<T, true>(b, &c, s, e)
-            };
-            let Some(v) = v else {
+            let Some(v) = integer::<T>(b, &c, s, e) else {
                 stop = Some(i + s);
                 break;
             };
@@ -253,14 +210,13 @@ mod tests {
                 *b = first.wrapping_add((k * 37) as u8);
             }
             block[3] = b'-';
-            block[9] = b'.';
             block[20] = b'\t';
             assert_eq!(classify(&block), classify_scalar(&block), "{first}");
         }
     }
 
-    /// Runs of plain numbers are read whole, up to a number of another shape, a `|`, a CR, or
-    /// the line's last number.
+    /// Runs of plain integers are read whole, up to a number of another shape, a `|`, a CR,
+    /// or the line's last number.
     #[test]
     fn runs_are_read_up_to_what_the_block_cannot_take() {
         use crate::stream::Storage;
@@ -270,11 +226,11 @@ mod tests {
             let to = dense_blocks(line, 0, dim, &mut count, &mut stream);
             (to, count, stream.values().to_vec())
         };
-        let mut line = b" 0 255 -0 007 9.5 -3.125000 20.".repeat(5);
+        let mut line = b" 0 255 -0 007 12345678 -1 20".repeat(5);
         let plain = line.len();
         line.extend_from_slice(b" 1e5 |y 1:1".repeat(8).as_slice());
         let (to, count, values) = read(&line, 100);
-        let want = [0.0, 255.0, -0.0, 7.0, 9.5, -3.125, 20.0].repeat(5);
+        let want = [0.0, 255.0, -0.0, 7.0, 12345678.0, -1.0, 20.0].repeat(5);
         assert_eq!(count, 35);
         assert_eq!(to, plain + 1, "stopped at the exponent");
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -287,9 +243,10 @@ mod tests {
             &b"|y 1:1"[..],
             b"\r",
             b"123456789",
-            b"1.123456789",
+            b"1.5",
             b"+1",
-            b"1.2.3",
+            b"-",
+            b"1-2",
         ] {
             let mut line = b" 12".repeat(30);
             let at = line.len() + 1;

@@ -729,15 +729,19 @@ fn dense_values<T: Element>(
 ) -> std::result::Result<(usize, usize), (BadNumber, usize)> {
     let n = line.len();
     let mut count = 0usize;
-    // Numbers to read one at a time before reading blocks again: some after a block read that
-    // took few (so that numbers it cannot read, `1e-5`, are not slowed down), none after one
-    // that took many.
+    // Numbers to read one at a time before reading blocks of integers again: many after a
+    // block read that took none (decimals, `1e-5`: not slowed down), some after one that took
+    // few, none after one that took many.
     let mut alone = 0u32;
     loop {
         if blocks && alone == 0 {
             let before = count;
             i = super::blocks::dense_blocks(line, i, dim, &mut count, stream);
-            alone = if count - before < 8 { 8 } else { 0 };
+            alone = match count - before {
+                0 => 64,
+                1..8 => 8,
+                _ => 0,
+            };
         } else {
             alone = alone.saturating_sub(1);
         }
