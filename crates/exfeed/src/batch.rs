@@ -183,6 +183,21 @@ impl<T: Element> StreamData<T> {
         self.values.push(value);
     }
 
+    /// Appends the first `keep` of `values` to the open dense sample: all 32 are copied past
+    /// the end at once (a copy of a known size, not a call), then the length moved by `keep`.
+    #[inline(always)]
+    pub(crate) fn push_dense_block(&mut self, values: &[T; 32], keep: usize) {
+        let keep = keep.min(32);
+        self.values.reserve(32);
+        let spare = self.values.spare_capacity_mut();
+        for (slot, &v) in spare[..32].iter_mut().zip(values) {
+            slot.write(v);
+        }
+        // SAFETY: the `keep` (at most 32) elements past the length were written just above,
+        // within the capacity reserved.
+        unsafe { self.values.set_len(self.values.len() + keep) };
+    }
+
     /// Values pushed into the open dense sample so far.
     #[inline]
     pub(crate) fn open_dense_len(&self) -> usize {

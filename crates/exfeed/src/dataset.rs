@@ -644,7 +644,6 @@ impl DataSet {
                 Inner::Ctf {
                     stream: Box::new(CtfStream::new(parser)),
                     reader,
-                    buf: vec![0; 1 << 20],
                     done: false,
                 }
             }
@@ -927,7 +926,6 @@ enum Inner<T: Element> {
     Ctf {
         stream: Box<CtfStream>,
         reader: Box<dyn BufRead + Send>,
-        buf: Vec<u8>,
         done: bool,
     },
     Cbf {
@@ -998,21 +996,10 @@ impl<T: Element> Sequences<T> {
             Inner::Ctf {
                 stream,
                 reader,
-                buf,
                 done,
             } => {
                 while !*done && batch.is_empty() {
-                    let n = match std::io::Read::read(reader, buf) {
-                        Ok(n) => n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(Error::from(e).in_file(name.clone())),
-                    };
-                    if n == 0 {
-                        *done = true;
-                        stream.finish(batch, sink)?;
-                    } else {
-                        stream.feed(&buf[..n], batch, sink)?;
-                    }
+                    *done = !stream.feed_from(reader, batch, sink)?;
                 }
                 Ok(!batch.is_empty())
             }

@@ -176,14 +176,16 @@ fn in_parallel<T: Element, E: Send>(
                     // A fresh parser per piece, as pieces are independent.
                     let parsed = CtfParser::new(opts.clone()).and_then(|mut parser| {
                         parser.set_file_name(file);
-                        parser.parse_chunk(
-                            p.text(ctf),
-                            p.offset,
-                            p.line,
-                            mode,
-                            &mut batch,
-                            &mut diags,
-                        )
+                        parser
+                            .parse_chunk(
+                                p.text(ctf),
+                                p.offset,
+                                p.line,
+                                mode,
+                                &mut batch,
+                                &mut diags,
+                            )
+                            .map(drop)
                     });
                     batch.discard_sequence();
                     let error = parsed.err();

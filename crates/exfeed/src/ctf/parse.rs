@@ -26,6 +26,9 @@ pub struct CtfParser {
     /// Without ids, key each line by its byte offset rather than its line number (when the
     /// line numbers are not known: a chunk read without an index).
     keys_by_offset: bool,
+    /// Read runs of plain dense values a block at a time (see `blocks`); off in tests that
+    /// compare against one value at a time.
+    blocks: bool,
 }
 
 /// A sequence being read.
@@ -43,6 +46,9 @@ struct LineAt {
     byte: u64,
     line: u64,
 }
+
+/// The most bytes [`CtfStream::feed_from`] reads at once.
+pub const READ_SIZE: usize = 1 << 20;
 
 /// A bad sample: the error, and where in the line to resume (the next `|`).
 type SampleResult = std::result::Result<usize, (Error, usize)>;
@@ -113,6 +119,7 @@ impl CtfParser {
             on_line,
             file: None,
             keys_by_offset: false,
+            blocks: true,
         })
     }
 
@@ -126,6 +133,12 @@ impl CtfParser {
     /// [`IndexMode::None`](crate::options::IndexMode::None)).
     pub fn set_keys_by_offset(&mut self, on: bool) {
         self.keys_by_offset = on;
+    }
+
+    /// Reads dense values one at a time only (for tests comparing the two ways).
+    #[cfg(test)]
+    pub(crate) fn set_blocks(&mut self, on: bool) {
+        self.blocks = on;
     }
 
     /// The options.
@@ -207,7 +220,7 @@ impl CtfParser {
     ) -> Result<()> {
         let mode =
             detect_key_mode(buf, self.opts.skip_sequence_ids).ok_or_else(|| self.empty_file())?;
-        self.parse_chunk(buf, 0, 1, mode, batch, sink)
+        self.parse_chunk(buf, 0, 1, mode, batch, sink).map(drop)
     }
 
     pub(crate) fn empty_file(&self) -> Error {
@@ -226,7 +239,8 @@ impl CtfParser {
     /// Parses `buf`, which holds whole sequences starting at byte `base` and line `base_line`
     /// (1-based) of the file, appending them to `batch`. `mode` comes from the start of the
     /// file ([`detect_key_mode`]). A BOM is skipped when `base` is 0. Tolerated problems go to
-    /// `sink`; the first one past the budget comes back as the error.
+    /// `sink`; the first one past the budget comes back as the error. Returns the number of
+    /// lines parsed (a last one without a newline counted).
     pub fn parse_chunk<T: Element>(
         &mut self,
         buf: &[u8],
@@ -235,7 +249,7 @@ impl CtfParser {
         mode: KeyMode,
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let mut pos = if base == 0 && buf.starts_with(BOM) {
             BOM.len()
         } else {
@@ -347,7 +361,7 @@ impl CtfParser {
         if let Some(s) = seq {
             self.end_sequence(mode, s, batch, sink)?;
         }
-        Ok(())
+        Ok(line_no - base_line)
     }
 
     fn end_sequence<T: Element>(
@@ -583,7 +597,7 @@ impl CtfParser {
     ) -> SampleResult {
         let dim = self.opts.inputs[idx].dim;
         let stream = batch.stream_mut(idx);
-        let (count, i) = match dense_values(line, i, dim, stream) {
+        let (count, i) = match dense_values(line, i, dim, stream, self.blocks) {
             Ok(done) => done,
             Err((bad, at_value)) => return Err(self.bad_number::<T>(line, at_value, bad, at, idx)),
         };
@@ -691,7 +705,10 @@ impl CtfParser {
 #[derive(Debug, Clone)]
 pub struct CtfStream {
     parser: CtfParser,
-    pending: Vec<u8>,
+    /// The bytes not parsed yet are `buf[..pending]`; the rest of `buf` is room for the next
+    /// read (kept between reads: neither cleared nor moved).
+    buf: Vec<u8>,
+    pending: usize,
     base: u64,
     base_line: u64,
     mode: Option<KeyMode>,
@@ -708,10 +725,26 @@ fn dense_values<T: Element>(
     mut i: usize,
     dim: usize,
     stream: &mut StreamData<T>,
+    blocks: bool,
 ) -> std::result::Result<(usize, usize), (BadNumber, usize)> {
     let n = line.len();
     let mut count = 0usize;
+    // Numbers to read one at a time before reading blocks of integers again: many after a
+    // block read that took none (decimals, `1e-5`: not slowed down), some after one that took
+    // few, none after one that took many.
+    let mut alone = 0u32;
     loop {
+        if blocks && alone == 0 {
+            let before = count;
+            i = super::blocks::dense_blocks(line, i, dim, &mut count, stream);
+            alone = match count - before {
+                0 => 64,
+                1..8 => 8,
+                _ => 0,
+            };
+        } else {
+            alone = alone.saturating_sub(1);
+        }
         while i < n && is_blank(line[i]) {
             i += 1;
         }
@@ -789,7 +822,8 @@ impl CtfStream {
     pub fn new(parser: CtfParser) -> Self {
         CtfStream {
             parser,
-            pending: Vec::new(),
+            buf: Vec::new(),
+            pending: 0,
             base: 0,
             base_line: 1,
             mode: None,
@@ -808,8 +842,62 @@ impl CtfStream {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
-        let old = self.pending.len();
-        self.pending.extend_from_slice(bytes);
+        let old = self.pending;
+        self.make_room(bytes.len());
+        self.buf[old..old + bytes.len()].copy_from_slice(bytes);
+        self.took(old, bytes.len(), batch, sink)
+    }
+
+    /// Reads the next bytes from `reader` (one read of up to [`READ_SIZE`]) into the stream's
+    /// own buffer and does what [`feed`](Self::feed) does with them. At the end of the input
+    /// (a read of none), does what [`finish`](Self::finish) does and returns `false`.
+    pub fn feed_from<T: Element>(
+        &mut self,
+        reader: &mut dyn std::io::Read,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<bool> {
+        let old = self.pending;
+        self.make_room(READ_SIZE);
+        let n = loop {
+            match reader.read(&mut self.buf[old..old + READ_SIZE]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let e = Error::from(e);
+                    return Err(match &self.parser.file {
+                        Some(f) => e.in_file(f.clone()),
+                        None => e,
+                    });
+                }
+            }
+        };
+        if n == 0 {
+            self.finish(batch, sink)?;
+            return Ok(false);
+        }
+        self.took(old, n, batch, sink)?;
+        Ok(true)
+    }
+
+    /// Room for `n` more bytes after the pending ones.
+    fn make_room(&mut self, n: usize) {
+        if self.buf.len() - self.pending < n {
+            self.buf.resize(self.pending + n, 0);
+        }
+    }
+
+    /// The bytes pending, `buf[old..old + n]` new among them: appends every sequence now
+    /// complete to `batch`.
+    fn took<T: Element>(
+        &mut self,
+        old: usize,
+        n: usize,
+        batch: &mut SequenceBatch<T>,
+        sink: &mut dyn DiagnosticSink,
+    ) -> Result<()> {
+        self.pending = old + n;
+        let bytes = &self.buf[old..old + n];
         if let Some(k) = memchr::memchr(0, bytes) {
             // A NUL cannot be part of CTF text: fail at it rather than buffer what follows (a
             // zero-filled device or a decompression bomb would otherwise be held as one line).
@@ -821,10 +909,10 @@ impl CtfStream {
             // The key mode from everything before the NUL, as a split feed would have seen it.
             if self.mode.is_none() {
                 let skip_ids = self.parser.opts.skip_sequence_ids;
-                self.mode = detect_key_mode(&self.pending[..nul], skip_ids);
+                self.mode = detect_key_mode(&self.buf[..nul], skip_ids);
             }
-            let line_start = memchr::memrchr(b'\n', &self.pending[..nul]).map_or(0, |i| i + 1);
-            self.pending.truncate(line_start);
+            let line_start = memchr::memrchr(b'\n', &self.buf[..nul]).map_or(0, |i| i + 1);
+            self.pending = line_start;
             if self.mode.is_some() {
                 self.finish(batch, sink)?;
             }
@@ -834,7 +922,7 @@ impl CtfStream {
             self.parse_complete(batch, sink)?;
         }
         let limits = self.parser.opts.limits;
-        if self.pending.len() as u64 > limits.max_record_bytes {
+        if self.pending as u64 > limits.max_record_bytes {
             return Err(self.fatal(limits.sequence_too_long(self.base)));
         }
         Ok(())
@@ -842,7 +930,7 @@ impl CtfStream {
 
     /// `e`, at a byte of the pending bytes, with its line, column and file.
     fn fatal(&self, e: Error) -> Error {
-        let mut e = e.resolve_in(&self.pending, self.base, self.base_line);
+        let mut e = e.resolve_in(&self.buf[..self.pending], self.base, self.base_line);
         if let Some(f) = &self.parser.file {
             e = e.in_file(f.clone());
         }
@@ -855,45 +943,43 @@ impl CtfStream {
         batch: &mut SequenceBatch<T>,
         sink: &mut dyn DiagnosticSink,
     ) -> Result<()> {
+        let pending = &self.buf[..self.pending];
         let mode = match self.mode {
             Some(m) => m,
             None => {
-                if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
+                if pending.len() < BOM.len() && BOM.starts_with(pending) {
                     return Ok(());
                 }
-                match detect_key_mode(&self.pending, self.parser.opts.skip_sequence_ids) {
+                match detect_key_mode(pending, self.parser.opts.skip_sequence_ids) {
                     Some(m) => *self.mode.insert(m),
                     None => return Ok(()),
                 }
             }
         };
-        let complete = memchr::memrchr(b'\n', &self.pending).map_or(0, |i| i + 1);
+        let complete = memchr::memrchr(b'\n', pending).map_or(0, |i| i + 1);
         let boundary = match mode {
             KeyMode::Lines => complete,
             KeyMode::Ids => {
                 let mut last = None;
                 // A bad id stops the scan; the sequences before it are parsed now and the
                 // error itself comes from parsing, at the same point as for the whole file.
-                let _ = scan_sequences(
-                    &self.pending[..complete],
-                    self.base,
-                    self.base_line,
-                    mode,
-                    |e| {
+                let _ =
+                    scan_sequences(&pending[..complete], self.base, self.base_line, mode, |e| {
                         last = Some(e.offset);
                         Ok(())
-                    },
-                );
+                    });
                 last.map_or(0, |o| (o - self.base) as usize)
             }
         };
         if boundary > 0 {
-            let chunk = &self.pending[..boundary];
-            self.parser
-                .parse_chunk(chunk, self.base, self.base_line, mode, batch, sink)?;
-            self.base_line += memchr::memchr_iter(b'\n', chunk).count() as u64;
+            let chunk = &pending[..boundary];
+            let lines =
+                self.parser
+                    .parse_chunk(chunk, self.base, self.base_line, mode, batch, sink)?;
+            self.base_line += lines;
             self.base += boundary as u64;
-            self.pending.drain(..boundary);
+            self.buf.copy_within(boundary..self.pending, 0);
+            self.pending -= boundary;
         }
         Ok(())
     }
@@ -906,13 +992,16 @@ impl CtfStream {
     ) -> Result<()> {
         let mode = match self.mode {
             Some(m) => m,
-            None => detect_key_mode(&self.pending, self.parser.opts.skip_sequence_ids)
-                .ok_or_else(|| self.parser.empty_file())?,
+            None => detect_key_mode(
+                &self.buf[..self.pending],
+                self.parser.opts.skip_sequence_ids,
+            )
+            .ok_or_else(|| self.parser.empty_file())?,
         };
         self.mode = Some(mode);
-        let pending = std::mem::take(&mut self.pending);
+        let pending = &self.buf[..std::mem::take(&mut self.pending)];
         self.parser
-            .parse_chunk(&pending, self.base, self.base_line, mode, batch, sink)?;
+            .parse_chunk(pending, self.base, self.base_line, mode, batch, sink)?;
         self.base += pending.len() as u64;
         Ok(())
     }

@@ -447,3 +447,178 @@ proptest! {
         prop_assert_eq!(whole, half);
     }
 }
+
+/// `text` parsed with dense values read a block at a time where they can be, and one at a
+/// time only: the same result, bit for bit (the sign of a zero included), the same diagnostics.
+fn blocks_agree<T: Element>(text: &[u8], o: &CtfOptions) {
+    let parse_with = |blocks: bool| {
+        let mut parser = CtfParser::new(o.clone()).unwrap();
+        parser.set_blocks(blocks);
+        let mut batch = SequenceBatch::<T>::new(&o.inputs);
+        let mut diags = Vec::new();
+        let r = parser.parse_file(text, &mut batch, &mut diags);
+        let streams: Vec<_> = batch
+            .streams()
+            .iter()
+            .map(|s| {
+                let bits: Vec<u64> = s.values().iter().map(|v| v.to_f64().to_bits()).collect();
+                (bits, s.indices().to_vec(), s.sample_offsets().to_vec())
+            })
+            .collect();
+        let diags: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+        (
+            r.map_err(|e| e.to_string()),
+            batch.keys().to_vec(),
+            streams,
+            diags,
+        )
+    };
+    let (slow, fast) = (parse_with(false), parse_with(true));
+    if slow != fast {
+        let text = String::from_utf8_lossy(text);
+        assert_eq!(slow.0, fast.0, "{text}");
+        assert_eq!(slow.3, fast.3, "{text}");
+        assert_eq!(slow.2, fast.2, "{text}");
+        panic!("{text}");
+    }
+}
+
+/// Numbers the block reader takes and numbers it leaves to the one-at-a-time path: leading
+/// zeros, `-0`, exponents, more than 8 digits on a side, 7 and more decimals, values beyond
+/// `f32`'s exact range, malformed ones.
+const TRICKY_NUMBERS: &[&str] = &[
+    "0",
+    "255",
+    "7",
+    "-0",
+    "-0.0",
+    "007",
+    "-007",
+    "0.5",
+    "-9.123456",
+    "9.123456",
+    "1.2345678",
+    "-1.23456789",
+    "12345678",
+    "-99999999",
+    "123456789",
+    "16777217",
+    "12345678.12345678",
+    "0.00000001",
+    "20.",
+    "-20.",
+    "5.",
+    "1e5",
+    "1.5E-3",
+    "-2.5e+2",
+    "+3",
+    ".5",
+    "-.5",
+    "1.e5",
+    "1..2",
+    "1.2.3",
+    "--1",
+    "-",
+    "1-2",
+    "0000000000000000000001",
+    "3.4028236e38",
+    "1e-50",
+    "abc",
+    "4.",
+    "0.000001",
+    "65504.25",
+    "9007199254740993",
+];
+
+/// A run of plain values around `number`, starting `pad` separators after the input's name and
+/// laid out by `layout`, so that it falls at each place of a 64-byte block.
+fn padded_line(pad: usize, number: &str, layout: usize) -> String {
+    let sep = [" ", "\t", "  "][layout % 3];
+    let mut line = format!("|x{}", " ".repeat(pad + 1));
+    for k in 0..40 {
+        line.push_str(["1", "0", "255", "-3.25", "0.125"][(k + layout) % 5]);
+        line.push_str(sep);
+        if k == 17 + layout % 5 {
+            line.push_str(number);
+            line.push_str(sep);
+        }
+    }
+    line.push_str(number);
+    line.push_str(
+        [
+            "\n",
+            " \n",
+            "\r\n",
+            " |y 3:1\n",
+            "|y 3:1\n",
+            "|# a comment 1 2 |y 1:1\n",
+        ][layout % 6],
+    );
+    line
+}
+
+#[test]
+fn dense_blocks_read_every_number_as_one_at_a_time() {
+    for number in TRICKY_NUMBERS {
+        for layout in 0..6 {
+            let text: String = (0..80)
+                .map(|pad| padded_line(pad, number, layout))
+                .collect();
+            for dim in [42, 200] {
+                let o = opts(&[&format!("x:dense:{dim}"), "y:sparse:5"], u64::MAX);
+                blocks_agree::<f32>(text.as_bytes(), &o);
+                blocks_agree::<f64>(text.as_bytes(), &o);
+                // The first error, where it stops the parse.
+                let o = opts(&[&format!("x:dense:{dim}"), "y:sparse:5"], 0);
+                blocks_agree::<f32>(text.as_bytes(), &o);
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_blocks_at_the_end_of_the_buffer() {
+    // The last line without its newline, its values running to the buffer's end.
+    for number in TRICKY_NUMBERS {
+        for len in [60, 71, 72, 73, 80, 135, 136, 137] {
+            let mut text = b"|x".to_vec();
+            while text.len() < len {
+                text.extend_from_slice(b" 12");
+            }
+            text.extend_from_slice(b" ");
+            text.extend_from_slice(number.as_bytes());
+            let o = opts(&["x:dense:100"], u64::MAX);
+            blocks_agree::<f32>(&text, &o);
+            blocks_agree::<f64>(&text, &o);
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn dense_blocks_agree_on_random_lines(
+        lines in prop::collection::vec(
+            prop::collection::vec((0..TRICKY_NUMBERS.len() + 40, 0..6usize), 0..120),
+            1..6,
+        ),
+        dim in 1usize..150,
+        crlf: bool,
+    ) {
+        let plain = ["0", "0", "0", "1", "17", "255", "-9.123456", "3.000001", "-0.5", "42.25"];
+        let mut text = String::new();
+        for line in &lines {
+            text.push_str("|x");
+            for &(k, sep) in line {
+                text.push_str([" ", " ", " ", "\t", "  ", " \t"][sep]);
+                text.push_str(match k.checked_sub(40) {
+                    Some(t) => TRICKY_NUMBERS[t],
+                    None => plain[k % plain.len()],
+                });
+            }
+            text.push_str(if crlf { " |y 1:1\r\n" } else { " |y 1:1\n" });
+        }
+        let o = opts(&[&format!("x:dense:{dim}"), "y:sparse:5"], u64::MAX);
+        blocks_agree::<f32>(text.as_bytes(), &o);
+        blocks_agree::<f64>(text.as_bytes(), &o);
+    }
+}

@@ -583,7 +583,9 @@ impl CtfSource {
             Layout::Ranges(r) => r.mode(),
         };
         let mut parser = self.parser.clone();
-        let r = parser.parse_chunk(bytes, range.start, line, mode, out, &mut sink);
+        let r = parser
+            .parse_chunk(bytes, range.start, line, mode, out, &mut sink)
+            .map(drop);
         // Without an index the parser counts lines from 1 at the range's start; the lines
         // before it are counted (from the file's start) at most once, and only when an error
         // or a kept diagnostic needs them.

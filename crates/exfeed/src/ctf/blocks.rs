@@ -1,0 +1,282 @@
+//! Dense integers (pixel data: `0 0 255 17`) read a 64-byte block at a time.
+//!
+//! One value after the other, where each number ends decides where the next one starts, and its
+//! length (`0` or `255`) decides the branches taken: in such data a coin toss per value, a
+//! mispredicted branch or more each. Here one pass over a block marks its digits, `-`s and
+//! separators (a bit per byte, 16 bytes per vector instruction), every number's start and end
+//! come from those masks, and each plain integer (`-`? and at most 8 digits) is converted
+//! without a branch on its length: its digits are read by one 8-byte load and summed in place
+//! (SWAR), then `number::fast` (or `number::short_f32`, the same value for at most 7 digits)
+//! makes the value, the operands of `number::parse_number`, so the same bits. Anything else (a
+//! `.`, an exponent, a `+`, a bad byte, more digits) ends the block's run where its number
+//! starts: the caller reads it one number at a time, as before, with its errors found and placed
+//! as before. (Decimals read this way, their integer and fraction parts summed apart, measured
+//! slower than the six-decimal fast path of `parse.rs` on the dense benchmark: they are left
+//! to it.)
+
+use crate::batch::StreamData;
+use crate::element::{Element, Precision};
+use crate::number::{fast, short_f32};
+
+/// Bytes a block covers; the loads of its last number's digits read up to 8 bytes past it.
+const BLOCK: usize = 64;
+const SPAN: usize = BLOCK + 8;
+
+/// The bytes of a block by class, bit `k` for byte `k`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Classes {
+    digit: u64,
+    minus: u64,
+    /// Spaces and tabs: what separates numbers here (a CR, which CTF also allows, is taken as
+    /// the end of the run: it comes at line ends).
+    separator: u64,
+}
+
+/// Classifies the 64 bytes of `block`.
+#[inline(always)]
+fn classify(block: &[u8; BLOCK]) -> Classes {
+    #[cfg(target_arch = "x86_64")]
+    {
+        classify_sse2(block)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        classify_scalar(block)
+    }
+}
+
+/// [`classify`] a byte at a time (other architectures; and the reference in tests).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn classify_scalar(block: &[u8; BLOCK]) -> Classes {
+    let mut c = Classes::default();
+    for (k, &b) in block.iter().enumerate() {
+        let bit = 1u64 << k;
+        match b {
+            b'0'..=b'9' => c.digit |= bit,
+            b'-' => c.minus |= bit,
+            b' ' | b'\t' => c.separator |= bit,
+            _ => {}
+        }
+    }
+    c
+}
+
+/// [`classify`] 16 bytes at a time (SSE2: every x86-64 CPU has it).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
+    use std::arch::x86_64::*;
+    let mut c = Classes::default();
+    for (k, part) in block.chunks_exact(16).enumerate() {
+        // SAFETY: an unaligned load of the 16 bytes of `part`, and SSE2 operations: SSE2 is
+        // part of x86-64. (One block: before Rust 1.87 every intrinsic is unsafe.)
+        unsafe {
+            let x = _mm_loadu_si128(part.as_ptr().cast());
+            let mask = |m: __m128i| (_mm_movemask_epi8(m) as u16 as u64) << (16 * k);
+            let from_zero = _mm_sub_epi8(x, _mm_set1_epi8(b'0' as i8));
+            // A digit is at most 9 above '0' (unsigned).
+            let digit = _mm_cmpeq_epi8(_mm_min_epu8(from_zero, _mm_set1_epi8(9)), from_zero);
+            let is = |b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
+            c.digit |= mask(digit);
+            c.minus |= mask(is(b'-'));
+            c.separator |= mask(_mm_or_si128(is(b' '), is(b'\t')));
+        }
+    }
+    c
+}
+
+/// The value of the first `len` (0 to 8) ASCII digits of the 8 bytes at `b[at..]`.
+#[inline(always)]
+fn digits_value(b: &[u8; SPAN], at: usize, len: usize) -> u64 {
+    let at = at & (BLOCK - 1);
+    let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    // Digit values; a byte past the digits may borrow from the one after it, never from them.
+    let v = w.wrapping_sub(0x3030_3030_3030_3030);
+    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out
+    // (in two steps: a shift by 64, for no digits, is not one).
+    let shift = 64 - 8 * len as u32;
+    let v = (v << (shift / 2)) << (shift - shift / 2);
+    // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
+}
+
+/// The value of the integer `b[s..e]`, whose bytes the block's checks passed (an optional
+/// leading `-` followed by a digit, then digits); `None` when it has more than 8 digits or a
+/// value `fast` cannot give exactly.
+#[inline(always)]
+fn integer<T: Element>(b: &[u8; SPAN], c: &Classes, s: usize, e: usize) -> Option<T> {
+    let neg = (c.minus >> s) as usize & 1;
+    let len = e - s - neg;
+    if len > 8 {
+        return None;
+    }
+    let m = digits_value(b, s + neg, len);
+    if matches!(T::PRECISION, Precision::Float) && len <= 7 {
+        // Below 2^24: `fast`'s value, without its checks.
+        return Some(T::from_f32(short_f32(m, 0, neg != 0)));
+    }
+    fast::<T>(m, 0, neg != 0)
+}
+
+/// Reads the dense values of `line` from `i` (a separator or the start of a number) on, block
+/// by block, while they are plain numbers separated by spaces or tabs, onto `stream` (those
+/// while `count` is below `dim`), counting them in `count`. Returns where it stopped: the
+/// start of a number it did not read, or a byte that is neither a number's nor a separator
+/// (`|`, a CR), or the last number of the line; the caller reads on from there one number at a
+/// time.
+#[inline(always)]
+pub(super) fn dense_blocks<T: Element>(
+    line: &[u8],
+    mut i: usize,
+    dim: usize,
+    count: &mut usize,
+    stream: &mut StreamData<T>,
+) -> usize {
+    // A 64-byte block holds at most 32 numbers (each followed by a separator).
+    let mut got = [T::default(); BLOCK / 2];
+    let mut tail;
+    loop {
+        let b: &[u8; SPAN] = match line.get(i..i + SPAN) {
+            Some(b) => b.try_into().unwrap_or(&[0; SPAN]),
+            None => {
+                // The line's last bytes, a newline after them (where the block stops).
+                let rest = line.get(i..).unwrap_or_default();
+                if rest.is_empty() {
+                    return i;
+                }
+                tail = [b'\n'; SPAN];
+                tail[..rest.len()].copy_from_slice(rest);
+                &tail
+            }
+        };
+        let c = classify(b[..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
+        let numeric = c.digit | c.minus;
+        let starts = numeric & !(numeric << 1);
+        // The first byte the block cannot take: not numeric or a separator, or a `-` not at
+        // a number's start or not before a digit (what follows the last byte is not known:
+        // a number starting there is read from the next block).
+        let bad = !(numeric | c.separator) | (c.minus & !(starts & (c.digit >> 1)) & !(1 << 63));
+        let before_bad = bad.wrapping_sub(1) & !bad;
+        let numeric = numeric & before_bad;
+        let mut starts = starts & before_bad;
+        // The last byte of each number followed by a separator (within the block).
+        let mut lasts = numeric & (c.separator >> 1);
+        let mut n = 0;
+        let mut stop = None;
+        while lasts != 0 {
+            let s = starts.trailing_zeros() as usize;
+            let e = lasts.trailing_zeros() as usize + 1;
+            let Some(v) = integer::<T>(b, &c, s, e) else {
+                stop = Some(i + s);
+                break;
+            };
+            got[n & (BLOCK / 2 - 1)] = v;
+            n += 1;
+            starts &= starts - 1;
+            lasts &= lasts - 1;
+        }
+        stream.push_dense_block(&got, dim.saturating_sub(*count).min(n));
+        *count += n;
+        if let Some(at) = stop {
+            return at;
+        }
+        if starts != 0 {
+            // A number running past the block, or into a byte it cannot take.
+            let at = i + starts.trailing_zeros() as usize;
+            // (One of 64 bytes or more is read on by the caller.)
+            if bad != 0 || at == i {
+                return at;
+            }
+            i = at;
+        } else if bad != 0 {
+            return i + bad.trailing_zeros() as usize;
+        } else {
+            i += BLOCK;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_by_vector_are_those_byte_by_byte() {
+        let mut block = [0u8; BLOCK];
+        for first in (0..=255u8).step_by(7) {
+            for (k, b) in block.iter_mut().enumerate() {
+                *b = first.wrapping_add((k * 37) as u8);
+            }
+            block[3] = b'-';
+            block[20] = b'\t';
+            assert_eq!(classify(&block), classify_scalar(&block), "{first}");
+        }
+    }
+
+    /// Runs of plain integers are read whole, up to a number of another shape, a `|`, a CR,
+    /// or the line's last number.
+    #[test]
+    fn runs_are_read_up_to_what_the_block_cannot_take() {
+        use crate::stream::Storage;
+        let read = |line: &[u8], dim: usize| {
+            let mut stream = StreamData::<f32>::new(Storage::Dense, dim);
+            let mut count = 0;
+            let to = dense_blocks(line, 0, dim, &mut count, &mut stream);
+            (to, count, stream.values().to_vec())
+        };
+        let mut line = b" 0 255 -0 007 12345678 -1 20".repeat(5);
+        let plain = line.len();
+        line.extend_from_slice(b" 1e5 |y 1:1".repeat(8).as_slice());
+        let (to, count, values) = read(&line, 100);
+        let want = [0.0, 255.0, -0.0, 7.0, 12345678.0, -1.0, 20.0].repeat(5);
+        assert_eq!(count, 35);
+        assert_eq!(to, plain + 1, "stopped at the exponent");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&values), bits(&want));
+        // Values beyond `dim` are counted, not kept.
+        let (_, count, values) = read(&line, 10);
+        assert_eq!((count, values.len()), (35, 10));
+        // A `|`, a CR, a number of more than 8 digits on a side: the run stops there.
+        for stop in [
+            &b"|y 1:1"[..],
+            b"\r",
+            b"123456789",
+            b"1.5",
+            b"+1",
+            b"-",
+            b"1-2",
+        ] {
+            let mut line = b" 12".repeat(30);
+            let at = line.len() + 1;
+            line.push(b' ');
+            line.extend_from_slice(stop);
+            line.extend_from_slice(&b" 12".repeat(30));
+            let (to, count, _) = read(&line, 100);
+            assert_eq!((to, count), (at, 30), "{}", String::from_utf8_lossy(stop));
+        }
+        // Short lines, and the last bytes of longer ones, are read too (the number at the
+        // line's end is left to the caller: what follows it is not known here).
+        for len in [1, 2, 35, 36, 37, 100] {
+            let line = b" 1".repeat(len);
+            assert_eq!(read(&line, 100).0, 2 * len - 1, "{len}");
+            assert_eq!(read(&line, 100).1, len - 1, "{len}");
+        }
+    }
+
+    #[test]
+    fn digit_values() {
+        let mut b = [b'x'; SPAN];
+        b[..12].copy_from_slice(b"123456789.05");
+        for len in 0..=8 {
+            let want = b"12345678"[..len]
+                .iter()
+                .fold(0u64, |m, d| m * 10 + (d - b'0') as u64);
+            assert_eq!(digits_value(&b, 0, len), want, "{len}");
+        }
+        assert_eq!(digits_value(&b, 10, 2), 5);
+        // Past the block's end: no digits are read there.
+        assert_eq!(digits_value(&b, BLOCK, 0), 0);
+    }
+}
