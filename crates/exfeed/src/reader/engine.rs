@@ -1574,14 +1574,15 @@ impl<T: Element> Reader<T> {
                 if cur.sweep == u64::MAX {
                     return None;
                 }
+                let ended = cur.sweep;
                 *cur = Cursor {
-                    sweep: cur.sweep + 1,
+                    sweep: ended + 1,
                     window: 0,
                     index: 0,
                 };
                 // A resumed sweep may leave this worker nothing; otherwise this never happens
                 // with no_data false, and guards against a loop.
-                if plan.windows.is_empty() && !self.resumed_sweep(cur.sweep) {
+                if plan.windows.is_empty() && !self.resumed_sweep(ended) {
                     return None;
                 }
                 continue;
