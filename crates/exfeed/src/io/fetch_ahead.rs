@@ -21,27 +21,62 @@ pub const FETCH_AHEAD_CHUNKS: usize = 16;
 /// fetched ahead).
 pub const FETCH_AHEAD_BYTES: u64 = 256 << 20;
 
-/// The chunks and bytes fetched ahead in this process now.
-static HELD: Mutex<(usize, u64)> = Mutex::new((0, 0));
+/// The chunks and bytes fetched ahead now, by the process that counts them (a forked child,
+/// a DataLoader worker, starts from none: its parent's fetches are not its own).
+static HELD: Mutex<Held> = Mutex::new(Held {
+    pid: 0,
+    chunks: 0,
+    bytes: 0,
+});
+
+struct Held {
+    pid: u32,
+    chunks: usize,
+    bytes: u64,
+}
+
+/// This process's count.
+fn held() -> std::sync::MutexGuard<'static, Held> {
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = std::process::id();
+    if held.pid != pid {
+        *held = Held {
+            pid,
+            chunks: 0,
+            bytes: 0,
+        };
+    }
+    held
+}
 
 /// One chunk's share of the process's bounds, given back when dropped.
-struct Reservation(u64);
+struct Reservation {
+    pid: u32,
+    bytes: u64,
+}
 
 impl Reservation {
     fn take(bytes: u64) -> Option<Self> {
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        if held.0 >= FETCH_AHEAD_CHUNKS || held.1 + bytes > FETCH_AHEAD_BYTES {
+        let mut held = held();
+        if held.chunks >= FETCH_AHEAD_CHUNKS || held.bytes + bytes > FETCH_AHEAD_BYTES {
             return None;
         }
-        *held = (held.0 + 1, held.1 + bytes);
-        Some(Reservation(bytes))
+        held.chunks += 1;
+        held.bytes += bytes;
+        Some(Reservation {
+            pid: held.pid,
+            bytes,
+        })
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        *held = (held.0 - 1, held.1 - self.0);
+        let mut held = held();
+        if held.pid == self.pid {
+            held.chunks -= 1;
+            held.bytes -= self.bytes;
+        }
     }
 }
 
@@ -50,6 +85,8 @@ pub type Fetched = (u64, Vec<u8>);
 
 /// One chunk's fetch: in flight until `result` is set.
 struct Slot {
+    /// The process whose thread fetches it (in a forked child that thread does not exist).
+    pid: u32,
     result: Mutex<Option<Result<Fetched>>>,
     done: Condvar,
     reservation: Mutex<Option<Reservation>>,
@@ -94,6 +131,9 @@ impl Drop for FetchTicket {
             slots.remove(&self.chunk);
         }
         drop(slots);
+        if self.slot.pid != std::process::id() {
+            return; // a forked child's copy: its parent's thread fetches it
+        }
         // Its bytes, if the fetch finished and they were never taken.
         self.slot
             .result
@@ -119,10 +159,12 @@ impl ChunkFetches {
         fetch: impl FnOnce() -> Result<Fetched> + Send + 'static,
     ) -> Option<FetchTicket> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if slots.contains_key(&chunk) {
+        let pid = std::process::id();
+        if slots.get(&chunk).is_some_and(|slot| slot.pid == pid) {
             return None;
         }
         let slot = Arc::new(Slot {
+            pid,
             result: Mutex::new(None),
             done: Condvar::new(),
             reservation: Mutex::new(Some(Reservation::take(bytes)?)),
@@ -145,13 +187,14 @@ impl ChunkFetches {
     }
 
     /// Chunk `chunk`'s bytes fetched ahead, waiting for its fetch to finish; `None` when none
-    /// was started (or they were taken already: each fetch is taken once).
+    /// was started by this process (or they were taken already: each fetch is taken once).
     pub fn take(&self, chunk: u64) -> Option<Result<Fetched>> {
         let slot = self
             .slots
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&chunk)?;
+            .remove(&chunk)
+            .filter(|slot| slot.pid == std::process::id())?;
         let mut result = slot.result.lock().unwrap_or_else(|p| p.into_inner());
         while result.is_none() {
             result = slot.done.wait(result).unwrap_or_else(|p| p.into_inner());
