@@ -848,7 +848,7 @@ impl CtfStream {
         self.took(old, bytes.len(), batch, sink)
     }
 
-    /// Reads the next bytes from `reader` (one read of up to [`READ_SIZE`]) into the stream's
+    /// Reads the next bytes from `reader` (one read of up to `READ_SIZE` bytes) into the stream's
     /// own buffer and does what [`feed`](Self::feed) does with them. At the end of the input
     /// (a read of none), does what [`finish`](Self::finish) does and returns `false`.
     pub fn feed_from<T: Element>(

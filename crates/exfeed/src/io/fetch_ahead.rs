@@ -1,6 +1,6 @@
 //! Chunks fetched ahead of their decoding: the network kept busy while the reader's threads
-//! decode. The reader names the chunks it will decode next ([`ChunkSource::fetch_ahead`]
-//! (crate::reader::ChunkSource::fetch_ahead)); a source whose bytes come over the network
+//! decode. The reader names the chunks it will decode next
+//! ([`crate::reader::ChunkSource::fetch_ahead`]); a source whose bytes come over the network
 //! starts fetching each on a thread of its own and keeps the bytes in its [`ChunkFetches`]
 //! until the chunk is decoded ([`ChunkFetches::take`], which waits for a fetch in flight). So a
 //! chunk is fetched once, by its fetch or (when none was started) by its decoding, never both.
