@@ -6,7 +6,8 @@
 //!
 //! Each layer imports only from the layers above it in this list, never from one below:
 //! 1. foundation: [`error`], [`element`], [`stream`], [`batch`], [`limits`], [`format`](mod@format),
-//!    and the process's pools of reusable read buffers (private);
+//!    the process's pools of reusable read buffers (private), and [`fetch_ahead`] (bytes a
+//!    remote source fetches ahead of their read);
 //! 2. pure cores per format, over byte slices, never opening a file: [`ctf`], [`cbf`], [`lens`];
 //! 3. [`io`]: memory maps, standard input, compression, positioned reads, spooling, corpus
 //!    globs, atomic output;
@@ -80,6 +81,7 @@ pub mod dataset;
 pub mod dump;
 pub mod element;
 pub mod error;
+pub mod fetch_ahead;
 pub mod format;
 pub mod io;
 mod json;

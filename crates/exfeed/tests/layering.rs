@@ -16,6 +16,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("format", 1),
     ("number", 1),
     ("json", 1),
+    ("fetch_ahead", 1),
     ("ctf", 2),
     ("cbf", 2),
     ("lens", 2),

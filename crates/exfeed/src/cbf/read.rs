@@ -74,8 +74,8 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
     }
 
     /// Starts fetching the bytes `offset..offset + len` ahead of the read that asks for them
-    /// (a remote object, see [`crate::io::fetch_ahead`]); `None`: not started. Default: none.
-    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    /// (a remote object, see [`crate::fetch_ahead`]); `None`: not started. Default: none.
+    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let _ = (offset, len);
         None
     }
@@ -615,7 +615,7 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
 
     /// Starts fetching chunk `i`'s bytes ahead of its decoding, where the file is a remote
     /// object ([`ReadAt::fetch_ahead`]); `None`: not started.
-    pub fn fetch_ahead(&self, i: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    pub fn fetch_ahead(&self, i: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         let (Source::Ranges(file), Some(info)) = (&self.source, self.chunks.get(i)) else {
             return None;
         };

@@ -28,7 +28,6 @@ mod cbf_files;
 mod corpus;
 pub(crate) mod data_stamp;
 mod decompress;
-pub mod fetch_ahead;
 mod input;
 mod lens_files;
 mod output;

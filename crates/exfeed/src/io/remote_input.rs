@@ -181,7 +181,7 @@ pub struct RemoteFile {
     object: Arc<super::remote::RemoteObject>,
     cache: Option<Arc<SharedCache>>,
     /// Ranges fetched ahead of their reads, by offset ([`RemoteFile::fetch_ahead`]).
-    fetched_ahead: Arc<super::fetch_ahead::ChunkFetches>,
+    fetched_ahead: Arc<crate::fetch_ahead::ChunkFetches>,
     /// The object's first [`FIRST_STREAM_BLOCK`] bytes (or all, if fewer) once read, until
     /// a read within them takes them: format detection reads them, then the format's reader
     /// reads (some of) them again.
@@ -355,11 +355,11 @@ impl RemoteFile {
     }
 
     /// Starts fetching the bytes `offset..offset + len` on a thread of its own, for a later
-    /// [`RemoteFile::read_exact_at`] of exactly them (see [`super::fetch_ahead`]); `None`: not
+    /// [`RemoteFile::read_exact_at`] of exactly them (see [`crate::fetch_ahead`]); `None`: not
     /// started (the process's bounds on fetching ahead are reached, or those bytes are being
     /// fetched ahead already).
     #[cfg(feature = "remote")]
-    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let file = self.clone();
         let size = usize::try_from(len).ok()?;
         self.fetched_ahead.start(offset, len, move || {
@@ -371,7 +371,7 @@ impl RemoteFile {
 
     /// Never started: exfeed was built without the `remote` feature.
     #[cfg(not(feature = "remote"))]
-    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+    pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let _ = (offset, len);
         None
     }
@@ -470,7 +470,7 @@ impl crate::cbf::ReadAt for RemoteFile {
         true
     }
 
-    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<super::fetch_ahead::FetchTicket> {
+    fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         RemoteFile::fetch_ahead(self, offset, len)
     }
 }

@@ -15,7 +15,7 @@ use super::Randomizer;
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
-use crate::io::fetch_ahead::FetchTicket;
+use crate::fetch_ahead::FetchTicket;
 use crate::io::FileStamp;
 pub use crate::options::EqualizeMode;
 use crate::stream::StreamSpec;
@@ -1491,7 +1491,7 @@ impl<T: Element> Reader<T> {
     /// `prefetch_chunks`, not past the epoch's last sweep. Where the source fetches chunks over
     /// the network, the bytes of those that wait for a decoding thread are fetched meanwhile,
     /// and (`ahead`) of `prefetch_chunks` more after them (bounded further by the process's
-    /// limits: [`crate::io::fetch_ahead`]).
+    /// limits: [`crate::fetch_ahead`]).
     fn schedule(&mut self, need: usize, ahead: bool) {
         let target = match ahead {
             true => self.opts.prefetch_chunks.max(1).max(need),

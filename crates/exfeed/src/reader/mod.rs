@@ -151,9 +151,9 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
     /// Starts fetching chunk `chunk`'s bytes ahead of its decoding, where they come over the
     /// network (a URL's CTF or CBF chunks); [`ChunkSource::read_chunk`] then takes them, until
-    /// the ticket is dropped (see [`crate::io::fetch_ahead`]). `None`: nothing was started
+    /// the ticket is dropped (see [`crate::fetch_ahead`]). `None`: nothing was started
     /// (local data, or the process's bounds on fetching ahead are reached). Default: none.
-    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         let _ = chunk;
         None
     }

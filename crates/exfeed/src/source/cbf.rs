@@ -120,7 +120,7 @@ impl<T: Element> ChunkSource<T> for CbfSource {
             .map_err(|e| e.in_file(self.name.clone()))
     }
 
-    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         self.file.fetch_ahead(chunk)
     }
 

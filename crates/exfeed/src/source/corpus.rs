@@ -149,7 +149,7 @@ impl<T: Element> ChunkSource<T> for CorpusSource<T> {
         to_corpus_keys(out.keys_mut(), shard, &self.names[shard])
     }
 
-    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         let (shard, local) = self.locate(chunk);
         self.shards[shard].fetch_ahead(local)
     }

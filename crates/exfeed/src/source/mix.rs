@@ -63,7 +63,7 @@ impl<T: Element> ChunkSource<T> for MixSource<T> {
         self.files.read_chunk(chunk, out)
     }
 
-    fn fetch_ahead(&self, chunk: usize) -> Option<crate::io::fetch_ahead::FetchTicket> {
+    fn fetch_ahead(&self, chunk: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         self.files.fetch_ahead(chunk)
     }
 

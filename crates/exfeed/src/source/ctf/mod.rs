@@ -10,7 +10,7 @@ use crate::buffers::{give_back_read_buffer, take_read_buffer};
 use crate::ctf::{detect_key_mode, scan_sequences, CtfOptions, CtfParser, KeyMode};
 use crate::element::Element;
 use crate::error::{Diagnostic, Error, Location, Result, Severity};
-use crate::io::fetch_ahead::{ChunkFetches, FetchTicket, Fetched};
+use crate::fetch_ahead::{ChunkFetches, FetchTicket, Fetched};
 use crate::io::{open_bytes_as, Holding, InputBytes, InputPath, RemoteFile, ReopeningFile};
 pub use crate::options::IndexMode;
 use crate::options::ReadOptions;
