@@ -141,7 +141,7 @@ enum Content {
 /// Opens `input` (a path; `-` is standard input) and recognises its format (see the
 /// [module documentation](self)). A file name that does not exist is retried with `.gz`, then
 /// `.bz2` appended, as Lens does. A CBF file's header is read and checked here. A URL
-/// (`s3://bucket/key`, `http://...`, `https://...`) is read by byte range where the format
+/// (`s3://bucket/key`, `gs://bucket/key`, `http(s)://...`) is read by byte range where the format
 /// allows (CTF, CBF, Parquet, Arrow IPC), else as a stream (Lens, compressed objects); see
 /// docs/remote.md.
 pub fn open(input: impl Into<InputPath>, options: &OpenOptions) -> Result<DataSet> {

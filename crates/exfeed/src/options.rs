@@ -160,8 +160,8 @@ impl ReadOptions {
         self
     }
 
-    /// How URL inputs (`s3://`, `http://`, `https://`) reach their store: credentials, the
-    /// endpoint, the region, ... over the environment's (see [`crate::io::remote`]). The CLI's
+    /// How URL inputs (`s3://`, `gs://`, `http://`, `https://`) reach their store: credentials,
+    /// the endpoint, the region, ... over the environment's (see [`crate::io::remote`]). The CLI's
     /// `--storage-option`, Python's `storage_options=`; not a configuration key.
     pub fn with_storage_options(mut self, options: StorageOptions) -> Self {
         self.storage_options = options;

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use super::remote_input::{is_remote_url, RemoteUrl, StorageOptions};
 
-/// A named input: a file path, a URL (`s3://bucket/key`, `http://...`, `https://...`), `-` for
-/// standard input, or bytes already read (from a pipe, a FIFO or standard input, which can be
-/// read only once; see [`crate::DataSet::into_input`]).
+/// A named input: a file path, a URL (`s3://bucket/key`, `gs://bucket/key`, `http(s)://...`),
+/// `-` for standard input, or bytes already read (from a pipe, a FIFO or standard input, which
+/// can be read only once; see [`crate::DataSet::into_input`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputPath {
     /// A file.
@@ -33,7 +33,8 @@ pub enum InputPath {
 }
 
 impl InputPath {
-    /// `-` is standard input, `s3://`, `http://` and `https://` a URL, anything else a file.
+    /// `-` is standard input, `s3://`, `gs://`, `http://` and `https://` a URL, anything else a
+    /// file.
     pub fn new(arg: impl AsRef<Path>) -> Self {
         let p = arg.as_ref();
         if p == Path::new("-") {

@@ -1,24 +1,29 @@
-//! Objects in S3-compatible storage and on HTTP(S) servers, read at random by byte range
-//! (the `remote` feature).
+//! Objects in S3-compatible storage, Google Cloud Storage and on HTTP(S) servers, read at
+//! random by byte range (the `remote` feature).
 //!
-//! [`RemoteObject::open`] takes a URL (`s3://bucket/key`, `http://host/path`,
-//! `https://host/path`) and asks the server for the object's size and ETag; then
-//! [`RemoteObject::read_at`] reads any byte range with one ranged GET, conditional on that ETag:
-//! an object replaced since it was opened is an error naming it, never a mix of two versions.
-//! Transient failures (5xx, 429 and S3's `503 SlowDown`, reset connections, timeouts, bodies
-//! cut short) are retried with exponential backoff and full jitter, bounded in attempts and in
-//! time ([`RetryPolicy`]); each retry asks only for the bytes that have not arrived, so nothing
-//! is lost or delivered twice. Permanent failures (403, 404, a refused or unknown endpoint when
-//! the object is first reached) fail at once, naming the URL and what the server said.
-//! [`glob()`] lists a bucket prefix and matches a pattern (`s3://data/train-*.ctf`).
+//! [`RemoteObject::open`] takes a URL (`s3://bucket/key`, `gs://bucket/key`,
+//! `http://host/path`, `https://host/path`) and asks the server for the object's size and
+//! ETag; then [`RemoteObject::read_at`] reads any byte range with one ranged GET, conditional
+//! on that ETag: an object replaced since it was opened is an error naming it, never a mix of
+//! two versions. Transient failures (5xx, 429 and S3's `503 SlowDown`, reset connections,
+//! timeouts, bodies cut short) are retried with exponential backoff and full jitter, bounded in
+//! attempts and in time ([`RetryPolicy`]); each retry asks only for the bytes that have not
+//! arrived, so nothing is lost or delivered twice. Permanent failures (403, 404, a refused or
+//! unknown endpoint when the object is first reached) fail at once, naming the URL and what
+//! the server said. [`glob()`] lists a bucket prefix and matches a pattern
+//! (`s3://data/train-*.ctf`, `gs://data/train-*.ctf`).
 //!
 //! Credentials and settings come from the standard environment variables (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT`, ..., and
-//! instance or container credentials where they exist), overridden by explicit storage options
-//! named as object_store's `AmazonS3ConfigKey` and `ClientConfigKey` parse them
+//! instance or container credentials where they exist; for gs://, `GOOGLE_APPLICATION_CREDENTIALS`,
+//! `GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_SERVICE_ACCOUNT_KEY`, gcloud's application default
+//! credentials, the instance's metadata server), overridden by explicit storage options named
+//! as object_store's `AmazonS3ConfigKey`, `GoogleConfigKey` and `ClientConfigKey` parse them
 //! (`aws_access_key_id`, `aws_secret_access_key`, `aws_endpoint`, `aws_region`,
-//! `aws_allow_http`, `timeout`, ...). An `aws_endpoint` given as `http://...` allows plain HTTP
-//! by itself. Secret values (keys, tokens, passwords) never appear in a message.
+//! `aws_allow_http`, `google_service_account_key`, `google_base_url`, `timeout`, ...). An
+//! `aws_endpoint` or `google_base_url` given as `http://...` (a local server, an emulator)
+//! allows plain HTTP by itself. Secret values (keys, tokens, passwords, service account keys)
+//! never appear in a message. Outputs go only to `s3://` URLs.
 //!
 //! The API is blocking: calls run on one private tokio runtime shared by the process, so the
 //! callers are plain threads (it must not be called from inside another tokio runtime).
@@ -30,6 +35,7 @@ use crate::error::{Error, ErrorKind, Location, Result};
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::client::{HttpError, HttpErrorKind};
+use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientConfigKey, GetOptions, GetRange, ObjectStore, ObjectStoreExt};
@@ -101,11 +107,33 @@ impl RemoteOptions {
 
 pub use super::remote_input::{is_remote_url, shown_url};
 
+/// The kinds of bucket store, by URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cloud {
+    /// `s3://`: S3 and S3-compatible stores.
+    S3,
+    /// `gs://`: Google Cloud Storage.
+    Gcs,
+}
+
+impl Cloud {
+    fn scheme(self) -> &'static str {
+        match self {
+            Cloud::S3 => "s3",
+            Cloud::Gcs => "gs",
+        }
+    }
+}
+
 /// An object's URL taken apart: the store it lives in and its path there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ObjectUrl {
-    /// `s3://bucket/key`.
-    S3 { bucket: String, key: String },
+    /// `s3://bucket/key` or `gs://bucket/key`.
+    Bucket {
+        cloud: Cloud,
+        bucket: String,
+        key: String,
+    },
     /// `http(s)://authority/path`: the store is `scheme://authority`.
     Http { base: String, path: String },
 }
@@ -124,7 +152,12 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
         return Err(bad("no bucket or host"));
     }
     match scheme.to_ascii_lowercase().as_str() {
-        "s3" => Ok(ObjectUrl::S3 {
+        scheme @ ("s3" | "gs") => Ok(ObjectUrl::Bucket {
+            cloud: if scheme == "s3" {
+                Cloud::S3
+            } else {
+                Cloud::Gcs
+            },
             bucket: authority.to_string(),
             key: path.to_string(),
         }),
@@ -147,7 +180,7 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
             })
         }
         other => Err(bad(&format!(
-            "scheme '{other}' is not one of s3, http, https"
+            "scheme '{other}' is not one of s3, gs, http, https"
         ))),
     }
 }
@@ -156,9 +189,16 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
 fn secrets_of(options: &RemoteOptions) -> Vec<String> {
     let is_secret = |key: &str| {
         let key = key.to_ascii_lowercase();
-        ["secret", "token", "password"]
-            .iter()
-            .any(|s| key.contains(s))
+        // `google_service_account_key` is a whole service account's JSON, private key and all.
+        [
+            "secret",
+            "token",
+            "password",
+            "service_account_key",
+            "private_key",
+        ]
+        .iter()
+        .any(|s| key.contains(s))
     };
     let from_env = std::env::vars().filter(|(key, _)| is_secret(key));
     options
@@ -317,20 +357,33 @@ impl Remote {
             },
         };
         let store: Arc<dyn ObjectStore> = match &self.location {
-            ObjectUrl::S3 { bucket, .. } => {
+            ObjectUrl::Bucket {
+                cloud: Cloud::Gcs,
+                bucket,
+                ..
+            } => Arc::new(self.gcs_store(bucket, retry)?),
+            ObjectUrl::Bucket {
+                cloud: Cloud::S3,
+                bucket,
+                ..
+            } => {
                 let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
                 let mut endpoint = std::env::var("AWS_ENDPOINT")
                     .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
                     .ok();
                 let mut allow_http_given = false;
                 for (key, value) in self.options.storage_options.pairs() {
-                    let parsed: AmazonS3ConfigKey = key.parse().map_err(|_| {
-                        self.config_error(format!(
+                    let Ok(parsed) = key.parse::<AmazonS3ConfigKey>() else {
+                        // Google's own settings are for gs:// URLs read with the same options.
+                        if key.parse::<GoogleConfigKey>().is_ok() {
+                            continue;
+                        }
+                        return Err(self.config_error(format!(
                             "unknown storage option '{key}' (expected a name such as \
                              aws_access_key_id, aws_secret_access_key, aws_endpoint, aws_region, \
                              aws_allow_http, timeout)"
-                        ))
-                    })?;
+                        )));
+                    };
                     match parsed {
                         AmazonS3ConfigKey::Endpoint => endpoint = Some(value.clone()),
                         AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp) => {
@@ -363,8 +416,11 @@ impl Remote {
                 for (key, value) in self.options.storage_options.pairs() {
                     match key.parse::<ClientConfigKey>() {
                         Ok(parsed) => builder = builder.with_config(parsed, value),
-                        // S3's own settings are for s3:// URLs read with the same options.
-                        Err(_) if key.parse::<AmazonS3ConfigKey>().is_ok() => {}
+                        // The clouds' own settings are for their URLs read with the same
+                        // options.
+                        Err(_)
+                            if key.parse::<AmazonS3ConfigKey>().is_ok()
+                                || key.parse::<GoogleConfigKey>().is_ok() => {}
                         Err(_) => {
                             return Err(self.config_error(format!(
                                 "unknown storage option '{key}' for an HTTP URL (expected a \
@@ -381,6 +437,47 @@ impl Remote {
             }
         };
         Ok(store)
+    }
+
+    /// A Google Cloud Storage bucket: settings from the environment (`GOOGLE_*`, the
+    /// application default credentials), overridden by the storage options.
+    fn gcs_store(
+        &self,
+        bucket: &str,
+        retry: object_store::RetryConfig,
+    ) -> Result<GoogleCloudStorage> {
+        let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+        let mut base_url = std::env::var("GOOGLE_BASE_URL").ok();
+        let mut allow_http_given = false;
+        for (key, value) in self.options.storage_options.pairs() {
+            let Ok(parsed) = key.parse::<GoogleConfigKey>() else {
+                // S3's own settings are for s3:// URLs read with the same options.
+                if key.parse::<AmazonS3ConfigKey>().is_ok() {
+                    continue;
+                }
+                return Err(self.config_error(format!(
+                    "unknown storage option '{key}' (expected a name such as \
+                     google_application_credentials, google_service_account_key, \
+                     google_base_url, google_skip_signature, timeout)"
+                )));
+            };
+            match parsed {
+                GoogleConfigKey::BaseUrl => base_url = Some(value.clone()),
+                GoogleConfigKey::Client(ClientConfigKey::AllowHttp) => allow_http_given = true,
+                _ => {}
+            }
+            builder = builder.with_config(parsed, value);
+        }
+        // A base URL named http://... (an emulator's) asks for plain HTTP by itself.
+        let plain = base_url.is_some_and(|url| url.to_ascii_lowercase().starts_with("http://"));
+        if plain && !allow_http_given {
+            builder =
+                builder.with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+        }
+        builder
+            .with_retry(retry)
+            .build()
+            .map_err(|e| self.config_error(format!("cannot reach the bucket: {e}")))
     }
 
     /// The store and runtime of this process (made on first use, and again after a fork).
@@ -413,14 +510,21 @@ impl Remote {
         &self.url
     }
 
-    /// Whether the object is in S3 (HTTP servers take no writes).
+    /// Whether the object is in S3 (the only store written to: HTTP servers take no writes,
+    /// and no Google Cloud Storage emulator that the tests can run takes object_store's).
     pub(super) fn is_s3(&self) -> bool {
-        matches!(self.location, ObjectUrl::S3 { .. })
+        matches!(
+            self.location,
+            ObjectUrl::Bucket {
+                cloud: Cloud::S3,
+                ..
+            }
+        )
     }
 
     pub(super) fn path(&self) -> Result<ObjectPath> {
         let raw = match &self.location {
-            ObjectUrl::S3 { key, .. } => key,
+            ObjectUrl::Bucket { key, .. } => key,
             ObjectUrl::Http { path, .. } => path,
         };
         ObjectPath::from_url_path(raw)
@@ -778,9 +882,10 @@ impl RemoteObject {
             Ok(result) => result,
             Err(e) => return Some(self.remote.classify(&e, true)),
         };
-        // Servers that ignore If-Match still say which version they sent.
+        // Servers that ignore If-Match still say which version they sent. Quotes aside: a
+        // listing may give an ETag without them (fake-gcs-server's does), a GET with them.
         if let (Some(expected), Some(got)) = (&self.etag, &result.meta.e_tag) {
-            if expected != got {
+            if expected.trim_matches('"') != got.trim_matches('"') {
                 return Some(Failure::Replaced(format!("the server now has ETag {got}")));
             }
         }
@@ -846,7 +951,7 @@ impl Listed {
 /// One object found by [`glob()`]: its URL, size and ETag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteEntry {
-    /// `s3://bucket/key`.
+    /// `s3://bucket/key` or `gs://bucket/key`.
     pub url: String,
     /// Its size in bytes.
     pub size: u64,
@@ -855,15 +960,18 @@ pub struct RemoteEntry {
 }
 
 /// The objects whose URL matches `pattern` (`s3://bucket/dir/train-*.ctf`; `*`, `?` and `[...]`
-/// as in shell globs, never matching `/`), in sorted order. Only S3 URLs can be listed. For a
+/// as in shell globs, never matching `/`), in sorted order. Only bucket URLs (`s3://`, `gs://`)
+/// can be listed. For a
 /// minute, [`RemoteObject::open`] of one of them (with the same options) takes its size and
 /// ETag from this listing instead of asking with a HEAD request.
 pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> {
     let remote = Remote::new(pattern, options)?;
-    let ObjectUrl::S3 { bucket, key } = &remote.location else {
-        return Err(remote
-            .config_error("an HTTP URL cannot be listed: name each file (globs need s3:// URLs)"));
+    let ObjectUrl::Bucket { cloud, bucket, key } = &remote.location else {
+        return Err(remote.config_error(
+            "an HTTP URL cannot be listed: name each file (globs need s3:// or gs:// URLs)",
+        ));
     };
+    let scheme = cloud.scheme();
     let matcher = glob::Pattern::new(key)
         .map_err(|e| remote.config_error(format!("not a valid glob: {e}")))?;
     // The directory part before the first wildcard: object_store lists whole path segments.
@@ -885,7 +993,7 @@ pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> 
                 let meta = meta?;
                 if matcher.matches_with(meta.location.as_ref(), match_options) {
                     found.push(RemoteEntry {
-                        url: format!("s3://{bucket}/{}", meta.location),
+                        url: format!("{scheme}://{bucket}/{}", meta.location),
                         size: meta.size,
                         etag: meta.e_tag,
                     });
@@ -923,9 +1031,18 @@ mod tests {
     fn urls_are_taken_apart() {
         assert_eq!(
             parse_url("s3://data/dir/train-1.ctf").unwrap(),
-            ObjectUrl::S3 {
+            ObjectUrl::Bucket {
+                cloud: Cloud::S3,
                 bucket: "data".into(),
                 key: "dir/train-1.ctf".into()
+            }
+        );
+        assert_eq!(
+            parse_url("GS://data/train-1.ctf").unwrap(),
+            ObjectUrl::Bucket {
+                cloud: Cloud::Gcs,
+                bucket: "data".into(),
+                key: "train-1.ctf".into()
             }
         );
         assert_eq!(
@@ -953,6 +1070,7 @@ mod tests {
         assert!(!err.to_string().contains("abc"), "{err}");
         for bad in [
             "s3:///key",
+            "gs:///key",
             "ftp://host/x",
             "data.ctf",
             "http://user:pw@host/x",
@@ -962,6 +1080,7 @@ mod tests {
             assert!(err.to_string().starts_with(bad), "{err}");
         }
         assert!(is_remote_url("S3://b/k") && is_remote_url("https://h/x"));
+        assert!(is_remote_url("gs://b/k") && !is_remote_url("gs://"));
         assert!(!is_remote_url("data/s3://x") && !is_remote_url("s3://"));
         assert!(!is_remote_url("éééééé.ctf"));
     }

@@ -1,6 +1,6 @@
 //! URLs as inputs ([`InputPath::Url`](super::InputPath::Url)): the one place that turns an
-//! `s3://`, `http://` or `https://` input into reads of its object. Read at random by byte
-//! range ([`RemoteFile`]: CTF chunks, CBF's tail, header and chunks), or as a stream of
+//! `s3://`, `gs://`, `http://` or `https://` input into reads of its object. Read at random by
+//! byte range ([`RemoteFile`]: CTF chunks, CBF's tail, header and chunks), or as a stream of
 //! consecutive ranges ([`RemoteFile::stream`]: Lens files, compressed objects, format
 //! detection). With a cache directory ([`RemoteUrl::with_cache`]) every range read goes
 //! through the shared local cache ([`super::remote_cache`]), so a range read again (the same
@@ -13,15 +13,17 @@ use crate::error::{ErrorKind, Location};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Whether `path` is a URL exfeed reads remotely (`s3://`, `http://`, `https://`, any case),
-/// with or without the `remote` feature (without it, opening one is an error saying so).
+/// Whether `path` is a URL exfeed reads remotely (`s3://`, `gs://`, `http://`, `https://`, any
+/// case), with or without the `remote` feature (without it, opening one is an error saying so).
 pub fn is_remote_url(path: &str) -> bool {
-    ["s3://", "http://", "https://"].iter().any(|scheme| {
-        path.len() > scheme.len()
-            && path
-                .get(..scheme.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
-    })
+    ["s3://", "gs://", "http://", "https://"]
+        .iter()
+        .any(|scheme| {
+            path.len() > scheme.len()
+                && path
+                    .get(..scheme.len())
+                    .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+        })
 }
 
 /// `url` as messages show it: its query, which may hold secrets (a presigned URL's

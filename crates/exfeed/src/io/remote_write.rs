@@ -53,7 +53,8 @@ impl RemoteOutput {
             return Err(remote.error(
                 None,
                 ErrorKind::Config,
-                "an HTTP URL cannot be written (outputs go to s3:// URLs)",
+                "only s3:// URLs can be written (write the output to a local file and copy it \
+                 to its place, e.g. with `gcloud storage cp`)",
             ));
         }
         let path = remote.path()?;

@@ -10,6 +10,7 @@ mod cache;
 #[path = "../common/mod.rs"]
 mod common;
 mod fault_proxy;
+mod gcs;
 mod index;
 mod open;
 mod services;

@@ -50,7 +50,7 @@ pub(crate) fn storage_options(services: &Services, endpoint: &str) -> StorageOpt
 }
 
 /// Every sequence's key, the sum of its values and its sample count, in file order.
-fn sequences(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
+pub(crate) fn sequences(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
     let mut reader = open(input, options).unwrap().sequences::<f32>().unwrap();
     let mut batch = SequenceBatch::new(reader.streams());
     let mut all = Vec::new();
@@ -93,7 +93,7 @@ fn chunk_source(
         .unwrap()
 }
 
-fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
+pub(crate) fn chunks(input: &str, options: &OpenOptions) -> Vec<(u64, f64, usize)> {
     every_chunk(&*chunk_source(input, options))
 }
 
@@ -110,7 +110,7 @@ pub(crate) fn every_chunk(source: &dyn exfeed::reader::ChunkSource<f32>) -> Vec<
 
 /// The local files: CTF, the same gzip-compressed, its CBF (64 KiB chunks) and, with the
 /// `arrow` feature, its Parquet and Arrow IPC.
-fn local_files(dir: &Path) -> Vec<(PathBuf, FileFormat)> {
+pub(crate) fn local_files(dir: &Path) -> Vec<(PathBuf, FileFormat)> {
     let ctf = dir.join("data.ctf");
     std::fs::write(&ctf, ctf_text(SEQUENCES)).unwrap();
     let gz = dir.join("data.ctf.gz");

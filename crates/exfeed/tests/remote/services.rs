@@ -17,6 +17,9 @@ pub struct Services {
     pub readonly_secret: String,
     pub http_url: String,
     pub http_root: std::path::PathBuf,
+    /// fake-gcs-server's base URL (plain HTTP, no credentials) and its bucket.
+    pub gcs_url: String,
+    pub gcs_bucket: String,
 }
 
 pub fn services() -> Option<Services> {
@@ -31,6 +34,8 @@ pub fn services() -> Option<Services> {
             readonly_secret: var("EXFEED_TEST_S3_READONLY_SECRET_ACCESS_KEY")?,
             http_url: var("EXFEED_TEST_HTTP_URL")?,
             http_root: var("EXFEED_TEST_HTTP_ROOT")?.into(),
+            gcs_url: var("EXFEED_TEST_GCS_URL")?,
+            gcs_bucket: var("EXFEED_TEST_GCS_BUCKET")?,
         })
     })();
     if found.is_none() {
@@ -75,6 +80,48 @@ impl Services {
 
     pub fn url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
+    }
+
+    /// Storage options that point gs:// URLs at fake-gcs-server, which takes no credentials.
+    pub fn gcs_options(&self) -> RemoteOptions {
+        RemoteOptions::with_storage_options([
+            ("google_base_url", self.gcs_url.as_str()),
+            ("google_skip_signature", "true"),
+        ])
+    }
+
+    pub fn gcs_url_of(&self, key: &str) -> String {
+        format!("gs://{}/{key}", self.gcs_bucket)
+    }
+
+    /// Stores `bytes` under `key` in fake-gcs-server's bucket through the JSON API's media
+    /// upload (it takes none of object_store's uploads): one HTTP/1.1 request on a socket.
+    pub fn gcs_put(&self, key: &str, bytes: &[u8]) {
+        use std::io::{Read, Write};
+        let authority = self.gcs_url.strip_prefix("http://").unwrap();
+        let name: String = key
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let mut socket = std::net::TcpStream::connect(authority).unwrap();
+        write!(
+            socket,
+            "POST /upload/storage/v1/b/{}/o?uploadType=media&name={name} HTTP/1.1\r\n\
+             Host: {authority}\r\nContent-Type: application/octet-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            self.gcs_bucket,
+            bytes.len()
+        )
+        .unwrap();
+        socket.write_all(bytes).unwrap();
+        let mut response = String::new();
+        socket.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     }
 
     /// Writes `bytes` as `name` in nginx's directory; its URL.
