@@ -362,3 +362,84 @@ fn cache_index_keeps_a_urls_index_in_the_local_cache() {
         "{stderr}"
     );
 }
+
+/// `exfeed ARGS` with the environment pointing gs:// URLs at fake-gcs-server, as a user
+/// points them at an emulator (Google's settings come from `GOOGLE_*` variables).
+fn exfeed_gcs(services: &Services, args: &[String]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args(args)
+        .env("GOOGLE_BASE_URL", &services.gcs_url)
+        .env("GOOGLE_SKIP_SIGNATURE", "true")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn info_check_and_a_corpus_read_gs_urls_and_convert_refuses_to_write_one() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("sequences.ctf");
+    std::fs::write(&local, sample_ctf()).unwrap();
+    let key = unique("sequences.ctf");
+    services.gcs_put(&key, &sample_ctf());
+    let gs = services.gcs_url_of(&key);
+    for command in [["info"], ["check"]] {
+        let with = |input: &str| [strings(&command), vec![input.to_string()], strings(&INPUTS)];
+        let local_name = local.to_str().unwrap();
+        let want = run_ok(&with(local_name).concat(), local_name);
+        let out = exfeed_gcs(&services, &with(&gs).concat());
+        assert!(out.status.success(), "{command:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).replace(&gs, "DATA"), want, "{command:?}");
+    }
+
+    // A corpus glob over the bucket, with the settings as --storage-option flags.
+    let prefix = unique("gcs-corpus");
+    for i in 0..2 {
+        services.gcs_put(&format!("{prefix}/train-{i}.ctf"), &sample_ctf());
+    }
+    services.gcs_put(&format!("{prefix}/other.txt"), b"not a shard");
+    let mut args = strings(&["read", "--dump", "-m", "5", "--corpus"]);
+    args.push(services.gcs_url_of(&format!("{prefix}/train-*.ctf")));
+    args.extend(strings(&INPUTS));
+    for option in [
+        format!("google_base_url={}", services.gcs_url),
+        "google_skip_signature=true".to_string(),
+    ] {
+        args.extend(["--storage-option".to_string(), option]);
+    }
+    let out = exfeed(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(dumped_sequences(&out).len(), 80);
+
+    // A missing object: the error names its URL.
+    let missing = services.gcs_url_of(&unique("missing.ctf"));
+    let out = exfeed_gcs(
+        &services,
+        &[strings(&["info", &missing]), strings(&INPUTS)].concat(),
+    );
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&missing) && stderr.contains("not found"),
+        "{stderr}"
+    );
+
+    // No emulator takes object_store's uploads to test them with: writes are refused, at once.
+    let target = services.gcs_url_of(&unique("out.cbf"));
+    let args = [
+        strings(&["convert", local.to_str().unwrap(), &target]),
+        strings(&INPUTS),
+    ];
+    let out = exfeed_gcs(&services, &args.concat());
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("only s3:// URLs can be written"),
+        "{stderr}"
+    );
+    let out = exfeed_gcs(
+        &services,
+        &[strings(&["info", &target]), strings(&INPUTS)].concat(),
+    );
+    assert!(text(&out.stderr).contains("not found"), "no object appears");
+}

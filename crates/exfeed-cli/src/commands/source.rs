@@ -52,9 +52,10 @@ pub struct SourceArgs {
     /// records are an error where the limit is crossed.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_record_size: Option<u64>,
-    /// A setting of the store that URL inputs (s3://, http://, https://) are read from, over
-    /// the environment's: aws_endpoint, aws_region, aws_access_key_id, aws_secret_access_key,
-    /// aws_session_token, aws_allow_http, timeout, ... (see docs/remote.md). Repeatable.
+    /// A setting of the store that URL inputs (s3://, gs://, http://, https://) are read from,
+    /// over the environment's: aws_endpoint, aws_region, aws_access_key_id,
+    /// aws_secret_access_key, aws_session_token, aws_allow_http, google_service_account_key,
+    /// google_base_url, timeout, ... (see docs/remote.md). Repeatable.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_storage_option)]
     pub storage_options: Vec<StorageOption>,
     /// A local cache of URL inputs, shared by the processes that name it: byte ranges read are
