@@ -18,7 +18,7 @@ __all__ = [
 
 __version__: str
 # The optional parts this build has: "arrow" (Parquet, Arrow IPC, to_arrow, exfeed.ray) and
-# "remote" (s3://, http(s):// URLs); docs/python-build.md.
+# "remote" (s3://, gs://, http(s):// URLs); docs/python-build.md.
 features: Tuple[str, ...]
 
 _PathLike = Union[str, os.PathLike]

@@ -1,7 +1,8 @@
-"""URLs in the Python API, against the real test services (`scripts/services`: SeaweedFS for
-s3:// with signed requests, nginx for http://): exfeed.Reader, check, dump, info, to_arrow,
-convert's input, exfeed.torch.Dataset, exfeed.cntk.io's deserializers and exfeed.ray.read with
-the data only in the bucket, with storage_options={...} or the environment's credentials.
+"""URLs in the Python API, against the real test services (`scripts/services`: SeaweedFS for s3://
+with signed requests, nginx for http://, fake-gcs-server for gs://): exfeed.Reader, check, dump,
+info, to_arrow, convert's input, exfeed.torch.Dataset, exfeed.cntk.io's deserializers and
+exfeed.ray.read with the data only in the bucket, with storage_options={...} or the
+environment's credentials.
 
 Without the services' variables these tests are skipped; under CI=true they fail."""
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
+import urllib.parse
+import urllib.request
 import uuid
 from types import SimpleNamespace
 
@@ -105,6 +108,34 @@ def test_the_reader_and_the_tools_read_a_url_as_its_file(remote, tmp_path):
     with exfeed.Reader(stored, minibatch_size=64, randomize=False,
                        storage_options=remote.storage) as back:
         assert [k for mb in back for k in mb.keys.tolist()] == sorted(remote.truth)
+
+
+def _gcs_put(data: bytes, key: str) -> str:
+    """Puts `data` into fake-gcs-server's bucket (the JSON API's media upload); its gs:// URL."""
+    env = os.environ
+    bucket = env["EXFEED_TEST_GCS_BUCKET"]
+    name = urllib.parse.quote(key, safe="")
+    upload = (f"{env['EXFEED_TEST_GCS_URL']}/upload/storage/v1/b/{bucket}/o"
+              f"?uploadType=media&name={name}")
+    request = urllib.request.Request(upload, data=data, method="POST",
+                                     headers={"Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 200
+    return f"gs://{bucket}/{key}"
+
+
+def test_the_reader_and_check_read_a_gs_url(remote):
+    url = _gcs_put(remote.local.read_bytes(), f"py-{os.getpid()}-{uuid.uuid4().hex}/data.ctf")
+    # An emulator: its base URL, and no credentials to sign with.
+    storage = {"google_base_url": os.environ["EXFEED_TEST_GCS_URL"],
+               "google_skip_signature": "true"}
+    options = dict(inputs=INPUTS, storage_options=storage)
+    with exfeed.Reader(url, minibatch_size=16, randomize=False, **options) as reader:
+        assert [k for mb in reader for k in mb.keys.tolist()] == sorted(remote.truth)
+    assert exfeed.check(url, **options)["sequences"] == 300
+    with pytest.raises(OSError, match="not found") as caught:
+        exfeed.check(url + ".missing", **options)
+    assert url + ".missing" in str(caught.value)
 
 
 def test_a_wrong_secret_is_refused_naming_the_url_and_never_showing_the_secret(remote):

@@ -304,7 +304,7 @@ def _config_name(name):
 
 def _data_file(name):
     """A deserializer's file as the reader takes it: a path made absolute, or a URL (s3://,
-    http(s)://, read with the environment's credentials) as it is."""
+    gs://, http(s)://, read with the environment's credentials) as it is."""
     name = os.fspath(_plain(name))
     return name if "://" in name else os.path.abspath(name)
 
