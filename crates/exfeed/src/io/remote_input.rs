@@ -354,10 +354,10 @@ impl RemoteFile {
         self.read_direct(buf, offset)
     }
 
-    /// Starts fetching the bytes `offset..offset + len` on a thread of its own, for a later
-    /// [`RemoteFile::read_exact_at`] of exactly them (see [`crate::fetch_ahead`]); `None`: not
-    /// started (the process's bounds on fetching ahead are reached, or those bytes are being
-    /// fetched ahead already).
+    /// Names the bytes `offset..offset + len` for fetching on a thread of its own (as soon as
+    /// the process's bounds leave room), for a later [`RemoteFile::read_exact_at`] of exactly
+    /// them (see [`crate::fetch_ahead`]); `None`: never fetched ahead (named already, or larger
+    /// than the bounds).
     #[cfg(feature = "remote")]
     pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let file = self.clone();
