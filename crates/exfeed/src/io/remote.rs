@@ -643,52 +643,38 @@ impl RemoteObject {
     /// an error naming the URL and the byte where the read stopped. One ranged GET, or for
     /// more than [`PART_BYTES`] one per part, [`PARALLEL_PARTS`] at a time.
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.read_into(offset, len, &mut buf)?;
+        let mut buf = vec![0; len];
+        self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
     }
 
-    /// Fills `buf` with the bytes at `offset`; see [`RemoteObject::read_at`].
+    /// Fills `buf` with the bytes at `offset`, each written once, where it belongs; see
+    /// [`RemoteObject::read_at`].
     pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let bytes = self.read_at(offset, buf.len())?;
-        buf.copy_from_slice(&bytes);
-        Ok(())
-    }
-
-    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
-        if len <= PART_BYTES {
-            return self.read_range_into(offset, len, buf);
-        }
-        if offset
+        let len = buf.len();
+        let within = offset
             .checked_add(len as u64)
-            .is_none_or(|end| end > self.size)
-        {
-            return self.read_range_into(offset, len, buf); // the error it gives
+            .is_some_and(|end| end <= self.size);
+        if len <= PART_BYTES || !within {
+            return self.read_range_into(offset, buf); // one GET, or the error it gives
         }
         // A large range in parts of PART_BYTES, PARALLEL_PARTS at a time: each part is its own
         // ranged GET, retried and resumed on its own; the first error (in byte order) is the
         // read's.
-        buf.clear();
-        buf.resize(len, 0);
         let parts = Mutex::new(buf.chunks_mut(PART_BYTES).enumerate());
         let failures = Mutex::new(Vec::new());
         let failed = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..PARALLEL_PARTS.min(len.div_ceil(PART_BYTES)) {
                 scope.spawn(|| {
-                    let mut bytes = Vec::new();
                     while !failed.load(std::sync::atomic::Ordering::Relaxed) {
                         let next = parts.lock().unwrap_or_else(|p| p.into_inner()).next();
                         let Some((i, out)) = next else { break };
                         let at = offset + (i * PART_BYTES) as u64;
-                        match self.read_range_into(at, out.len(), &mut bytes) {
-                            Ok(()) => out.copy_from_slice(&bytes),
-                            Err(e) => {
-                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                                let mut failures =
-                                    failures.lock().unwrap_or_else(|p| p.into_inner());
-                                failures.push((at, e));
-                            }
+                        if let Err(e) = self.read_range_into(at, out) {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            let mut failures = failures.lock().unwrap_or_else(|p| p.into_inner());
+                            failures.push((at, e));
                         }
                     }
                 });
@@ -701,9 +687,11 @@ impl RemoteObject {
         }
     }
 
-    /// Reads `len` bytes at `offset` with one ranged GET, retried and resumed.
-    fn read_range_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+    /// Fills `buf` with the bytes at `offset` with one ranged GET, retried and resumed where
+    /// its bytes stopped.
+    fn read_range_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let remote = &self.remote;
+        let len = buf.len();
         let end = offset
             .checked_add(len as u64)
             .filter(|&end| end <= self.size);
@@ -717,22 +705,23 @@ impl RemoteObject {
                 ),
             ));
         };
-        buf.clear();
-        buf.reserve_exact(len);
         if len == 0 {
             return Ok(());
         }
         let path = remote.path()?;
         let started = Instant::now();
         let mut attempt = 1;
+        let mut filled = 0;
         loop {
-            let from = offset + buf.len() as u64;
+            let from = offset + filled as u64;
             let (store, runtime) = remote.client()?;
-            let failure = runtime.block_on(self.fetch(&*store, &path, from..end, buf));
+            let (got, failure) =
+                runtime.block_on(self.fetch(&*store, &path, from..end, &mut buf[filled..]));
+            filled += got;
             let Some(failure) = failure else {
                 return Ok(());
             };
-            let at = Some(offset + buf.len() as u64);
+            let at = Some(offset + filled as u64);
             match failure {
                 Failure::Transient(said) => {
                     if !remote.back_off(attempt, started) {
@@ -760,15 +749,15 @@ impl RemoteObject {
         }
     }
 
-    /// One ranged GET of `range`, appending to `buf` what arrives; `None` when all did.
+    /// One ranged GET of `range` into `out` (as long as the range): how many bytes arrived,
+    /// and the failure, `None` when all did.
     async fn fetch(
         &self,
         store: &dyn ObjectStore,
         path: &ObjectPath,
         range: std::ops::Range<u64>,
-        buf: &mut Vec<u8>,
-    ) -> Option<Failure> {
-        let wanted = range.end - range.start;
+        out: &mut [u8],
+    ) -> (usize, Option<Failure>) {
         let options = GetOptions {
             range: Some(GetRange::Bounded(range)),
             if_match: self.etag.clone(),
@@ -776,29 +765,32 @@ impl RemoteObject {
         };
         let result = match store.get_opts(path, options).await {
             Ok(result) => result,
-            Err(e) => return Some(self.remote.classify(&e, true)),
+            Err(e) => return (0, Some(self.remote.classify(&e, true))),
         };
         // Servers that ignore If-Match still say which version they sent.
         if let (Some(expected), Some(got)) = (&self.etag, &result.meta.e_tag) {
             if expected != got {
-                return Some(Failure::Replaced(format!("the server now has ETag {got}")));
+                let said = format!("the server now has ETag {got}");
+                return (0, Some(Failure::Replaced(said)));
             }
         }
-        let mut got = 0u64;
+        let mut got = 0;
         let mut stream = result.into_stream();
         while let Some(piece) = stream.next().await {
             match piece {
                 Ok(bytes) => {
-                    let room = (wanted - got).min(bytes.len() as u64) as usize;
-                    buf.extend_from_slice(&bytes[..room]);
-                    got += room as u64;
+                    let room = (out.len() - got).min(bytes.len());
+                    out[got..got + room].copy_from_slice(&bytes[..room]);
+                    got += room;
                 }
-                Err(e) => return Some(self.remote.classify(&e, true)),
+                Err(e) => return (got, Some(self.remote.classify(&e, true))),
             }
         }
-        (got < wanted).then(|| {
+        let wanted = out.len();
+        let short = (got < wanted).then(|| {
             Failure::Transient(format!("the response ended after {got} of {wanted} bytes"))
-        })
+        });
+        (got, short)
     }
 }
 

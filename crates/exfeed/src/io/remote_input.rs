@@ -325,16 +325,19 @@ impl RemoteFile {
 
     /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error. Bytes
     /// [fetched ahead](RemoteFile::fetch_ahead) at that offset, if exactly these, are taken
-    /// from there (waiting for their fetch); a fetch that failed is read again here, which
-    /// gives the error.
+    /// from there (waiting for their fetch). A fetch ahead that failed gives its error: it
+    /// spent the read's retries already, which a read again would spend twice.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         #[cfg(feature = "remote")]
         {
-            if let Some(Ok((at, bytes))) = self.fetched_ahead.take(offset) {
-                if at == offset && bytes.len() == buf.len() {
+            match self.fetched_ahead.take(offset) {
+                Some(Ok((at, bytes))) if at == offset && bytes.len() == buf.len() => {
                     buf.copy_from_slice(&bytes);
+                    crate::buffers::give_back_read_buffer(bytes);
                     return Ok(());
                 }
+                Some(Err(e)) => return Err(e),
+                _ => {}
             }
             let first_block = (FIRST_STREAM_BLOCK as u64).min(self.len());
             let end = offset.saturating_add(buf.len() as u64);
