@@ -582,14 +582,23 @@ impl std::fmt::Debug for RemoteObject {
 }
 
 impl RemoteObject {
+    /// Opens the object that [`glob()`] listed as `entry`, with no request when the listing
+    /// gave its ETag (a corpus's shards); else as [`RemoteObject::open`] does.
+    pub fn open_listed(entry: &RemoteEntry, options: &RemoteOptions) -> Result<Self> {
+        let Some(etag) = &entry.etag else {
+            return Self::open(&entry.url, options);
+        };
+        Ok(RemoteObject {
+            remote: Remote::new(&entry.url, options)?,
+            size: entry.size,
+            etag: Some(etag.clone()),
+        })
+    }
+
     /// Opens the object at `url`: one HEAD request (retried like a read) for its size and
-    /// ETag, or none when [`glob()`] listed it with these options in the last minute (a
-    /// corpus's shards: the listing gave both).
+    /// ETag.
     pub fn open(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, options)?;
-        if let Some((size, etag)) = Listed::take(url, options) {
-            return Ok(RemoteObject { remote, size, etag });
-        }
         let path = remote.path()?;
         let started = Instant::now();
         let mut attempt = 1;
@@ -801,40 +810,6 @@ fn gave_up(attempts: u32, started: Instant, said: &str) -> String {
     )
 }
 
-/// What [`glob()`] listed in the last minute, for [`RemoteObject::open`] to take instead of a
-/// HEAD request: by URL and options, each object's size and ETag and when it was listed.
-struct Listed;
-
-type ListedKey = (String, super::StorageOptions);
-/// An object's size, ETag and when it was listed.
-type ListedObject = (u64, Option<String>, Instant);
-
-static LISTED: Mutex<Option<std::collections::HashMap<ListedKey, ListedObject>>> = Mutex::new(None);
-
-/// How long a listing stands in for a HEAD request.
-const LISTING_LIFETIME: Duration = Duration::from_secs(60);
-
-impl Listed {
-    fn keep(entries: &[RemoteEntry], options: &RemoteOptions) {
-        let mut listed = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-        let listed = listed.get_or_insert_with(Default::default);
-        let now = Instant::now();
-        listed.retain(|_, (_, _, at)| now.duration_since(*at) < LISTING_LIFETIME);
-        for entry in entries {
-            let key = (entry.url.clone(), options.storage_options.clone());
-            listed.insert(key, (entry.size, entry.etag.clone(), now));
-        }
-    }
-
-    /// The size and ETag of `url` as listed in the last minute, once.
-    fn take(url: &str, options: &RemoteOptions) -> Option<(u64, Option<String>)> {
-        let mut listed = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (url.to_string(), options.storage_options.clone());
-        let (size, etag, at) = listed.as_mut()?.remove(&key)?;
-        (at.elapsed() < LISTING_LIFETIME && etag.is_some()).then_some((size, etag))
-    }
-}
-
 /// One object found by [`glob()`]: its URL, size and ETag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteEntry {
@@ -847,9 +822,8 @@ pub struct RemoteEntry {
 }
 
 /// The objects whose URL matches `pattern` (`s3://bucket/dir/train-*.ctf`; `*`, `?` and `[...]`
-/// as in shell globs, never matching `/`), in sorted order. Only S3 URLs can be listed. For a
-/// minute, [`RemoteObject::open`] of one of them (with the same options) takes its size and
-/// ETag from this listing instead of asking with a HEAD request.
+/// as in shell globs, never matching `/`), in sorted order. Only S3 URLs can be listed.
+/// [`RemoteObject::open_listed`] opens one with no HEAD request.
 pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> {
     let remote = Remote::new(pattern, options)?;
     let ObjectUrl::S3 { bucket, key } = &remote.location else {
@@ -888,7 +862,6 @@ pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> 
         match listed {
             Ok(mut found) => {
                 found.sort_by(|a, b| a.url.cmp(&b.url));
-                Listed::keep(&found, options);
                 return Ok(found);
             }
             Err(e) => match remote.classify(&e, false) {

@@ -82,6 +82,8 @@ pub struct RemoteUrl {
     cache: Option<(PathBuf, u64)>,
     /// The object opened with these settings, which every later open of this URL reuses.
     opened: Option<RemoteFile>,
+    /// The size and ETag a listing gave ([`RemoteUrl::with_listing`]).
+    listed: Option<(u64, String)>,
 }
 
 impl std::fmt::Debug for RemoteUrl {
@@ -91,6 +93,7 @@ impl std::fmt::Debug for RemoteUrl {
             .field("storage_options", &self.storage_options)
             .field("cache", &self.cache)
             .field("opened", &self.opened.is_some())
+            .field("listed", &self.listed)
             .finish()
     }
 }
@@ -113,7 +116,15 @@ impl RemoteUrl {
             storage_options: StorageOptions::default(),
             cache: None,
             opened: None,
+            listed: None,
         }
+    }
+
+    /// The same URL with the size and ETag that a listing of its bucket gave (a corpus glob's
+    /// shards): opening it then sends no HEAD request. Without an ETag, nothing is kept.
+    pub fn with_listing(mut self, size: u64, etag: Option<String>) -> Self {
+        self.listed = etag.map(|etag| (size, etag));
+        self
     }
 
     /// The same URL read through the cache in `cache` (a directory and its limit in bytes),
@@ -280,7 +291,17 @@ impl RemoteFile {
             storage_options: url.storage_options().clone(),
             ..Default::default()
         };
-        let object = Arc::new(super::remote::RemoteObject::open(url.url(), &options)?);
+        let object = Arc::new(match &url.listed {
+            Some((size, etag)) => {
+                let entry = super::remote::RemoteEntry {
+                    url: url.url().to_string(),
+                    size: *size,
+                    etag: Some(etag.clone()),
+                };
+                super::remote::RemoteObject::open_listed(&entry, &options)?
+            }
+            None => super::remote::RemoteObject::open(url.url(), &options)?,
+        });
         let cache = match &url.cache {
             Some((dir, limit)) => Some(shared_cache(dir, *limit)?),
             None => None,
