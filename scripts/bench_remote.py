@@ -213,6 +213,8 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--whole-runs", type=int, help="runs of the whole-file reads (default: --runs)")
+    ap.add_argument("--whole-only", action="store_true",
+                    help="only the whole-file reads and the servers' pace (no Mosaic shards uploaded)")
     ap.add_argument("--mosaic-child", nargs=2)
     a = ap.parse_args()
     if a.mosaic_child:
@@ -241,7 +243,7 @@ def main() -> None:
         samples = int(f.read())
     for kind in ("ctf", "cbf"):
         s3.upload_file(local[kind], bucket, f"bench/remote.{kind}")
-    for name in os.listdir(mds):
+    for name in [] if a.whole_only else os.listdir(mds):
         s3.upload_file(os.path.join(mds, name), bucket, f"bench/mds/{name}")
     size = {k: os.path.getsize(p) for k, p in local.items()}
     print(f"remote bench: {samples} samples (200 floats + a sparse label); CTF {size['ctf'] / 1e6:.0f} MB, "
@@ -289,6 +291,9 @@ def main() -> None:
         print(f"  the servers' pace, {kind.upper()} in ranged GETs of 8 MiB, 8 at a time: " + ", ".join(
             f"{name} {secs:.2f} s = {size[kind] / 1e6 / secs:.0f} MB/s" for name, secs in paces.items())
             + f"; load {load()}")
+
+    if a.whole_only:
+        return
 
     # (4) What a user would do instead: download the object (boto3, as `aws s3 cp` does), then
     # read it. One download of each object (they take long); the reading is the local figure.

@@ -282,7 +282,7 @@ impl DataSet {
     /// The files read: the input's path (none for standard input), or every file of a corpus.
     pub fn files(&self) -> Vec<PathBuf> {
         match &self.content {
-            Content::Corpus(c) => c.files.clone(),
+            Content::Corpus(c) => c.files.iter().map(InputPath::as_corpus_file).collect(),
             _ => self.input.path().map(PathBuf::from).into_iter().collect(),
         }
     }
@@ -294,12 +294,7 @@ impl DataSet {
         match self.content {
             Content::Corpus(files) => Shards::new(*files, options),
             _ => {
-                // Named by its path, or by its name when it has none (standard input).
-                let file = self
-                    .input
-                    .path()
-                    .map_or_else(|| self.name.clone().into(), Into::into);
-                let files = vec![file];
+                let files = vec![self.input.clone()];
                 Shards::new(corpus::CorpusFiles { files, first: self }, options)
             }
         }

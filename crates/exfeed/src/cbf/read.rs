@@ -73,8 +73,9 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// Starts fetching the bytes `offset..offset + len` ahead of the read that asks for them
-    /// (a remote object, see [`crate::fetch_ahead`]); `None`: not started. Default: none.
+    /// Names the bytes `offset..offset + len` for fetching ahead of the read that asks for them
+    /// (a remote object, see [`crate::fetch_ahead`]); `None`: never fetched ahead. Default:
+    /// none.
     fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let _ = (offset, len);
         None
@@ -613,8 +614,8 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
         })
     }
 
-    /// Starts fetching chunk `i`'s bytes ahead of its decoding, where the file is a remote
-    /// object ([`ReadAt::fetch_ahead`]); `None`: not started.
+    /// Names chunk `i`'s bytes for fetching ahead of its decoding, where the file is a remote
+    /// object ([`ReadAt::fetch_ahead`]); `None`: never fetched ahead.
     pub fn fetch_ahead(&self, i: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         let (Source::Ranges(file), Some(info)) = (&self.source, self.chunks.get(i)) else {
             return None;

@@ -509,9 +509,9 @@ fn data_files(cfg: &ReaderConfig, inputs: &[InputPath]) -> Result<Vec<InputPath>
         match &d.corpus {
             Some(corpus) => files.extend(
                 corpus
-                    .expand_with(read.storage_options())?
-                    .iter()
-                    .map(|f| read.apply_to(InputPath::new(f))),
+                    .expand_inputs(read.storage_options())?
+                    .into_iter()
+                    .map(|f| read.apply_to(f)),
             ),
             None => files.push(read.apply_to(InputPath::new(&d.file))),
         }

@@ -12,6 +12,7 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{DiagnosticSink, Result};
 use crate::format::FileFormat;
+use crate::io::InputPath;
 use crate::source::{same_streams, to_corpus_keys, Corpus, CORPUS_KEY_BITS};
 use crate::stream::StreamSpec;
 use crate::OpenOptions;
@@ -20,7 +21,7 @@ use std::result::Result as StdResult;
 
 /// The files of an opened corpus: the first one opened (it gives the format), the rest by name.
 pub(super) struct CorpusFiles {
-    pub(super) files: Vec<PathBuf>,
+    pub(super) files: Vec<InputPath>,
     pub(super) first: DataSet,
 }
 
@@ -49,8 +50,8 @@ pub(super) struct CorpusFiles {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_corpus(corpus: &Corpus, options: &OpenOptions) -> Result<DataSet> {
-    let files = corpus.expand_with(options.read.storage_options())?;
-    let first = super::open(&files[0], options)?;
+    let files = corpus.expand_inputs(options.read.storage_options())?;
+    let first = super::open(files[0].clone(), options)?;
     Ok(DataSet {
         input: first.input.clone(),
         name: corpus.to_string(),
@@ -64,7 +65,7 @@ pub fn open_corpus(corpus: &Corpus, options: &OpenOptions) -> Result<DataSet> {
 /// The shards of a corpus, each opened when reached, with its number in the corpus
 /// ([`DataSet::shards`]). A shard whose streams differ from the first's is an error naming it.
 pub struct Shards {
-    files: Vec<PathBuf>,
+    files: Vec<InputPath>,
     next: usize,
     first: Option<DataSet>,
     /// The first shard's name and streams (when known before reading: see
@@ -95,10 +96,11 @@ impl Iterator for Shards {
 
     fn next(&mut self) -> Option<Self::Item> {
         let shard = self.next;
-        let file = self.files.get(shard)?.clone();
+        let input = self.files.get(shard)?.clone();
+        let file = input.as_corpus_file();
         let data = match self.first.take() {
             Some(first) => Ok(first),
-            None => super::open(&file, &self.options).and_then(|data| {
+            None => super::open(input, &self.options).and_then(|data| {
                 let (first_name, first) = &self.first_streams;
                 if let (Some(first), Some(these)) = (first, data.declared_streams()) {
                     same_streams(data.name(), &these, first_name, first)?;

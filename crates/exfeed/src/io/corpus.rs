@@ -163,7 +163,14 @@ impl Corpus {
 
     /// [`Corpus::expand`], a remote glob or list file reached with `storage_options`.
     pub fn expand_with(&self, storage_options: &StorageOptions) -> Result<Vec<PathBuf>> {
-        let files = match self {
+        let inputs = self.expand_inputs(storage_options)?;
+        Ok(inputs.iter().map(InputPath::as_corpus_file).collect())
+    }
+
+    /// [`Corpus::expand_with`], each file as the input to open: a remote glob's objects with
+    /// the size and ETag their listing gave, so that opening them sends no HEAD request.
+    pub fn expand_inputs(&self, storage_options: &StorageOptions) -> Result<Vec<InputPath>> {
+        let files: Vec<InputPath> = match self {
             Corpus::List(list) => {
                 let input = InputPath::new(list).with_storage_options(storage_options);
                 let text = match &input {
@@ -177,7 +184,7 @@ impl Corpus {
                 text.lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(|l| resolve_path(dir, Path::new(l)))
+                    .map(|l| InputPath::new(resolve_path(dir, Path::new(l))))
                     .collect()
             }
             Corpus::Glob(spec) if is_remote_url(spec) => remote_glob(spec, storage_options)?,
@@ -198,11 +205,12 @@ impl Corpus {
                     }
                 }
                 files.sort();
-                files
+                files.into_iter().map(InputPath::File).collect()
             }
-            Corpus::Files(files) => files.clone(),
+            Corpus::Files(files) => files.iter().map(InputPath::new).collect(),
             Corpus::Mix(m) => (m.expand_parts(storage_options)?.into_iter())
                 .flat_map(|(_, _, files)| files)
+                .map(InputPath::new)
                 .collect(),
         };
         if files.is_empty() {
@@ -212,9 +220,10 @@ impl Corpus {
     }
 }
 
-/// The objects a remote glob matches, in sorted order, without exfeed's index caches.
+/// The objects a remote glob matches, in sorted order, without exfeed's index caches, each
+/// with the size and ETag the listing gave.
 #[cfg(feature = "remote")]
-fn remote_glob(spec: &str, storage_options: &StorageOptions) -> Result<Vec<PathBuf>> {
+fn remote_glob(spec: &str, storage_options: &StorageOptions) -> Result<Vec<InputPath>> {
     let options = super::remote::RemoteOptions {
         storage_options: storage_options.clone(),
         ..Default::default()
@@ -222,13 +231,16 @@ fn remote_glob(spec: &str, storage_options: &StorageOptions) -> Result<Vec<PathB
     Ok(super::remote::glob(spec, &options)?
         .into_iter()
         .filter(|entry| !entry.url.ends_with(".exfeed-index"))
-        .map(|entry| PathBuf::from(entry.url))
+        .map(|entry| {
+            let url = super::RemoteUrl::new(&entry.url).with_storage_options(storage_options);
+            InputPath::Url(url.with_listing(entry.size, entry.etag))
+        })
         .collect())
 }
 
 /// Without the `remote` feature a remote glob is refused, as any URL is.
 #[cfg(not(feature = "remote"))]
-fn remote_glob(spec: &str, _: &StorageOptions) -> Result<Vec<PathBuf>> {
+fn remote_glob(spec: &str, _: &StorageOptions) -> Result<Vec<InputPath>> {
     Err(super::RemoteFile::open(&super::RemoteUrl::new(spec)).expect_err("no remote feature"))
 }
 

@@ -88,6 +88,14 @@ impl InputPath {
         }
     }
 
+    /// The input as a corpus names its files: the file's path, else its name in messages.
+    pub fn as_corpus_file(&self) -> PathBuf {
+        match self {
+            InputPath::File(p) => p.clone(),
+            other => PathBuf::from(other.display_name()),
+        }
+    }
+
     /// The file, when this is one.
     pub fn path(&self) -> Option<&Path> {
         match self {

@@ -686,14 +686,23 @@ impl std::fmt::Debug for RemoteObject {
 }
 
 impl RemoteObject {
+    /// Opens the object that [`glob()`] listed as `entry`, with no request when the listing
+    /// gave its ETag (a corpus's shards); else as [`RemoteObject::open`] does.
+    pub fn open_listed(entry: &RemoteEntry, options: &RemoteOptions) -> Result<Self> {
+        let Some(etag) = &entry.etag else {
+            return Self::open(&entry.url, options);
+        };
+        Ok(RemoteObject {
+            remote: Remote::new(&entry.url, options)?,
+            size: entry.size,
+            etag: Some(etag.clone()),
+        })
+    }
+
     /// Opens the object at `url`: one HEAD request (retried like a read) for its size and
-    /// ETag, or none when [`glob()`] listed it with these options in the last minute (a
-    /// corpus's shards: the listing gave both).
+    /// ETag.
     pub fn open(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, options)?;
-        if let Some((size, etag)) = Listed::take(url, options) {
-            return Ok(RemoteObject { remote, size, etag });
-        }
         let path = remote.path()?;
         let started = Instant::now();
         let mut attempt = 1;
@@ -747,52 +756,38 @@ impl RemoteObject {
     /// an error naming the URL and the byte where the read stopped. One ranged GET, or for
     /// more than [`PART_BYTES`] one per part, [`PARALLEL_PARTS`] at a time.
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.read_into(offset, len, &mut buf)?;
+        let mut buf = vec![0; len];
+        self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
     }
 
-    /// Fills `buf` with the bytes at `offset`; see [`RemoteObject::read_at`].
+    /// Fills `buf` with the bytes at `offset`, each written once, where it belongs; see
+    /// [`RemoteObject::read_at`].
     pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let bytes = self.read_at(offset, buf.len())?;
-        buf.copy_from_slice(&bytes);
-        Ok(())
-    }
-
-    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
-        if len <= PART_BYTES {
-            return self.read_range_into(offset, len, buf);
-        }
-        if offset
+        let len = buf.len();
+        let within = offset
             .checked_add(len as u64)
-            .is_none_or(|end| end > self.size)
-        {
-            return self.read_range_into(offset, len, buf); // the error it gives
+            .is_some_and(|end| end <= self.size);
+        if len <= PART_BYTES || !within {
+            return self.read_range_into(offset, buf); // one GET, or the error it gives
         }
         // A large range in parts of PART_BYTES, PARALLEL_PARTS at a time: each part is its own
         // ranged GET, retried and resumed on its own; the first error (in byte order) is the
         // read's.
-        buf.clear();
-        buf.resize(len, 0);
         let parts = Mutex::new(buf.chunks_mut(PART_BYTES).enumerate());
         let failures = Mutex::new(Vec::new());
         let failed = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..PARALLEL_PARTS.min(len.div_ceil(PART_BYTES)) {
                 scope.spawn(|| {
-                    let mut bytes = Vec::new();
                     while !failed.load(std::sync::atomic::Ordering::Relaxed) {
                         let next = parts.lock().unwrap_or_else(|p| p.into_inner()).next();
                         let Some((i, out)) = next else { break };
                         let at = offset + (i * PART_BYTES) as u64;
-                        match self.read_range_into(at, out.len(), &mut bytes) {
-                            Ok(()) => out.copy_from_slice(&bytes),
-                            Err(e) => {
-                                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                                let mut failures =
-                                    failures.lock().unwrap_or_else(|p| p.into_inner());
-                                failures.push((at, e));
-                            }
+                        if let Err(e) = self.read_range_into(at, out) {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            let mut failures = failures.lock().unwrap_or_else(|p| p.into_inner());
+                            failures.push((at, e));
                         }
                     }
                 });
@@ -805,9 +800,11 @@ impl RemoteObject {
         }
     }
 
-    /// Reads `len` bytes at `offset` with one ranged GET, retried and resumed.
-    fn read_range_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+    /// Fills `buf` with the bytes at `offset` with one ranged GET, retried and resumed where
+    /// its bytes stopped.
+    fn read_range_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let remote = &self.remote;
+        let len = buf.len();
         let end = offset
             .checked_add(len as u64)
             .filter(|&end| end <= self.size);
@@ -821,22 +818,23 @@ impl RemoteObject {
                 ),
             ));
         };
-        buf.clear();
-        buf.reserve_exact(len);
         if len == 0 {
             return Ok(());
         }
         let path = remote.path()?;
         let started = Instant::now();
         let mut attempt = 1;
+        let mut filled = 0;
         loop {
-            let from = offset + buf.len() as u64;
+            let from = offset + filled as u64;
             let (store, runtime) = remote.client()?;
-            let failure = runtime.block_on(self.fetch(&*store, &path, from..end, buf));
+            let (got, failure) =
+                runtime.block_on(self.fetch(&*store, &path, from..end, &mut buf[filled..]));
+            filled += got;
             let Some(failure) = failure else {
                 return Ok(());
             };
-            let at = Some(offset + buf.len() as u64);
+            let at = Some(offset + filled as u64);
             match failure {
                 Failure::Transient(said) => {
                     if !remote.back_off(attempt, started) {
@@ -864,15 +862,15 @@ impl RemoteObject {
         }
     }
 
-    /// One ranged GET of `range`, appending to `buf` what arrives; `None` when all did.
+    /// One ranged GET of `range` into `out` (as long as the range): how many bytes arrived,
+    /// and the failure, `None` when all did.
     async fn fetch(
         &self,
         store: &dyn ObjectStore,
         path: &ObjectPath,
         range: std::ops::Range<u64>,
-        buf: &mut Vec<u8>,
-    ) -> Option<Failure> {
-        let wanted = range.end - range.start;
+        out: &mut [u8],
+    ) -> (usize, Option<Failure>) {
         let options = GetOptions {
             range: Some(GetRange::Bounded(range)),
             if_match: self.etag.clone(),
@@ -880,30 +878,33 @@ impl RemoteObject {
         };
         let result = match store.get_opts(path, options).await {
             Ok(result) => result,
-            Err(e) => return Some(self.remote.classify(&e, true)),
+            Err(e) => return (0, Some(self.remote.classify(&e, true))),
         };
         // Servers that ignore If-Match still say which version they sent. Quotes aside: a
         // listing may give an ETag without them (fake-gcs-server's does), a GET with them.
         if let (Some(expected), Some(got)) = (&self.etag, &result.meta.e_tag) {
             if expected.trim_matches('"') != got.trim_matches('"') {
-                return Some(Failure::Replaced(format!("the server now has ETag {got}")));
+                let said = format!("the server now has ETag {got}");
+                return (0, Some(Failure::Replaced(said)));
             }
         }
-        let mut got = 0u64;
+        let mut got = 0;
         let mut stream = result.into_stream();
         while let Some(piece) = stream.next().await {
             match piece {
                 Ok(bytes) => {
-                    let room = (wanted - got).min(bytes.len() as u64) as usize;
-                    buf.extend_from_slice(&bytes[..room]);
-                    got += room as u64;
+                    let room = (out.len() - got).min(bytes.len());
+                    out[got..got + room].copy_from_slice(&bytes[..room]);
+                    got += room;
                 }
-                Err(e) => return Some(self.remote.classify(&e, true)),
+                Err(e) => return (got, Some(self.remote.classify(&e, true))),
             }
         }
-        (got < wanted).then(|| {
+        let wanted = out.len();
+        let short = (got < wanted).then(|| {
             Failure::Transient(format!("the response ended after {got} of {wanted} bytes"))
-        })
+        });
+        (got, short)
     }
 }
 
@@ -912,40 +913,6 @@ fn gave_up(attempts: u32, started: Instant, said: &str) -> String {
         "gave up after {attempts} attempts in {:.1} s; the last failure: {said}",
         started.elapsed().as_secs_f64()
     )
-}
-
-/// What [`glob()`] listed in the last minute, for [`RemoteObject::open`] to take instead of a
-/// HEAD request: by URL and options, each object's size and ETag and when it was listed.
-struct Listed;
-
-type ListedKey = (String, super::StorageOptions);
-/// An object's size, ETag and when it was listed.
-type ListedObject = (u64, Option<String>, Instant);
-
-static LISTED: Mutex<Option<std::collections::HashMap<ListedKey, ListedObject>>> = Mutex::new(None);
-
-/// How long a listing stands in for a HEAD request.
-const LISTING_LIFETIME: Duration = Duration::from_secs(60);
-
-impl Listed {
-    fn keep(entries: &[RemoteEntry], options: &RemoteOptions) {
-        let mut listed = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-        let listed = listed.get_or_insert_with(Default::default);
-        let now = Instant::now();
-        listed.retain(|_, (_, _, at)| now.duration_since(*at) < LISTING_LIFETIME);
-        for entry in entries {
-            let key = (entry.url.clone(), options.storage_options.clone());
-            listed.insert(key, (entry.size, entry.etag.clone(), now));
-        }
-    }
-
-    /// The size and ETag of `url` as listed in the last minute, once.
-    fn take(url: &str, options: &RemoteOptions) -> Option<(u64, Option<String>)> {
-        let mut listed = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (url.to_string(), options.storage_options.clone());
-        let (size, etag, at) = listed.as_mut()?.remove(&key)?;
-        (at.elapsed() < LISTING_LIFETIME && etag.is_some()).then_some((size, etag))
-    }
 }
 
 /// One object found by [`glob()`]: its URL, size and ETag.
@@ -961,9 +928,7 @@ pub struct RemoteEntry {
 
 /// The objects whose URL matches `pattern` (`s3://bucket/dir/train-*.ctf`; `*`, `?` and `[...]`
 /// as in shell globs, never matching `/`), in sorted order. Only bucket URLs (`s3://`, `gs://`)
-/// can be listed. For a
-/// minute, [`RemoteObject::open`] of one of them (with the same options) takes its size and
-/// ETag from this listing instead of asking with a HEAD request.
+/// can be listed. [`RemoteObject::open_listed`] opens one with no HEAD request.
 pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> {
     let remote = Remote::new(pattern, options)?;
     let ObjectUrl::Bucket { cloud, bucket, key } = &remote.location else {
@@ -1004,7 +969,6 @@ pub fn glob(pattern: &str, options: &RemoteOptions) -> Result<Vec<RemoteEntry>> 
         match listed {
             Ok(mut found) => {
                 found.sort_by(|a, b| a.url.cmp(&b.url));
-                Listed::keep(&found, options);
                 return Ok(found);
             }
             Err(e) => match remote.classify(&e, false) {

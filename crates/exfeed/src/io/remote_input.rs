@@ -84,6 +84,8 @@ pub struct RemoteUrl {
     cache: Option<(PathBuf, u64)>,
     /// The object opened with these settings, which every later open of this URL reuses.
     opened: Option<RemoteFile>,
+    /// The size and ETag a listing gave ([`RemoteUrl::with_listing`]).
+    listed: Option<(u64, String)>,
 }
 
 impl std::fmt::Debug for RemoteUrl {
@@ -93,6 +95,7 @@ impl std::fmt::Debug for RemoteUrl {
             .field("storage_options", &self.storage_options)
             .field("cache", &self.cache)
             .field("opened", &self.opened.is_some())
+            .field("listed", &self.listed)
             .finish()
     }
 }
@@ -115,7 +118,15 @@ impl RemoteUrl {
             storage_options: StorageOptions::default(),
             cache: None,
             opened: None,
+            listed: None,
         }
+    }
+
+    /// The same URL with the size and ETag that a listing of its bucket gave (a corpus glob's
+    /// shards): opening it then sends no HEAD request. Without an ETag, nothing is kept.
+    pub fn with_listing(mut self, size: u64, etag: Option<String>) -> Self {
+        self.listed = etag.map(|etag| (size, etag));
+        self
     }
 
     /// The same URL read through the cache in `cache` (a directory and its limit in bytes),
@@ -282,7 +293,17 @@ impl RemoteFile {
             storage_options: url.storage_options().clone(),
             ..Default::default()
         };
-        let object = Arc::new(super::remote::RemoteObject::open(url.url(), &options)?);
+        let object = Arc::new(match &url.listed {
+            Some((size, etag)) => {
+                let entry = super::remote::RemoteEntry {
+                    url: url.url().to_string(),
+                    size: *size,
+                    etag: Some(etag.clone()),
+                };
+                super::remote::RemoteObject::open_listed(&entry, &options)?
+            }
+            None => super::remote::RemoteObject::open(url.url(), &options)?,
+        });
         let cache = match &url.cache {
             Some((dir, limit)) => Some(shared_cache(dir, *limit)?),
             None => None,
@@ -327,16 +348,19 @@ impl RemoteFile {
 
     /// Fills `buf` with the bytes at `offset`; bytes past the object's end are an error. Bytes
     /// [fetched ahead](RemoteFile::fetch_ahead) at that offset, if exactly these, are taken
-    /// from there (waiting for their fetch); a fetch that failed is read again here, which
-    /// gives the error.
+    /// from there (waiting for their fetch). A fetch ahead that failed gives its error: it
+    /// spent the read's retries already, which a read again would spend twice.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         #[cfg(feature = "remote")]
         {
-            if let Some(Ok((at, bytes))) = self.fetched_ahead.take(offset) {
-                if at == offset && bytes.len() == buf.len() {
+            match self.fetched_ahead.take(offset) {
+                Some(Ok((at, bytes))) if at == offset && bytes.len() == buf.len() => {
                     buf.copy_from_slice(&bytes);
+                    crate::buffers::give_back_read_buffer(bytes);
                     return Ok(());
                 }
+                Some(Err(e)) => return Err(e),
+                _ => {}
             }
             let first_block = (FIRST_STREAM_BLOCK as u64).min(self.len());
             let end = offset.saturating_add(buf.len() as u64);
@@ -356,10 +380,10 @@ impl RemoteFile {
         self.read_direct(buf, offset)
     }
 
-    /// Starts fetching the bytes `offset..offset + len` on a thread of its own, for a later
-    /// [`RemoteFile::read_exact_at`] of exactly them (see [`crate::fetch_ahead`]); `None`: not
-    /// started (the process's bounds on fetching ahead are reached, or those bytes are being
-    /// fetched ahead already).
+    /// Names the bytes `offset..offset + len` for fetching on a thread of its own (as soon as
+    /// the process's bounds leave room), for a later [`RemoteFile::read_exact_at`] of exactly
+    /// them (see [`crate::fetch_ahead`]); `None`: never fetched ahead (named already, or larger
+    /// than the bounds).
     #[cfg(feature = "remote")]
     pub fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         let file = self.clone();

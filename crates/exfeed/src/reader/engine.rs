@@ -1490,8 +1490,8 @@ impl<T: Element> Reader<T> {
     /// Schedules chunk reads in plan order until `need` are pending, or (`ahead`) at least
     /// `prefetch_chunks`, not past the epoch's last sweep. Where the source fetches chunks over
     /// the network, the bytes of those that wait for a decoding thread are fetched meanwhile,
-    /// and (`ahead`) of `prefetch_chunks` more after them (bounded further by the process's
-    /// limits: [`crate::fetch_ahead`]).
+    /// and (`ahead`) of `prefetch_chunks` more after them (in plan order, as the process's
+    /// bounds leave room: [`crate::fetch_ahead`]).
     fn schedule(&mut self, need: usize, ahead: bool) {
         let target = match ahead {
             true => self.opts.prefetch_chunks.max(1).max(need),
@@ -1541,8 +1541,8 @@ impl<T: Element> Reader<T> {
         }
     }
 
-    /// Starts fetching the bytes of the chunks after those scheduled, up to `prefetch_chunks`
-    /// of them, until the source starts none.
+    /// Names the chunks after those scheduled for fetching ahead, up to `prefetch_chunks` of
+    /// them, until the source takes no more.
     fn fetch_ahead(&mut self) {
         if self.fetching.is_empty() {
             self.fetch_cursor = self.sched;

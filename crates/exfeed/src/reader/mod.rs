@@ -149,10 +149,12 @@ pub trait ChunkSource<T: Element>: Send + Sync {
     /// (cleared, buffers kept) and has the streams of [`ChunkSource::streams`]. Sequences are
     /// appended in file order.
     fn read_chunk(&self, chunk: usize, out: &mut SequenceBatch<T>) -> Result<()>;
-    /// Starts fetching chunk `chunk`'s bytes ahead of its decoding, where they come over the
-    /// network (a URL's CTF or CBF chunks); [`ChunkSource::read_chunk`] then takes them, until
-    /// the ticket is dropped (see [`crate::fetch_ahead`]). `None`: nothing was started
-    /// (local data, or the process's bounds on fetching ahead are reached). Default: none.
+    /// Names chunk `chunk` for fetching its bytes ahead of its decoding, where they come over
+    /// the network (a URL's CTF or CBF chunks): the fetch starts at once or, past the process's
+    /// bounds, as soon as room frees; [`ChunkSource::read_chunk`] then takes the bytes, until
+    /// the ticket is dropped (see [`crate::fetch_ahead`]). Name chunks in the order they will be
+    /// decoded. `None`: never fetched ahead (local data, a chunk named already or too large).
+    /// Default: none.
     fn fetch_ahead(&self, chunk: usize) -> Option<crate::fetch_ahead::FetchTicket> {
         let _ = chunk;
         None

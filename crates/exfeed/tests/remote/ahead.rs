@@ -6,10 +6,11 @@
 use super::open::{ctf_options, storage_options, summed, SEQUENCES};
 use super::{pattern, services, unique, Fault, FaultProxy};
 use exfeed::convert::{convert, ConvertOptions};
+use exfeed::fetch_ahead::FETCH_AHEAD_CHUNKS;
 use exfeed::format::FileFormat;
 use exfeed::io::remote::{RemoteObject, PART_BYTES};
 use exfeed::options::{ChunkSize, IndexMode, ReadOptions};
-use exfeed::reader::{EpochLimit, Reader, ReaderOptions};
+use exfeed::reader::{EpochLimit, Reader, ReaderOptions, Window};
 use exfeed::{open, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -192,6 +193,62 @@ fn the_reader_fetches_chunks_ahead_of_its_decoding_thread() {
             fetched <= most,
             "{url} {index:?}: {fetched} bytes fetched for a {}-byte object",
             bytes.len()
+        );
+    }
+}
+
+#[test]
+fn chunks_past_the_bounds_are_fetched_ahead_as_room_frees() {
+    let Some(services) = services() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = 8 << 10;
+    let (ctf, cbf) = ctf_and_cbf(dir.path(), chunk);
+    let local = read_sweep(
+        ctf.to_str().unwrap(),
+        &ctf_options(ReadOptions::new()),
+        one_thread(),
+        || {},
+    );
+    // One window of every chunk, named for fetching ahead at once: far more than the bounds.
+    let whole_window = ReaderOptions {
+        window: Window::All,
+        ..one_thread()
+    };
+    let prefix = unique("room").replace('/', "-");
+    for (path, index) in [(&ctf, IndexMode::Full), (&cbf, IndexMode::Auto)] {
+        let bytes = std::fs::read(path).unwrap();
+        let name = format!("{prefix}-{}", path.file_name().unwrap().to_str().unwrap());
+        services.serve(&name, &bytes);
+        let proxy = FaultProxy::start(&services.http_url);
+        let url = format!("{}/{name}", proxy.url());
+        let options = ctf_options(
+            ReadOptions::new()
+                .with_chunk_size(ChunkSize::Bytes(chunk))
+                .with_index(index)
+                .with_storage_options(storage_options(&services, &proxy.url())),
+        );
+        proxy.delay_every_get(Duration::from_millis(50));
+        let mut before = 0;
+        let got = read_sweep(&url, &options, whole_window.clone(), || {
+            before = proxy.gets().len()
+        });
+        assert!(got == local, "{url}: the sequences differ");
+        let gets = proxy.gets()[before..].to_vec();
+        assert!(
+            gets.len() >= 3 * FETCH_AHEAD_CHUNKS,
+            "{url}: {} GETs",
+            gets.len()
+        );
+        let mut ranges: Vec<_> = gets.iter().map(|r| r.range.clone()).collect();
+        ranges.sort();
+        ranges.dedup();
+        assert_eq!(ranges.len(), gets.len(), "{url}: a range fetched twice");
+        // Fetched by the one decoding thread, a chunk's GET would have no other in flight.
+        let alone = gets.iter().filter(|r| r.gets_in_flight == 0).count();
+        assert!(
+            alone <= gets.len() / 10,
+            "{url}: {alone} of {} GETs had no other in flight",
+            gets.len()
         );
     }
 }

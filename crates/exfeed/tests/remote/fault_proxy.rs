@@ -37,6 +37,8 @@ pub struct SeenRequest {
     pub path: String,
     /// The `Range` header, if any (`bytes=A-B`).
     pub range: Option<String>,
+    /// For a GET, how many other GETs were in flight when it arrived.
+    pub gets_in_flight: usize,
 }
 
 #[derive(Default)]
@@ -205,10 +207,12 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Mutex<Shared>) -> std
     reader.read_exact(&mut body)?;
     let (fault, _in_flight) = {
         let mut state = shared.lock().unwrap();
+        let gets_in_flight = state.gets_in_flight;
         state.seen.push(SeenRequest {
             method: method.clone(),
             path,
             range: header("range"),
+            gets_in_flight,
         });
         match method.as_str() {
             "GET" => {

@@ -347,13 +347,13 @@ fn globs_list_the_bucket_prefix() {
         ]
     );
     assert_eq!(found[0].size, "train-1.ctf".len() as u64);
-    // The listing gave each object's size and ETag: opening one sends no HEAD, and reads
-    // are conditional on the listed ETag (the same as a HEAD's: they succeed); once only.
+    // The listing gave each object's size and ETag: opening one from its entry sends no HEAD,
+    // and reads are conditional on the listed ETag (the same as a HEAD's: they succeed).
     let proxy = FaultProxy::start(&services.s3_endpoint);
     let through_proxy = services.options_at(&proxy.url(), &services.key_id, &services.secret);
     let listed = glob(&services.url(&format!("{dir}/train-*.ctf")), &through_proxy).unwrap();
     for entry in &listed {
-        let object = RemoteObject::open(&entry.url, &through_proxy).unwrap();
+        let object = RemoteObject::open_listed(entry, &through_proxy).unwrap();
         assert_eq!(object.etag(), entry.etag.as_deref());
         assert_eq!(object.read_at(0, 5).unwrap(), b"train");
     }
@@ -361,6 +361,23 @@ fn globs_list_the_bucket_prefix() {
         proxy.requests("HEAD").len(),
         0,
         "a HEAD for a listed object"
+    );
+    // So are a corpus glob's shards, opened through the front door.
+    let corpus = exfeed::io::Corpus::parse(&services.url(&format!("{dir}/train-*.ctf")));
+    let read = exfeed::options::ReadOptions::new()
+        .with_storage_options(open::storage_options(&services, &proxy.url()));
+    let options = exfeed::OpenOptions {
+        read: read.clone(),
+        ..exfeed::OpenOptions::default()
+    };
+    for input in corpus.expand_inputs(read.storage_options()).unwrap() {
+        let data = exfeed::open(input, &options).unwrap();
+        assert!(data.name().contains("train-"), "{}", data.name());
+    }
+    assert_eq!(
+        proxy.requests("HEAD").len(),
+        0,
+        "a HEAD for a corpus's shard"
     );
     let again = RemoteObject::open(&listed[0].url, &through_proxy).unwrap();
     assert_eq!(proxy.requests("HEAD").len(), 1);

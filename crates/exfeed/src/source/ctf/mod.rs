@@ -504,29 +504,33 @@ impl CtfSource {
 }
 
 impl CtfSource {
-    /// Chunk `chunk`'s bytes `start..end` when they were fetched ahead (waiting for their
-    /// fetch), `None` when not: then they are read as any chunk's are, and so is a fetch that
-    /// failed (that read gives the error, placed in the file).
-    fn take_fetched(&self, chunk: usize, start: u64, end: u64) -> Option<ChunkBytes<'_>> {
-        Self::fetched_range(self.fetched_ahead.take(chunk as u64), start, end)
-    }
-
-    /// The bytes of a fetch ahead, when it fetched exactly `start..end`.
-    fn fetched_range(
+    /// Chunk `chunk`'s bytes `start..end`: fetched ahead (waiting for their fetch), or read
+    /// as any chunk's are.
+    fn fetched_or_read(
+        &self,
         fetched: Option<Result<Fetched>>,
         start: u64,
         end: u64,
-    ) -> Option<ChunkBytes<'static>> {
-        match fetched? {
-            Ok((at, bytes)) if at == start && bytes.len() as u64 == end - start => {
-                Some(ChunkBytes::Read(bytes))
+        chunk: usize,
+    ) -> Result<ChunkBytes<'_>> {
+        match fetched {
+            Some(Ok((at, bytes))) if at == start && bytes.len() as u64 == end - start => {
+                Ok(ChunkBytes::Read(bytes))
             }
-            Ok((_, bytes)) => {
+            // It gave up after the read's retries: read again, they would be spent twice.
+            Some(Err(e)) => Err(self.placed_read_error(e, chunk)),
+            Some(Ok((_, bytes))) => {
                 give_back_read_buffer(bytes);
-                None
+                self.chunk_bytes(start, end, chunk)
             }
-            Err(_) => None,
+            None => self.chunk_bytes(start, end, chunk),
         }
+    }
+
+    /// A read error of chunk `chunk`, placed in the file.
+    fn placed_read_error(&self, e: Error, chunk: usize) -> Error {
+        e.in_file(self.name.clone())
+            .in_context(format!("reading chunk {chunk} (has the file changed?)"))
     }
 
     /// The bytes `start..end` of the data, to decode chunk `chunk` from. A file's are read into
@@ -538,10 +542,7 @@ impl CtfSource {
     /// back short and becomes an error naming the file and the byte. The copy costs some CPU
     /// (docs/hardening.md has the figures); memory stays bounded by the chunks being decoded.
     fn chunk_bytes(&self, start: u64, end: u64, chunk: usize) -> Result<ChunkBytes<'_>> {
-        let place = |e: Error| {
-            e.in_file(self.name.clone())
-                .in_context(format!("reading chunk {chunk} (has the file changed?)"))
-        };
+        let place = |e: Error| self.placed_read_error(e, chunk);
         let len = usize::try_from(end - start)
             .map_err(|_| place(Error::corrupt(start, "chunk too large")))?;
         let f = match &self.data {
@@ -887,10 +888,8 @@ impl<T: Element> ChunkSource<T> for CtfSource {
             Layout::Indexed(ix) => {
                 let c = &ix.chunks[chunk];
                 let range = c.offset..c.offset + c.bytes;
-                let bytes = match self.take_fetched(chunk, range.start, range.end) {
-                    Some(bytes) => bytes,
-                    None => self.chunk_bytes(range.start, range.end, chunk)?,
-                };
+                let fetched = self.fetched_ahead.take(chunk as u64);
+                let bytes = self.fetched_or_read(fetched, range.start, range.end, chunk)?;
                 let (r, diagnostics) = self.decode(range, c.line, out, bytes.bytes());
                 self.keep(diagnostics);
                 r
@@ -904,10 +903,7 @@ impl<T: Element> ChunkSource<T> for CtfSource {
                 if start == end {
                     return Ok(()); // a range inside a sequence that started before it
                 }
-                let bytes = match Self::fetched_range(fetched, start, end) {
-                    Some(bytes) => bytes,
-                    None => self.chunk_bytes(start, end, chunk)?,
-                };
+                let bytes = self.fetched_or_read(fetched, start, end, chunk)?;
                 let pieces = ranges.within(start, end, self.piece_bytes);
                 // Other threads are offered pieces when no other chunk is being decoded: they
                 // are idle (the reader's start, the consumer waiting), or about to take the
