@@ -82,7 +82,7 @@ def prepare(data: str, n: int, dataset: str, loaders: list) -> dict:
         shutil.rmtree(data, ignore_errors=True)
         os.makedirs(data)
     # The memmap's offsets say every loader how many samples to expect; CBF is converted from CTF.
-    wanted = {"memmap", *loaders} | ({"exfeed-ctf"} if "exfeed-cbf" in loaders else set())
+    wanted = {"memmap", *loaders} - {"fresh"} | ({"exfeed-ctf"} if "exfeed-cbf" in loaders else set())
     if wanted <= seconds.keys():
         return seconds
     if dataset == "mnist":
