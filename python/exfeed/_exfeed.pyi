@@ -93,6 +93,8 @@ class Stream:
     def data(self) -> npt.NDArray[np.floating]: ...
     def to_scipy(self) -> Any:
         """Sparse: scipy.sparse.csr_matrix [samples, dim]."""
+    def one_hot_ids(self) -> Optional[npt.NDArray[np.int64]]:
+        """Sparse: each sample's one column where every sample is one-hot, else None."""
     def to_padded(self, pad: float = 0.0) -> Tuple[npt.NDArray[np.floating], npt.NDArray[np.bool_]]:
         """(values [sequences, longest, dim], mask [sequences, longest]); a copy."""
     def as_sequences(self) -> list: ...

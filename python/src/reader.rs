@@ -19,6 +19,7 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
@@ -149,11 +150,17 @@ pub struct Reader {
     size: MinibatchSize,
 }
 
-/// What a `Reader`'s calls take turns with: the engine and the last minibatch's buffers.
+/// How many of the last minibatches' buffers a reader keeps to refill. More than one: a
+/// training loop still holds the last minibatch (its loop variable, the tensors made from it)
+/// while it asks for the next, so the one before it is the one free to refill.
+const RECENT_BUFFERS: usize = 3;
+
+/// What a `Reader`'s calls take turns with: the engine and the last minibatches' buffers.
 struct Engine {
     inner: Option<AnyReader>,
-    /// The buffers of the last minibatch delivered (reused if nobody else holds them).
-    last: Option<Py<Buffers>>,
+    /// The buffers of the last minibatches delivered, oldest first: refilled when nobody else
+    /// holds them (warm pages, no allocation).
+    recent: VecDeque<Py<Buffers>>,
 }
 
 impl Engine {
@@ -166,7 +173,7 @@ impl Engine {
         if let Some(r) = self.inner.take() {
             py.detach(move || drop(r));
         }
-        self.last = None;
+        self.recent.clear();
     }
 }
 
@@ -387,7 +394,7 @@ impl Reader {
             stopper: Mutex::new(inner.stopper()),
             engine: Mutex::new(Engine {
                 inner: Some(inner),
-                last: None,
+                recent: VecDeque::new(),
             }),
             closing: AtomicBool::new(false),
             owner_pid: std::process::id(),
@@ -522,15 +529,14 @@ impl Reader {
         let Some(reader) = engine.inner.as_mut() else {
             return Err(closed_error());
         };
-        // Reuse the last minibatch's buffers when only the reader still refers to them.
-        let mut mb = match engine.last.take() {
-            // SAFETY: reading the reference count of a live object we hold.
-            Some(b) if unsafe { pyo3::ffi::Py_REFCNT(b.as_ptr()) } == 1 => {
-                b.bind(py).borrow_mut().mb.take()
-            }
-            _ => None,
-        }
-        .unwrap_or_else(|| reader.new_minibatch());
+        // Refill the buffers of a recent minibatch that only the reader still refers to.
+        // SAFETY: reading the reference count of a live object we hold.
+        let only_ours = |b: &Py<Buffers>| unsafe { pyo3::ffi::Py_REFCNT(b.as_ptr()) } == 1;
+        let free = engine.recent.iter().position(only_ours);
+        let mut mb = free
+            .and_then(|i| engine.recent.remove(i))
+            .and_then(|b| b.bind(py).borrow_mut().mb.take())
+            .unwrap_or_else(|| reader.new_minibatch());
         let result = detached(py, move || {
             let got = reader.next_minibatch(size, &mut mb)?;
             Ok((got, mb))
@@ -556,7 +562,10 @@ impl Reader {
         let (num_samples, num_sequences, end_of_sweep) =
             (mb.samples(), mb.len(), mb.end_of_sweep());
         let buffers = Py::new(py, Buffers { mb: Some(mb) })?;
-        engine.last = Some(buffers.clone_ref(py));
+        if engine.recent.len() == RECENT_BUFFERS {
+            engine.recent.pop_front();
+        }
+        engine.recent.push_back(buffers.clone_ref(py));
         Ok(Some(Minibatch {
             buffers,
             specs: self.specs.clone(),
@@ -1053,6 +1062,21 @@ impl Stream {
             py,
             |o, s| each!(s, d => view(o, d.values(), &[d.values().len()])),
         )
+    }
+
+    /// Sparse: the column of each sample's one entry, int64 [samples], where every sample is
+    /// one-hot (exactly one entry, of value 1); else None. One pass, for exfeed.torch's
+    /// ``sparse="ids"``.
+    fn one_hot_ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.require(Storage::Sparse, "one_hot_ids()")?;
+        self.with(py, |_, s| {
+            let ids = each!(s, d => {
+                let one_hot = d.sample_offsets().windows(2).all(|w| w[1] - w[0] == 1)
+                    && d.values().iter().all(|&v| v == 1.0);
+                one_hot.then(|| d.indices().iter().map(|&i| i64::from(i)).collect::<Vec<_>>())
+            });
+            Ok(ids.map(|v| PyArray1::from_vec(py, v).into_any()))
+        })
     }
 
     /// Sparse: a scipy.sparse.csr_matrix [samples, dim] sharing the data (scipy needed).

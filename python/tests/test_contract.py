@@ -56,6 +56,23 @@ def test_buffers_are_reused_only_when_nothing_refers_to_them(tmp_path):
     np.testing.assert_array_equal(kept, snapshot)  # never overwritten
 
 
+def test_buffers_are_reused_while_a_training_loop_holds_the_last_minibatch(tmp_path):
+    # A loop holds minibatch k (its loop variable, tensors made from it) while it asks for
+    # k + 1: the buffers of k - 1 are refilled, so two sets of buffers take turns.
+    path = tmp_path / "frames.ctf"
+    path.write_text("".join(f"{k} |x {k} 1 2 |y {k % 5}:1\n" for k in range(1000)))
+    r = exfeed.Reader(path, inputs=INPUTS, minibatch_size=64, randomize=False, max_sweeps=None)
+    held = r.next_minibatch()
+    arrays = [held["x"].values]  # kept alive: their memory is never handed out again
+    addresses = set()
+    for _ in range(12):
+        mb = r.next_minibatch()
+        addresses.add(_exfeed._buffer_address(mb["x"]))
+        held = mb
+    assert len(addresses) == 2
+    assert arrays[0].ctypes.data not in addresses
+
+
 def big_ctf(path, sequences=30000):
     row = " ".join(f"{i * 0.37:.3f}" for i in range(40))
     path.write_text("".join(f"{k} |x {row} |y 1:1\n" for k in range(sequences)))

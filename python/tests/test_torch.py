@@ -397,6 +397,21 @@ def test_class_ids_refuse_a_sample_that_is_not_one_hot(tmp_path):
         exfeed.torch.Dataset(path, inputs=INPUTS, minibatch_size=8, sparse={"y": "onehot"})
 
 
+def test_one_hot_ids_of_a_stream_or_none(tmp_path):
+    path = tmp_path / "labels.ctf"
+
+    def first_minibatch(labels):
+        write_labels(path, labels)
+        return exfeed.Reader(path, inputs=INPUTS, minibatch_size=8, randomize=False).next_minibatch()
+
+    ids = first_minibatch(["1:1", "0:1", "4:1"])["y"].one_hot_ids()
+    assert ids.dtype == np.int64 and ids.tolist() == [1, 0, 4]
+    assert first_minibatch(["1:1", "0:1 2:1"])["y"].one_hot_ids() is None  # two entries
+    assert first_minibatch(["1:1", "3:2"])["y"].one_hot_ids() is None  # a value other than 1
+    with pytest.raises(TypeError, match="one_hot_ids"):
+        first_minibatch(["1:1"])["x"].one_hot_ids()
+
+
 def test_the_example_of_docs_pytorch_md_runs_without_a_warning():
     text = (REPO / "docs" / "pytorch.md").read_text()
     start = text.index("```python\n") + len("```python\n")
