@@ -77,6 +77,14 @@ def generate(ctf: str, mb: int, mds_dir: str) -> int:
     return n
 
 
+def uploaded(s3, bucket: str, key: str, path: str) -> bool:
+    """Whether the bucket holds `key` already, of `path`'s size (reused data, uploaded before)."""
+    try:
+        return s3.head_object(Bucket=bucket, Key=key)["ContentLength"] == os.path.getsize(path)
+    except Exception:
+        return False
+
+
 def s3_client():
     import boto3
 
@@ -242,7 +250,8 @@ def main() -> None:
     with open(made) as f:
         samples = int(f.read())
     for kind in ("ctf", "cbf"):
-        s3.upload_file(local[kind], bucket, f"bench/remote.{kind}")
+        if not uploaded(s3, bucket, f"bench/remote.{kind}", local[kind]):
+            s3.upload_file(local[kind], bucket, f"bench/remote.{kind}")
     for name in [] if a.whole_only else os.listdir(mds):
         s3.upload_file(os.path.join(mds, name), bucket, f"bench/mds/{name}")
     size = {k: os.path.getsize(p) for k, p in local.items()}
