@@ -96,15 +96,14 @@ fn below(n: usize) -> u64 {
     !((u64::MAX << shift) << shift)
 }
 
-/// The value of the first `len` (0 to 8) ASCII digits of `w` (the first in its lowest byte).
+/// The value of the first `len` (1 to 8) ASCII digits of `w` (the first in its lowest byte).
 #[inline(always)]
 fn digits_value(w: u64, len: usize) -> u64 {
+    debug_assert!((1..=8).contains(&len));
     // Digit values; a byte past the digits may borrow from the one after it, never from them.
     let v = w.wrapping_sub(0x3030_3030_3030_3030);
-    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out
-    // (in two steps: a shift by 64, for no digits, is not one).
-    let shift = 64 - 8 * len as u32;
-    let v = (v << (shift / 2)) << (shift - shift / 2);
+    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out.
+    let v = v << ((64 - 8 * len as u32) & 63);
     // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
     let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
     let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
@@ -145,6 +144,16 @@ fn number<T: Element, const DOTS: bool>(
         (w, len, 0)
     };
     let m = digits_value(digits, count);
+    if matches!(T::PRECISION, Precision::Float) && !DOTS {
+        // An integer: exact as an `f32` up to 2^24 (`fast`'s bound), converted directly.
+        if m > 1 << 24 {
+            return None;
+        }
+        let v = m as u32 as f32;
+        return Some(T::from_f32(f32::from_bits(
+            v.to_bits() | (neg as u32) << 31,
+        )));
+    }
     if matches!(T::PRECISION, Precision::Float) && count <= 7 {
         // Below 2^24, at most 7 decimals: `fast`'s value, without its checks.
         return Some(T::from_f32(short_f32(m, decimals, neg != 0)));
@@ -327,7 +336,7 @@ mod tests {
     #[test]
     fn digit_values() {
         let w = u64::from_le_bytes(*b"12345678");
-        for len in 0..=8 {
+        for len in 1..=8 {
             let want = b"12345678"[..len]
                 .iter()
                 .fold(0u64, |m, d| m * 10 + (d - b'0') as u64);
@@ -385,6 +394,15 @@ mod tests {
                 if !text.contains('.') {
                     let plain = number::<f64, false>(&b, &c, s, e);
                     assert_eq!(bits(plain), bits(want), "{text}");
+                    let plain32 = number::<f32, false>(&b, &c, s, e);
+                    let exact = text.parse::<i64>().is_ok_and(|v| v.abs() <= 1 << 24);
+                    if plain32.is_some() || exact {
+                        assert_eq!(
+                            plain32.map(f32::to_bits),
+                            want32.map(f32::to_bits),
+                            "{text}"
+                        );
+                    }
                 }
             }
         }
