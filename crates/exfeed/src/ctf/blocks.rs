@@ -28,6 +28,8 @@ struct Classes {
     digit: u64,
     minus: u64,
     dot: u64,
+    /// `0`s (digits too).
+    zero: u64,
     /// Spaces and tabs: what separates numbers here (a CR, which CTF also allows, is taken as
     /// the end of the run: it comes at line ends).
     separator: u64,
@@ -53,7 +55,11 @@ fn classify_scalar(block: &[u8; BLOCK]) -> Classes {
     for (k, &b) in block.iter().enumerate() {
         let bit = 1u64 << k;
         match b {
-            b'0'..=b'9' => c.digit |= bit,
+            b'0' => {
+                c.digit |= bit;
+                c.zero |= bit;
+            }
+            b'1'..=b'9' => c.digit |= bit,
             b'-' => c.minus |= bit,
             b'.' => c.dot |= bit,
             b' ' | b'\t' => c.separator |= bit,
@@ -82,6 +88,7 @@ fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
             c.digit |= mask(digit);
             c.minus |= mask(is(b'-'));
             c.dot |= mask(is(b'.'));
+            c.zero |= mask(is(b'0'));
             c.separator |= mask(_mm_or_si128(is(b' '), is(b'\t')));
         }
     }
@@ -164,7 +171,7 @@ fn number<T: Element, const DOTS: bool>(
 /// Converts the numbers of a block that end within it (`starts`, `lasts`: their first and last
 /// bytes, in order) into `got`: how many, and the start of the first one it could not take.
 #[inline(always)]
-fn block_numbers<T: Element, const DOTS: bool>(
+fn block_numbers<T: Element>(
     b: &[u8; SPAN],
     c: &Classes,
     starts: &mut u64,
@@ -175,7 +182,7 @@ fn block_numbers<T: Element, const DOTS: bool>(
     while lasts != 0 {
         let s = starts.trailing_zeros() as usize;
         let e = lasts.trailing_zeros() as usize + 1;
-        let Some(v) = number::<T, DOTS>(b, c, s, e) else {
+        let Some(v) = number::<T, true>(b, c, s, e) else {
             return (n, Some(s));
         };
         got[n & (BLOCK / 2 - 1)] = v;
@@ -184,6 +191,39 @@ fn block_numbers<T: Element, const DOTS: bool>(
         lasts &= lasts - 1;
     }
     (n, None)
+}
+
+/// [`block_numbers`] for a block of integers, where most numbers may be a lone `0` (pixel
+/// data): those are the zeros `got` starts with, and only the others are converted, each put in
+/// its place by how many numbers end before it.
+#[inline(always)]
+fn block_integers<T: Element>(
+    b: &[u8; SPAN],
+    c: &Classes,
+    starts: &mut u64,
+    lasts: u64,
+    got: &mut [T; BLOCK / 2],
+) -> (usize, Option<usize>) {
+    *got = [T::default(); BLOCK / 2];
+    let zeros = *starts & lasts & c.zero;
+    let mut other_starts = *starts & !zeros;
+    let mut other_lasts = lasts & !zeros;
+    while other_lasts != 0 {
+        let s = other_starts.trailing_zeros() as usize;
+        let e = other_lasts.trailing_zeros() as usize + 1;
+        let place = (lasts & ((1 << s) - 1)).count_ones() as usize;
+        let Some(v) = number::<T, false>(b, c, s, e) else {
+            return (place, Some(s));
+        };
+        got[place & (BLOCK / 2 - 1)] = v;
+        other_starts &= other_starts - 1;
+        other_lasts &= other_lasts - 1;
+    }
+    // The numbers read are those that start up to the last one's end.
+    if lasts != 0 {
+        *starts &= (u64::MAX << (63 - lasts.leading_zeros())) << 1;
+    }
+    (lasts.count_ones() as usize, None)
 }
 
 /// Reads the dense values of `line` from `i` (a separator or the start of a number) on, block
@@ -233,9 +273,9 @@ pub(super) fn dense_blocks<T: Element>(
         let lasts = numeric & (c.separator >> 1);
         // (Integers alone, as pixel data, skip the work of finding a `.`.)
         let (n, stop) = if c.dot == 0 {
-            block_numbers::<T, false>(b, &c, &mut starts, lasts, &mut got)
+            block_integers::<T>(b, &c, &mut starts, lasts, &mut got)
         } else {
-            block_numbers::<T, true>(b, &c, &mut starts, lasts, &mut got)
+            block_numbers::<T>(b, &c, &mut starts, lasts, &mut got)
         };
         stream.push_dense_block(&got, dim.saturating_sub(*count).min(n));
         *count += n;
@@ -324,6 +364,18 @@ mod tests {
             let (to, count, _) = read(&line, 100);
             assert_eq!((to, count), (at, 30), "{}", String::from_utf8_lossy(stop));
         }
+        // Pixel data: the lone `0`s are placed among the other integers, up to a stop.
+        let pixels = [0, 0, 255, 0, 7, 0, 0, 0, 12, 0, 100, 0];
+        let mut line: Vec<u8> = (0..9)
+            .flat_map(|_| pixels.iter().flat_map(|p| format!(" {p}").into_bytes()))
+            .collect();
+        let plain = line.len();
+        line.extend_from_slice(b" -0 0 123456789 0 0\t|y 1:1");
+        let (to, count, values) = read(&line, 200);
+        let mut want: Vec<f32> = pixels.repeat(9).iter().map(|&p| p as f32).collect();
+        want.extend([-0.0, 0.0]);
+        assert_eq!((to, count), (plain + 6, 110));
+        assert_eq!(bits(&values), bits(&want));
         // Short lines, and the last bytes of longer ones, are read too (the number at the
         // line's end is left to the caller: what follows it is not known here).
         for len in [1, 2, 35, 36, 37, 100] {
