@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
@@ -400,8 +401,11 @@ class Dataset(torch.utils.data.IterableDataset):
                     position["delivered"] += 1
                     yield to_tensors(mb, self.layout, self.with_keys, self.sparse)
             finally:
-                position["reader"] = reader.state_dict()
-                self._last_stats = reader.stats()
+                # A generator left unfinished is closed as the interpreter exits, when imports
+                # no longer work and nobody will read the position.
+                if not sys.is_finalizing():
+                    position["reader"] = reader.state_dict()
+                    self._last_stats = reader.stats()
                 self._live = None
 
     @staticmethod

@@ -18,6 +18,12 @@ SAMPLES = REPO / "samples"
 IN_CI = os.environ.get("CI") == "true"
 
 
+def child_env() -> dict:
+    """The environment of a child Python that imports this checkout's exfeed."""
+    paths = [str(REPO / "python"), os.environ.get("PYTHONPATH")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
+
+
 def require(module: str):
     """Imports an optional dependency; skips (fails in CI) when it is missing."""
     if IN_CI:

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import IN_CI, REPO, require
+from conftest import IN_CI, REPO, child_env, require
 
 import exfeed
 
@@ -161,7 +161,7 @@ try:
 except ModuleNotFoundError as e:
     print(e)
 """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (

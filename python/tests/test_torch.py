@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import INPUTS, REPO, require, write_ctf
+from conftest import INPUTS, REPO, child_env, require, write_ctf
 
 torch = require("torch")
 import exfeed  # noqa: E402
@@ -193,6 +193,24 @@ def test_resume_from_ranks_gathered_on_fewer_ranks(data):
         make(0, 1).resume_from(states[::-1])
 
 
+def test_an_unfinished_epoch_at_interpreter_exit_prints_nothing(data):
+    """A script that stops iterating mid-epoch and exits: the generator is closed as the
+    interpreter shuts down, and must not print an ignored exception."""
+    path, _ = data
+    script = (
+        "import exfeed.torch\n"
+        f"ds = exfeed.torch.Dataset({str(path)!r}, minibatch_size=16, **{OPTS!r})\n"
+        "it = iter(ds)\n"
+        "next(it)\n"
+        "print('one minibatch')\n"
+    )
+    env = child_env()
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "one minibatch\n"
+    assert done.stderr == ""
+
+
 def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
     """Real torch.distributed ranks: 2 ranks of 2 DataLoader workers checkpointed mid-epoch,
     resumed on 3 ranks of 1 worker: the rest of the epoch comes once."""
@@ -200,7 +218,7 @@ def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
     data = tmp_path / "data.ctf"
     truth = write_ctf(data, 400, seed=6)
     script = REPO / "python" / "tests" / "ranks_resumed_elsewhere.py"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    env = child_env()
 
     def job(world, workers, *mode):
         rendezvous = tmp_path / f"rendezvous-{mode[0]}"
@@ -222,7 +240,7 @@ def test_kill_and_resume_through_stateful_dataloader(tmp_path):
     data = tmp_path / "data.ctf"
     write_ctf(data, 600, seed=9)
     script = REPO / "python" / "tests" / "train_until_killed.py"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    env = child_env()
 
     def run(log, ckpt, *extra, wait=True):
         cmd = [sys.executable, str(script), str(data), str(log), str(ckpt), *extra]
@@ -346,7 +364,7 @@ for epoch in range(2):
     assert n > len(loader), (n, len(loader))
 print("ok", len(loader), n)
 """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr
     assert done.stderr == ""
@@ -416,7 +434,7 @@ def test_the_example_of_docs_pytorch_md_runs_without_a_warning():
     text = (REPO / "docs" / "pytorch.md").read_text()
     start = text.index("```python\n") + len("```python\n")
     example = text[start : text.index("```", start)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])))
+    env = child_env()
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", example], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
