@@ -75,7 +75,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+import uuid
 import warnings
+import weakref
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -83,6 +85,7 @@ import torch
 import torch.utils.data
 
 import exfeed
+from torch.multiprocessing.reductions import StorageWeakRef
 
 __all__ = ["Dataset", "to_tensors"]
 
@@ -98,6 +101,10 @@ MAX_WORKERS = 1024
 # window (docs/pytorch.md).
 CHUNK_SIZE = 1 << 20
 WINDOW_CHUNKS = 32
+# Segments of shared memory each DataLoader worker builds its minibatches in, refilled once the
+# main process has let go of them (docs/pytorch.md, "Workers: minibatches in shared memory").
+SHARED_SEGMENTS = 8
+_ALIGN = 64  # where each tensor starts in a segment: any dtype's alignment
 
 # Warnings that say nothing to an exfeed user, each only where it comes from: the DataLoader's that
 # more minibatches came than len() said, for a len() documented as an estimate (the message names
@@ -244,6 +251,107 @@ def _distributed() -> tuple:
     return 0, 1
 
 
+# ------------------------------------------------------------------ minibatches in shared memory
+# PyTorch sends a worker's tensor to the main process by its storage: one not in shared memory is
+# first copied into a new segment (created, faulted in page by page, then unmapped), and every
+# storage costs a round trip to the worker for its file descriptor. A worker here instead copies
+# the minibatch's tensors into one segment of a small pool, whose pages are warm after the first
+# use, and sends that segment once; the main process makes the tensors as views of it.
+#
+# A segment is refilled only when nobody can see it: `_Dataset._held[worker, slot]` (shared
+# memory) holds the worker's pid from the moment the minibatch is handed over until the main
+# process finds the storage it rebuilt gone (checked each time a minibatch arrives), and nothing
+# else in the worker refers to it either.
+
+_DATASETS: "weakref.WeakValueDictionary[str, Dataset]" = weakref.WeakValueDictionary()
+
+
+class _SegmentPool:
+    """A DataLoader worker's segments of shared memory (one row of the dataset's `_held`)."""
+
+    def __init__(self, held: torch.Tensor) -> None:
+        self.held = held
+        self.pid = os.getpid()
+        self.segments: list = [None] * SHARED_SEGMENTS
+
+    def take(self, nbytes: int) -> tuple:
+        """(slot, storage) of at least `nbytes`, marked held; slot -1: a segment used once (every
+        pooled one is still seen somewhere)."""
+        held = self.held.tolist()
+        free = [slot for slot, segment in enumerate(self.segments) if held[slot] == 0
+                and (segment is None or torch._C._storage_Use_Count(segment._cdata) == 1)]
+        fits = [slot for slot in free if self.segments[slot] is not None and self.segments[slot].nbytes() >= nbytes]
+        if fits:
+            slot = fits[0]
+        elif free:
+            slot = free[0]
+            # Room for somewhat larger minibatches (padded sequences vary), in whole pages.
+            self.segments[slot] = torch.UntypedStorage._new_shared(-(-(nbytes + nbytes // 4) // 4096) * 4096)
+        else:
+            return -1, torch.UntypedStorage._new_shared(max(nbytes, 1))
+        self.held[slot] = self.pid
+        return slot, self.segments[slot]
+
+
+class _SharedMinibatch(dict):
+    """A worker's minibatch whose strided tensors are views of one segment of shared memory;
+    pickled as that segment and where each tensor lies in it (see above)."""
+
+    def __copy__(self) -> "_SharedMinibatch":
+        clone = _SharedMinibatch(self)
+        clone.lease = self.lease
+        clone.placed = self.placed
+        return clone
+
+    def __reduce__(self) -> tuple:
+        token, worker, slot, pid, segment = self.lease
+        rest = {name: t for name, t in self.items() if name not in self.placed}
+        return (_received, (token, worker, slot, pid, segment, list(self), self.placed, rest))
+
+
+def _in_shared_memory(batch: Dict[str, torch.Tensor], pool: _SegmentPool, token: str,
+                      worker: int) -> Dict[str, torch.Tensor]:
+    """`batch` with its strided tensors copied into one segment of `pool` (others as they are)."""
+    placed: Dict[str, tuple] = {}
+    end = 0
+    for name, t in batch.items():
+        if t.layout is torch.strided and not t.is_nested:
+            placed[name] = (end, t.dtype, tuple(t.shape))
+            end += -(-t.nbytes // _ALIGN) * _ALIGN
+    if not placed:
+        return batch
+    slot, storage = pool.take(end)
+    segment = torch.empty(0, dtype=torch.uint8).set_(storage)[:end]
+    out = _SharedMinibatch()
+    for name, t in batch.items():
+        if name in placed:
+            view = _view(segment, *placed[name])
+            view.copy_(t)
+            t = view
+        out[name] = t
+    out.lease = (token, worker, slot, pool.pid, segment)
+    out.placed = placed
+    return out
+
+
+def _view(segment: torch.Tensor, offset: int, dtype: torch.dtype, shape: tuple) -> torch.Tensor:
+    return segment[offset:offset + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+
+
+def _received(token: str, worker: int, slot: int, pid: int, segment: torch.Tensor, names: list,
+              placed: Dict[str, tuple], rest: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    """Unpickles a `_SharedMinibatch` (in the main process): its tensors as views of the segment;
+    frees, for their workers, the segments whose earlier minibatches are gone."""
+    dataset = _DATASETS.get(token)
+    # Only where the DataLoader gathers minibatches (never in a worker, whose copy of a minibatch
+    # says nothing of the main process's).
+    if dataset is not None and torch.utils.data.get_worker_info() is None:
+        dataset._let_go_of_segments()
+        if slot >= 0:
+            dataset._leases.append((worker, slot, pid, StorageWeakRef(segment.untyped_storage())))
+    return {name: _view(segment, *placed[name]) if name in placed else rest[name] for name in names}
+
+
 # The epoch counter, in memory shared with the DataLoader's worker processes (inherited by fork,
 # passed by torch's pickler to spawned ones): whether set_epoch fixed the epoch and which, the
 # offset of the counted epochs, then per worker id the iterations it has begun. Each worker
@@ -311,10 +419,49 @@ class Dataset(torch.utils.data.IterableDataset):
         self._live: Optional[exfeed.Reader] = None  # the reader of the iteration in progress
         self._last_stats: Optional[dict] = None  # its stats() when it ended
         self._len: Optional[tuple] = None  # (len, exact), worked out on the first len()
+        # Minibatches in shared memory from DataLoader workers (see _SegmentPool): per worker
+        # and segment the pid of the worker whose minibatch the main process may still see.
+        self._held = torch.zeros((MAX_WORKERS, SHARED_SEGMENTS), dtype=torch.int64).share_memory_()
+        self._token = uuid.uuid4().hex
+        self._leases: list = []  # in the main process: (worker, slot, pid, StorageWeakRef)
+        self._pool: Optional[_SegmentPool] = None  # in a worker: its segments
+        self._register()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_leases": [], "_pool": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._epochs.share_memory_()  # a copy unpickled by plain pickle shares its own again
+        # A copy unpickled by plain pickle shares its own again.
+        self._epochs.share_memory_()
+        self._held.share_memory_()
+        self._register()
+
+    def _register(self) -> None:
+        """Makes this dataset the one whose minibatches' segments `_received` frees; a copy with
+        its own `_held` (plain pickle) takes a token of its own."""
+        other = _DATASETS.get(self._token)
+        if other is not None and other._held.data_ptr() != self._held.data_ptr():
+            self._token = uuid.uuid4().hex
+            other = None
+        if other is None:
+            _DATASETS[self._token] = self
+
+    def _let_go_of_segments(self) -> None:
+        """Frees the segments of the minibatches the main process no longer refers to."""
+        kept = []
+        for worker, slot, pid, storage in self._leases:
+            if not storage.expired():
+                kept.append((worker, slot, pid, storage))
+            elif int(self._held[worker, slot]) == pid:
+                self._held[worker, slot] = 0
+        self._leases = kept
+
+    def _segments(self, worker: int) -> _SegmentPool:
+        """This worker process's segments of shared memory."""
+        if self._pool is None or self._pool.pid != os.getpid():
+            self._pool = _SegmentPool(self._held[worker])
+        return self._pool
 
     def set_epoch(self, epoch: int) -> None:
         """Fixes the epoch the next iterations read (sweep order seeded with ``seed + epoch``),
@@ -396,10 +543,16 @@ class Dataset(torch.utils.data.IterableDataset):
             position.pop("resumed_from", None)  # the reader's own position says it from now on
             # The reader's position is read only when a state is asked for (state_dict).
             self._live = reader
+            info = torch.utils.data.get_worker_info()
+            pool = None if info is None else self._segments(info.id)
             try:
                 for mb in reader:
                     position["delivered"] += 1
-                    yield to_tensors(mb, self.layout, self.with_keys, self.sparse)
+                    if pool is None:
+                        yield to_tensors(mb, self.layout, self.with_keys, self.sparse)
+                    else:
+                        yield _in_shared_memory(to_tensors(mb, self.layout, self.with_keys, self.sparse),
+                                                pool, self._token, info.id)
             finally:
                 # A generator left unfinished is closed as the interpreter exits, when imports
                 # no longer work and nobody will read the position.

@@ -554,3 +554,42 @@ def test_dataloader_workers_share_the_cores_between_their_decoding_threads(data)
     counts = {int(c) for c in loader}
     assert counts == {exfeed.torch.worker_threads(2)}
     assert exfeed.torch.worker_threads(2) == max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+def _truth_rows(truth, keys):
+    return np.concatenate([truth[k][0] for k in keys])
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_worker_minibatches_arrive_as_views_of_one_shared_segment(data, start_method):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", sparse="ids", with_keys=True, **OPTS)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=start_method)
+    seen = 0
+    for b in loader:
+        # Every tensor is a view of one storage in shared memory, mapped once: the worker built
+        # the minibatch there, and PyTorch sent the segment without copying it.
+        assert len({t.untyped_storage().data_ptr() for t in b.values()}) == 1
+        assert all(t.is_shared() for t in b.values())
+        keys = b["keys"].tolist()
+        np.testing.assert_allclose(b["x"].numpy(), _truth_rows(truth, keys), rtol=1e-6)
+        assert b["y"].tolist() == [truth[k][1] for k in keys]
+        seen += len(keys)
+    assert seen == len(truth)
+
+
+def test_a_held_worker_minibatch_is_never_refilled_while_later_ones_arrive(data):
+    path, truth = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=4, layout="packed", sparse="ids", with_keys=True, **OPTS)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    held, copies = [], []
+    for epoch in range(2):  # the workers' segments outlive the epoch
+        for i, b in enumerate(loader):
+            if i % 15 == 0:
+                held.append(b)
+                copies.append({name: t.clone() for name, t in b.items()})
+    assert len(held) >= 6
+    for b, copy in zip(held, copies):
+        keys = b["keys"].tolist()
+        np.testing.assert_allclose(b["x"].numpy(), _truth_rows(truth, keys), rtol=1e-6)
+        assert all(torch.equal(t, copy[name]) for name, t in b.items())
