@@ -66,8 +66,11 @@ Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --co
 without ``config=``, chunks of :data:`CHUNK_SIZE` bytes and windows of :data:`WINDOW_CHUNKS`
 chunks, so that the first minibatch waits for one small window and the decoded data held is
 bounded whatever the data set's size (the shuffle this gives beside a full one: docs/pytorch.md).
-In a DataLoader worker, the reader decodes on ``cores // (workers * local ranks)`` threads (at
-least 1) unless ``threads=`` says otherwise, so the workers together do not outnumber the cores.
+In a DataLoader worker, the worker's own thread is one of its ``cores // (workers * local ranks)``
+cores and the reader decodes on the rest (none where a worker has one core or less: it decodes on
+the worker's thread), unless ``threads=`` says otherwise, so the workers' threads together do not
+outnumber the cores. Workers build each minibatch in shared memory, which PyTorch then sends to
+the main process without a copy (docs/pytorch.md).
 """
 
 from __future__ import annotations
@@ -239,9 +242,10 @@ def _cores() -> int:
 
 def worker_threads(workers: int) -> int:
     """Decoding threads of one DataLoader worker's reader: the cores shared between the workers
-    of every local rank (torchrun's ``LOCAL_WORLD_SIZE``), at least 1."""
+    of every local rank (torchrun's ``LOCAL_WORLD_SIZE``) less the worker's own thread, which
+    packs the minibatches (0: the reader decodes on that thread)."""
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
-    return max(1, _cores() // (workers * max(1, local_ranks)))
+    return max(0, _cores() // (workers * max(1, local_ranks)) - 1)
 
 
 def _distributed() -> tuple:
