@@ -298,8 +298,8 @@ class _SegmentPool:
 
 
 class _SharedMinibatch(dict):
-    """A worker's minibatch whose strided tensors are views of one segment of shared memory;
-    pickled as that segment and where each tensor lies in it (see above)."""
+    """A worker's minibatch whose tensors are views of one segment of shared memory; pickled as
+    that segment and where each tensor lies in it (see above)."""
 
     def __copy__(self) -> "_SharedMinibatch":
         clone = _SharedMinibatch(self)
@@ -313,15 +313,49 @@ class _SharedMinibatch(dict):
         return (_received, (token, worker, slot, pid, segment, list(self), self.placed, rest))
 
 
+def _parts(t: torch.Tensor) -> Optional[tuple]:
+    """(kind, size, the strided tensors `t` is made of) for the kinds a segment holds, else None."""
+    if t.layout is torch.strided and not t.is_nested:
+        return "strided", None, (t,)
+    if t.layout is torch.sparse_csr:
+        return "csr", tuple(t.shape), (t.crow_indices(), t.col_indices(), t.values())
+    if t.layout is torch.jagged:
+        return "jagged", None, (t.values(), t.offsets())
+    return None
+
+
+def _views(segment: torch.Tensor, where: list) -> list:
+    """The tensors at `where` (offset, dtype, shape) in `segment`."""
+    return [segment[offset:offset + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+            for offset, dtype, shape in where]
+
+
+def _assembled(kind: str, size: Optional[tuple], parts: list) -> torch.Tensor:
+    """The tensor of `kind` made of `parts` (see _parts)."""
+    if kind == "csr":
+        return torch.sparse_csr_tensor(*parts, size=size, check_invariants=False)
+    if kind == "jagged":
+        return torch.nested.nested_tensor_from_jagged(*parts)
+    return parts[0]
+
+
 def _in_shared_memory(batch: Dict[str, torch.Tensor], pool: _SegmentPool, token: str,
                       worker: int) -> Dict[str, torch.Tensor]:
-    """`batch` with its strided tensors copied into one segment of `pool` (others as they are)."""
+    """`batch` with its tensors copied into one segment of `pool` (those of other kinds as they
+    are)."""
     placed: Dict[str, tuple] = {}
+    sources: Dict[str, tuple] = {}
     end = 0
     for name, t in batch.items():
-        if t.layout is torch.strided and not t.is_nested:
-            placed[name] = (end, t.dtype, tuple(t.shape))
-            end += -(-t.nbytes // _ALIGN) * _ALIGN
+        parts = _parts(t)
+        if parts is None:
+            continue
+        kind, size, sources[name] = parts
+        where = []
+        for part in sources[name]:
+            where.append((end, part.dtype, tuple(part.shape)))
+            end += -(-part.nbytes // _ALIGN) * _ALIGN
+        placed[name] = (kind, size, where)
     if not placed:
         return batch
     slot, storage = pool.take(end)
@@ -329,17 +363,15 @@ def _in_shared_memory(batch: Dict[str, torch.Tensor], pool: _SegmentPool, token:
     out = _SharedMinibatch()
     for name, t in batch.items():
         if name in placed:
-            view = _view(segment, *placed[name])
-            view.copy_(t)
-            t = view
+            kind, size, where = placed[name]
+            views = _views(segment, where)
+            for view, source in zip(views, sources[name]):
+                view.copy_(source)
+            t = _assembled(kind, size, views)
         out[name] = t
     out.lease = (token, worker, slot, pool.pid, segment)
     out.placed = placed
     return out
-
-
-def _view(segment: torch.Tensor, offset: int, dtype: torch.dtype, shape: tuple) -> torch.Tensor:
-    return segment[offset:offset + math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
 
 
 def _received(token: str, worker: int, slot: int, pid: int, segment: torch.Tensor, names: list,
@@ -353,7 +385,14 @@ def _received(token: str, worker: int, slot: int, pid: int, segment: torch.Tenso
         dataset._let_go_of_segments()
         if slot >= 0:
             dataset._leases.append((worker, slot, pid, StorageWeakRef(segment.untyped_storage())))
-    return {name: _view(segment, *placed[name]) if name in placed else rest[name] for name in names}
+    out = {}
+    for name in names:
+        if name in placed:
+            kind, size, where = placed[name]
+            out[name] = _assembled(kind, size, _views(segment, where))
+        else:
+            out[name] = rest[name]
+    return out
 
 
 # The epoch counter, in memory shared with the DataLoader's worker processes (inherited by fork,

@@ -562,20 +562,43 @@ def _truth_rows(truth, keys):
     return np.concatenate([truth[k][0] for k in keys])
 
 
-@pytest.mark.parametrize("start_method", ["fork", "spawn"])
-def test_worker_minibatches_arrive_as_views_of_one_shared_segment(data, start_method):
+def _storages(t):
+    """The data pointers of the storages a tensor is made of (strided, sparse CSR, jagged)."""
+    if t.layout is torch.sparse_csr:
+        parts = (t.crow_indices(), t.col_indices(), t.values())
+    elif t.is_nested:
+        parts = (t.values(), t.offsets())
+    else:
+        parts = (t,)
+    return {p.untyped_storage().data_ptr() if p.is_shared() else None for p in parts}
+
+
+@pytest.mark.parametrize("start_method, layout, sparse", [("fork", "packed", "ids"), ("spawn", "packed", "ids"),
+                                                          ("fork", "jagged", "csr"), ("fork", "padded", "csr")])
+def test_worker_minibatches_arrive_as_views_of_one_shared_segment(data, start_method, layout, sparse):
     path, truth = data
-    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", sparse="ids", with_keys=True, **OPTS)
+    ds = exfeed.torch.Dataset(path, minibatch_size=8, layout=layout, sparse=sparse, with_keys=True, **OPTS)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=start_method)
     seen = 0
     for b in loader:
-        # Every tensor is a view of one storage in shared memory, mapped once: the worker built
-        # the minibatch there, and PyTorch sent the segment without copying it.
-        assert len({t.untyped_storage().data_ptr() for t in b.values()}) == 1
-        assert all(t.is_shared() for t in b.values())
+        # Every tensor is made of views of one storage in shared memory, mapped once: the worker
+        # built the minibatch there, and PyTorch sent the segment without copying it.
+        storages = set().union(*(_storages(t) for t in b.values()))
+        assert len(storages) == 1 and None not in storages, {name: _storages(t) for name, t in b.items()}
         keys = b["keys"].tolist()
-        np.testing.assert_allclose(b["x"].numpy(), _truth_rows(truth, keys), rtol=1e-6)
-        assert b["y"].tolist() == [truth[k][1] for k in keys]
+        labels = [truth[k][1] for k in keys]
+        if layout == "packed":
+            np.testing.assert_allclose(b["x"].numpy(), _truth_rows(truth, keys), rtol=1e-6)
+            assert b["y"].tolist() == labels
+        elif layout == "jagged":
+            np.testing.assert_allclose(b["x"].values().numpy(), _truth_rows(truth, keys), rtol=1e-6)
+            assert b["y"].col_indices().tolist() == labels
+        else:
+            rows = [row for k in keys for row in truth[k][0]]
+            lengths = b["x_lengths"].tolist()
+            got = [row for i, n in enumerate(lengths) for row in b["x"][i, :n].numpy()]
+            np.testing.assert_allclose(np.array(got), np.array(rows), rtol=1e-6)
+            assert b["y"].col_indices().tolist() == labels
         seen += len(keys)
     assert seen == len(truth)
 
