@@ -290,7 +290,7 @@ class _SegmentPool:
         elif free:
             slot = free[0]
             # Room for somewhat larger minibatches (padded sequences vary), in whole pages.
-            self.segments[slot] = torch.UntypedStorage._new_shared(-(-(nbytes + nbytes // 4) // 4096) * 4096)
+            self.segments[slot] = torch.UntypedStorage._new_shared(max(1, -(-(nbytes + nbytes // 4) // 4096)) * 4096)
         else:
             return -1, torch.UntypedStorage._new_shared(max(nbytes, 1))
         self.held[slot] = self.pid
