@@ -262,7 +262,7 @@ def _distributed() -> tuple:
 # the minibatch's tensors into one segment of a small pool, whose pages are warm after the first
 # use, and sends that segment once; the main process makes the tensors as views of it.
 #
-# A segment is refilled only when nobody can see it: `_Dataset._held[worker, slot]` (shared
+# A segment is refilled only when nobody can see it: `Dataset._held[worker, slot]` (shared
 # memory) holds the worker's pid from the moment the minibatch is handed over until the main
 # process finds the storage it rebuilt gone (checked each time a minibatch arrives), and nothing
 # else in the worker refers to it either.
