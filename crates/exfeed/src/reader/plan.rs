@@ -14,6 +14,9 @@ pub enum Window {
     /// With `sampleBasedRandomizationWindow`: chunks are added to a window until it holds at
     /// least this many samples (at least one chunk).
     Samples(u64),
+    /// `randomizationWindowInBytes` (exfeed): consecutive chunks while their bytes in the file
+    /// total at most this many (at least one chunk).
+    Bytes(u64),
     /// The whole data set (of this worker) is one window.
     All,
 }
@@ -94,8 +97,38 @@ pub fn windows(
                 out.push(start..own.len());
             }
         }
+        Window::Bytes(most) => {
+            let mut start = 0;
+            let mut bytes = 0u64;
+            for (i, &c) in own.iter().enumerate() {
+                let with = bytes.saturating_add(infos[c].bytes);
+                if i > start && with > most {
+                    out.push(start..i);
+                    start = i;
+                    bytes = infos[c].bytes;
+                } else {
+                    bytes = with;
+                }
+            }
+            if start < own.len() {
+                out.push(start..own.len());
+            }
+        }
     }
     out
+}
+
+/// The chunks decoded ahead of a window of `window`: `prefetch`, or with a window in bytes as
+/// many of the largest of `infos` as fit in it (at least one), so that what is held stays
+/// within twice the window whatever the chunk size.
+pub fn prefetch_within(window: Window, prefetch: usize, infos: &[ChunkInfo]) -> usize {
+    match window {
+        Window::Bytes(most) => {
+            let largest = infos.iter().map(|c| c.bytes).max().unwrap_or(0).max(1);
+            prefetch.min(usize::try_from(most / largest).unwrap_or(usize::MAX).max(1))
+        }
+        _ => prefetch,
+    }
 }
 
 /// One worker's plan of one sweep.
