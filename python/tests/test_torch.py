@@ -540,6 +540,20 @@ def test_pytorch_defaults_small_chunks_one_window_at_a_time(tmp_path):
         break
 
 
+def test_pytorch_defaults_read_ctf_without_an_index_unless_one_is_needed(tmp_path):
+    # A file without sequence ids: no pass over it, its lines keyed by byte offset; with the
+    # index (asked for, or needed by cache_index), by line number.
+    path = tmp_path / "lines.ctf"
+    lines = [f"|x {i} 0 0 |y 1:1" for i in range(100)]
+    path.write_text("\n".join(lines) + "\n")
+    offsets = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]]).tolist()
+    options = dict(minibatch_size=16, inputs=INPUTS, with_keys=True, layout="packed")
+    for extra, keys in (({}, offsets), ({"index": "full"}, list(range(100))),
+                        ({"cache_index": True}, list(range(100)))):
+        ds = exfeed.torch.Dataset(path, **options, **extra)
+        assert sorted(k for b in ds for k in b["keys"].tolist()) == keys, extra
+
+
 def test_the_default_window_bounds_what_is_held_whatever_the_chunk_size(tmp_path, monkeypatch):
     # A CBF file written in chunks larger than the window: windows of one chunk, one decoded
     # ahead, on any number of threads; in small chunks, windows of the bound's bytes.
