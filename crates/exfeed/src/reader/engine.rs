@@ -66,8 +66,8 @@ pub struct ReaderOptions {
     pub threads: usize,
     /// How many chunks may be scheduled or decoded ahead of the current window (at least 1;
     /// default [`ReaderOptions::prefetch_for`] the threads; with a window in bytes, at most as
-    /// many of the data set's largest chunks as fit in the window, at least 1). At most `window chunks +
-    /// prefetch_chunks` decoded (or being decoded) chunks are held at any time, so memory is
+    /// many of the data set's largest chunks as fit in the window, at least 1). At most
+    /// `window chunks + prefetch_chunks` decoded (or being decoded) chunks are held at any time, so memory is
     /// bounded by that many decoded chunks (plus, for CTF files, the mapped bytes of the chunks
     /// being decoded, one per thread, and one minibatch). The threads stay busy while the
     /// consumer packs the current window as long as this covers what they decode meanwhile;
