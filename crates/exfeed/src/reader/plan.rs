@@ -16,7 +16,7 @@ pub enum Window {
     Samples(u64),
     /// `randomizationWindowInBytes` (exfeed): consecutive chunks while their bytes in the file
     /// total at most this many (at least one chunk); the first window of a sweep at most a
-    /// [`FIRST_WINDOW_SHARE`] of them.
+    /// quarter of them.
     Bytes(u64),
     /// The whole data set (of this worker) is one window.
     All,
