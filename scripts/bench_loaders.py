@@ -10,9 +10,11 @@ padding in its collate function as its users do. samples/s counts samples (not t
 
 Each loader runs in a fresh process: EPOCHS shuffled epochs of minibatches of BATCH samples into
 torch tensors, through torch.utils.data.DataLoader with num_workers 0 and 2 (exfeed's, LitData's
-and WebDataset's own loader classes where they have one). It reports samples/s over all epochs,
-the time from creating the loader to its first minibatch, and peak RSS (the main process, and
-the largest worker). Preparation time is what it took to write the loader's format from the
+and WebDataset's own loader classes where they have one). Each loader's modules are imported
+before the clock starts (their import time is reported apart); it reports samples/s over all
+epochs from creating the loader, the time to make the loader (the dataset and DataLoader
+objects), the time from the start of the first epoch's iteration to its first minibatch, and
+peak RSS (the main process, and the largest worker). Preparation time is what it took to write the loader's format from the
 NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
 the 1 MiB chunks docs/pytorch.md recommends for exfeed.torch). Then, for the MNIST-like set,
 scripts/shuffle_quality.py puts each loader's default shuffle beside a full one."""
@@ -52,6 +54,9 @@ DIRECTORIES = {"litdata": "litdata", "datasets": "datasets", "mosaic": "mds", "w
 # The memmap ceiling and the fresh-tensor cap are each measured where they bound the others:
 # reading in the main process, and the transfer from two workers.
 ONLY_WORKERS = {"memmap": (0,), "fresh": (2,)}
+# The modules each loader imports, imported before its clock starts.
+MODULES = {"exfeed-cbf": "exfeed.torch", "exfeed-ctf": "exfeed.torch", "litdata": "litdata",
+           "datasets": "datasets", "mosaic": "streaming", "webdataset": "webdataset"}
 
 
 def arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -304,19 +309,25 @@ class _triples:
 
 def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
     """EPOCHS epochs of one loader; prints JSON."""
+    import importlib
+
     import torch
 
     torch.set_num_threads(1)
+    total = n if dataset == "mnist" else int(np.load(f"{data}/offsets.npy", mmap_mode="r")[-1])
+    imported = time.perf_counter()
+    if name in MODULES:
+        importlib.import_module(MODULES[name])
     start = time.perf_counter()
     batches = loader(name, data, workers, n, dataset)
-    total = n if dataset == "mnist" else int(np.load(f"{data}/offsets.npy", mmap_mode="r")[-1])
+    made = time.perf_counter()
     first = None
     samples = 0
     for _ in range(EPOCHS):
         for item in batches:
             xs, ys, lengths = item if len(item) == 3 else (*item, None)
             if first is None:
-                first = time.perf_counter() - start
+                first = time.perf_counter() - made
             assert xs.dtype == torch.float32 and xs.shape[-1] == (DIM if lengths is None else SEQ_DIM), xs.shape
             assert len(ys) == xs.shape[0], (ys.shape, xs.shape)
             samples += xs.shape[0] if lengths is None else int(lengths.sum())
@@ -324,8 +335,8 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
     if samples != EPOCHS * total:
         sys.exit(f"{name}: {samples} samples in {EPOCHS} epochs of {total}")
     worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers else 0.0
-    print(json.dumps({"seconds": seconds, "samples": samples, "first": first, "rss": peak_rss_mb(),
-                      "worker_rss": worker_rss}))
+    print(json.dumps({"seconds": seconds, "samples": samples, "first": first, "import": start - imported,
+                      "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
 
 def measure(name: str, data: str, workers: int, n: int, dataset: str) -> dict:
@@ -365,11 +376,13 @@ def main() -> None:
                 continue
             rate = statistics.median(r["samples"] / r["seconds"] for r in runs)
             first = statistics.median(r["first"] for r in runs)
+            imported = statistics.median(r["import"] for r in runs)
+            made = statistics.median(r["make"] for r in runs)
             rss = max(r["rss"] for r in runs)
             worker = max(r["worker_rss"] for r in runs)
             rows[(name, workers)] = rate
-            print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s, first batch {first:6.3f} s, "
-                  f"peak RSS {rss:5.0f} MB" + (f" (largest worker {worker:.0f} MB)" if workers else "")
+            print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s, first batch {first:6.3f} s "
+                  f"(made in {made:.3f} s, imported in {imported:.2f} s), peak RSS {rss:5.0f} MB" + (f" (largest worker {worker:.0f} MB)" if workers else "")
                   + (f", prepared in {prep[name]:.1f} s" if name in prep else ""), flush=True)
     ceiling, cap = rows.get(("memmap", 0)), rows.get(("fresh", 2))
     for name in ("exfeed-cbf", "exfeed-ctf"):

@@ -44,9 +44,13 @@ def exfeed_order(path: str, inputs, torch_defaults: bool) -> np.ndarray:
     options = {"inputs": inputs} if path.endswith(".ctf") else {}
     if torch_defaults:
         dataset = exfeed.torch.Dataset(path, batch_size=BATCH, layout="packed", with_keys=True, **options)
-        return np.concatenate([b["keys"].numpy() for b in dataset])
-    with exfeed.Reader(path, minibatch_sequences=BATCH, **options) as reader:
-        return np.concatenate([mb.keys for mb in reader])
+        keys = np.concatenate([b["keys"].numpy() for b in dataset])
+    else:
+        with exfeed.Reader(path, minibatch_sequences=BATCH, **options) as reader:
+            keys = np.concatenate([mb.keys for mb in reader])
+    # Keys in file order (line numbers, or the byte offsets of a CTF file read without an
+    # index) as positions in the file.
+    return np.searchsorted(np.sort(keys), keys)
 
 
 def litdata_order(n: int, per_chunk: int, seed: int = 0) -> np.ndarray:
@@ -95,10 +99,13 @@ def main() -> None:
     n = a.samples
     inputs = {"features": ("dense", 784), "labels": ("sparse", 10)}
     per_64mb = (64 << 20) // a.sample_bytes
+    import exfeed.torch
+
+    window = f"{exfeed.torch.WINDOW_BYTES >> 20} MiB windows"
     orders = {
         "full shuffle": np.random.default_rng(0).permutation(n),
-        "exfeed.torch default (CTF)": exfeed_order(f"{a.data}/data.ctf", inputs, True),
-        "exfeed.torch default (CBF)": exfeed_order(f"{a.data}/data.cbf", inputs, True),
+        f"exfeed.torch default, {window} (CTF)": exfeed_order(f"{a.data}/data.ctf", inputs, True),
+        f"exfeed.torch default, {window} (CBF)": exfeed_order(f"{a.data}/data.cbf", inputs, True),
         "exfeed.Reader default, CNTK's window (CBF)": exfeed_order(f"{a.data}/data.cbf", inputs, False),
         "LitData 0.2.76 (64 MB chunks)": litdata_order(n, per_64mb),
         "Mosaic Streaming 0.13.0 (py1e)": mosaic_order(n, per_64mb),

@@ -139,6 +139,11 @@ class Reader(Iterator[Minibatch]):
     than its share cycles within the sweep. ``stats()["mix"]`` says per sweep what each source
     contributed (see docs/mixing.md).
 
+    The shuffle window is ``window_chunks`` chunks, ``window_samples`` samples or
+    ``window_bytes`` bytes of the file (consecutive chunks of at most that many bytes, at
+    least one, and as many bytes at most decoded ahead of it: what is held stays within
+    twice the window whatever the chunk size); one of them, over the configuration's.
+
     ``chunk_size="auto"`` sizes chunks for the workers (at least 4 per worker when the data
     allows); ``equalize=True`` makes every worker deliver the same number of minibatches per
     sweep (an int: that many ranks kept in step, the workers split evenly between them), and
@@ -186,6 +191,7 @@ class Reader(Iterator[Minibatch]):
         seed: Optional[int] = None,
         window_chunks: Optional[int] = None,
         window_samples: Optional[int] = None,
+        window_bytes: Optional[int] = None,
         frame_mode: bool = False,
         chunk_size: Optional[Union[int, str]] = None,
         keep_in_memory: bool = False,
@@ -253,8 +259,10 @@ class _ReaderStats(TypedDict):
     samples_per_second: float
     wait_share: float
     window_chunks: int
+    window_bytes: int
     chunks_held: int
     peak_chunks_held: int
+    peak_bytes_held: int
     buffers_reused: int
     buffers_new: int
     mix: list[_SweepMix]

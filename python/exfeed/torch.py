@@ -63,9 +63,13 @@ Sparse streams (``sparse=``, one mode for all sparse streams or a dict ``{name: 
 ``with_keys=True`` adds ``keys`` and ``sweeps`` (int64 [sequences]).
 
 Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --config`` keep):
-without ``config=``, chunks of :data:`CHUNK_SIZE` bytes and windows of :data:`WINDOW_CHUNKS`
-chunks, so that the first minibatch waits for one small window and the decoded data held is
-bounded whatever the data set's size (the shuffle this gives beside a full one: docs/pytorch.md).
+without ``config=``, chunks of :data:`CHUNK_SIZE` bytes, windows of at most :data:`WINDOW_BYTES`
+bytes of the file (``window_bytes``; at least one chunk, as many bytes at most decoded ahead,
+and a quarter of that for an epoch's first window), and CTF files read without a full index
+(``index="none"``, unless ``cache_index``, ``max_errors`` or files joined by key need one; a
+file without sequence ids then keys its lines by byte offset), so that the first minibatch
+waits for a small window and no pass over the file, and the data held is bounded whatever the
+data set's size and its chunks' (the shuffle this gives beside a full one: docs/pytorch.md).
 In a DataLoader worker, the worker's own thread is one of its ``cores // (workers * local ranks)``
 cores and the reader decodes on the rest (none where a worker has one core or less: it decodes on
 the worker's thread), unless ``threads=`` says otherwise, so the workers' threads together do not
@@ -99,11 +103,12 @@ _RESERVED = ("max_sweeps", "max_samples", "num_workers", "worker_rank", "minibat
 # The most DataLoader workers one Dataset counts epochs for (a slot of shared memory each).
 MAX_WORKERS = 1024
 # The chunk size and window without config= (CNTK's, 32 MiB and 128 chunks, decode up to 4 GiB
-# before the first minibatch): a window of 32 MiB of the file decodes in a few hundredths of a
-# second from CBF and about a tenth from CTF text; small chunks mix more of the file into each
-# window (docs/pytorch.md).
+# before the first minibatch): a window of 64 MiB of the file decodes in a few hundredths of a
+# second from CBF and about a tenth from CTF text, and bounds memory whatever the chunk size of
+# a CBF file; small chunks mix more of the file into each window (docs/pytorch.md).
 CHUNK_SIZE = 1 << 20
-WINDOW_CHUNKS = 32
+WINDOW_BYTES = 64 << 20
+_WINDOWS = ("window_chunks", "window_samples", "window_bytes")
 # Segments of shared memory each DataLoader worker builds its minibatches in, refilled once the
 # main process has let go of them (docs/pytorch.md, "Workers: minibatches in shared memory").
 SHARED_SEGMENTS = 8
@@ -226,13 +231,18 @@ def to_tensors(mb: "exfeed.Minibatch", layout: str = "padded", with_keys: bool =
     return out
 
 
-def _torch_defaults(reader_options: Mapping[str, Any]) -> dict:
-    """The chunk size and window where neither the keywords nor a configuration give them."""
+def _torch_defaults(files: Any, reader_options: Mapping[str, Any]) -> dict:
+    """The chunk size, window and index where neither the keywords nor a configuration give
+    them. No index but where asked for or needed (cache_index, max_errors, files joined by
+    key): a CTF file without sequence ids then keys its lines by byte offset."""
     if "config" in reader_options:
         return {}
     defaults: Dict[str, Any] = {"chunk_size": CHUNK_SIZE}
-    if "window_samples" not in reader_options:
-        defaults["window_chunks"] = WINDOW_CHUNKS
+    if not any(w in reader_options for w in _WINDOWS):
+        defaults["window_bytes"] = WINDOW_BYTES
+    joined = not isinstance(files, (str, os.PathLike)) and files is not None and len(files) > 1
+    if not joined and not any(reader_options.get(o) for o in ("index", "cache_index", "max_errors")):
+        defaults["index"] = "none"
     return defaults
 
 
@@ -409,7 +419,7 @@ class Dataset(torch.utils.data.IterableDataset):
     ``batch_size`` (sequences per minibatch whatever their lengths, PyTorch's count; ``len()``
     and ``equalize`` then count sequences too). ``equalize_mode="spread"`` keeps ranks in step
     without dropping or repeating: every sequence once, minibatch sizes varying instead.
-    ``reader_options`` are :class:`exfeed.Reader`'s (corpus, mix, inputs, config, window_chunks,
+    ``reader_options`` are :class:`exfeed.Reader`'s (corpus, mix, inputs, config, window_bytes,
     threads, ...); the epoch, the partition and the minibatch size are the dataset's.
     ``sparse`` is ``"csr"``, ``"ids"`` or ``"dense"`` for every sparse stream, or a dict of them
     by stream name (others stay ``"csr"``).
@@ -455,7 +465,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.equalize_mode = equalize_mode
         self.with_keys = with_keys
         self.sparse = dict(sparse) if isinstance(sparse, Mapping) else sparse
-        self.reader_options = {**_torch_defaults(reader_options), **reader_options}
+        self.reader_options = {**_torch_defaults(files, reader_options), **reader_options}
         self._epochs = torch.zeros(_SLOTS + MAX_WORKERS, dtype=torch.int64).share_memory_()
         self._position: Optional[dict] = None  # where the current iteration is
         self._resume: Optional[dict] = None  # set by load_state_dict, used by the next __iter__
@@ -581,6 +591,8 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _minibatches(self, position: dict, world: int) -> Iterator[Dict[str, torch.Tensor]]:
         partition, partitions = position["partition"]
+        # Held here: at exit the generator may be closed after the module's globals are None.
+        finalizing = sys.is_finalizing
         with self._open(position["epoch"], partition, partitions, world) as reader:
             self._restore(reader, position)
             position.pop("resumed_from", None)  # the reader's own position says it from now on
@@ -599,7 +611,7 @@ class Dataset(torch.utils.data.IterableDataset):
             finally:
                 # A generator left unfinished is closed as the interpreter exits, when imports
                 # no longer work and nobody will read the position.
-                if not sys.is_finalizing():
+                if not finalizing():
                     position["reader"] = reader.state_dict()
                     self._last_stats = reader.stats()
                 self._live = None

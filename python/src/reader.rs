@@ -224,7 +224,7 @@ impl Reader {
     #[new]
     #[pyo3(signature = (files=None, *, minibatch_size=None, minibatch_sequences=None, corpus=None, mix=None, mix_epoch_samples=None, inputs=None, config=None, section=None, set=None,
         max_sweeps=Some(1), max_samples=None, randomize=None, seed=None, window_chunks=None,
-        window_samples=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
+        window_samples=None, window_bytes=None, frame_mode=false, chunk_size=None, keep_in_memory=false,
         cache_index=false, max_errors=None, precision=None, num_workers=1, worker_rank=0,
         threads=None, prefetch_chunks=None, input_groups=None, target_groups=None,
         lens_mode=None, nan=None, equalize=None, equalize_mode=None, max_record_size=None, index=None,
@@ -248,6 +248,7 @@ impl Reader {
         #[pyo3(from_py_with = arg::seed)] seed: Option<u64>,
         #[pyo3(from_py_with = arg::window_chunks)] window_chunks: Option<u64>,
         #[pyo3(from_py_with = arg::window_samples)] window_samples: Option<u64>,
+        #[pyo3(from_py_with = arg::window_bytes)] window_bytes: Option<u64>,
         frame_mode: bool,
         chunk_size: Option<&Bound<'_, PyAny>>,
         keep_in_memory: bool,
@@ -311,6 +312,7 @@ impl Reader {
                 seed,
                 window_chunks,
                 window_samples,
+                window_bytes,
                 read: read_options(
                     chunk_size,
                     index.as_deref(),
@@ -463,8 +465,9 @@ impl Reader {
     /// ``decode_seconds`` (summed over the reader's threads), ``wait_seconds`` (the time
     /// ``next_minibatch`` waited for chunks to be decoded: the data stall), ``elapsed_seconds``
     /// (since the reader was opened), ``samples_per_second``, ``wait_share`` (wait over
-    /// elapsed, 0 to 1), ``window_chunks`` and ``chunks_held`` (now), ``peak_chunks_held``
-    /// (the most so far), ``buffers_reused`` and ``buffers_new`` (chunk buffers taken from
+    /// elapsed, 0 to 1), ``window_chunks``, ``window_bytes`` (their size in the file) and
+    /// ``chunks_held`` (now), ``peak_chunks_held`` and ``peak_bytes_held`` (the most so far,
+    /// the bytes in the file), ``buffers_reused`` and ``buffers_new`` (chunk buffers taken from
     /// those an earlier reader of the process left, and allocated anew); of a mix=, ``mix``:
     /// per sweep (the last one in progress) what each source contributed, ``{"sweep", "ended",
     /// "sources": [{"source", "weight", "sequences", "samples"}, ...]}`` (empty otherwise).
@@ -485,7 +488,9 @@ impl Reader {
         d.set_item("wait_share", s.wait_share())?;
         d.set_item("window_chunks", s.window_chunks)?;
         d.set_item("chunks_held", s.chunks_held)?;
+        d.set_item("window_bytes", s.window_bytes)?;
         d.set_item("peak_chunks_held", s.peak_chunks_held)?;
+        d.set_item("peak_bytes_held", s.peak_bytes_held)?;
         d.set_item("buffers_reused", s.buffers_reused)?;
         d.set_item("buffers_new", s.buffers_new)?;
         Ok(d)

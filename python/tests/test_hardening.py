@@ -20,6 +20,7 @@ READER_ARGUMENTS = [
     "seed",
     "window_chunks",
     "window_samples",
+    "window_bytes",
     "max_errors",
     "num_workers",
     "worker_rank",

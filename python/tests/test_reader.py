@@ -357,9 +357,12 @@ def test_stats_say_what_was_decoded_and_how_long_the_loop_waited(ctf):
     assert 0 < s["wait_share"] <= 1 and s["samples_per_second"] > 0 and s["decode_seconds"] > 0
     assert set(s) == {
         "minibatches", "samples", "chunks_decoded", "bytes_decoded", "decode_seconds", "wait_seconds",
-        "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "chunks_held", "mix",
-        "peak_chunks_held", "buffers_reused", "buffers_new",
+        "elapsed_seconds", "samples_per_second", "wait_share", "window_chunks", "window_bytes", "chunks_held",
+        "mix", "peak_chunks_held", "peak_bytes_held", "buffers_reused", "buffers_new",
     }
+    # In bytes of the file: CNTK's window is all of it (and the next sweep's first chunks were
+    # decoded ahead); none is held once the read is over.
+    assert s["peak_bytes_held"] >= size and s["window_bytes"] == 0
     assert s["peak_chunks_held"] >= 1 and s["buffers_new"] + s["buffers_reused"] >= s["peak_chunks_held"]
     assert s["mix"] == []  # not a mix of data sets
 

@@ -211,6 +211,18 @@ def test_an_unfinished_epoch_at_interpreter_exit_prints_nothing(data):
     assert done.stderr == ""
 
 
+def test_an_epoch_closed_after_the_modules_globals_are_cleared_raises_nothing(data, monkeypatch):
+    """At interpreter exit a generator may be closed after its module's globals are set to
+    None (seen through a DataLoader in a plain venv): its cleanup must not use them."""
+    path, _ = data
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, **OPTS)
+    it = iter(ds)
+    next(it)
+    monkeypatch.setattr(exfeed.torch, "sys", None)
+    it.close()
+    assert ds.state_dict()["position"]["reader"] is not None
+
+
 def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
     """Real torch.distributed ranks: 2 ranks of 2 DataLoader workers checkpointed mid-epoch,
     resumed on 3 ranks of 1 worker: the rest of the epoch comes once."""
@@ -491,22 +503,23 @@ def test_pytorch_defaults_small_chunks_one_window_at_a_time(tmp_path):
     ds = exfeed.torch.Dataset(big, inputs={"x": ("dense", 1000)}, minibatch_size=512)
     assert sum(1 for _ in ds) > 0
     assert ds.stats()["chunks_decoded"] >= big.stat().st_size // exfeed.torch.CHUNK_SIZE >= 2
-    # Windows of WINDOW_CHUNKS chunks (with 600-byte chunks here): the decoded chunks held are
-    # bounded by the window and the prefetch, not by the data set (CNTK's 128-chunk window,
-    # exfeed.Reader's default, holds all of it).
+    # Windows of at most window_bytes (10 chunks of 600 bytes here): the chunks held are bounded
+    # by the window and as many bytes decoded ahead, not by the data set (CNTK's 128-chunk
+    # window, exfeed.Reader's default, holds all of it).
     path = tmp_path / "data.ctf"
     write_ctf(path, 1000)
     small = dict(inputs=INPUTS, chunk_size=600, threads=2)
     with exfeed.Reader(path, minibatch_size=16, **small) as cntk:
         next(cntk)
-        chunks = cntk.stats()["window_chunks"]
-    assert chunks > 3 * exfeed.torch.WINDOW_CHUNKS
-    ds = exfeed.torch.Dataset(path, minibatch_size=16, **small)
+        cntk_window = cntk.stats()["window_chunks"]
+    bound = 6000
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, window_bytes=bound, **small)
     windows = set()
     for _ in ds:
-        windows.add(ds.stats()["window_chunks"])
-    assert max(windows) == exfeed.torch.WINDOW_CHUNKS
-    assert ds.stats()["peak_chunks_held"] <= exfeed.torch.WINDOW_CHUNKS + 2 * 2  # prefetch: 2 a thread
+        windows.add((ds.stats()["window_chunks"], ds.stats()["window_bytes"]))
+    assert cntk_window > 3 * max(windows)[0] >= 3 * 8, (cntk_window, windows)
+    assert max(b for _, b in windows) <= bound
+    assert ds.stats()["peak_bytes_held"] <= 2 * bound
     # A configuration keeps its own window (here CNTK's default: all the chunks).
     config = tmp_path / "reader.cntk"
     config.write_text(f"""sample = [ reader = [
@@ -518,8 +531,48 @@ def test_pytorch_defaults_small_chunks_one_window_at_a_time(tmp_path):
 """)
     ds = exfeed.torch.Dataset(path, minibatch_size=16, config=config, threads=2)
     for _ in ds:
-        assert ds.stats()["window_chunks"] > 3 * exfeed.torch.WINDOW_CHUNKS
+        assert ds.stats()["window_chunks"] > 3 * max(windows)[0]
         break
+    # ... and window_bytes= goes over it, in place of its window in chunks.
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, config=config, window_bytes=bound, threads=2)
+    for _ in ds:
+        assert 0 < ds.stats()["window_bytes"] <= bound
+        break
+
+
+def test_pytorch_defaults_read_ctf_without_an_index_unless_one_is_needed(tmp_path):
+    # A file without sequence ids: no pass over it, its lines keyed by byte offset; with the
+    # index (asked for, or needed by cache_index), by line number.
+    path = tmp_path / "lines.ctf"
+    lines = [f"|x {i} 0 0 |y 1:1" for i in range(100)]
+    path.write_text("\n".join(lines) + "\n")
+    offsets = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]]).tolist()
+    options = dict(minibatch_size=16, inputs=INPUTS, with_keys=True, layout="packed")
+    for extra, keys in (({}, offsets), ({"index": "full"}, list(range(100))),
+                        ({"cache_index": True}, list(range(100)))):
+        ds = exfeed.torch.Dataset(path, **options, **extra)
+        assert sorted(k for b in ds for k in b["keys"].tolist()) == keys, extra
+
+
+def test_the_default_window_bounds_what_is_held_whatever_the_chunk_size(tmp_path, monkeypatch):
+    # A CBF file written in chunks larger than the window: windows of one chunk, one decoded
+    # ahead, on any number of threads; in small chunks, windows of the bound's bytes.
+    path = tmp_path / "data.ctf"
+    write_ctf(path, 3000)
+    monkeypatch.setattr(exfeed.torch, "WINDOW_BYTES", 20_000)
+    # (A chunk holds whole sequences: up to one sequence, under 1000 bytes, past its size.)
+    for chunk_size, window, held in ((40_000, 41_000, 2), (2_000, 20_000, 2 * 20_000 // 1_000)):
+        cbf = tmp_path / f"data-{chunk_size}.cbf"
+        exfeed.convert(path, cbf, inputs=INPUTS, chunk_size=chunk_size)
+        ds = exfeed.torch.Dataset(cbf, batch_size=16, threads=4, with_keys=True)
+        keys = []
+        for batch in ds:
+            keys += batch["keys"].tolist()
+            assert ds.stats()["window_bytes"] <= window
+        stats = ds.stats()
+        assert sorted(keys) == list(range(3000))
+        assert 0 < stats["peak_bytes_held"] <= 2 * window, (chunk_size, stats)
+        assert stats["peak_chunks_held"] <= held, (chunk_size, stats)
 
 
 def test_later_epochs_decode_into_the_first_epochs_buffers(data):
@@ -528,7 +581,7 @@ def test_later_epochs_decode_into_the_first_epochs_buffers(data):
     ds = exfeed.torch.Dataset(path, minibatch_size=16, inputs=INPUTS, chunk_size=600, threads=2)
     sum(1 for _ in ds)
     first = ds.stats()
-    assert first["buffers_new"] >= exfeed.torch.WINDOW_CHUNKS and first["buffers_reused"] == 0, first
+    assert first["buffers_new"] >= 2 and first["buffers_reused"] == 0, first
     sum(1 for _ in ds)
     second = ds.stats()
     assert (second["buffers_new"], second["buffers_reused"]) == (0, first["buffers_new"]), second

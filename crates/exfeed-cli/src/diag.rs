@@ -107,6 +107,7 @@ fn flag(arg: ReaderArg) -> &'static str {
         ReaderArg::Randomize => "--no-randomize",
         ReaderArg::WindowChunks => "--window-chunks",
         ReaderArg::WindowSamples => "--window-samples",
+        ReaderArg::WindowBytes => "--window-bytes",
         ReaderArg::LensMode => "--lens-mode",
         ReaderArg::InputGroups => "--input-groups",
         ReaderArg::TargetGroups => "--target-groups",

@@ -281,6 +281,52 @@ fn empty_windows_and_epochs_are_refused() {
     }
 }
 
+#[test]
+fn a_window_in_bytes_groups_chunks_by_their_size_over_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, 60);
+    let read = |window: &[&str]| {
+        let mut args = vec!["read", &f, "-m", "5", "--seed", "3"];
+        args.extend_from_slice(window);
+        args.extend_from_slice(COMMON);
+        sequences(&read_ok(&args).0)
+    };
+    let whole = read(&["--window-bytes", "1G"]);
+    assert_eq!(whole, read(&["--window-chunks", "100000"]));
+    let each = read(&["--window-bytes", "1"]);
+    assert_eq!(each, read(&["--window-chunks", "1"]));
+    assert_ne!(whole, each);
+    // The flag replaces the configuration's window in chunks.
+    let config = dir.path().join("c.cntk");
+    std::fs::write(
+        &config,
+        "reader = [\n readerType = \"CNTKTextFormatReader\"; file = \"x.ctf\"\n \
+         randomizationWindow = 1; chunkSizeInBytes = 64\n \
+         input = [ x = [ dim = 2; format = \"dense\" ] ]\n]\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let args = [
+        "read", "--config", config, &f, "-m", "5", "--seed", "3", "--dump",
+    ];
+    assert_eq!(sequences(&read_ok(&args).0), each);
+    let args: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--window-bytes", "1G"])
+        .collect();
+    assert_eq!(sequences(&read_ok(&args).0), whole);
+    let refused = |flags: &[&str]| {
+        let mut args = vec!["read", &f, "-m", "5", "--input", "x:dense:2"];
+        args.extend_from_slice(flags);
+        read_refused(&args)
+    };
+    let err = refused(&["--window-bytes", "0"]);
+    assert!(err.contains("expected a positive size in bytes"), "{err}");
+    let err = refused(&["--window-bytes", "1", "--window-chunks", "1"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
 /// `exfeed read` with the progress bar shown at once (no delay), stderr as given.
 fn read_with_progress(stderr: std::process::Stdio, f: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_exfeed"))

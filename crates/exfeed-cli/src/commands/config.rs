@@ -94,6 +94,7 @@ fn section_label(s: &Option<String>) -> String {
 /// The reader-level options with their values, in the order of `docs/config.md`.
 fn reader_options(c: &ReaderConfig) -> Vec<(&'static str, String)> {
     let window = match c.randomization_window {
+        _ if c.randomization_window_bytes.is_some() => "unset (randomizationWindowInBytes)".into(),
         Some(w) => w.to_string(),
         None => match c.default_randomization_window() {
             Some(w) => format!("{w} (default: 4 GiB of chunks)"),
@@ -108,6 +109,11 @@ fn reader_options(c: &ReaderConfig) -> Vec<(&'static str, String)> {
         (
             "sampleBasedRandomizationWindow",
             c.sample_based_randomization_window.to_string(),
+        ),
+        (
+            "randomizationWindowInBytes",
+            c.randomization_window_bytes
+                .map_or("unset".into(), |b| b.to_string()),
         ),
         ("skipSequenceIds", c.skip_sequence_ids.to_string()),
         ("maxErrors", c.max_errors.to_string()),

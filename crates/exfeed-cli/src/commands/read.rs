@@ -60,11 +60,16 @@ pub struct Args {
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// Randomization window in chunks.
-    #[arg(long, value_name = "W", conflicts_with = "window_samples")]
+    #[arg(long, value_name = "W", conflicts_with_all = ["window_samples", "window_bytes"])]
     pub window_chunks: Option<u64>,
     /// Randomization window in samples (sampleBasedRandomizationWindow).
-    #[arg(long, value_name = "W")]
+    #[arg(long, value_name = "W", conflicts_with = "window_bytes")]
     pub window_samples: Option<u64>,
+    /// Randomization window in bytes of the file (randomizationWindowInBytes; suffixes K, M,
+    /// G): consecutive chunks of at most this many bytes, at least one; chunks decoded ahead
+    /// stay within it too.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub window_bytes: Option<u64>,
     /// chunkSizeInBytes for CTF and Lens files (suffixes K, M, G for KiB, MiB, GiB), or auto:
     /// at least 4 chunks per worker (the data's size / (4 x --num-workers), at most 32M or the
     /// config's).
@@ -134,7 +139,7 @@ pub struct Args {
     /// (uniform draws with replacement), probabilistic (draws weighted by freq:). Default: the
     /// block randomizer, as for CTF and CBF (which, with no window, is a permutation).
     #[arg(long, value_name = "MODE", value_parser = parse_named::<exfeed::lens::select::SelectionMode>,
-          conflicts_with_all = ["no_randomize", "window_chunks", "window_samples"])]
+          conflicts_with_all = ["no_randomize", "window_chunks", "window_samples", "window_bytes"])]
     pub lens_mode: Option<exfeed::lens::select::SelectionMode>,
 }
 
@@ -191,6 +196,7 @@ fn build_config(args: &Args) -> anyhow::Result<(ReaderConfig, Vec<InputPath>)> {
         seed: args.seed,
         window_chunks: args.window_chunks,
         window_samples: args.window_samples,
+        window_bytes: args.window_bytes,
         read: read_options(args).over(&s.read_options()),
         randomizer: args.randomizer,
         input_groups,

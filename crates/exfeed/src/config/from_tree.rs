@@ -33,6 +33,7 @@ const READER_PARAMS: &[&str] = &[
     "randomizationSeed",
     "randomizationWindow",
     "sampleBasedRandomizationWindow",
+    "randomizationWindowInBytes",
     "skipSequenceIds",
     "maxErrors",
     "traceLevel",
@@ -438,6 +439,7 @@ impl<'f> Cx<'f> {
         let mut verbosity = None;
         let mut trace_level = None;
         let mut sample_based = None;
+        let mut window_bytes_at = None;
         // Lens parameters of the plain form, applied to its one deserializer.
         let mut lens_params: Vec<(&'static str, &Entry)> = Vec::new();
         let mut lens_mode_at = None;
@@ -461,6 +463,11 @@ impl<'f> Cx<'f> {
                 "randomizationWindow" => {
                     cfg.randomization_window =
                         Some(self.get::<Positive>(e, &rs, "randomizationWindow", None)?.0)
+                }
+                "randomizationWindowInBytes" => {
+                    let bytes = self.get::<Positive>(e, &rs, "randomizationWindowInBytes", None)?;
+                    cfg.randomization_window_bytes = Some(bytes.0);
+                    window_bytes_at = Some(e);
                 }
                 "sampleBasedRandomizationWindow" => {
                     sample_based =
@@ -580,12 +587,20 @@ impl<'f> Cx<'f> {
             }
             cfg.deserializers.push(d);
         }
+        if let Some(e) = window_bytes_at.filter(|_| seen.seen.contains(&"randomizationWindow")) {
+            return Err(self.err(
+                e.key_pos,
+                None,
+                "give 'randomizationWindow' or 'randomizationWindowInBytes', not both",
+            ));
+        }
         if let Some(pos) = lens_mode_at {
             // The mode decides the order; the block randomizer's parameters would contradict it.
             for p in [
                 "randomize",
                 "randomizationWindow",
                 "sampleBasedRandomizationWindow",
+                "randomizationWindowInBytes",
             ] {
                 if seen.seen.contains(&p) {
                     return Err(self.err(

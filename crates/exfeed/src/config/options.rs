@@ -146,6 +146,10 @@ pub struct ReaderConfig {
     /// `sampleBasedRandomizationWindow`. Default, as in CNTK: false when a CTF deserializer is
     /// present, true otherwise (the binary reader's window counts samples).
     pub sample_based_randomization_window: bool,
+    /// `randomizationWindowInBytes` (exfeed): a window of consecutive chunks of at most this
+    /// many bytes of the file (at least one chunk), instead of `randomizationWindow`; giving
+    /// both in one block is an error (see docs/config.md).
+    pub randomization_window_bytes: Option<u64>,
     /// `skipSequenceIds` (default false).
     pub skip_sequence_ids: bool,
     /// `traceLevel` (default 1): 0 errors, 1 warnings too, 2 everything. `verbosity` sets it too.
@@ -186,6 +190,7 @@ impl Default for ReaderConfig {
             randomization_seed: 0,
             randomization_window: None,
             sample_based_randomization_window: false,
+            randomization_window_bytes: None,
             skip_sequence_ids: false,
             trace_level: 1,
             max_errors: 0,

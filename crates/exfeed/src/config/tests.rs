@@ -102,6 +102,7 @@ reader = [
         randomization_seed: 7,
         randomization_window: Some(30),
         sample_based_randomization_window: true,
+        randomization_window_bytes: None,
         skip_sequence_ids: false,
         trace_level: 2,
         max_errors: 100,
@@ -193,6 +194,28 @@ fn a_section_without_a_reader_uses_the_top_level_one_and_high_trace_levels_are_k
     );
     let d = DeserializerConfig::new(FileFormat::Ctf, "d.ctf", vec!["a:dense:1".parse().unwrap()]);
     assert_eq!(top.deserializers, [d]);
+}
+
+#[test]
+fn a_window_in_bytes_replaces_the_window_in_chunks() {
+    use crate::configured::reader_options;
+    use crate::reader::{EpochLimit, Window};
+    let input = "input = [ a = [ dim = 1; format = dense ] ]";
+    let text = reader(&format!(
+        "{CTF_READER}\nrandomizationWindowInBytes = 67108864\n{input}"
+    ));
+    let cfg = ReaderConfig::from_cntk_str(&text, "c", None).unwrap();
+    assert_eq!(cfg.randomization_window_bytes, Some(64 << 20));
+    let options = reader_options(&cfg, EpochLimit::Sweeps(1));
+    assert_eq!(options.window, Window::Bytes(64 << 20));
+    let both = reader(&format!(
+        "{CTF_READER}\nrandomizationWindow = 4\nrandomizationWindowInBytes = 1000\n{input}"
+    ));
+    let err = ReaderConfig::from_cntk_str(&both, "c", None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "c:5:1: give 'randomizationWindow' or 'randomizationWindowInBytes', not both"
+    );
 }
 
 #[test]

@@ -50,6 +50,8 @@ pub struct ReaderArgs {
     pub window_chunks: Option<u64>,
     /// `randomizationWindow` in samples (`sampleBasedRandomizationWindow`).
     pub window_samples: Option<u64>,
+    /// `randomizationWindowInBytes`: a window of at most this many bytes of the file.
+    pub window_bytes: Option<u64>,
     /// How every deserializer's data is read (`chunkSizeInBytes`, `keepDataInMemory`,
     /// `cacheIndex`, `index`, `frameMode`, and how URL data files reach their store): what is
     /// set here goes over the configuration.
@@ -161,28 +163,7 @@ impl ReaderArgs {
         if let Some(r) = self.randomizer {
             cfg.randomizer = r;
         }
-        let (chunks, samples) = (ReaderArg::WindowChunks, ReaderArg::WindowSamples);
-        match (self.window_chunks, self.window_samples) {
-            (Some(_), Some(_)) => {
-                return Err(ArgError::about(samples)
-                    .say("give ")
-                    .name(chunks)
-                    .say(" or ")
-                    .name(samples)
-                    .say(", not both")
-                    .into());
-            }
-            // A window of 0 is refused as the configuration's is (randomizationWindow).
-            (Some(w), None) => {
-                cfg.randomization_window = Some(w);
-                cfg.sample_based_randomization_window = false;
-            }
-            (None, Some(w)) => {
-                cfg.randomization_window = Some(w);
-                cfg.sample_based_randomization_window = true;
-            }
-            (None, None) => {}
-        }
+        self.apply_window(&mut cfg)?;
         if self.read.chunk_bytes() == 0 {
             return Err(ArgError::must(ReaderArg::ChunkSize, "be at least 1 byte").into());
         }
@@ -191,6 +172,36 @@ impl ReaderArgs {
         }
         self.apply_lens(&mut cfg)?;
         Ok((cfg, inputs))
+    }
+
+    /// The window given, in one of its units, in place of the configuration's (whichever
+    /// unit that one has). A window of 0 is refused as the configuration's is.
+    fn apply_window(&self, cfg: &mut ReaderConfig) -> Result<()> {
+        let given = [
+            (ReaderArg::WindowChunks, self.window_chunks),
+            (ReaderArg::WindowSamples, self.window_samples),
+            (ReaderArg::WindowBytes, self.window_bytes),
+        ];
+        let mut set = given
+            .iter()
+            .filter(|(_, w)| w.is_some())
+            .map(|(arg, _)| *arg);
+        let Some(arg) = set.next() else {
+            return Ok(());
+        };
+        if let Some(other) = set.next() {
+            return Err(ArgError::about(other)
+                .say("give ")
+                .name(arg)
+                .say(" or ")
+                .name(other)
+                .say(", not both")
+                .into());
+        }
+        cfg.randomization_window = self.window_chunks.or(self.window_samples);
+        cfg.sample_based_randomization_window = self.window_samples.is_some();
+        cfg.randomization_window_bytes = self.window_bytes;
+        Ok(())
     }
 
     /// How to open `file` alone with [`crate::open`] (to check, dump or convert it): these
@@ -447,7 +458,8 @@ impl ReaderArgs {
         }
         let orders = self.randomize == Some(false)
             || self.window_chunks.is_some()
-            || self.window_samples.is_some();
+            || self.window_samples.is_some()
+            || self.window_bytes.is_some();
         let mode = ReaderArg::LensMode;
         // `{randomize} and {windows} cannot be combined with it`.
         let order_args = |e: ArgError| {
@@ -456,6 +468,8 @@ impl ReaderArgs {
                 .name(ReaderArg::WindowChunks)
                 .say("/")
                 .name(ReaderArg::WindowSamples)
+                .say("/")
+                .name(ReaderArg::WindowBytes)
                 .say(" cannot be combined with it")
         };
         if self.lens_mode.is_some() && orders {

@@ -295,19 +295,20 @@ fn data_bytes(files: &[PathBuf]) -> Option<u64> {
 }
 
 /// The engine options `cfg` says: `randomize`, `randomizationSeed`, the window
-/// (`randomizationWindow` in chunks, or in samples with `sampleBasedRandomizationWindow`; when
-/// unset, CNTK's default, see [`ReaderConfig::default_randomization_window`]), `frameMode` (of
+/// (`randomizationWindowInBytes`, else `randomizationWindow` in chunks, or in samples with
+/// `sampleBasedRandomizationWindow`; when unset, CNTK's default, see
+/// [`ReaderConfig::default_randomization_window`]), `frameMode` (of
 /// the reader or any deserializer), `lensMode` (which then decides `randomize`, the window and
 /// drawing with replacement, see [`SelectionMode::apply_to`](crate::lens::select::SelectionMode::apply_to));
 /// `limit` is the epoch size. Threads, prefetch and the worker are left at their defaults.
 pub fn reader_options(cfg: &ReaderConfig, limit: EpochLimit) -> ReaderOptions {
-    let window = match cfg
-        .randomization_window
-        .or_else(|| cfg.default_randomization_window())
-    {
-        None => Window::All,
-        Some(n) if cfg.sample_based_randomization_window => Window::Samples(n),
-        Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX)),
+    let window = match (cfg.randomization_window_bytes, cfg.randomization_window) {
+        (Some(bytes), _) => Window::Bytes(bytes),
+        (None, given) => match given.or_else(|| cfg.default_randomization_window()) {
+            None => Window::All,
+            Some(n) if cfg.sample_based_randomization_window => Window::Samples(n),
+            Some(n) => Window::Chunks(usize::try_from(n).unwrap_or(usize::MAX)),
+        },
     };
     let frame_mode = cfg.read.frame_mode()
         || (cfg.deserializers.iter()).any(|d| d.effective_read(cfg).frame_mode());

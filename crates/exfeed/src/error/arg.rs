@@ -29,6 +29,8 @@ pub enum ReaderArg {
     WindowChunks,
     /// `randomizationWindow` in samples.
     WindowSamples,
+    /// `randomizationWindowInBytes`.
+    WindowBytes,
     /// Lens's example selection.
     LensMode,
     /// A Lens network's input groups.
@@ -54,6 +56,7 @@ impl ReaderArg {
             ReaderArg::Randomize => "randomize",
             ReaderArg::WindowChunks => "randomizationWindow",
             ReaderArg::WindowSamples => "sampleBasedRandomizationWindow",
+            ReaderArg::WindowBytes => "randomizationWindowInBytes",
             ReaderArg::LensMode => "lensMode",
             ReaderArg::InputGroups => "inputGroups",
             ReaderArg::TargetGroups => "targetGroups",

@@ -91,6 +91,12 @@ impl<T: Element> CntkDelivery<T> {
             // CNTK's randomizationWindow when nothing sets it: requestDataSize samples
             // (`SIZE_MAX >> 2`, DataReader.h).
             Window::All => CntkWindow::Samples(u64::MAX >> 2),
+            Window::Bytes(_) => {
+                return Err(Error::config(
+                    "randomizer cntk counts its window in chunks or samples \
+                     (randomizationWindow), not in bytes (randomizationWindowInBytes)",
+                ))
+            }
         };
         let mut order = if opts.randomize {
             CntkRandomizer::new(chunks, window, opts.seed)?

@@ -65,8 +65,9 @@ pub struct ReaderOptions {
     /// [`ReaderOptions::max_threads`]: more are refused (they only add contention).
     pub threads: usize,
     /// How many chunks may be scheduled or decoded ahead of the current window (at least 1;
-    /// default [`ReaderOptions::prefetch_for`] the threads). At most `window chunks +
-    /// prefetch_chunks` decoded (or being decoded) chunks are held at any time, so memory is
+    /// default [`ReaderOptions::prefetch_for`] the threads; with a window in bytes, at most as
+    /// many of the data set's largest chunks as fit in the window, at least 1). At most
+    /// `window chunks + prefetch_chunks` decoded (or being decoded) chunks are held at any time, so memory is
     /// bounded by that many decoded chunks (plus, for CTF files, the mapped bytes of the chunks
     /// being decoded, one per thread, and one minibatch). The threads stay busy while the
     /// consumer packs the current window as long as this covers what they decode meanwhile;
@@ -330,6 +331,11 @@ pub struct Reader<T: Element> {
     /// The last window's order buffer, for reuse.
     spare_order: Vec<Entry>,
     peak_held: usize,
+    /// The file bytes of the chunks held (the window's, those decoded ahead), the most so far,
+    /// and the loaded window's.
+    held_bytes: u64,
+    peak_held_bytes: u64,
+    window_bytes: u64,
     chunks_read: u64,
     /// Chunk buffers taken from the process's kept ones, and allocated anew.
     buffers_reused: u64,
@@ -381,6 +387,11 @@ impl<T: Element> Reader<T> {
             Window::Chunks(0) | Window::Samples(0) => {
                 return Err(Error::config(
                     "randomizationWindow must be a positive integer",
+                ));
+            }
+            Window::Bytes(0) => {
+                return Err(Error::config(
+                    "randomizationWindowInBytes must be at least 1 byte",
                 ));
             }
             _ => {}
@@ -486,6 +497,9 @@ impl<T: Element> Reader<T> {
             spare: Vec::new(),
             spare_order: Vec::new(),
             peak_held: 0,
+            held_bytes: 0,
+            peak_held_bytes: 0,
+            window_bytes: 0,
             chunks_read: 0,
             buffers_reused: 0,
             buffers_new: 0,
@@ -508,7 +522,14 @@ impl<T: Element> Reader<T> {
             sweep_sequences: 0,
             notes: Vec::new(),
             delivered_in_pass: false,
-            opts: options,
+            opts: ReaderOptions {
+                prefetch_chunks: super::plan::prefetch_within(
+                    options.window,
+                    options.prefetch_chunks,
+                    source.chunks(),
+                ),
+                ..options
+            },
             source,
             decode,
             wait: WaitClock::default(),
@@ -908,6 +929,8 @@ impl<T: Element> Reader<T> {
                 stats.window_chunks = self.loaded.as_ref().map_or(0, |l| l.batches.len());
                 stats.chunks_held = stats.window_chunks + self.pending.len();
                 stats.peak_chunks_held = self.peak_held;
+                stats.window_bytes = self.window_bytes;
+                stats.peak_bytes_held = self.peak_held_bytes;
                 stats.buffers_reused = self.buffers_reused;
                 stats.buffers_new = self.buffers_new;
             }
@@ -1171,7 +1194,9 @@ impl<T: Element> Reader<T> {
     /// Forgets the chunks scheduled ahead (their decoding finishes unseen).
     fn drop_pending(&mut self) {
         self.fetching.clear();
-        for (_, p) in self.pending.drain(..) {
+        for (chunk, p) in self.pending.drain(..) {
+            let bytes = self.source.chunks()[chunk].bytes;
+            self.held_bytes = self.held_bytes.saturating_sub(bytes);
             if let Pending::Deferred(mut b, _) = p {
                 b.clear();
                 self.spare.push(b);
@@ -1340,6 +1365,8 @@ impl<T: Element> Reader<T> {
     }
 
     fn release(&mut self, loaded: Loaded<T>) {
+        self.held_bytes = self.held_bytes.saturating_sub(self.window_bytes);
+        self.window_bytes = 0;
         for mut b in loaded.batches {
             b.clear();
             self.spare.push(b);
@@ -1436,6 +1463,8 @@ impl<T: Element> Reader<T> {
             )));
         }
         self.loaded = Some(Loaded { batches, order });
+        let infos = self.source.chunks();
+        self.window_bytes = chunks.iter().map(|&c| infos[c].bytes).sum();
         // Keep decoding ahead while the window is consumed.
         self.schedule(0, true);
         Ok(())
@@ -1485,6 +1514,7 @@ impl<T: Element> Reader<T> {
     fn track_held(&mut self, extra: usize) {
         let held = self.loaded.as_ref().map_or(0, |l| l.batches.len()) + self.pending.len() + extra;
         self.peak_held = self.peak_held.max(held);
+        self.peak_held_bytes = self.peak_held_bytes.max(self.held_bytes);
     }
 
     /// Schedules chunk reads in plan order until `need` are pending, or (`ahead`) at least
@@ -1533,6 +1563,9 @@ impl<T: Element> Reader<T> {
                 None => Pending::Deferred(batch, fetched),
             };
             self.chunks_read += 1;
+            self.held_bytes = self
+                .held_bytes
+                .saturating_add(self.source.chunks()[chunk].bytes);
             self.pending.push_back((chunk, pending));
             self.track_held(0);
         }

@@ -44,7 +44,7 @@
 //! `randomize` every chunk is a window, so chunks stream in file order. At the start (nothing
 //! decoded ahead) the first window's chunks are scheduled alone, so that every thread works on
 //! what the consumer waits for; the decoding ahead starts once that window is loaded. Decoded
-//! chunks and their buffers are recycled, and when the reader is dropped they are kept (up to 64
+//! chunks and their buffers are recycled, and when the reader is dropped they are kept (up to 128
 //! of them and 256 MiB in all, for 10 seconds; [`release_kept_batches`] frees them at once) for
 //! the process's next reader of the same streams, which then decodes into pages already in
 //! place instead of fresh ones. Memory is bounded: at most `chunks of the

@@ -14,6 +14,10 @@ pub enum Window {
     /// With `sampleBasedRandomizationWindow`: chunks are added to a window until it holds at
     /// least this many samples (at least one chunk).
     Samples(u64),
+    /// `randomizationWindowInBytes` (exfeed): consecutive chunks while their bytes in the file
+    /// total at most this many (at least one chunk); the first window of a sweep at most a
+    /// quarter of them.
+    Bytes(u64),
     /// The whole data set (of this worker) is one window.
     All,
 }
@@ -24,6 +28,11 @@ impl Default for Window {
         Window::Chunks(128)
     }
 }
+
+/// The first window of a sweep in bytes takes at most this share of the window, so that the
+/// first minibatch of an epoch waits for a quarter of a window (as WebDataset's shuffle buffer
+/// starts small): on 2 cores 16 MiB of CTF text decode in a few hundredths of a second.
+pub const FIRST_WINDOW_SHARE: u64 = 4;
 
 /// The generator seed of a sweep: `randomizationSeed + sweep` (wrapping).
 pub fn sweep_seed(seed: u64, sweep: u64) -> u64 {
@@ -94,8 +103,40 @@ pub fn windows(
                 out.push(start..own.len());
             }
         }
+        Window::Bytes(most) => {
+            let mut start = 0;
+            let mut bytes = 0u64;
+            let mut limit = most / FIRST_WINDOW_SHARE;
+            for (i, &c) in own.iter().enumerate() {
+                let with = bytes.saturating_add(infos[c].bytes);
+                if i > start && with > limit {
+                    out.push(start..i);
+                    start = i;
+                    bytes = infos[c].bytes;
+                    limit = most;
+                } else {
+                    bytes = with;
+                }
+            }
+            if start < own.len() {
+                out.push(start..own.len());
+            }
+        }
     }
     out
+}
+
+/// The chunks decoded ahead of a window of `window`: `prefetch`, or with a window in bytes as
+/// many of the largest of `infos` as fit in it (at least one), so that what is held stays
+/// within twice the window whatever the chunk size.
+pub fn prefetch_within(window: Window, prefetch: usize, infos: &[ChunkInfo]) -> usize {
+    match window {
+        Window::Bytes(most) => {
+            let largest = infos.iter().map(|c| c.bytes).max().unwrap_or(0).max(1);
+            prefetch.min(usize::try_from(most / largest).unwrap_or(usize::MAX).max(1))
+        }
+        _ => prefetch,
+    }
 }
 
 /// One worker's plan of one sweep.

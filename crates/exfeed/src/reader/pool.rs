@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 /// The process [`POOL`] belongs to (see [`owned_by_this_process`]).
 static POOL_OWNER: AtomicU32 = AtomicU32::new(0);
 
-/// Batches kept at most: exfeed.torch's default window (32 chunks) and the prefetch of a
-/// machine of up to 16 cores (32 chunks), so that its next epoch decodes into pages in place.
-const KEPT_BATCHES: usize = 64;
-/// Bytes kept at most: those 64 chunks of 1 MiB of dense text decoded as float32 (about 1.6
-/// times the text for MNIST-like data, at most 4 times), or 8 chunks of CNTK's 32 MiB.
+/// Batches kept at most: exfeed.torch's default window (64 MiB: 64 chunks of 1 MiB) and the
+/// prefetch of a machine of up to 32 cores (64 chunks), so that its next epoch decodes into
+/// pages in place.
+const KEPT_BATCHES: usize = 128;
+/// Bytes kept at most: that window of dense text decoded as float32 (about 1.6 times the text
+/// for MNIST-like data, at most 4 times) with some prefetch, or 8 chunks of CNTK's 32 MiB.
 const KEPT_BYTES: usize = 256 << 20;
 
 /// How long a batch is kept for the next reader: long enough for a training loop to start the

@@ -33,11 +33,17 @@ pub struct ReaderStats {
     pub elapsed: Duration,
     /// Chunks of the window being delivered.
     pub window_chunks: usize,
+    /// Their bytes in the file (0 with [`Randomizer::Cntk`](super::Randomizer::Cntk)).
+    pub window_bytes: u64,
     /// Chunks held now: the window's, plus those decoded or being decoded ahead.
     pub chunks_held: usize,
     /// The most chunks held at once so far (what bounds the decoded data in memory). This and
-    /// the two counts below are 0 with [`Randomizer::Cntk`](super::Randomizer::Cntk).
+    /// the counts below are 0 with [`Randomizer::Cntk`](super::Randomizer::Cntk).
     pub peak_chunks_held: usize,
+    /// The most file bytes of chunks held at once so far (the window's and those decoded
+    /// ahead): what a window in bytes bounds, at most twice the window (or two chunks larger
+    /// than it).
+    pub peak_bytes_held: u64,
     /// Chunk buffers this reader took from those an earlier reader of the process left (see
     /// [`release_kept_batches`](super::release_kept_batches)): pages already in place.
     pub buffers_reused: u64,

@@ -217,6 +217,7 @@ fn sequences_stay_within_their_window() {
         Window::Chunks(1),
         Window::Chunks(3),
         Window::Samples(25),
+        Window::Bytes(300),
         Window::All,
     ] {
         let o = ReaderOptions {
@@ -605,6 +606,69 @@ fn decoded_chunks_are_bounded_by_the_window() {
 }
 
 #[test]
+fn a_window_in_bytes_bounds_the_bytes_held_whatever_the_chunk_size() {
+    // Chunks of 3 to 16 sequences, 12 to 60 bytes each: about 100 to 600 bytes a chunk.
+    for (per_chunk, most) in [(3, 1000), (8, 1000), (16, 1000), (16, 100)] {
+        let src = source(300, per_chunk);
+        let largest = src.chunks().iter().map(|c| c.bytes).max().unwrap();
+        let o = ReaderOptions {
+            window: Window::Bytes(most),
+            threads: 4,
+            prefetch_chunks: ReaderOptions::prefetch_for(4),
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let plan = SweepPlan::new(src.chunks(), true, o.seed, 0, o.window, 1, 0);
+        for w in 0..plan.windows.len() {
+            let chunks = plan.window_chunks(w);
+            let bytes: u64 = chunks.iter().map(|&c| src.chunks()[c].bytes).sum();
+            // The first window of a sweep takes a quarter of the bytes.
+            let limit = if w == 0 { most / 4 } else { most };
+            assert!(
+                bytes <= limit || chunks.len() == 1,
+                "{chunks:?}: {bytes} bytes"
+            );
+            let next = plan.chunks.get(plan.windows[w].end);
+            let fuller = next.map_or(0, |&c| bytes + src.chunks()[c].bytes);
+            assert!(
+                next.is_none() || fuller > limit,
+                "window {w} could take one more"
+            );
+        }
+        let bound = most.max(largest);
+        let mut r = Reader::new(src.clone(), o).unwrap();
+        // Decoding ahead: no more of the largest chunks than fit in the window, at least one.
+        let ahead = (most / largest).clamp(1, 8) as usize;
+        assert_eq!(r.options().prefetch_chunks, ahead, "{per_chunk} a chunk");
+        let mut mb = r.new_minibatch();
+        let (mut keys, mut widest) = (Vec::new(), 0);
+        while r.next_minibatch(10, &mut mb).unwrap() {
+            widest = widest.max(r.stats().window_bytes);
+            keys.extend(mb.sequences.iter().map(|s| s.key));
+        }
+        assert!(widest > 0 && widest <= bound, "{widest} over {bound}");
+        let stats = r.stats();
+        assert!(
+            stats.peak_bytes_held <= 2 * bound,
+            "{per_chunk}: {stats:?} over {bound}"
+        );
+        assert!(stats.peak_bytes_held >= most.min(largest), "{stats:?}");
+        keys.sort_unstable();
+        let want: Vec<u64> = (0..300).flat_map(|k| [k, k]).collect();
+        assert_eq!(keys, want, "every sequence once a sweep");
+    }
+    let o = ReaderOptions {
+        window: Window::Bytes(0),
+        ..opts()
+    };
+    let err = Reader::new(source(8, 4), o).err().unwrap();
+    assert_eq!(
+        err.message(),
+        "randomizationWindowInBytes must be at least 1 byte"
+    );
+}
+
+#[test]
 fn empty_data_and_idle_workers_end_at_once() {
     let src = fixed_source(&[], 4);
     let (seqs, _) = read_all(src, opts(), 5);
@@ -784,6 +848,7 @@ mod properties {
         prop_oneof![
             (1usize..5).prop_map(Window::Chunks),
             (1u64..40).prop_map(Window::Samples),
+            (1u64..400).prop_map(Window::Bytes),
             Just(Window::All)
         ]
     }
