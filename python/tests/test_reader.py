@@ -213,9 +213,10 @@ def test_load_state_dict_refuses_other_data_or_options(ctf, tmp_path):
         r.load_state_dict({"position": 3})
 
 
-def test_load_state_dict_resumes_all_workers_on_another_count(ctf):
+@pytest.mark.parametrize("index", ["full", "none"])  # none: byte-range chunks, counted at resume
+def test_load_state_dict_resumes_all_workers_on_another_count(ctf, index):
     path, truth = ctf
-    opts = dict(inputs=INPUTS, minibatch_size=16, max_sweeps=2, seed=7, chunk_size=400, window_chunks=2, index="full")
+    opts = dict(inputs=INPUTS, minibatch_size=16, max_sweeps=2, seed=7, chunk_size=400, window_chunks=2, index=index)
     seen, states = [], []
     for rank, stop in enumerate([3, 6]):
         r = exfeed.Reader(path, num_workers=2, worker_rank=rank, **opts)

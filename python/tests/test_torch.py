@@ -155,11 +155,12 @@ def checkpoint_after(loader, steps):
     return head, json.loads(json.dumps(loader.state_dict()))
 
 
-def test_resume_from_two_dataloader_workers_on_three(data):
+@pytest.mark.parametrize("index", ["full", "none"])  # none: byte-range chunks, counted at resume
+def test_resume_from_two_dataloader_workers_on_three(data, index):
     stateful = require("torchdata.stateful_dataloader")
     path, truth = data
     make = lambda: exfeed.torch.Dataset(path, minibatch_size=8, layout="packed", with_keys=True, seed=2,
-                                        index="full", **OPTS)
+                                        index=index, **OPTS)
     head, state = checkpoint_after(stateful.StatefulDataLoader(make(), batch_size=None, num_workers=2), 5)
     ds = make()
     ds.resume_from([state])

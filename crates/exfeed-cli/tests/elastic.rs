@@ -11,7 +11,9 @@ use std::process::Output;
 
 const SEQUENCES: u64 = 120;
 
-fn run(file: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
+/// `exfeed read` of worker `rank` of `workers`, the chunks found by `index` (full: by the
+/// index; none: byte ranges, whose sequences are counted when a resume needs them).
+fn run(file: &str, index: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
     let (w, r) = (workers.to_string(), rank.to_string());
     let mut args = vec![
         "read",
@@ -24,7 +26,7 @@ fn run(file: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
         "--chunk-size",
         "150",
         "--index",
-        "full",
+        index,
         "--window-chunks",
         "3",
         "--seed",
@@ -40,8 +42,8 @@ fn run(file: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
     exfeed(args)
 }
 
-fn read(file: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
-    let out = run(file, workers, rank, extra);
+fn read(file: &str, index: &str, workers: usize, rank: usize, extra: &[&str]) -> Output {
+    let out = run(file, index, workers, rank, extra);
     assert!(out.status.success(), "{}", text(&out.stderr));
     out
 }
@@ -69,8 +71,11 @@ fn the_rest_of_a_sweep_once_on_another_count_then_a_fresh_sweep() {
         (4, &[2, 5, 1, 6], 2),
         (1, &[5], 2),
     ];
-    for (old, stops, new) in cases {
-        let states = dir.path().join(format!("states-{old}-{new}"));
+    for ((old, stops, new), index) in cases
+        .into_iter()
+        .flat_map(|case| ["full", "none"].map(|index| (case, index)))
+    {
+        let states = dir.path().join(format!("states-{old}-{new}-{index}"));
         std::fs::create_dir(&states).unwrap();
         let mut by_sweep: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         let mut files = Vec::new();
@@ -79,6 +84,7 @@ fn the_rest_of_a_sweep_once_on_another_count_then_a_fresh_sweep() {
             let stop = stop.to_string();
             let out = read(
                 &f,
+                index,
                 old,
                 rank,
                 &["--stop-after", &stop, "--save-state", &state],
@@ -100,12 +106,16 @@ fn the_rest_of_a_sweep_once_on_another_count_then_a_fresh_sweep() {
                     restore.extend(["--restore-state", file.as_str()]);
                 }
             }
-            let got = sequences(&read(&f, new, rank, &restore));
-            let fresh = sequences(&read(&f, new, rank, &[]));
+            let got = sequences(&read(&f, index, new, rank, &restore));
+            let fresh = sequences(&read(&f, index, new, rank, &[]));
             let later = |v: &[(u64, u64)]| -> Vec<(u64, u64)> {
                 v.iter().filter(|(s, _)| *s == 1).copied().collect()
             };
-            assert_eq!(later(&got), later(&fresh), "{old} -> {new}, worker {rank}");
+            assert_eq!(
+                later(&got),
+                later(&fresh),
+                "{old} -> {new}, index {index}, worker {rank}"
+            );
             for (sweep, key) in got {
                 by_sweep.entry(sweep).or_default().push(key);
             }
@@ -113,7 +123,7 @@ fn the_rest_of_a_sweep_once_on_another_count_then_a_fresh_sweep() {
         let whole: Vec<u64> = (0..SEQUENCES).collect();
         for (sweep, mut keys) in by_sweep {
             keys.sort_unstable();
-            assert_eq!(keys, whole, "{old} -> {new}, sweep {sweep}");
+            assert_eq!(keys, whole, "{old} -> {new}, index {index}, sweep {sweep}");
         }
     }
 }
@@ -131,6 +141,7 @@ fn a_missing_state_is_named() {
     for rank in 0..3 {
         read(
             &f,
+            "full",
             3,
             rank,
             &["--stop-after", "2", "--save-state", &state(rank)],
@@ -138,6 +149,7 @@ fn a_missing_state_is_named() {
     }
     let out = run(
         &f,
+        "full",
         2,
         0,
         &["--restore-state", &state(0), "--restore-state", &state(2)],

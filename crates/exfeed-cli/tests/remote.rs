@@ -392,6 +392,23 @@ fn info_check_and_a_corpus_read_gs_urls_and_convert_refuses_to_write_one() {
         assert_eq!(text(&out.stdout).replace(&gs, "DATA"), want, "{command:?}");
     }
 
+    // The emulator variable of Google's client libraries (host:port, no scheme) alone.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_exfeed"))
+        .args([strings(&["info", &gs]), strings(&INPUTS)].concat())
+        .env(
+            "STORAGE_EMULATOR_HOST",
+            services.gcs_url.trim_start_matches("http://"),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let local_name = local.to_str().unwrap();
+    let want = run_ok(
+        &[strings(&["info", local_name]), strings(&INPUTS)].concat(),
+        local_name,
+    );
+    assert_eq!(text(&out.stdout).replace(&gs, "DATA"), want);
+
     // A corpus glob over the bucket, with the settings as --storage-option flags.
     let prefix = unique("gcs-corpus");
     for i in 0..2 {

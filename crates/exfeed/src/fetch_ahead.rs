@@ -267,11 +267,9 @@ impl ChunkFetches {
         });
         slots.insert(chunk, slot.clone());
         drop(slots);
+        // Slots left to their decoding while they waited stay queued until they reach the
+        // front, where `admit` drops them: the queue holds at most the chunks named.
         let mut queue = queue();
-        // Those left to their decoding meanwhile, behind a chunk that waits for room.
-        queue
-            .waiting
-            .retain(|slot| matches!(*lock(&slot.state), State::Waiting(_)));
         queue.waiting.push_back(slot.clone());
         let admitted = queue.admit();
         drop(queue);

@@ -73,6 +73,14 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The `len` bytes at `offset`, in a buffer from the process's pool of read buffers. A
+    /// source that holds them already (fetched ahead) hands its buffer over, uncopied.
+    fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = take_read_buffer(len);
+        self.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
     /// Names the bytes `offset..offset + len` for fetching ahead of the read that asks for them
     /// (a remote object, see [`crate::fetch_ahead`]); `None`: never fetched ahead. Default:
     /// none.
@@ -285,16 +293,26 @@ struct Pieces<'a> {
 }
 
 impl<'a> Pieces<'a> {
-    fn new(file: &'a dyn ReadAt, offset: u64, len: u64, piece: usize) -> Self {
-        Pieces {
+    /// The range read a piece at a time; one no longer than a piece is read at once.
+    fn new(file: &'a dyn ReadAt, offset: u64, len: u64, piece: usize) -> Result<Self> {
+        let mut pieces = Pieces {
             file,
             piece,
-            buf: take_read_buffer(piece.min(len as usize)),
+            buf: Vec::new(),
             buf_at: offset,
             filled: 0,
             pos: 0,
             end: offset + len,
+        };
+        if len <= piece as u64 {
+            pieces.buf = file
+                .read_whole_at(offset, len as usize)
+                .map_err(|e| e.in_context(format!("reading {len} bytes at byte {offset}")))?;
+            pieces.filled = len as usize;
+        } else {
+            pieces.buf = take_read_buffer(piece);
         }
+        Ok(pieces)
     }
 
     /// Reads on until `n` bytes are there to take (`n <= remaining()`): what is left of the
@@ -600,8 +618,9 @@ impl<B: Deref<Target = [u8]>> CbfFile<B> {
                 } else {
                     piece
                 };
-                let mut c = Pieces::new(file.as_ref(), info.offset, info.len, piece);
-                decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
+                Pieces::new(file.as_ref(), info.offset, info.len, piece).and_then(|mut c| {
+                    decode_chunk(&mut c, i, info, &self.file_streams, &self.exposed, batch)
+                })
             }
         };
         decoded.map_err(|e| {

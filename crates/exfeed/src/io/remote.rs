@@ -186,6 +186,13 @@ fn parse_url(url: &str) -> Result<ObjectUrl> {
 }
 
 /// The secret values among the options and the environment, to be kept out of messages.
+/// Whether a store's address (an S3 endpoint, a GCS base URL) asks for plain HTTP by itself:
+/// it does when named `http://...` (a local server, an emulator) and `allow_http` was not set
+/// either way.
+fn asks_for_plain_http(address: Option<&str>, allow_http_given: bool) -> bool {
+    !allow_http_given && address.is_some_and(|a| a.to_ascii_lowercase().starts_with("http://"))
+}
+
 fn secrets_of(options: &RemoteOptions) -> Vec<String> {
     let is_secret = |key: &str| {
         let key = key.to_ascii_lowercase();
@@ -393,10 +400,7 @@ impl Remote {
                     }
                     builder = builder.with_config(parsed, value);
                 }
-                // An endpoint named http://... asks for plain HTTP by itself.
-                let plain_endpoint =
-                    endpoint.is_some_and(|e| e.to_ascii_lowercase().starts_with("http://"));
-                if plain_endpoint && !allow_http_given {
+                if asks_for_plain_http(endpoint.as_deref(), allow_http_given) {
                     builder = builder.with_config(
                         AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp),
                         "true",
@@ -448,6 +452,23 @@ impl Remote {
     ) -> Result<GoogleCloudStorage> {
         let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
         let mut base_url = std::env::var("GOOGLE_BASE_URL").ok();
+        if base_url.is_none() {
+            // The emulator variable of Google's own client libraries: the emulator's address,
+            // which takes no credentials. GOOGLE_BASE_URL and the storage options win over it.
+            if let Some(host) = std::env::var("STORAGE_EMULATOR_HOST")
+                .ok()
+                .filter(|host| !host.is_empty())
+            {
+                let url = match host.contains("://") {
+                    true => host,
+                    false => format!("http://{host}"),
+                };
+                builder = builder
+                    .with_config(GoogleConfigKey::BaseUrl, &url)
+                    .with_config(GoogleConfigKey::SkipSignature, "true");
+                base_url = Some(url);
+            }
+        }
         let mut allow_http_given = false;
         for (key, value) in self.options.storage_options.pairs() {
             let Ok(parsed) = key.parse::<GoogleConfigKey>() else {
@@ -468,9 +489,7 @@ impl Remote {
             }
             builder = builder.with_config(parsed, value);
         }
-        // A base URL named http://... (an emulator's) asks for plain HTTP by itself.
-        let plain = base_url.is_some_and(|url| url.to_ascii_lowercase().starts_with("http://"));
-        if plain && !allow_http_given {
+        if asks_for_plain_http(base_url.as_deref(), allow_http_given) {
             builder =
                 builder.with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true");
         }

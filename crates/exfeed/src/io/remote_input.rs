@@ -353,14 +353,10 @@ impl RemoteFile {
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         #[cfg(feature = "remote")]
         {
-            match self.fetched_ahead.take(offset) {
-                Some(Ok((at, bytes))) if at == offset && bytes.len() == buf.len() => {
-                    buf.copy_from_slice(&bytes);
-                    crate::buffers::give_back_read_buffer(bytes);
-                    return Ok(());
-                }
-                Some(Err(e)) => return Err(e),
-                _ => {}
+            if let Some(bytes) = self.take_fetched_ahead(offset, buf.len())? {
+                buf.copy_from_slice(&bytes);
+                crate::buffers::give_back_read_buffer(bytes);
+                return Ok(());
             }
             let first_block = (FIRST_STREAM_BLOCK as u64).min(self.len());
             let end = offset.saturating_add(buf.len() as u64);
@@ -378,6 +374,33 @@ impl RemoteFile {
             }
         }
         self.read_direct(buf, offset)
+    }
+
+    /// The `len` bytes at `offset` in a buffer from the process's pool: the buffer they were
+    /// fetched ahead into, handed over uncopied, or else read now.
+    pub fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        #[cfg(feature = "remote")]
+        if let Some(bytes) = self.take_fetched_ahead(offset, len)? {
+            return Ok(bytes);
+        }
+        let mut buf = crate::buffers::take_read_buffer(len);
+        self.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
+    /// The bytes fetched ahead for exactly `offset..offset + len`, if they were (a failed
+    /// fetch is this read's error).
+    #[cfg(feature = "remote")]
+    fn take_fetched_ahead(&self, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+        match self.fetched_ahead.take(offset) {
+            Some(Ok((at, bytes))) if at == offset && bytes.len() == len => Ok(Some(bytes)),
+            Some(Ok((_, bytes))) => {
+                crate::buffers::give_back_read_buffer(bytes);
+                Ok(None)
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
+        }
     }
 
     /// Names the bytes `offset..offset + len` for fetching on a thread of its own (as soon as
@@ -498,6 +521,10 @@ impl crate::cbf::ReadAt for RemoteFile {
 
     fn fetch_ahead(&self, offset: u64, len: u64) -> Option<crate::fetch_ahead::FetchTicket> {
         RemoteFile::fetch_ahead(self, offset, len)
+    }
+
+    fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        RemoteFile::read_whole_at(self, offset, len)
     }
 }
 

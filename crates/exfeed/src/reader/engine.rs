@@ -10,8 +10,8 @@ pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::pool;
 use super::stats::{DecodeCounters, ReaderStats, WaitClock};
-use super::ChunkSource;
 use super::Randomizer;
+use super::{ChunkInfo, ChunkSource};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Location, Result};
@@ -359,6 +359,9 @@ pub struct Reader<T: Element> {
     /// worker's plans of the sweeps they had begun.
     resumes: Vec<Resume>,
     resumed_plans: Vec<Arc<SweepPlan>>,
+    /// Of a resumed reader whose chunks are byte ranges (their counts estimates): the chunks
+    /// with the sequences they decode to, counted once (see [`Reader::resume_infos`]).
+    counted_chunks: Option<Arc<[ChunkInfo]>>,
     // For [`Reader::stats`].
     decode: Arc<DecodeCounters>,
     wait: WaitClock,
@@ -509,6 +512,7 @@ impl<T: Element> Reader<T> {
             mix_sweeps: Vec::new(),
             resumes: Vec::new(),
             resumed_plans: Vec::new(),
+            counted_chunks: None,
             total_samples,
             // By file name, so that a saved state moves with the data to another directory.
             corpus: source.shard_names().map(|names| {
@@ -652,8 +656,9 @@ impl<T: Element> Reader<T> {
     /// [`Reader::restore`] of this rank's state (the set is still checked).
     ///
     /// Refused, naming the option, where the rest of a sweep is not defined exactly: equalize,
-    /// drawing with replacement, randomizer cntk, chunks as byte ranges (index none), an epoch
-    /// limit in samples (it counts per worker). The counts of what was delivered
+    /// drawing with replacement, randomizer cntk, an epoch limit in samples (it counts per
+    /// worker). Chunks that are byte ranges (CTF with index none) are decoded once here to
+    /// count their sequences. The counts of what was delivered
     /// ([`Reader::samples_delivered`], [`Reader::minibatches`]) start from the old workers'
     /// totals divided by the new count.
     pub fn restore_from_all(
@@ -689,13 +694,6 @@ impl<T: Element> Reader<T> {
         }
         if options.randomizer == Randomizer::Cntk || first.cntk_position.is_some() {
             return refuse("randomizer cntk keeps CNTK's order, which is not split this way");
-        }
-        if first.byte_ranges {
-            return refuse(
-                "the chunks were byte ranges of CTF files read without an index (index none, \
-                 what auto picks without --cache-index), whose sequences are not counted before \
-                 they are decoded; read with --index full (Python index=\"full\") to be able to",
-            );
         }
         if matches!(options.limit, EpochLimit::Samples(_)) {
             return refuse("an epoch limit in samples (max samples) counts what each worker delivered (give a limit in sweeps)");
@@ -775,10 +773,11 @@ impl<T: Element> Reader<T> {
             EpochLimit::Sweeps(k) => end.min(k),
             _ => end,
         };
+        let infos = self.resume_infos()?;
         let order = |sweep| self.sweep_order(sweep);
         let o = &self.opts;
         let inputs = PlanInputs {
-            infos: self.source.chunks(),
+            infos: &infos,
             randomize: o.randomize,
             seed: o.seed,
             window: o.window,
@@ -794,6 +793,55 @@ impl<T: Element> Reader<T> {
         }
         self.resumed_plans = plans;
         Ok(())
+    }
+
+    /// The chunks as the plans of resumed sweeps count them: the source's, or, where its chunks
+    /// are byte ranges whose counts are estimates, the sequences each decodes to (what the old
+    /// workers' windows held). Those are counted once, decoding every chunk on the reader's
+    /// threads: a resume on another worker count then costs one pass over the data.
+    fn resume_infos(&mut self) -> Result<Arc<[ChunkInfo]>> {
+        if !self.source.chunks_by_byte_range() {
+            return Ok(self.source.chunks().into());
+        }
+        if let Some(counted) = &self.counted_chunks {
+            return Ok(counted.clone());
+        }
+        let source = &*self.source;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let count = || -> Result<Vec<(usize, usize)>> {
+            let mut batch = SequenceBatch::new(source.streams());
+            let mut counts = Vec::new();
+            loop {
+                let chunk = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if chunk >= source.chunks().len() {
+                    return Ok(counts);
+                }
+                batch.clear();
+                source.read_chunk(chunk, &mut batch)?;
+                counts.push((chunk, batch.len()));
+            }
+        };
+        let threads = self.opts.threads.max(1);
+        let counts = std::thread::scope(|scope| {
+            let counting: Vec<_> = (0..threads).map(|_| scope.spawn(count)).collect();
+            counting
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| {
+                        Err(Error::config(
+                            "counting the chunks' sequences: a thread panicked",
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let mut infos = source.chunks().to_vec();
+        for (chunk, sequences) in counts.into_iter().flatten() {
+            infos[chunk].sequences = sequences;
+        }
+        let counted: Arc<[ChunkInfo]> = infos.into();
+        self.counted_chunks = Some(counted.clone());
+        Ok(counted)
     }
 
     /// Whether `sweep` is one resumed from other workers' positions.
@@ -1411,8 +1459,9 @@ impl<T: Element> Reader<T> {
         order.reserve(batches.iter().map(|b| b.len()).sum());
         if let Some(listed) = &plan.listed {
             // A resumed sweep: the sequences listed, counted by the index.
+            let infos = self.resume_infos()?;
             for (&chunk, b) in chunks.iter().zip(&batches) {
-                let indexed = self.source.chunks()[chunk].sequences;
+                let indexed = infos[chunk].sequences;
                 if b.len() != indexed {
                     return Err(Error::new(
                         ErrorKind::Invalid,
