@@ -113,6 +113,9 @@ _WINDOWS = ("window_chunks", "window_samples", "window_bytes")
 # main process has let go of them (docs/pytorch.md, "Workers: minibatches in shared memory").
 SHARED_SEGMENTS = 8
 _ALIGN = 64  # where each tensor starts in a segment: any dtype's alignment
+# The pool uses two private calls of PyTorch's; a version without them sends minibatches as
+# PyTorch does by itself (a copy into new shared memory).
+_SHARED_POOL = hasattr(torch._C, "_storage_Use_Count") and hasattr(torch.UntypedStorage, "_new_shared")
 
 # Warnings that say nothing to an exfeed user, each only where it comes from: the DataLoader's that
 # more minibatches came than len() said, for a len() documented as an estimate (the message names
@@ -599,7 +602,7 @@ class Dataset(torch.utils.data.IterableDataset):
             # The reader's position is read only when a state is asked for (state_dict).
             self._live = reader
             info = torch.utils.data.get_worker_info()
-            pool = None if info is None else self._segments(info.id)
+            pool = None if info is None or not _SHARED_POOL else self._segments(info.id)
             try:
                 for mb in reader:
                     position["delivered"] += 1
