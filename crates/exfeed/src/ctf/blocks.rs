@@ -16,7 +16,7 @@
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
-use crate::number::{fast, short_f32};
+use crate::number::{digits_value, fast, short_f32, without_dot};
 
 /// Bytes a block covers; the loads of its last number's digits read up to 8 bytes past it.
 const BLOCK: usize = 64;
@@ -95,28 +95,6 @@ fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
     c
 }
 
-/// The low `n` (0 to 8) bytes of a word set.
-#[inline(always)]
-fn below(n: usize) -> u64 {
-    // In two steps: a shift by 64 (`n` 8) is not one.
-    let shift = 4 * n as u32;
-    !((u64::MAX << shift) << shift)
-}
-
-/// The value of the first `len` (1 to 8) ASCII digits of `w` (the first in its lowest byte).
-#[inline(always)]
-fn digits_value(w: u64, len: usize) -> u64 {
-    debug_assert!((1..=8).contains(&len));
-    // Digit values; a byte past the digits may borrow from the one after it, never from them.
-    let v = w.wrapping_sub(0x3030_3030_3030_3030);
-    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out.
-    let v = v << ((64 - 8 * len as u32) & 63);
-    // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
-    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
-    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
-}
-
 /// The value of the number `b[s..e]`, whose bytes the block's checks passed (an optional
 /// leading `-` followed by a digit, then digits and `.`s, each `.` after a digit); `None` when
 /// it has more than 8 bytes after its sign, two `.`s, or a value `fast` cannot give exactly.
@@ -145,8 +123,7 @@ fn number<T: Element, const DOTS: bool>(
         // it.
         let dot = (dots | 1 << len).trailing_zeros() as usize;
         let count = len - (dot < len) as usize;
-        let before = below(dot);
-        ((w & before) | ((w >> 8) & !before), count, count - dot)
+        (without_dot(w, dot), count, count - dot)
     } else {
         (w, len, 0)
     };
@@ -383,19 +360,6 @@ mod tests {
             assert_eq!(read(&line, 100).0, 2 * len - 1, "{len}");
             assert_eq!(read(&line, 100).1, len - 1, "{len}");
         }
-    }
-
-    #[test]
-    fn digit_values() {
-        let w = u64::from_le_bytes(*b"12345678");
-        for len in 1..=8 {
-            let want = b"12345678"[..len]
-                .iter()
-                .fold(0u64, |m, d| m * 10 + (d - b'0') as u64);
-            assert_eq!(digits_value(w, len), want, "{len}");
-        }
-        // Bytes past the digits, below '0' or not, are not read.
-        assert_eq!(digits_value(u64::from_le_bytes(*b"05 .\n|x0"), 2), 5);
     }
 
     /// Decimals and integers, with and without a sign, at each place of a block: the value of
