@@ -10,7 +10,7 @@
 
 use crate::element::{Element, Precision};
 
-const POW10_F64: [f64; 23] = [
+pub(crate) const POW10_F64: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
@@ -19,7 +19,7 @@ const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 
 /// integer.
 const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
 /// `10^-k` rounded to the nearest double (see [`fast`]).
-const INV_POW10_F64: [f64; 11] = [
+pub(crate) const INV_POW10_F64: [f64; 11] = [
     1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10,
 ];
 
@@ -152,15 +152,23 @@ pub(crate) fn without_dot(w: u64, dot: usize) -> u64 {
 /// the bytes past them are ignored.
 #[inline(always)]
 pub(crate) fn digits_value(w: u64, count: usize) -> u64 {
-    debug_assert!((1..=8).contains(&count));
-    // Digit values; a byte past the digits may borrow from the one after it, never from them.
-    let v = w.wrapping_sub(0x3030_3030_3030_3030);
-    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out.
-    let v = v << ((64 - 8 * count as u32) & 63);
+    let v = digit_bytes(w, count);
     // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
     let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
     let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
     (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
+}
+
+/// The first `count` (1 to 8) ASCII digits of `w` as the values of the top bytes of a word, the
+/// first digit lowest, zeros below them: eight digits (leading zeros added) that
+/// [`digits_value`] sums, or vector instructions several words at a time.
+#[inline(always)]
+pub(crate) fn digit_bytes(w: u64, count: usize) -> u64 {
+    debug_assert!((1..=8).contains(&count));
+    // Digit values; a byte past the digits may borrow from the one after it, never from them.
+    let v = w.wrapping_sub(0x3030_3030_3030_3030);
+    // The digits moved to the top bytes, the rest shifted out.
+    v << ((64 - 8 * count as u32) & 63)
 }
 
 /// The exponent after an `e`/`E`: `[+-]?digits` at `b[i..]`, its value (saturated: anything
@@ -346,6 +354,25 @@ pub(crate) fn six_decimals<T: Element>(line: &[u8], dot: usize, int: u64, neg: b
         return None;
     }
     fast::<T>(int * 1_000_000 + digits_value(digits, 8), -6, neg)
+}
+
+/// Vector forms of the digit sums (x86-64 with AVX2).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod wide {
+    use std::arch::x86_64::*;
+
+    /// The values of eight-digit numbers, two per 128-bit lane of `y`, each as eight bytes of
+    /// digit values, the first digit lowest (as [`super::digit_bytes`] places them): a lane's
+    /// numbers `[a, b]` become the 32-bit integers `[a, b, a, b]`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn eight_digit_sums(y: __m256i) -> __m256i {
+        // Digits to pairs (x 10), fours (x 100), then each number's eight (x 10^4).
+        let pairs = _mm256_maddubs_epi16(y, _mm256_set1_epi16(0x010a));
+        let fours = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x0001_0064));
+        let fours = _mm256_packs_epi32(fours, fours);
+        _mm256_madd_epi16(fours, _mm256_set1_epi32(0x0001_2710))
+    }
 }
 
 #[cfg(test)]
