@@ -10,7 +10,7 @@
 
 use crate::element::{Element, Precision};
 
-const POW10_F64: [f64; 23] = [
+pub(crate) const POW10_F64: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
@@ -19,7 +19,7 @@ const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 
 /// integer.
 const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
 /// `10^-k` rounded to the nearest double (see [`fast`]).
-const INV_POW10_F64: [f64; 11] = [
+pub(crate) const INV_POW10_F64: [f64; 11] = [
     1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10,
 ];
 
@@ -84,10 +84,7 @@ fn short_digits(b: &[u8], i: usize) -> Option<(u64, usize)> {
     if count == 0 {
         return Some((0, 0));
     }
-    Some((
-        eight_digits_of(w & ((1u64 << (8 * count)) - 1), count),
-        count,
-    ))
+    Some((digits_value(w, count), count))
 }
 
 /// The bytes of `w` that are not ASCII digits: nonzero in each such byte and, up to the first
@@ -116,33 +113,62 @@ pub(crate) fn short_decimal(b: &[u8], i: usize) -> Option<(u64, usize, usize)> {
     if int == 0 || int == 8 {
         return None;
     }
-    let below = |n: usize| (1u64 << (8 * n)) - 1;
     if (w >> (8 * int)) as u8 != b'.' {
-        let digits = w & below(int);
-        return Some((eight_digits_of(digits, int), 0, i + int));
+        return Some((digits_value(w, int), 0, i + int));
     }
     // The first non-digit after the `.` (none in this load when the `.` is its last byte).
     if int == 7 {
         return None;
     }
-    let after = bad & !below(int + 1);
+    let after = bad & !low_bytes(int + 1);
     if after == 0 {
         return None;
     }
     let end = (after.trailing_zeros() / 8) as usize;
-    // The digits without the `.`: those before it, and those after it moved down a byte.
-    let digits = (w & below(int)) | ((w >> 8) & below(end - 1) & !below(int));
-    Some((eight_digits_of(digits, end - 1), end - 1 - int, i + end))
+    Some((
+        digits_value(without_dot(w, int), end - 1),
+        end - 1 - int,
+        i + end,
+    ))
 }
 
-/// The value of the `count` (1 to 7) ASCII digits in the low bytes of `w` (the first lowest;
-/// the other bytes 0).
+/// The low `n` (0 to 8) bytes of a word set.
 #[inline(always)]
-fn eight_digits_of(w: u64, count: usize) -> u64 {
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    debug_assert!((1..8).contains(&count));
-    // The digits moved to the top bytes, '0's before them: the same value.
-    eight_digits((w << (8 * (8 - count))) | (ZEROS >> (8 * count)))
+pub(crate) fn low_bytes(n: usize) -> u64 {
+    // In two steps: a shift by 64 (`n` 8) is not one.
+    let shift = 4 * n as u32;
+    !((u64::MAX << shift) << shift)
+}
+
+/// `w` without its byte `dot` (0 to 8): the bytes before it kept, those after it moved down
+/// onto it (a number's digits without its `.`).
+#[inline(always)]
+pub(crate) fn without_dot(w: u64, dot: usize) -> u64 {
+    let before = low_bytes(dot);
+    (w & before) | ((w >> 8) & !before)
+}
+
+/// The value of the first `count` (1 to 8) ASCII digits of `w` (the first in its lowest byte);
+/// the bytes past them are ignored.
+#[inline(always)]
+pub(crate) fn digits_value(w: u64, count: usize) -> u64 {
+    let v = digit_bytes(w, count);
+    // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
+}
+
+/// The first `count` (1 to 8) ASCII digits of `w` as the values of the top bytes of a word, the
+/// first digit lowest, zeros below them: eight digits (leading zeros added) that
+/// [`digits_value`] sums, or vector instructions several words at a time.
+#[inline(always)]
+pub(crate) fn digit_bytes(w: u64, count: usize) -> u64 {
+    debug_assert!((1..=8).contains(&count));
+    // Digit values; a byte past the digits may borrow from the one after it, never from them.
+    let v = w.wrapping_sub(0x3030_3030_3030_3030);
+    // The digits moved to the top bytes, the rest shifted out.
+    v << ((64 - 8 * count as u32) & 63)
 }
 
 /// The exponent after an `e`/`E`: `[+-]?digits` at `b[i..]`, its value (saturated: anything
@@ -327,7 +353,26 @@ pub(crate) fn six_decimals<T: Element>(line: &[u8], dot: usize, int: u64, neg: b
     {
         return None;
     }
-    fast::<T>(int * 1_000_000 + eight_digits(digits), -6, neg)
+    fast::<T>(int * 1_000_000 + digits_value(digits, 8), -6, neg)
+}
+
+/// Vector forms of the digit sums (x86-64 with AVX2).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod wide {
+    use std::arch::x86_64::*;
+
+    /// The values of eight-digit numbers, two per 128-bit lane of `y`, each as eight bytes of
+    /// digit values, the first digit lowest (as [`super::digit_bytes`] places them): a lane's
+    /// numbers `[a, b]` become the 32-bit integers `[a, b, a, b]`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn eight_digit_sums(y: __m256i) -> __m256i {
+        // Digits to pairs (x 10), fours (x 100), then each number's eight (x 10^4).
+        let pairs = _mm256_maddubs_epi16(y, _mm256_set1_epi16(0x010a));
+        let fours = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x0001_0064));
+        let fours = _mm256_packs_epi32(fours, fours);
+        _mm256_madd_epi16(fours, _mm256_set1_epi32(0x0001_2710))
+    }
 }
 
 #[cfg(test)]
@@ -343,16 +388,6 @@ fn parse_six_decimals<T: Element>(line: &[u8], pos: usize) -> Option<(T, usize)>
         return None;
     }
     six_decimals(line, i, int, neg).map(|v| (v, i + 7))
-}
-
-/// Value of 8 ASCII digits packed little-endian (first digit in the lowest byte).
-#[inline(always)]
-fn eight_digits(w: u64) -> u64 {
-    let v = w - 0x3030_3030_3030_3030;
-    // Pairs, then quads, then the whole: each step combines neighbouring lanes.
-    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
-    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
 }
 
 #[cfg(test)]
@@ -411,6 +446,30 @@ mod tests {
     }
 
     #[test]
+    fn digit_values() {
+        let w = u64::from_le_bytes(*b"12345678");
+        for len in 1..=8 {
+            let want = b"12345678"[..len]
+                .iter()
+                .fold(0u64, |m, d| m * 10 + (d - b'0') as u64);
+            assert_eq!(digits_value(w, len), want, "{len}");
+        }
+        assert_eq!(digits_value(u64::from_le_bytes(*b"00000009"), 8), 9);
+        // Bytes past the digits, below '0' or not, are not read.
+        assert_eq!(digits_value(u64::from_le_bytes(*b"05 .\n|x0"), 2), 5);
+        assert_eq!(
+            digits_value(u64::from_le_bytes(*b"1\x00\xff\xff 9\x2f\x3a"), 1),
+            1
+        );
+        assert_eq!(
+            without_dot(u64::from_le_bytes(*b"12.345 x"), 2).to_le_bytes(),
+            *b"12345 x\0"
+        );
+        assert_eq!(low_bytes(0), 0);
+        assert_eq!(low_bytes(8), u64::MAX);
+    }
+
+    #[test]
     fn short_decimals_read_at_once_as_digit_by_digit() {
         let text =
             b"0.123 12.5 7 1234567 123.4567 0.00001 20. 1.2.3 .5 12345678 9.1e3 3.14159|x 42";
@@ -446,8 +505,6 @@ mod tests {
 
     #[test]
     fn six_decimal_fast_path() {
-        assert_eq!(eight_digits(u64::from_le_bytes(*b"12345678")), 12345678);
-        assert_eq!(eight_digits(u64::from_le_bytes(*b"00000009")), 9);
         assert_eq!(
             parse_six_decimals::<f32>(b"-3.250000 1", 0),
             Some((-3.25f32, 9))

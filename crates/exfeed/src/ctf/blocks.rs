@@ -13,10 +13,18 @@
 //! same bits. Anything else (an exponent, a `+`, a bad byte, a longer number) ends the block's
 //! run where its number starts: the caller reads it one number at a time, as before, with its
 //! errors found and placed as before.
+//!
+//! Where the CPU has AVX2 (and the bit instructions of its generation: `popcnt`, `tzcnt`), the
+//! loop is compiled for it once more (`wide`): a block is classified 32 bytes per instruction,
+//! and its numbers are converted four at a time: the scalar loop checks each one and places
+//! its digits as one word, then vectors sum and scale four words at once, each lane by the same
+//! operations as [`number`], so to the same bits (tests compare both builds of the loop).
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
-use crate::number::{fast, short_f32};
+#[cfg(target_arch = "x86_64")]
+use crate::number::digit_bytes;
+use crate::number::{digits_value, fast, short_f32, without_dot};
 
 /// Bytes a block covers; the loads of its last number's digits read up to 8 bytes past it.
 const BLOCK: usize = 64;
@@ -95,39 +103,18 @@ fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
     c
 }
 
-/// The low `n` (0 to 8) bytes of a word set.
+/// The number `b[s..e]`, whose bytes the block's checks passed (an optional leading `-`
+/// followed by a digit, then digits and `.`s, each `.` after a digit), in parts: its digits
+/// (from the lowest byte; bytes past them to be ignored), how many, how many of them are
+/// decimals, and whether it has a `-`. `None` when it has more than 8 bytes after its sign or
+/// two `.`s. Without `DOTS` the block has no `.`: the number is an integer.
 #[inline(always)]
-fn below(n: usize) -> u64 {
-    // In two steps: a shift by 64 (`n` 8) is not one.
-    let shift = 4 * n as u32;
-    !((u64::MAX << shift) << shift)
-}
-
-/// The value of the first `len` (1 to 8) ASCII digits of `w` (the first in its lowest byte).
-#[inline(always)]
-fn digits_value(w: u64, len: usize) -> u64 {
-    debug_assert!((1..=8).contains(&len));
-    // Digit values; a byte past the digits may borrow from the one after it, never from them.
-    let v = w.wrapping_sub(0x3030_3030_3030_3030);
-    // The digits moved to the top bytes, zeros (leading zeros) below them, the rest shifted out.
-    let v = v << ((64 - 8 * len as u32) & 63);
-    // Neighbouring bytes to pairs, quads, then the whole (first byte most significant).
-    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
-    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
-    (v.wrapping_mul(10000) + (v >> 32)) & 0xffff_ffff
-}
-
-/// The value of the number `b[s..e]`, whose bytes the block's checks passed (an optional
-/// leading `-` followed by a digit, then digits and `.`s, each `.` after a digit); `None` when
-/// it has more than 8 bytes after its sign, two `.`s, or a value `fast` cannot give exactly.
-/// Without `DOTS` the block has no `.`: the number is an integer.
-#[inline(always)]
-fn number<T: Element, const DOTS: bool>(
+fn parts<const DOTS: bool>(
     b: &[u8; SPAN],
     c: &Classes,
     s: usize,
     e: usize,
-) -> Option<T> {
+) -> Option<(u64, usize, usize, usize)> {
     let neg = (c.minus >> s) as usize & 1;
     let body = s + neg;
     let len = e - body;
@@ -136,20 +123,29 @@ fn number<T: Element, const DOTS: bool>(
     }
     let at = body & (BLOCK - 1);
     let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
-    let (digits, count, decimals) = if DOTS {
-        let dots = (c.dot >> at) & ((1 << len) - 1);
-        if dots & dots.wrapping_sub(1) != 0 {
-            return None;
-        }
-        // Where the `.` is (`len` when there is none), and the bytes after it moved down onto
-        // it.
-        let dot = (dots | 1 << len).trailing_zeros() as usize;
-        let count = len - (dot < len) as usize;
-        let before = below(dot);
-        ((w & before) | ((w >> 8) & !before), count, count - dot)
-    } else {
-        (w, len, 0)
-    };
+    if !DOTS {
+        return Some((w, len, 0, neg));
+    }
+    let dots = (c.dot >> at) & ((1 << len) - 1);
+    if dots & dots.wrapping_sub(1) != 0 {
+        return None;
+    }
+    // Where the `.` is (`len` when there is none), and the bytes after it moved down onto it.
+    let dot = (dots | 1 << len).trailing_zeros() as usize;
+    let count = len - (dot < len) as usize;
+    Some((without_dot(w, dot), count, count - dot, neg))
+}
+
+/// The value of the number `b[s..e]` (see [`parts`]); `None` where [`parts`] has none or `fast`
+/// cannot give the value exactly.
+#[inline(always)]
+fn number<T: Element, const DOTS: bool>(
+    b: &[u8; SPAN],
+    c: &Classes,
+    s: usize,
+    e: usize,
+) -> Option<T> {
+    let (digits, count, decimals, neg) = parts::<DOTS>(b, c, s, e)?;
     let m = digits_value(digits, count);
     if matches!(T::PRECISION, Precision::Float) && !DOTS {
         // An integer: exact as an `f32` up to 2^24 (`fast`'s bound), converted directly.
@@ -219,11 +215,58 @@ fn block_integers<T: Element>(
         other_starts &= other_starts - 1;
         other_lasts &= other_lasts - 1;
     }
-    // The numbers read are those that start up to the last one's end.
+    read_past(starts, lasts);
+    (lasts.count_ones() as usize, None)
+}
+
+/// Takes out of `starts` the numbers read: those that start up to the last one's end.
+#[inline(always)]
+fn read_past(starts: &mut u64, lasts: u64) {
     if lasts != 0 {
         *starts &= (u64::MAX << (63 - lasts.leading_zeros())) << 1;
     }
-    (lasts.count_ones() as usize, None)
+}
+
+/// How a block is classified and its numbers converted: [`OneAtATime`], or four at a time with
+/// AVX2 (`wide::ByFour`).
+trait BlockReader {
+    fn classify(&self, block: &[u8; BLOCK]) -> Classes;
+
+    /// [`block_numbers`]'s work (`DOTS`), or [`block_integers`]'s, to its results.
+    fn numbers<T: Element, const DOTS: bool>(
+        &mut self,
+        b: &[u8; SPAN],
+        c: &Classes,
+        starts: &mut u64,
+        lasts: u64,
+        got: &mut [T; BLOCK / 2],
+    ) -> (usize, Option<usize>);
+}
+
+/// The portable [`BlockReader`].
+struct OneAtATime;
+
+impl BlockReader for OneAtATime {
+    #[inline(always)]
+    fn classify(&self, block: &[u8; BLOCK]) -> Classes {
+        classify(block)
+    }
+
+    #[inline(always)]
+    fn numbers<T: Element, const DOTS: bool>(
+        &mut self,
+        b: &[u8; SPAN],
+        c: &Classes,
+        starts: &mut u64,
+        lasts: u64,
+        got: &mut [T; BLOCK / 2],
+    ) -> (usize, Option<usize>) {
+        if DOTS {
+            block_numbers(b, c, starts, lasts, got)
+        } else {
+            block_integers(b, c, starts, lasts, got)
+        }
+    }
 }
 
 /// Reads the dense values of `line` from `i` (a separator or the start of a number) on, block
@@ -235,10 +278,28 @@ fn block_integers<T: Element>(
 #[inline(always)]
 pub(super) fn dense_blocks<T: Element>(
     line: &[u8],
+    i: usize,
+    dim: usize,
+    count: &mut usize,
+    stream: &mut StreamData<T>,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if wide::available() {
+        // SAFETY: the CPU has the instructions `wide::dense_blocks` is compiled for.
+        return unsafe { wide::dense_blocks(line, i, dim, count, stream) };
+    }
+    read_blocks(line, i, dim, count, stream, &mut OneAtATime)
+}
+
+/// [`dense_blocks`] by `reader`.
+#[inline(always)]
+fn read_blocks<T: Element>(
+    line: &[u8],
     mut i: usize,
     dim: usize,
     count: &mut usize,
     stream: &mut StreamData<T>,
+    reader: &mut impl BlockReader,
 ) -> usize {
     // A 64-byte block holds at most 32 numbers (each followed by a separator).
     let mut got = [T::default(); BLOCK / 2];
@@ -257,7 +318,7 @@ pub(super) fn dense_blocks<T: Element>(
                 &tail
             }
         };
-        let c = classify(b[..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
+        let c = reader.classify(b[..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
         let numeric = c.digit | c.minus | c.dot;
         let starts = numeric & !(numeric << 1);
         // The first byte the block cannot take: not numeric or a separator, a `-` not at a
@@ -273,9 +334,9 @@ pub(super) fn dense_blocks<T: Element>(
         let lasts = numeric & (c.separator >> 1);
         // (Integers alone, as pixel data, skip the work of finding a `.`.)
         let (n, stop) = if c.dot == 0 {
-            block_integers::<T>(b, &c, &mut starts, lasts, &mut got)
+            reader.numbers::<T, false>(b, &c, &mut starts, lasts, &mut got)
         } else {
-            block_numbers::<T>(b, &c, &mut starts, lasts, &mut got)
+            reader.numbers::<T, true>(b, &c, &mut starts, lasts, &mut got)
         };
         stream.push_dense_block(&got, dim.saturating_sub(*count).min(n));
         *count += n;
@@ -298,6 +359,336 @@ pub(super) fn dense_blocks<T: Element>(
     }
 }
 
+/// The loop compiled for AVX2 (see the module's documentation).
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use super::*;
+    use crate::number::wide::eight_digit_sums;
+    use crate::number::{INV_POW10_F64, POW10_F64};
+    use std::any::Any;
+    use std::arch::x86_64::*;
+
+    /// Whether this machine has the instructions (flags the standard library caches).
+    #[inline]
+    pub(super) fn available() -> bool {
+        is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("bmi1")
+            && is_x86_feature_detected!("popcnt")
+            && is_x86_feature_detected!("lzcnt")
+    }
+
+    /// [`super::dense_blocks`] with AVX2, `popcnt` and `tzcnt`/`lzcnt`.
+    #[target_feature(enable = "avx2,bmi1,popcnt,lzcnt")]
+    pub(super) fn dense_blocks<T: Element>(
+        line: &[u8],
+        i: usize,
+        dim: usize,
+        count: &mut usize,
+        stream: &mut StreamData<T>,
+    ) -> usize {
+        let mut reader = ByFour {
+            pending: Pending::default(),
+        };
+        read_blocks(line, i, dim, count, stream, &mut reader)
+    }
+
+    /// The [`BlockReader`] of [`dense_blocks`]: made there alone, so its methods run where the
+    /// CPU has AVX2.
+    struct ByFour {
+        pending: Pending,
+    }
+
+    /// The numbers of a block placed for conversion: each one's digits (see [`digit_bytes`]),
+    /// its count of decimals and its sign (as an `f32`'s bit; shifted for an `f64`); for
+    /// integers, their places among the block's numbers (three slots past the last number's
+    /// too: see [`ByFour::integers`]).
+    struct Pending {
+        digits: [u64; BLOCK / 2],
+        decimals: [u32; BLOCK / 2],
+        signs: [u32; BLOCK / 2],
+        places: [u32; BLOCK / 2 + 3],
+    }
+
+    impl Default for Pending {
+        fn default() -> Self {
+            Pending {
+                digits: [0; BLOCK / 2],
+                decimals: [0; BLOCK / 2],
+                signs: [0; BLOCK / 2],
+                places: [0; BLOCK / 2 + 3],
+            }
+        }
+    }
+
+    impl BlockReader for ByFour {
+        #[inline(always)]
+        fn classify(&self, block: &[u8; BLOCK]) -> Classes {
+            // SAFETY: `ByFour` runs where the CPU has AVX2 (see its documentation).
+            unsafe { classify(block) }
+        }
+
+        #[inline(always)]
+        fn numbers<T: Element, const DOTS: bool>(
+            &mut self,
+            b: &[u8; SPAN],
+            c: &Classes,
+            starts: &mut u64,
+            lasts: u64,
+            got: &mut [T; BLOCK / 2],
+        ) -> (usize, Option<usize>) {
+            if DOTS {
+                self.decimals(b, c, starts, lasts, got)
+            } else {
+                self.integers(b, c, starts, lasts, got)
+            }
+        }
+    }
+
+    impl ByFour {
+        /// Lone `0`s as in [`block_integers`]; the other numbers placed, then converted four
+        /// at a time, each written to its place.
+        #[inline(always)]
+        fn integers<T: Element>(
+            &mut self,
+            b: &[u8; SPAN],
+            c: &Classes,
+            starts: &mut u64,
+            lasts: u64,
+            got: &mut [T; BLOCK / 2],
+        ) -> (usize, Option<usize>) {
+            *got = [T::default(); BLOCK / 2];
+            let p = &mut self.pending;
+            let zeros = *starts & lasts & c.zero;
+            let (mut unread, mut unended) = (*starts & !zeros, lasts & !zeros);
+            let mut n = 0;
+            let mut stop = None;
+            while unended != 0 {
+                let s = unread.trailing_zeros() as usize;
+                let e = unended.trailing_zeros() as usize + 1;
+                let place = (lasts & ((1 << s) - 1)).count_ones();
+                let Some((digits, count, _, neg)) = parts::<false>(b, c, s, e) else {
+                    stop = Some((place as usize, s));
+                    break;
+                };
+                let slot = n & (BLOCK / 2 - 1);
+                p.digits[slot] = digit_bytes(digits, count);
+                p.signs[slot] = (neg as u32) << 31;
+                p.places[slot] = place;
+                n += 1;
+                unread &= unread - 1;
+                unended &= unended - 1;
+            }
+            if n > 0 {
+                // The slots past the last number, in its group of four, take the place of the
+                // group's first number: their values are written there first, then its own.
+                let first = (n - 1) & !3;
+                let place = p.places[first];
+                p.places[n..n + 3].fill(place);
+                // SAFETY: as in `classify`.
+                let converted = unsafe { convert_integers(p, n, got) };
+                if converted < n {
+                    // An `f32` past 2^24: read one at a time from its start.
+                    let left = (0..converted).fold(*starts & !zeros, |left, _| left & (left - 1));
+                    return (
+                        p.places[converted] as usize,
+                        Some(left.trailing_zeros() as usize),
+                    );
+                }
+            }
+            if let Some((place, s)) = stop {
+                return (place, Some(s));
+            }
+            read_past(starts, lasts);
+            (lasts.count_ones() as usize, None)
+        }
+
+        /// [`block_numbers`]: the numbers placed, then converted four at a time.
+        #[inline(always)]
+        fn decimals<T: Element>(
+            &mut self,
+            b: &[u8; SPAN],
+            c: &Classes,
+            starts: &mut u64,
+            lasts: u64,
+            got: &mut [T; BLOCK / 2],
+        ) -> (usize, Option<usize>) {
+            let p = &mut self.pending;
+            let (mut unread, mut unended) = (*starts, lasts);
+            let mut n = 0;
+            let mut stop = None;
+            while unended != 0 {
+                let s = unread.trailing_zeros() as usize;
+                let e = unended.trailing_zeros() as usize + 1;
+                let Some((digits, count, decimals, neg)) = parts::<true>(b, c, s, e) else {
+                    stop = Some(s);
+                    break;
+                };
+                let slot = n & (BLOCK / 2 - 1);
+                p.digits[slot] = digit_bytes(digits, count);
+                // (At most 7: a `.` follows a digit.)
+                p.decimals[slot] = (decimals & 7) as u32;
+                p.signs[slot] = (neg as u32) << 31;
+                n += 1;
+                unread &= unread - 1;
+                unended &= unended - 1;
+            }
+            // SAFETY: as in `classify`.
+            let converted = unsafe { convert(p, n, got) };
+            if converted < n {
+                // An `f32` past 2^24 (`fast`'s bound): read one at a time from its start.
+                let left = (0..converted).fold(*starts, |left, _| left & (left - 1));
+                return (converted, Some(left.trailing_zeros() as usize));
+            }
+            if stop.is_none() {
+                read_past(starts, lasts);
+            }
+            (n, stop)
+        }
+    }
+
+    /// [`super::classify`] 32 bytes at a time.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn classify(block: &[u8; BLOCK]) -> Classes {
+        let mut c = Classes::default();
+        for (k, part) in block.chunks_exact(32).enumerate() {
+            // SAFETY: an unaligned load of the 32 bytes of `part`.
+            let x = unsafe { _mm256_loadu_si256(part.as_ptr().cast()) };
+            let from_zero = _mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8));
+            // A digit is at most 9 above '0' (unsigned).
+            let nine = _mm256_set1_epi8(9);
+            let digit = _mm256_cmpeq_epi8(_mm256_min_epu8(from_zero, nine), from_zero);
+            let shift = 32 * k as u32;
+            c.digit |= bits(digit) << shift;
+            c.minus |= bits(is(x, b'-')) << shift;
+            c.dot |= bits(is(x, b'.')) << shift;
+            c.zero |= bits(is(x, b'0')) << shift;
+            c.separator |= bits(_mm256_or_si256(is(x, b' '), is(x, b'\t'))) << shift;
+        }
+        c
+    }
+
+    /// The bytes of `x` equal to `byte`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn is(x: __m256i, byte: u8) -> __m256i {
+        _mm256_cmpeq_epi8(x, _mm256_set1_epi8(byte as i8))
+    }
+
+    /// A bit per byte of a comparison's result.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn bits(m: __m256i) -> u64 {
+        _mm256_movemask_epi8(m) as u32 as u64
+    }
+
+    /// The values of the first `n` numbers of `p` into `got`, four at a time (what [`number`]
+    /// gives each); how many, fewer than `n` when one is an `f32` past 2^24, up to it.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn convert<T: Element>(p: &Pending, n: usize, got: &mut [T; BLOCK / 2]) -> usize {
+        let got: &mut dyn Any = got;
+        let mut converted = n;
+        for at in (0..n).step_by(4) {
+            let m = sums(p, at);
+            let decimals = load128(&p.decimals, at);
+            let signs = load128(&p.signs, at);
+            if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+                // Beyond 2^24 an `f32` is left to `number::fast`, which takes none.
+                let past = _mm_cmpgt_epi32(m, _mm_set1_epi32(1 << 24));
+                let past = _mm_movemask_ps(_mm_castsi128_ps(past));
+                if past != 0 {
+                    converted = converted.min(at + past.trailing_zeros() as usize);
+                }
+                // SAFETY: the table has 11 entries, and `decimals` are at most 7.
+                let scale = unsafe { _mm256_i32gather_pd::<8>(INV_POW10_F64.as_ptr(), decimals) };
+                let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale));
+                let v = _mm_or_si128(_mm_castps_si128(v), signs);
+                store128(got, at, v);
+            } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+                // SAFETY: the table has 23 entries, and `decimals` are at most 7.
+                let scale = unsafe { _mm256_i32gather_pd::<8>(POW10_F64.as_ptr(), decimals) };
+                let v = _mm256_div_pd(_mm256_cvtepi32_pd(m), scale);
+                let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
+                let v = _mm256_or_si256(_mm256_castpd_si256(v), signs);
+                // SAFETY: an unaligned store of 4 values, `at + 4 <= 32` (`at` a multiple of 4
+                // below 32).
+                unsafe { _mm256_storeu_si256(got[at..at + 4].as_mut_ptr().cast(), v) };
+            }
+        }
+        converted
+    }
+
+    /// The integers of the first `n` numbers of `p` into their places in `got`, four at a time
+    /// (what [`number`] gives each, without `.`s); how many, fewer than `n` when one is an
+    /// `f32` past 2^24, up to it.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn convert_integers<T: Element>(p: &Pending, n: usize, got: &mut [T; BLOCK / 2]) -> usize {
+        let got: &mut dyn Any = got;
+        let mut converted = n;
+        for at in (0..n).step_by(4) {
+            let m = sums(p, at);
+            let signs = load128(&p.signs, at);
+            let places: &[u32; 4] = p.places[at..at + 4].try_into().expect("4 places");
+            if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+                // Beyond 2^24 an `f32` is left to `number::fast`, which takes none.
+                let past = _mm_cmpgt_epi32(m, _mm_set1_epi32(1 << 24));
+                let past = _mm_movemask_ps(_mm_castsi128_ps(past));
+                if past != 0 {
+                    converted = converted.min(at + past.trailing_zeros() as usize);
+                }
+                let v = _mm_or_si128(_mm_castps_si128(_mm_cvtepi32_ps(m)), signs);
+                let mut four = [0f32; 4];
+                store128(&mut four, 0, v);
+                // The last first: past the last number its slots' places are the first's.
+                for k in (0..4).rev() {
+                    got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
+                }
+            } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+                let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
+                let v = _mm256_or_si256(_mm256_castpd_si256(_mm256_cvtepi32_pd(m)), signs);
+                let mut four = [0f64; 4];
+                // SAFETY: an unaligned store of 4 values.
+                unsafe { _mm256_storeu_si256(four.as_mut_ptr().cast(), v) };
+                for k in (0..4).rev() {
+                    got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
+                }
+            }
+        }
+        converted
+    }
+
+    /// The values of the 4 numbers of `p` from `at` on (their digits summed as
+    /// `number::digits_value` does one).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn sums(p: &Pending, at: usize) -> __m128i {
+        let words: &[u64; 4] = p.digits[at..at + 4].try_into().expect("4 words");
+        // SAFETY: an unaligned load of 4 words.
+        let y = unsafe { _mm256_loadu_si256(words.as_ptr().cast()) };
+        // The lanes' `[a, b, a, b]` to `[a, b, c, d]`.
+        let order = _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0);
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(eight_digit_sums(y), order))
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load128(v: &[u32; BLOCK / 2], at: usize) -> __m128i {
+        let four: &[u32; 4] = v[at..at + 4].try_into().expect("4 values");
+        // SAFETY: an unaligned load of 4 values.
+        unsafe { _mm_loadu_si128(four.as_ptr().cast()) }
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn store128(got: &mut [f32], at: usize, v: __m128i) {
+        let four: &mut [f32; 4] = (&mut got[at..at + 4]).try_into().expect("4 values");
+        // SAFETY: an unaligned store of 4 values.
+        unsafe { _mm_storeu_si128(four.as_mut_ptr().cast(), v) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,17 +706,129 @@ mod tests {
         }
     }
 
+    /// Reads `line` by each reader there is, which must agree (the values' bits, the count, where
+    /// it stopped); the portable reader's results.
+    fn read_both<T: Element>(line: &[u8], dim: usize) -> (usize, usize, Vec<T>) {
+        use crate::stream::Storage;
+        let mut stream = StreamData::<T>::new(Storage::Dense, dim);
+        let mut count = 0;
+        let to = read_blocks(line, 0, dim, &mut count, &mut stream, &mut OneAtATime);
+        let portable = (to, count, stream.values().to_vec());
+        let mut stream = StreamData::<T>::new(Storage::Dense, dim);
+        let mut count = 0;
+        if let Some(to) = read_wide(line, dim, &mut count, &mut stream) {
+            let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                (to, count, bits(stream.values())),
+                (portable.0, portable.1, bits(&portable.2)),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        portable
+    }
+
+    /// The AVX2 reader's results, where the CPU has the instructions.
+    #[cfg(target_arch = "x86_64")]
+    fn read_wide<T: Element>(
+        line: &[u8],
+        dim: usize,
+        count: &mut usize,
+        stream: &mut StreamData<T>,
+    ) -> Option<usize> {
+        // SAFETY: the CPU has the instructions (checked first).
+        wide::available().then(|| unsafe { wide::dense_blocks(line, 0, dim, count, stream) })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn read_wide<T: Element>(
+        _: &[u8],
+        _: usize,
+        _: &mut usize,
+        _: &mut StreamData<T>,
+    ) -> Option<usize> {
+        None
+    }
+
+    /// The AVX2 reader against the portable one on lines of numbers of every shape the blocks
+    /// take or stop at, f32 and f64 (on a CPU without AVX2 there is one reader: nothing to
+    /// compare, and the test says so).
+    #[test]
+    fn four_at_a_time_is_one_at_a_time() {
+        use crate::stream::Storage;
+        let mut stream = StreamData::<f32>::new(Storage::Dense, 1);
+        if read_wide(b" 1 2", 1, &mut 0, &mut stream).is_none() {
+            eprintln!("no AVX2 here: the portable reader alone");
+            return;
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..3000 {
+            let mut line = Vec::new();
+            // Mostly one shape per line (as data is), with others mixed in.
+            let main_shape = next(9);
+            for _ in 0..next(90) {
+                let shape = if next(10) < 8 { main_shape } else { next(12) };
+                let digits = |n: u64, next: &mut dyn FnMut(u64) -> u64| {
+                    (0..n).map(|_| b'0' + next(10) as u8).collect::<Vec<u8>>()
+                };
+                if next(3) == 0 {
+                    line.push(b'-');
+                }
+                let token: Vec<u8> = match shape {
+                    0 => b"0".to_vec(),
+                    1 | 2 => digits(1 + next(8), &mut next),
+                    3..=5 => {
+                        let int = 1 + next(3);
+                        let mut t = digits(int, &mut next);
+                        t.push(b'.');
+                        t.extend(digits(next(9 - int), &mut next));
+                        t
+                    }
+                    6 => {
+                        let mut t = digits(1 + next(2), &mut next);
+                        t.push(b'.');
+                        t.extend(digits(6, &mut next));
+                        t
+                    }
+                    7 => digits(9 + next(3), &mut next),
+                    8 => b"1.5e3".to_vec(),
+                    9 => b"1.2.3".to_vec(),
+                    10 => b"16777217.".to_vec(),
+                    _ => b"|y".to_vec(),
+                };
+                line.extend(token);
+                line.push(if next(20) == 0 { b'\t' } else { b' ' });
+            }
+            read_both::<f32>(&line, 100);
+            read_both::<f64>(&line, 100);
+        }
+        // Values at the edge of `f32`'s exact integers, in every slot of a group of four.
+        for at in 0..5 {
+            let mut line = b" 1.5".repeat(at);
+            line.extend_from_slice(b" 16777216 16777217 99999999 1.5 2.5 3.5 ");
+            let (to, count, _) = read_both::<f32>(&line, 100);
+            assert_eq!((to, count), (4 * at + 10, at + 1));
+            read_both::<f64>(&line, 100);
+            // A block of integers, lone `0`s among them.
+            let mut line = b" 7 0".repeat(at);
+            line.extend_from_slice(b" 16777216 -0 16777217 0 99999999 1 2 3 ");
+            let (to, count, _) = read_both::<f32>(&line, 100);
+            assert_eq!((to, count), (4 * at + 13, 2 * at + 2));
+            read_both::<f64>(&line, 100);
+        }
+    }
+
     /// Runs of plain integers are read whole, up to a number of another shape, a `|`, a CR,
     /// or the line's last number.
     #[test]
     fn runs_are_read_up_to_what_the_block_cannot_take() {
-        use crate::stream::Storage;
-        let read = |line: &[u8], dim: usize| {
-            let mut stream = StreamData::<f32>::new(Storage::Dense, dim);
-            let mut count = 0;
-            let to = dense_blocks(line, 0, dim, &mut count, &mut stream);
-            (to, count, stream.values().to_vec())
-        };
+        let read = read_both::<f32>;
         let mut line = b" 0 255 -0 007 12345678 -1 20 -9.123456 0.5 20.".repeat(5);
         let plain = line.len();
         line.extend_from_slice(b" 1e5 |y 1:1".repeat(8).as_slice());
@@ -383,19 +886,6 @@ mod tests {
             assert_eq!(read(&line, 100).0, 2 * len - 1, "{len}");
             assert_eq!(read(&line, 100).1, len - 1, "{len}");
         }
-    }
-
-    #[test]
-    fn digit_values() {
-        let w = u64::from_le_bytes(*b"12345678");
-        for len in 1..=8 {
-            let want = b"12345678"[..len]
-                .iter()
-                .fold(0u64, |m, d| m * 10 + (d - b'0') as u64);
-            assert_eq!(digits_value(w, len), want, "{len}");
-        }
-        // Bytes past the digits, below '0' or not, are not read.
-        assert_eq!(digits_value(u64::from_le_bytes(*b"05 .\n|x0"), 2), 5);
     }
 
     /// Decimals and integers, with and without a sign, at each place of a block: the value of

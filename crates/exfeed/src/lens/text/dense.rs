@@ -185,6 +185,7 @@ pub(super) fn run(b: &[u8], start: usize, end: usize, out: &mut Vec<f32>) -> usi
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Layout;
+    use crate::number::wide::eight_digit_sums;
     use std::arch::x86_64::*;
 
     /// 16 bytes of `b` at `i` (which has them).
@@ -217,9 +218,6 @@ mod x86 {
             let base = _mm256_broadcastsi128_si256(load(&l.base, 0));
             let limit = _mm256_broadcastsi128_si256(load(&l.limit, 0));
             let gather = _mm256_broadcastsi128_si256(load(&l.gather, 0));
-            let tens = _mm256_set1_epi16(0x010a);
-            let hundreds = _mm256_set1_epi32(0x0001_0064);
-            let myriads = _mm256_set1_epi32(0x0001_2710);
             // The numbers of each lane (1 or 2 at the bottom of its 128 bits) side by side.
             let order = if K == 2 {
                 _mm256_setr_epi32(0, 1, 4, 5, 0, 0, 0, 0)
@@ -236,10 +234,7 @@ mod x86 {
                 if _mm256_movemask_epi8(fits) != -1 {
                     break;
                 }
-                // Digits to pairs (x 10), fours (x 100), then each number's up to 8 (x 10^4).
-                let pairs = _mm256_maddubs_epi16(_mm256_shuffle_epi8(y, gather), tens);
-                let fours = _mm256_madd_epi16(pairs, hundreds);
-                let eights = _mm256_madd_epi16(_mm256_packs_epi32(fours, fours), myriads);
+                let eights = eight_digit_sums(_mm256_shuffle_epi8(y, gather));
                 let ints = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(eights, order));
                 let values = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(ints), scale));
                 let values = _mm_or_si128(_mm_castps_si128(values), sign);
