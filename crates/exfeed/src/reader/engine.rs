@@ -359,9 +359,9 @@ pub struct Reader<T: Element> {
     /// worker's plans of the sweeps they had begun.
     resumes: Vec<Resume>,
     resumed_plans: Vec<Arc<SweepPlan>>,
-    /// Of a resumed reader whose chunks are byte ranges (their counts estimates): the chunks
-    /// with the sequences they decode to, counted once (see [`Reader::resume_infos`]).
-    counted_chunks: Option<Arc<[ChunkInfo]>>,
+    /// Of a resumed reader: the chunks as its resumed sweeps count them, made once (see
+    /// [`Reader::resume_infos`]).
+    resume_chunks: Option<Arc<[ChunkInfo]>>,
     // For [`Reader::stats`].
     decode: Arc<DecodeCounters>,
     wait: WaitClock,
@@ -512,7 +512,7 @@ impl<T: Element> Reader<T> {
             mix_sweeps: Vec::new(),
             resumes: Vec::new(),
             resumed_plans: Vec::new(),
-            counted_chunks: None,
+            resume_chunks: None,
             total_samples,
             // By file name, so that a saved state moves with the data to another directory.
             corpus: source.shard_names().map(|names| {
@@ -800,12 +800,20 @@ impl<T: Element> Reader<T> {
     /// workers' windows held). Those are counted once, decoding every chunk on the reader's
     /// threads: a resume on another worker count then costs one pass over the data.
     fn resume_infos(&mut self) -> Result<Arc<[ChunkInfo]>> {
-        if !self.source.chunks_by_byte_range() {
-            return Ok(self.source.chunks().into());
+        if let Some(infos) = &self.resume_chunks {
+            return Ok(infos.clone());
         }
-        if let Some(counted) = &self.counted_chunks {
-            return Ok(counted.clone());
-        }
+        let infos: Arc<[ChunkInfo]> = match self.source.chunks_by_byte_range() {
+            true => self.counted_chunks()?.into(),
+            false => self.source.chunks().into(),
+        };
+        self.resume_chunks = Some(infos.clone());
+        Ok(infos)
+    }
+
+    /// The source's chunks with the sequences each decodes to, decoding them all on the
+    /// reader's threads.
+    fn counted_chunks(&self) -> Result<Vec<ChunkInfo>> {
         let source = &*self.source;
         let next = std::sync::atomic::AtomicUsize::new(0);
         let count = || -> Result<Vec<(usize, usize)>> {
@@ -839,9 +847,7 @@ impl<T: Element> Reader<T> {
         for (chunk, sequences) in counts.into_iter().flatten() {
             infos[chunk].sequences = sequences;
         }
-        let counted: Arc<[ChunkInfo]> = infos.into();
-        self.counted_chunks = Some(counted.clone());
-        Ok(counted)
+        Ok(infos)
     }
 
     /// Whether `sweep` is one resumed from other workers' positions.
