@@ -73,12 +73,24 @@ pub trait ReadAt: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// The `len` bytes at `offset`, in a buffer from the process's pool of read buffers. A
-    /// source that holds them already (fetched ahead) hands its buffer over, uncopied.
+    /// The `len` bytes at `offset`, in a buffer from the process's pool of read buffers: the
+    /// buffer they were [fetched ahead](ReadAt::take_fetched_ahead) into, handed over
+    /// uncopied, or else read now.
     fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        if let Some(fetched) = self.take_fetched_ahead(offset, len)? {
+            return Ok(fetched);
+        }
         let mut buf = take_read_buffer(len);
         self.read_exact_at(&mut buf, offset)?;
         Ok(buf)
+    }
+
+    /// The bytes `offset..offset + len` fetched ahead ([`ReadAt::fetch_ahead`]), in a buffer
+    /// from the process's pool; `None` when they were not (a failed fetch is this read's
+    /// error). Default: none.
+    fn take_fetched_ahead(&self, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+        let _ = (offset, len);
+        Ok(None)
     }
 
     /// Names the bytes `offset..offset + len` for fetching ahead of the read that asks for them

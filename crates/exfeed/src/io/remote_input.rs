@@ -376,18 +376,6 @@ impl RemoteFile {
         self.read_direct(buf, offset)
     }
 
-    /// The `len` bytes at `offset` in a buffer from the process's pool: the buffer they were
-    /// fetched ahead into, handed over uncopied, or else read now.
-    pub fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        #[cfg(feature = "remote")]
-        if let Some(bytes) = self.take_fetched_ahead(offset, len)? {
-            return Ok(bytes);
-        }
-        let mut buf = crate::buffers::take_read_buffer(len);
-        self.read_exact_at(&mut buf, offset)?;
-        Ok(buf)
-    }
-
     /// The bytes fetched ahead for exactly `offset..offset + len`, if they were (a failed
     /// fetch is this read's error).
     #[cfg(feature = "remote")]
@@ -523,8 +511,9 @@ impl crate::cbf::ReadAt for RemoteFile {
         RemoteFile::fetch_ahead(self, offset, len)
     }
 
-    fn read_whole_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        RemoteFile::read_whole_at(self, offset, len)
+    #[cfg(feature = "remote")]
+    fn take_fetched_ahead(&self, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+        RemoteFile::take_fetched_ahead(self, offset, len)
     }
 }
 
