@@ -761,13 +761,8 @@ mod tests {
             eprintln!("no AVX2 here: the portable reader alone");
             return;
         }
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::number::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| rng.below(n);
         for _ in 0..3000 {
             let mut line = Vec::new();
             // Mostly one shape per line (as data is), with others mixed in.

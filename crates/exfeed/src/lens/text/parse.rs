@@ -1252,11 +1252,9 @@ mod number_tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rng = crate::number::XorShift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let digits = (x % 9) as usize;
             let v = (x >> 8) as f64 / (1u64 << 56) as f64 * 10f64.powi((x % 7) as i32);
             texts.push(format!("{}{v:.digits$}", if x & 1 == 1 { "-" } else { "" }));

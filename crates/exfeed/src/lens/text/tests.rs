@@ -106,12 +106,10 @@ fn writer_keeps_procs_names_and_event_fields() {
 
 #[test]
 fn values_round_trip_exactly() {
-    let mut state = 0x1234_5678_9abc_def0u64;
+    let mut rng = crate::number::XorShift(0x1234_5678_9abc_def0);
     let mut values = Vec::new();
     for _ in 0..5000 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
+        let state = rng.next();
         let v = f32::from_bits(state as u32);
         if v.is_finite() {
             values.push(v);
@@ -377,13 +375,8 @@ fn unit_numbers_with_leading_zeros_and_out_of_range() {
 /// and span ends among them, and the last unit glued to the `;` or a `t:`.
 #[test]
 fn long_unit_lists_read_as_written() {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = crate::number::XorShift(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: u64| rng.below(n);
     for round in 0..200 {
         let (mut text, mut want) = (String::from(";\ni:"), Vec::new());
         let mut unit = next(3) as i32;
@@ -491,13 +484,8 @@ fn vectors_agree(text: &[u8]) -> std::result::Result<ExampleSet, Error> {
 /// more), with every sign, digit count and separator, read as the general lexer reads each.
 #[test]
 fn dense_values_read_in_vectors_are_those_read_one_at_a_time() {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = crate::number::XorShift(0x2545_f491_4f6c_dd1d);
+    let mut next = move |n: u64| rng.below(n);
     let specials = [
         ".5",
         "5.",
