@@ -200,7 +200,6 @@ fn block_integers<T: Element>(
     lasts: u64,
     got: &mut [T; BLOCK / 2],
 ) -> (usize, Option<usize>) {
-    *got = [T::default(); BLOCK / 2];
     let zeros = *starts & lasts & c.zero;
     let mut other_starts = *starts & !zeros;
     let mut other_lasts = lasts & !zeros;
@@ -301,8 +300,6 @@ fn read_blocks<T: Element>(
     stream: &mut StreamData<T>,
     reader: &mut impl BlockReader,
 ) -> usize {
-    // A 64-byte block holds at most 32 numbers (each followed by a separator).
-    let mut got = [T::default(); BLOCK / 2];
     let mut tail;
     loop {
         let b: &[u8; SPAN] = match line.get(i..i + SPAN) {
@@ -332,13 +329,16 @@ fn read_blocks<T: Element>(
         let mut starts = starts & before_bad;
         // The last byte of each number followed by a separator (within the block).
         let lasts = numeric & (c.separator >> 1);
+        // A 64-byte block holds at most 32 numbers (each followed by a separator): their values
+        // are written in place past the stream's (zeros at first), those within `dim` kept.
         // (Integers alone, as pixel data, skip the work of finding a `.`.)
+        let got = stream.dense_block::<{ BLOCK / 2 }>();
         let (n, stop) = if c.dot == 0 {
-            reader.numbers::<T, false>(b, &c, &mut starts, lasts, &mut got)
+            reader.numbers::<T, false>(b, &c, &mut starts, lasts, got)
         } else {
-            reader.numbers::<T, true>(b, &c, &mut starts, lasts, &mut got)
+            reader.numbers::<T, true>(b, &c, &mut starts, lasts, got)
         };
-        stream.push_dense_block(&got, dim.saturating_sub(*count).min(n));
+        stream.keep_dense_block::<{ BLOCK / 2 }>(dim.saturating_sub(*count).min(n));
         *count += n;
         if let Some(s) = stop {
             return i + s;
@@ -399,12 +399,14 @@ mod wide {
     }
 
     /// The numbers of a block placed for conversion: each one's digits (see [`digit_bytes`]),
-    /// its count of decimals and its sign (as an `f32`'s bit; shifted for an `f64`); for
-    /// integers, their places among the block's numbers (three slots past the last number's
-    /// too: see [`ByFour::integers`]).
+    /// its scale (the rounded `10^-k` an `f32`'s digits are multiplied by, or the `10^k` an
+    /// `f64`'s are divided by, for `k` decimals: loaded one by one here rather than gathered
+    /// four at a time) and its sign (as an `f32`'s bit; shifted for an `f64`); for integers,
+    /// their places among the block's numbers (three slots past the last number's too: see
+    /// [`ByFour::integers`]).
     struct Pending {
         digits: [u64; BLOCK / 2],
-        decimals: [u32; BLOCK / 2],
+        scales: [f64; BLOCK / 2],
         signs: [u32; BLOCK / 2],
         places: [u32; BLOCK / 2 + 3],
     }
@@ -413,7 +415,7 @@ mod wide {
         fn default() -> Self {
             Pending {
                 digits: [0; BLOCK / 2],
-                decimals: [0; BLOCK / 2],
+                scales: [1.0; BLOCK / 2],
                 signs: [0; BLOCK / 2],
                 places: [0; BLOCK / 2 + 3],
             }
@@ -456,7 +458,6 @@ mod wide {
             lasts: u64,
             got: &mut [T; BLOCK / 2],
         ) -> (usize, Option<usize>) {
-            *got = [T::default(); BLOCK / 2];
             let p = &mut self.pending;
             let zeros = *starts & lasts & c.zero;
             let (mut unread, mut unended) = (*starts & !zeros, lasts & !zeros);
@@ -484,8 +485,11 @@ mod wide {
                 let first = (n - 1) & !3;
                 let place = p.places[first];
                 p.places[n..n + 3].fill(place);
-                // SAFETY: as in `classify`.
-                let converted = unsafe { convert_integers(p, n, got) };
+                let mut converted = n;
+                for at in (0..n).step_by(4) {
+                    // SAFETY: as in `classify`.
+                    converted = converted.min(at + unsafe { convert_integers(p, at, got) });
+                }
                 if converted < n {
                     // An `f32` past 2^24: read one at a time from its start.
                     let left = (0..converted).fold(*starts & !zeros, |left, _| left & (left - 1));
@@ -526,14 +530,20 @@ mod wide {
                 let slot = n & (BLOCK / 2 - 1);
                 p.digits[slot] = digit_bytes(digits, count);
                 // (At most 7: a `.` follows a digit.)
-                p.decimals[slot] = (decimals & 7) as u32;
+                p.scales[slot] = match T::PRECISION {
+                    Precision::Float => INV_POW10_F64[decimals & 7],
+                    Precision::Double => POW10_F64[decimals & 7],
+                };
                 p.signs[slot] = (neg as u32) << 31;
                 n += 1;
                 unread &= unread - 1;
                 unended &= unended - 1;
             }
-            // SAFETY: as in `classify`.
-            let converted = unsafe { convert(p, n, got) };
+            let mut converted = n;
+            for at in (0..n).step_by(4) {
+                // SAFETY: as in `classify`.
+                converted = converted.min(at + unsafe { convert(p, at, got) });
+            }
             if converted < n {
                 // An `f32` past 2^24 (`fast`'s bound): read one at a time from its start.
                 let left = (0..converted).fold(*starts, |left, _| left & (left - 1));
@@ -582,81 +592,74 @@ mod wide {
         _mm256_movemask_epi8(m) as u32 as u64
     }
 
-    /// The values of the first `n` numbers of `p` into `got`, four at a time (what [`number`]
-    /// gives each); how many, fewer than `n` when one is an `f32` past 2^24, up to it.
+    /// The values of the 4 numbers of `p` from `at` on into `got[at..at + 4]`: what [`number`]
+    /// gives each. Returns which of them is the first `f32` past 2^24 (left to `number::fast`,
+    /// which takes none), 32 (past any block's numbers) if none is.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn convert<T: Element>(p: &Pending, n: usize, got: &mut [T; BLOCK / 2]) -> usize {
+    fn convert<T: Element>(p: &Pending, at: usize, got: &mut [T; BLOCK / 2]) -> usize {
         let got: &mut dyn Any = got;
-        let mut converted = n;
-        for at in (0..n).step_by(4) {
-            let m = sums(p, at);
-            let decimals = load128(&p.decimals, at);
-            let signs = load128(&p.signs, at);
-            if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
-                // Beyond 2^24 an `f32` is left to `number::fast`, which takes none.
-                let past = _mm_cmpgt_epi32(m, _mm_set1_epi32(1 << 24));
-                let past = _mm_movemask_ps(_mm_castsi128_ps(past));
-                if past != 0 {
-                    converted = converted.min(at + past.trailing_zeros() as usize);
-                }
-                // SAFETY: the table has 11 entries, and `decimals` are at most 7.
-                let scale = unsafe { _mm256_i32gather_pd::<8>(INV_POW10_F64.as_ptr(), decimals) };
-                let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale));
-                let v = _mm_or_si128(_mm_castps_si128(v), signs);
-                store128(got, at, v);
-            } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
-                // SAFETY: the table has 23 entries, and `decimals` are at most 7.
-                let scale = unsafe { _mm256_i32gather_pd::<8>(POW10_F64.as_ptr(), decimals) };
-                let v = _mm256_div_pd(_mm256_cvtepi32_pd(m), scale);
-                let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
-                let v = _mm256_or_si256(_mm256_castpd_si256(v), signs);
-                // SAFETY: an unaligned store of 4 values, `at + 4 <= 32` (`at` a multiple of 4
-                // below 32).
-                unsafe { _mm256_storeu_si256(got[at..at + 4].as_mut_ptr().cast(), v) };
-            }
+        let m = sums(p, at);
+        let scales: &[f64; 4] = p.scales[at..at + 4].try_into().expect("4 scales");
+        // SAFETY: an unaligned load of 4 values.
+        let scale = unsafe { _mm256_loadu_pd(scales.as_ptr()) };
+        let signs = load128(&p.signs, at);
+        if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+            let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale));
+            let v = _mm_or_si128(_mm_castps_si128(v), signs);
+            store128(got, at, v);
+            return past_f32(m);
+        } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+            let v = _mm256_div_pd(_mm256_cvtepi32_pd(m), scale);
+            let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
+            let v = _mm256_or_si256(_mm256_castpd_si256(v), signs);
+            // SAFETY: an unaligned store of 4 values, `at + 4 <= 32` (`at` a multiple of 4
+            // below 32).
+            unsafe { _mm256_storeu_si256(got[at..at + 4].as_mut_ptr().cast(), v) };
         }
-        converted
+        BLOCK / 2
     }
 
-    /// The integers of the first `n` numbers of `p` into their places in `got`, four at a time
-    /// (what [`number`] gives each, without `.`s); how many, fewer than `n` when one is an
-    /// `f32` past 2^24, up to it.
+    /// The integers of the 4 numbers of `p` from `at` on into their places in `got` (what
+    /// [`number`] gives each, without `.`s). Returns which is the first `f32` past 2^24, 32 if
+    /// none is.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn convert_integers<T: Element>(p: &Pending, n: usize, got: &mut [T; BLOCK / 2]) -> usize {
+    fn convert_integers<T: Element>(p: &Pending, at: usize, got: &mut [T; BLOCK / 2]) -> usize {
         let got: &mut dyn Any = got;
-        let mut converted = n;
-        for at in (0..n).step_by(4) {
-            let m = sums(p, at);
-            let signs = load128(&p.signs, at);
-            let places: &[u32; 4] = p.places[at..at + 4].try_into().expect("4 places");
-            if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
-                // Beyond 2^24 an `f32` is left to `number::fast`, which takes none.
-                let past = _mm_cmpgt_epi32(m, _mm_set1_epi32(1 << 24));
-                let past = _mm_movemask_ps(_mm_castsi128_ps(past));
-                if past != 0 {
-                    converted = converted.min(at + past.trailing_zeros() as usize);
-                }
-                let v = _mm_or_si128(_mm_castps_si128(_mm_cvtepi32_ps(m)), signs);
-                let mut four = [0f32; 4];
-                store128(&mut four, 0, v);
-                // The last first: past the last number its slots' places are the first's.
-                for k in (0..4).rev() {
-                    got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
-                }
-            } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
-                let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
-                let v = _mm256_or_si256(_mm256_castpd_si256(_mm256_cvtepi32_pd(m)), signs);
-                let mut four = [0f64; 4];
-                // SAFETY: an unaligned store of 4 values.
-                unsafe { _mm256_storeu_si256(four.as_mut_ptr().cast(), v) };
-                for k in (0..4).rev() {
-                    got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
-                }
+        let m = sums(p, at);
+        let signs = load128(&p.signs, at);
+        let places: &[u32; 4] = p.places[at..at + 4].try_into().expect("4 places");
+        if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+            let v = _mm_or_si128(_mm_castps_si128(_mm_cvtepi32_ps(m)), signs);
+            let mut four = [0f32; 4];
+            store128(&mut four, 0, v);
+            // The last first: past the last number its slots' places are the first's.
+            for k in (0..4).rev() {
+                got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
+            }
+            return past_f32(m);
+        } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+            let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
+            let v = _mm256_or_si256(_mm256_castpd_si256(_mm256_cvtepi32_pd(m)), signs);
+            let mut four = [0f64; 4];
+            // SAFETY: an unaligned store of 4 values.
+            unsafe { _mm256_storeu_si256(four.as_mut_ptr().cast(), v) };
+            for k in (0..4).rev() {
+                got[places[k] as usize & (BLOCK / 2 - 1)] = four[k];
             }
         }
-        converted
+        BLOCK / 2
+    }
+
+    /// Which of four integers is the first past 2^24, 32 if none is: beyond it an `f32` is
+    /// left to `number::fast`, which takes none.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn past_f32(m: __m128i) -> usize {
+        let past = _mm_cmpgt_epi32(m, _mm_set1_epi32(1 << 24));
+        let past = _mm_movemask_ps(_mm_castsi128_ps(past)) as u64;
+        (past | 1 << (BLOCK / 2)).trailing_zeros() as usize
     }
 
     /// The values of the 4 numbers of `p` from `at` on (their digits summed as
