@@ -12,7 +12,8 @@ Each loader runs in a fresh process: EPOCHS shuffled epochs of minibatches of BA
 torch tensors, through torch.utils.data.DataLoader with num_workers 0 and 2 (exfeed's, LitData's
 and WebDataset's own loader classes where they have one). Each loader's modules are imported
 before the clock starts (their import time is reported apart); it reports samples/s over all
-epochs from creating the loader, the time to make the loader (the dataset and DataLoader
+epochs from creating the loader (its files read once before, so that every loader reads from the
+page cache), the time to make the loader (the dataset and DataLoader
 objects), the time from the start of the first epoch's iteration to its first minibatch, and
 peak RSS (the main process, and the largest worker). Preparation time is what it took to write the loader's format from the
 NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
@@ -339,7 +340,24 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
                       "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
 
+# What each loader reads; read through once before its run, so that every loader starts from the
+# page cache (otherwise whichever files the jobs before it left cached are fast).
+FILES = {"memmap": ("x.npy", "y.npy", "offsets.npy"), "exfeed-cbf": ("data.cbf",), "exfeed-ctf": ("data.ctf",),
+         **{name: (directory,) for name, directory in DIRECTORIES.items()}}
+
+
+def warm(data: str, name: str) -> None:
+    for entry in FILES.get(name, ()):
+        path = os.path.join(data, entry)
+        paths = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs] if os.path.isdir(path) else [path]
+        for p in paths:
+            with open(p, "rb", buffering=0) as f:
+                while f.read(1 << 20):
+                    pass
+
+
 def measure(name: str, data: str, workers: int, n: int, dataset: str) -> dict:
+    warm(data, name)
     out = subprocess.run([sys.executable, "-W", "ignore", __file__, "--child", name, str(workers), "--data", data,
                           "--samples", str(n), "--set", dataset], capture_output=True, text=True)
     if out.returncode != 0:
