@@ -64,8 +64,9 @@ Sparse streams (``sparse=``, one mode for all sparse streams or a dict ``{name: 
 
 Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --config`` keep):
 without ``config=``, chunks of :data:`CHUNK_SIZE` bytes, windows of at most :data:`WINDOW_BYTES`
-bytes of the file (``window_bytes``; at least one chunk, as many bytes at most decoded ahead,
-and a quarter of that for an epoch's first window), and CTF files read without a full index
+bytes of the file (``window_bytes``; at least one chunk, and a quarter of that for an epoch's
+first window), the whole next window decoded ahead on the reader's threads while one is delivered
+(``prefetch_chunks``; unless a configuration or CNTK's randomizer decide the window), and CTF files read without a full index
 (``index="none"``, unless ``cache_index``, ``max_errors`` or files joined by key need one; a
 file without sequence ids then keys its lines by byte offset), so that the first minibatch
 waits for a small window and no pass over the file, and the data held is bounded whatever the
@@ -247,6 +248,20 @@ def _torch_defaults(files: Any, reader_options: Mapping[str, Any]) -> dict:
     if not joined and not any(reader_options.get(o) for o in ("index", "cache_index", "max_errors")):
         defaults["index"] = "none"
     return defaults
+
+
+def _ahead(options: Mapping[str, Any]) -> dict:
+    """The whole next window decoded ahead, so that the reader's threads decode while the loop
+    packs and uses the current one (else they wait for most of each next window, a few chunks
+    being decoded ahead). Not where a configuration or CNTK's randomizer decide the window."""
+    if "config" in options or options.get("randomizer") == "cntk":
+        return {}
+    if options.get("window_bytes"):
+        # The reader caps it at as many of the data set's largest chunks as fit in the window.
+        return {"prefetch_chunks": int(options["window_bytes"])}
+    if options.get("window_chunks"):
+        return {"prefetch_chunks": int(options["window_chunks"])}
+    return {}
 
 
 def _cores() -> int:
@@ -550,6 +565,8 @@ class Dataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         if info is not None and "threads" not in options:
             options["threads"] = worker_threads(info.num_workers)
+        if "prefetch_chunks" not in options and options.get("threads") != 0:
+            options.update(_ahead(options))
         return exfeed.Reader(
             self.files, **self._size(), seed=self.seed + epoch, max_sweeps=1,
             num_workers=partitions, worker_rank=partition,

@@ -576,6 +576,32 @@ def test_the_default_window_bounds_what_is_held_whatever_the_chunk_size(tmp_path
         assert stats["peak_chunks_held"] <= held, (chunk_size, stats)
 
 
+def test_the_next_window_is_decoded_while_the_current_one_is_delivered(tmp_path):
+    # The reader's threads decode the whole next window ahead, not a few chunks: the same
+    # minibatches, with about two windows' chunks held (at most twice the window's bytes).
+    path = tmp_path / "data.ctf"
+    write_ctf(path, 3000)
+    for window in (dict(window_bytes=6000), dict(window_chunks=10)):
+        def epoch(**extra):
+            ds = exfeed.torch.Dataset(path, minibatch_size=16, inputs=INPUTS, chunk_size=600, threads=1,
+                                      with_keys=True, **window, **extra)
+            keys = [b["keys"].tolist() for b in ds]
+            return keys, ds.stats()
+
+        keys, stats = epoch()
+        few_keys, few = epoch(prefetch_chunks=2)
+        assert keys == few_keys
+        if "window_chunks" in window:
+            assert (stats["peak_chunks_held"], few["peak_chunks_held"]) == (20, 12), (stats, few)
+        else:
+            assert stats["peak_chunks_held"] >= few["peak_chunks_held"] + 4, (stats, few)
+            assert stats["peak_bytes_held"] <= 2 * window["window_bytes"], stats
+    # Without threads nothing is decoded ahead of the window it is needed for.
+    ds = exfeed.torch.Dataset(path, minibatch_size=16, inputs=INPUTS, chunk_size=600, threads=0, window_chunks=10)
+    sum(1 for _ in ds)
+    assert ds.stats()["peak_chunks_held"] <= 10 + 2, ds.stats()
+
+
 def test_later_epochs_decode_into_the_first_epochs_buffers(data):
     path, _ = data
     exfeed.release_memory()  # what earlier tests' readers left
