@@ -66,12 +66,13 @@ Defaults for PyTorch (not CNTK's, which ``exfeed.Reader`` and ``exfeed read --co
 without ``config=``, chunks of :data:`CHUNK_SIZE` bytes, windows of at most :data:`WINDOW_BYTES`
 bytes of the file (``window_bytes``; at least one chunk, and a quarter of that for an epoch's
 first window), the whole next window decoded ahead on the reader's threads while one is delivered
-(``prefetch_chunks``; unless a configuration or CNTK's randomizer decide the window; give
-``prefetch_chunks=4`` on a busy machine reading CTF), and CTF files read without a full index
-(``index="none"``, unless ``cache_index``, ``max_errors`` or files joined by key need one; a
-file without sequence ids then keys its lines by byte offset), so that the first minibatch
-waits for a small window and no pass over the file, and the data held is bounded whatever the
-data set's size and its chunks' (the shuffle this gives beside a full one: docs/pytorch.md).
+(``prefetch_chunks``; unless a configuration or CNTK's randomizer decide the window; on a busy
+machine reading CTF, ``prefetch_chunks`` twice the threads decodes less ahead), and CTF files
+read without a full index (``index="none"``, unless ``cache_index``, ``max_errors`` or files
+joined by key need one; a file without sequence ids then keys its lines by byte offset), so that
+the first minibatch waits for a small window and no pass over the file, and the data held is
+bounded whatever the data set's size and its chunks' (the shuffle this gives beside a full one:
+docs/pytorch.md).
 In a DataLoader worker, the worker's own thread is one of its ``cores // (workers * local ranks)``
 cores and the reader decodes on the rest (none where a worker has one core or less: it decodes on
 the worker's thread), unless ``threads=`` says otherwise, so the workers' threads together do not
