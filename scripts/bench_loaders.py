@@ -340,7 +340,7 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
                       "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
 
-# What each loader reads; read through once before its run, so that every loader starts from the
+# What each loader reads; read through once before its runs, so that every loader starts from the
 # page cache (otherwise whichever files the jobs before it left cached are fast).
 FILES = {"memmap": ("x.npy", "y.npy", "offsets.npy"), "exfeed-cbf": ("data.cbf",), "exfeed-ctf": ("data.ctf",),
          **{name: (directory,) for name, directory in DIRECTORIES.items()}}
@@ -357,7 +357,6 @@ def warm(data: str, name: str) -> None:
 
 
 def measure(name: str, data: str, workers: int, n: int, dataset: str) -> dict:
-    warm(data, name)
     out = subprocess.run([sys.executable, "-W", "ignore", __file__, "--child", name, str(workers), "--data", data,
                           "--samples", str(n), "--set", dataset], capture_output=True, text=True)
     if out.returncode != 0:
@@ -386,6 +385,7 @@ def main() -> None:
     prep = prepare(data, n, a.set, a.loaders.split(","))
     rows = {}
     for name in a.loaders.split(","):
+        warm(data, name)  # once: nothing else runs between its runs
         for workers in ONLY_WORKERS.get(name, (0, 2)):
             runs = [measure(name, data, workers, n, a.set) for _ in range(a.runs)]
             failed = [r["error"] for r in runs if "error" in r]
