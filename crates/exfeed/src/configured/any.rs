@@ -68,8 +68,8 @@ use crate::error::{Diagnostic, Error, Result};
 use crate::io::data_stamp::{self, FileStamp};
 use crate::io::InputPath;
 use crate::reader::{
-    equalize_quota, EpochLimit, Minibatch, MinibatchSize, Reader, ReaderOptions, ReaderState,
-    SequenceInfo,
+    equalize_quota, EpochLimit, Minibatch, MinibatchSize, QuotaBasis, Reader, ReaderOptions,
+    ReaderState, SequenceInfo,
 };
 use crate::stream::StreamSpec;
 
@@ -297,6 +297,10 @@ impl AnyReader {
                 };
                 let (workers, rank) = (run.num_workers, run.worker_rank);
                 options.equalize_mode = e.mode;
+                options.equalize_basis = Some(QuotaBasis {
+                    minibatch_size: e.minibatch_size,
+                    ranks: e.ranks,
+                });
                 options.equalize = Some(equalize_quota(
                     total,
                     e.minibatch_size.count(),
