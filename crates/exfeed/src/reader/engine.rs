@@ -222,6 +222,11 @@ pub struct ReaderState {
     /// [`ReaderOptions::equalize`]: minibatches per sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equalize: Option<u64>,
+    /// With equalize: the ranks kept in step ([`QuotaBasis::ranks`]). Resumed on the same
+    /// number of workers but other ranks (or another quota), the workers are not in step: the
+    /// rest of the sweep is then shared as on another count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equalize_ranks: Option<usize>,
     /// With equalize: minibatches and sequences delivered in the current sweep so far.
     #[serde(default)]
     pub sweep_minibatches: u64,
@@ -675,12 +680,17 @@ impl<T: Element> Reader<T> {
     /// differ: the rest of the sweeps they had begun is split between the new workers, every
     /// sequence none of them delivered exactly once, and the sweeps after those are planned
     /// for the new count (see the `elastic` module for the rule). With the same count this is
-    /// [`Reader::restore`] of this rank's state (the set is still checked).
+    /// [`Reader::restore`] of this rank's state (the set is still checked), unless equalize
+    /// keeps other ranks in step now (or with another quota, or not at all before).
     ///
-    /// Refused, naming the option, where the rest of a sweep is not defined exactly: equalize,
-    /// drawing with replacement, randomizer cntk, an epoch limit in samples (it counts per
-    /// worker). Chunks that are byte ranges (CTF with index none) are decoded once here to
-    /// count their sequences. The counts of what was delivered
+    /// With equalize ([`ReaderOptions::equalize_basis`] needed), the rest of a resumed sweep
+    /// has a quota of its own, the same number of minibatches for every new rank; the sweeps
+    /// after it have the options' quota (see the `rest_quota` function for the rule).
+    ///
+    /// Refused, naming the option, where the rest of a sweep is not defined exactly: drawing
+    /// with replacement, randomizer cntk, an epoch limit in samples (it counts per worker).
+    /// Chunks that are byte ranges (CTF with index none) are decoded once here to count their
+    /// sequences. The counts of what was delivered
     /// ([`Reader::samples_delivered`], [`Reader::minibatches`]) start from the old workers'
     /// totals divided by the new count.
     pub fn restore_from_all(
@@ -690,8 +700,15 @@ impl<T: Element> Reader<T> {
     ) -> Result<Self> {
         let by_rank = states_by_rank(states)?;
         let old = by_rank.len();
-        if old == options.num_workers {
-            let own = by_rank[options.worker_rank.min(old - 1)];
+        // With equalize, the same count continues each worker's state only with the same
+        // ranks and quota: otherwise the rest of the sweep gets a quota of its own.
+        let ranks = options
+            .equalize
+            .and(options.equalize_basis)
+            .map(|b| b.ranks);
+        let own = by_rank[options.worker_rank.min(old - 1)];
+        let in_step = own.equalize == options.equalize && own.equalize_ranks == ranks;
+        if old == options.num_workers && in_step {
             let r = Reader::restore(source, options, own)?;
             for s in &by_rank {
                 r.check_fits(s, false)?;
@@ -914,6 +931,9 @@ impl<T: Element> Reader<T> {
             total_samples: self.total_samples,
             corpus: self.corpus.clone(),
             equalize: self.opts.equalize,
+            equalize_ranks: (self.opts.equalize)
+                .and(self.opts.equalize_basis)
+                .map(|b| b.ranks),
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),

@@ -930,7 +930,7 @@ mod properties {
             let (first, states) = elastic_phase(&src, &options, &[], &stops);
             let (second, states) = elastic_phase(&src, &options, &states, &then);
             // (On the same count each worker goes on with its own plan: tested elsewhere.)
-            let end = first_fresh_sweep(&states, new, u64::MAX);
+            let end = first_fresh_sweep(&states, (new, None), u64::MAX);
             let (resumed, _) = elastic_phase(&src, &options, &states, &vec![None; new]);
             for (rank, got) in resumed.iter().enumerate() {
                 let o = ReaderOptions { num_workers: new, worker_rank: rank, ..options.clone() };
@@ -1520,13 +1520,17 @@ fn elastic_phase(
     (seen, saved)
 }
 
-/// The first sweep that `workers` workers resumed from `states` plan as a fresh reader does:
-/// on the same count that of the old workers' own plans (`before`), else the first none of them
-/// had begun.
-fn first_fresh_sweep(states: &[ReaderState], workers: usize, before: u64) -> u64 {
+/// The first sweep that `workers` workers (with equalize over `ranks`) resumed from `states`
+/// plan as a fresh reader does: where each continues its own state (the same count and ranks)
+/// that of the old workers' own plans (`before`), else the first none of them had begun.
+fn first_fresh_sweep(
+    states: &[ReaderState],
+    (workers, ranks): (usize, Option<usize>),
+    before: u64,
+) -> u64 {
     match states.first() {
         None => 0,
-        Some(s) if s.num_workers == workers => before,
+        Some(s) if s.num_workers == workers && s.equalize_ranks == ranks => before,
         // Where the old workers were, and where those they were resumed from had been.
         Some(_) => states
             .iter()
@@ -1574,7 +1578,7 @@ fn resumed_on_other_worker_counts_the_rest_of_a_sweep_once_then_fresh_sweeps() {
             let mut all = Vec::new();
             let mut end = 0;
             for stops in phases.iter() {
-                end = first_fresh_sweep(&states, stops.len(), end);
+                end = first_fresh_sweep(&states, (stops.len(), None), end);
                 let (seen, saved) = elastic_phase(&src, &options, &states, stops);
                 // From the first sweep no old worker had begun: a fresh reader's order.
                 for (rank, got) in seen.iter().enumerate() {
@@ -1848,6 +1852,16 @@ fn resumed_with_equalize_on_other_counts_keeps_ranks_in_step() {
         // 5 x 1 -> 2 x 1: workers 3 and 4 (15 sequences, 13 minibatches of 4 samples)
         // delivered their whole part, and their position is back at its start (repeat).
         (4.into(), &[(5, &[Some(12); 5]), (2, &[None; 2])]),
+        // The same count on other ranks (2 x 2 -> 4 x 1): not in step, so shared as a rest;
+        // then on the same ranks again at the same step, each continuing its own state.
+        (
+            8.into(),
+            &[
+                (2, &[Some(3), Some(2), Some(3), Some(2)]),
+                (4, &[Some(2); 4]),
+                (4, &[None; 4]),
+            ],
+        ),
         // Saved before anything was read.
         (8.into(), &[(2, &[Some(0), Some(0)]), (4, &[None; 4])]),
     ];
@@ -1865,7 +1879,7 @@ fn resumed_with_equalize_on_other_counts_keeps_ranks_in_step() {
             let mut end = 0;
             for (ranks, stops) in phases.iter() {
                 let workers = stops.len();
-                end = first_fresh_sweep(&states, workers, end);
+                end = first_fresh_sweep(&states, (workers, Some(*ranks)), end);
                 let (seen, saved) = equalized_phase(&src, &base, *size, (*ranks, &states, stops));
                 // An old worker that went through its whole part (and began it again).
                 for s in &saved {
