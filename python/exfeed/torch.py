@@ -655,12 +655,13 @@ class Dataset(torch.utils.data.IterableDataset):
         :meth:`state_dict` where there were no DataLoader workers. Every sequence of the
         interrupted epoch that no old partition delivered comes exactly once across the new
         partitions; the epochs after it are planned for the new count. Make the new loader
-        without ``load_state_dict`` (a StatefulDataLoader refuses another num_workers). A
+        without ``load_state_dict`` (a StatefulDataLoader refuses another num_workers). With
+        equalize over several ranks, every new rank takes the same number of steps in the rest
+        of the epoch: ``max(workers, rest // (world_size * minibatch_size))``, the rest counted in
+        samples (sequences with ``batch_size``); ``spread`` delivers each sequence of the rest
+        once, ``repeat`` repeats or drops some of a partition's part (docs/reader.md). A
         ValueError names the partitions whose states are missing, or an option that cannot be
-        resumed on another count (equalize over several ranks: give ``equalize=False``)."""
-        if self._equalized(self._ranks()[1]):
-            raise ValueError("equalize: it repeats or drops data to keep a given number of ranks in step, so the "
-                             "rest of an epoch cannot be resumed on another number; give equalize=False")
+        resumed on another count."""
         positions = []
         for rank, loader_state in enumerate(loader_states):
             snapshots = loader_state.get("_snapshot", {}).get("_worker_snapshots")
