@@ -38,8 +38,8 @@ killed mid-epoch resumes with exactly the minibatches it had not seen, and the e
 follow as they would have. On another number of ranks or DataLoader workers, give every rank's
 ``StatefulDataLoader.state_dict()`` (in rank order, as ``torch.distributed.all_gather_object``
 gathers them) to :meth:`resume_from` before making the new loader: the rest of the epoch comes
-exactly once across the new partitions, and the epochs after it are planned for the new count
-(docs/pytorch.md).
+exactly once across the new partitions (equalized, every rank takes the same number of steps in
+it), and the epochs after it are planned for the new count (docs/pytorch.md).
 
 Layouts of each stream ``name`` in the dict a minibatch becomes:
 

@@ -28,6 +28,13 @@
 //! count, and the reader says so. A resumed reader's state holds the old positions
 //! ([`Resume`]) until its resumed sweeps are over, so it can be saved and resumed again, on the
 //! same count or another.
+//!
+//! With equalize, an old worker that went through its whole part and began it again has its
+//! position back at the part's start: its count of the sweep's sequences
+//! ([`Position::delivered`]) says it delivered the whole part. Every new worker needs sequences
+//! of the rest for its quota: where fewer chunks than new workers have sequences left, the
+//! sequences are dealt instead of the chunks ([`Resume::equalized`]). The quota of the rest is
+//! the engine's (`rest_quota`).
 
 use super::plan::{shuffle_window, SweepPlan, Window};
 use super::ChunkInfo;
