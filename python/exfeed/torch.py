@@ -715,6 +715,9 @@ class Dataset(torch.utils.data.IterableDataset):
         return {"minibatch_size": self.minibatch_size}
 
     def _length(self) -> tuple:
+        resumed = self._resumed_length()
+        if resumed is not None:
+            return resumed
         if self._len is None:
             rank, world = self._ranks()
             # threads=0: no reader threads in this process, which may fork DataLoader workers.
@@ -728,9 +731,30 @@ class Dataset(torch.utils.data.IterableDataset):
                 self._len = (math.ceil(total / (world * size)), False)
         return self._len
 
+    def _resumed_length(self) -> Optional[tuple]:
+        """Equalized, after resume_from() and until the resumed iteration begins: this rank's
+        steps in the rest of the epoch, as with one DataLoader worker a rank (with V workers a
+        rank takes at least V: more where the rest gives fewer)."""
+        resume = self._resume
+        rank, world = self._ranks()
+        if resume is None or "resumed_from" not in resume or not self._equalized(world) \
+                or int(self._epochs[_SLOTS]) != resume["begun"][0]:
+            return None
+        if "len" not in resume:
+            # threads=0: no reader threads in this process, which may fork DataLoader workers.
+            options = {**self.reader_options, "threads": 0}
+            with exfeed.Reader(self.files, **self._size(), seed=self.seed + resume["epoch"], max_sweeps=1,
+                               num_workers=world, worker_rank=rank, equalize=world,
+                               equalize_mode=self.equalize_mode, **options) as reader:
+                reader.load_state_dict(resume["resumed_from"])
+                resume["len"] = (reader.sweep_quota, True)
+        return resume["len"]
+
     def __len__(self) -> int:
         """Minibatches of this rank per sweep: exact where equalized over several ranks, else an
-        estimate (see :attr:`len_is_exact` and the module documentation)."""
+        estimate (see :attr:`len_is_exact` and the module documentation). After
+        :meth:`resume_from`, until the resumed epoch begins, equalized: the rank's steps in the
+        rest of that epoch."""
         return self._length()[0]
 
     @property

@@ -8,7 +8,8 @@ EQUALIZE is off, repeat or spread (the Dataset's equalize and equalize_mode).
 save: reads STEPS minibatches, gathers every rank's loader state with all_gather_object (rank 0
 writes them to OUT/states.json), and writes the keys it read to OUT/head-RANK.json.
 resume: resumes from OUT/states.json on this job's ranks and workers (Dataset.resume_from), reads
-the rest of the epoch and writes its minibatches' keys to OUT/rest-RANK.json (a list a minibatch).
+the rest of the epoch and writes to OUT/rest-RANK.json its minibatches' keys (a list a
+minibatch), len(loader) before and after.
 """
 
 import json
@@ -43,7 +44,9 @@ def main() -> None:
         else:
             with open(os.path.join(out, "states.json")) as f:
                 ds.resume_from(json.load(f))
-            keys = [b["keys"].tolist() for b in StatefulDataLoader(ds, batch_size=None, num_workers=workers)]
+            loader = StatefulDataLoader(ds, batch_size=None, num_workers=workers)
+            before = len(loader)
+            keys = {"minibatches": [b["keys"].tolist() for b in loader], "len": before, "len_after": len(loader)}
             name = f"rest-{rank}.json"
         with open(os.path.join(out, name), "w") as f:
             json.dump(keys, f)

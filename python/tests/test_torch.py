@@ -251,7 +251,8 @@ def test_ranks_gathered_with_all_gather_object_resume_on_other_ranks(tmp_path, e
     job(*new, "resume")
     read = lambda name: json.loads((tmp_path / name).read_text())
     head = [k for rank in range(old[0]) for k in read(f"head-{rank}.json")]
-    rests = [read(f"rest-{rank}.json") for rank in range(new[0])]
+    rests = [read(f"rest-{rank}.json")["minibatches"] for rank in range(new[0])]
+    lens = [read(f"rest-{rank}.json")["len"] for rank in range(new[0])]
     rest = [k for minibatches in rests for mb in minibatches for k in mb]
     assert len(head) > 0 and len(rest) > 0
     assert not set(head) & set(rest)
@@ -263,6 +264,11 @@ def test_ranks_gathered_with_all_gather_object_resume_on_other_ranks(tmp_path, e
     if equalize != "off":
         steps = [len(minibatches) for minibatches in rests]
         assert steps[0] > 0 and steps == [steps[0]] * new[0], steps
+        assert lens == steps  # len() of the resumed epoch: the rest's steps
+        # After it, a whole epoch's.
+        total = exfeed.Reader(data, inputs={"x": ("dense", 3), "y": ("sparse", 5)}, minibatch_size=8,
+                              index="full").total_samples
+        assert [read(f"rest-{rank}.json")["len_after"] for rank in range(new[0])] == [total // (new[0] * 8)] * new[0]
 
 
 def test_kill_and_resume_through_stateful_dataloader(tmp_path):

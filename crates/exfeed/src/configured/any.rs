@@ -469,6 +469,12 @@ impl AnyReader {
         typed!(&self.typed, r, _s => r.mix_report())
     }
 
+    /// With equalize, the minibatches this worker delivers in the current sweep (see
+    /// [`Reader::sweep_quota`]).
+    pub fn sweep_quota(&self) -> Option<u64> {
+        typed!(&self.typed, r, _s => r.sweep_quota())
+    }
+
     /// With equalize, the notes of the sweeps ended since the last call (see
     /// [`Reader::take_notes`]).
     pub fn take_notes(&mut self) -> Vec<String> {

@@ -1355,6 +1355,12 @@ impl<T: Element> Reader<T> {
         }
     }
 
+    /// With equalize, the minibatches this worker delivers in the current sweep: the options'
+    /// quota, or in the rest of a sweep resumed on another count, its quota of the rest.
+    pub fn sweep_quota(&self) -> Option<u64> {
+        self.quota()
+    }
+
     /// With equalize, the notes of the sweeps ended since the last call: what each repeated or
     /// dropped.
     pub fn take_notes(&mut self) -> Vec<String> {
