@@ -1786,21 +1786,27 @@ fn rest_quota(o: &ReaderOptions, all: &[SweepPlan], infos: &[ChunkInfo]) -> Resu
         MinibatchSize::Samples(_) => samples,
         MinibatchSize::Sequences(_) => sequences,
     };
-    let size = basis.minibatch_size.count();
-    // At least one minibatch per new worker, so that every part of the rest is delivered.
-    let parts = all.len() / basis.ranks.max(1);
-    let least = (parts as u64).saturating_mul(basis.ranks as u64 * size as u64);
-    let quota = |w| equalize_quota(total.max(least), size, all.len(), basis.ranks, w);
-    if sequences == 0 {
-        return Ok(0);
-    }
+    // An empty rest, or one that leaves a new worker nothing (dealt by sequence, so fewer
+    // sequences than new workers).
     if all
         .iter()
         .any(|p| p.listed.iter().flatten().all(Vec::is_empty))
     {
         return Ok(0);
     }
-    quota(o.worker_rank)
+    let size = basis.minibatch_size.count();
+    // At least one minibatch per new worker, so that every part of the rest is delivered.
+    let parts = (all.len() / basis.ranks.max(1)) as u64;
+    let least = parts
+        .saturating_mul(basis.ranks as u64)
+        .saturating_mul(size as u64);
+    equalize_quota(
+        total.max(least),
+        size,
+        all.len(),
+        basis.ranks,
+        o.worker_rank,
+    )
 }
 
 /// The resumes still needed from sweep `sweep` on: without those whose resumed sweeps are all
