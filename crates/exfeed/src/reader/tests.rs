@@ -1999,3 +1999,28 @@ fn sweep_keys_all(seqs: &[Vec<SequenceInfo>], sweep: u64) -> Vec<(u64, u64)> {
         .filter(|&(s, _)| s == sweep)
         .collect()
 }
+
+#[test]
+fn equalized_states_resume_without_equalize_as_their_rest() {
+    let src = source(90, 5);
+    let base = ReaderOptions {
+        limit: EpochLimit::Sweeps(1),
+        ..opts()
+    };
+    // Workers 3 and 4 went through their whole part and are back at its start (repeat).
+    let (seen, states) = equalized_phase(&src, &base, 4.into(), (5, &[], &[Some(12); 5]));
+    let old: BTreeSet<u64> = seen.iter().flatten().flat_map(|(_, k)| k.clone()).collect();
+    let mut rest = Vec::new();
+    for rank in 0..3 {
+        let o = ReaderOptions {
+            num_workers: 3,
+            worker_rank: rank,
+            ..base.clone()
+        };
+        let mut r = Reader::restore_from_all(src.clone(), o, &states).unwrap();
+        rest.extend(flat(&drain(&mut r, 4).0).into_iter().map(|(_, k)| k));
+    }
+    rest.sort_unstable();
+    let expected: Vec<u64> = (0..90).filter(|k| !old.contains(k)).collect();
+    assert_eq!(rest, expected, "the rest, each sequence once");
+}
