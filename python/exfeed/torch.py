@@ -38,8 +38,8 @@ killed mid-epoch resumes with exactly the minibatches it had not seen, and the e
 follow as they would have. On another number of ranks or DataLoader workers, give every rank's
 ``StatefulDataLoader.state_dict()`` (in rank order, as ``torch.distributed.all_gather_object``
 gathers them) to :meth:`resume_from` before making the new loader: the rest of the epoch comes
-exactly once across the new partitions, and the epochs after it are planned for the new count
-(docs/pytorch.md).
+exactly once across the new partitions (equalized, every rank takes the same number of steps in
+it), and the epochs after it are planned for the new count (docs/pytorch.md).
 
 Layouts of each stream ``name`` in the dict a minibatch becomes:
 
@@ -655,12 +655,13 @@ class Dataset(torch.utils.data.IterableDataset):
         :meth:`state_dict` where there were no DataLoader workers. Every sequence of the
         interrupted epoch that no old partition delivered comes exactly once across the new
         partitions; the epochs after it are planned for the new count. Make the new loader
-        without ``load_state_dict`` (a StatefulDataLoader refuses another num_workers). A
+        without ``load_state_dict`` (a StatefulDataLoader refuses another num_workers). With
+        equalize over several ranks, every new rank takes the same number of steps in the rest
+        of the epoch: ``max(workers, rest // (world_size * minibatch_size))``, the rest counted in
+        samples (sequences with ``batch_size``); ``spread`` delivers each sequence of the rest
+        once, ``repeat`` repeats or drops some of a partition's part (docs/reader.md). A
         ValueError names the partitions whose states are missing, or an option that cannot be
-        resumed on another count (equalize over several ranks: give ``equalize=False``)."""
-        if self._equalized(self._ranks()[1]):
-            raise ValueError("equalize: it repeats or drops data to keep a given number of ranks in step, so the "
-                             "rest of an epoch cannot be resumed on another number; give equalize=False")
+        resumed on another count."""
         positions = []
         for rank, loader_state in enumerate(loader_states):
             snapshots = loader_state.get("_snapshot", {}).get("_worker_snapshots")
@@ -714,6 +715,9 @@ class Dataset(torch.utils.data.IterableDataset):
         return {"minibatch_size": self.minibatch_size}
 
     def _length(self) -> tuple:
+        resumed = self._resumed_length()
+        if resumed is not None:
+            return resumed
         if self._len is None:
             rank, world = self._ranks()
             # threads=0: no reader threads in this process, which may fork DataLoader workers.
@@ -727,9 +731,30 @@ class Dataset(torch.utils.data.IterableDataset):
                 self._len = (math.ceil(total / (world * size)), False)
         return self._len
 
+    def _resumed_length(self) -> Optional[tuple]:
+        """Equalized, after resume_from() and until the resumed iteration begins: this rank's
+        steps in the rest of the epoch, as with one DataLoader worker a rank (with V workers a
+        rank takes at least V: more where the rest gives fewer)."""
+        resume = self._resume
+        rank, world = self._ranks()
+        if resume is None or "resumed_from" not in resume or not self._equalized(world) \
+                or int(self._epochs[_SLOTS]) != resume["begun"][0]:
+            return None
+        if "len" not in resume:
+            # threads=0: no reader threads in this process, which may fork DataLoader workers.
+            options = {**self.reader_options, "threads": 0}
+            with exfeed.Reader(self.files, **self._size(), seed=self.seed + resume["epoch"], max_sweeps=1,
+                               num_workers=world, worker_rank=rank, equalize=world,
+                               equalize_mode=self.equalize_mode, **options) as reader:
+                reader.load_state_dict(resume["resumed_from"])
+                resume["len"] = (reader.sweep_quota, True)
+        return resume["len"]
+
     def __len__(self) -> int:
         """Minibatches of this rank per sweep: exact where equalized over several ranks, else an
-        estimate (see :attr:`len_is_exact` and the module documentation)."""
+        estimate (see :attr:`len_is_exact` and the module documentation). After
+        :meth:`resume_from`, until the resumed epoch begins, equalized: the rank's steps in the
+        rest of that epoch."""
         return self._length()[0]
 
     @property

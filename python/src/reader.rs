@@ -506,6 +506,15 @@ impl Reader {
             .map_or_else(Vec::new, |r| r.take_notes()))
     }
 
+    /// With equalize=: the minibatches this worker delivers in the current sweep (resumed on
+    /// another number of workers, in the rest of the interrupted sweep: its own quota); None
+    /// without equalize.
+    #[getter]
+    fn sweep_quota(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        let mut engine = self.engine(py)?;
+        Ok(engine.open()?.sweep_quota())
+    }
+
     /// True once the epoch (max_sweeps / max_samples) is over or the reader is closed.
     #[getter]
     fn done(&self, py: Python<'_>) -> PyResult<bool> {

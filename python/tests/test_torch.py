@@ -224,9 +224,17 @@ def test_an_epoch_closed_after_the_modules_globals_are_cleared_raises_nothing(da
     assert ds.state_dict()["position"]["reader"] is not None
 
 
-def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
-    """Real torch.distributed ranks: 2 ranks of 2 DataLoader workers checkpointed mid-epoch,
-    resumed on 3 ranks of 1 worker: the rest of the epoch comes once."""
+@pytest.mark.parametrize("equalize, old, new", [
+    ("off", (2, 2), (3, 1)),
+    ("spread", (2, 2), (3, 1)),
+    ("repeat", (3, 1), (2, 2)),
+    ("spread", (2, 2), (4, 1)),
+])
+def test_ranks_gathered_with_all_gather_object_resume_on_other_ranks(tmp_path, equalize, old, new):
+    """Real torch.distributed ranks with StatefulDataLoader workers, checkpointed mid-epoch
+    (ranks x workers `old`) and resumed on `new`: nothing read before comes again; equalized,
+    every new rank takes the same number of steps in the rest of the epoch; without equalize
+    or spread, every sequence of the rest comes once."""
     require("torchdata.stateful_dataloader")
     data = tmp_path / "data.ctf"
     truth = write_ctf(data, 400, seed=6)
@@ -236,16 +244,31 @@ def test_ranks_gathered_with_all_gather_object_resume_on_more_ranks(tmp_path):
     def job(world, workers, *mode):
         rendezvous = tmp_path / f"rendezvous-{mode[0]}"
         procs = [subprocess.Popen([sys.executable, str(script), str(data), str(tmp_path), str(rank), str(world),
-                                   str(workers), str(rendezvous), *mode], env=env) for rank in range(world)]
+                                   str(workers), str(rendezvous), equalize, *mode], env=env) for rank in range(world)]
         assert [p.wait(timeout=300) for p in procs] == [0] * world
 
-    job(2, 2, "save", "3")
-    job(3, 1, "resume")
+    job(*old, "save", "3")
+    job(*new, "resume")
     read = lambda name: json.loads((tmp_path / name).read_text())
-    head = read("head-0.json") + read("head-1.json")
-    rest = [k for rank in range(3) for k in read(f"rest-{rank}.json")]
+    head = [k for rank in range(old[0]) for k in read(f"head-{rank}.json")]
+    rests = [read(f"rest-{rank}.json")["minibatches"] for rank in range(new[0])]
+    lens = [read(f"rest-{rank}.json")["len"] for rank in range(new[0])]
+    rest = [k for minibatches in rests for mb in minibatches for k in mb]
     assert len(head) > 0 and len(rest) > 0
-    assert sorted(head + rest) == sorted(truth)
+    assert not set(head) & set(rest)
+    if equalize == "repeat":  # a partition repeats only its own part: no key on two ranks
+        keys = [{k for mb in minibatches for k in mb} for minibatches in rests]
+        assert sum(map(len, keys)) == len(set().union(*keys))
+    else:
+        assert sorted(head + rest) == sorted(truth)
+    if equalize != "off":
+        steps = [len(minibatches) for minibatches in rests]
+        assert steps[0] > 0 and steps == [steps[0]] * new[0], steps
+        assert lens == steps  # len() of the resumed epoch: the rest's steps
+        # After it, a whole epoch's.
+        total = exfeed.Reader(data, inputs={"x": ("dense", 3), "y": ("sparse", 5)}, minibatch_size=8,
+                              index="full").total_samples
+        assert [read(f"rest-{rank}.json")["len_after"] for rank in range(new[0])] == [total // (new[0] * 8)] * new[0]
 
 
 def test_kill_and_resume_through_stateful_dataloader(tmp_path):

@@ -158,3 +158,73 @@ fn a_missing_state_is_named() {
     let err = text(&out.stderr);
     assert!(err.contains("worker(s) 1 of 3 are missing"), "{err}");
 }
+
+#[test]
+fn equalize_resumes_on_another_count_with_ranks_in_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = data(&dir, SEQUENCES);
+    for mode in ["repeat", "spread"] {
+        let eq = ["--equalize", "--equalize-mode", mode];
+        // 3 workers (ranks) stop in sweep 0; 2 or 4 resume.
+        let stops = [2u64, 5, 4];
+        let states = dir.path().join(format!("equalized-{mode}"));
+        std::fs::create_dir(&states).unwrap();
+        let mut old = Vec::new();
+        for (rank, stop) in stops.iter().enumerate() {
+            let state = states.join(format!("{rank}.json")).display().to_string();
+            let stop = stop.to_string();
+            let mut extra = vec!["--stop-after", &stop, "--save-state", &state];
+            extra.extend(eq);
+            let out = read(&f, "full", 3, rank, &extra);
+            old.push(sequences(&out));
+        }
+        for new in [2, 4] {
+            let dir_arg = states.display().to_string();
+            let mut readers: Vec<Vec<(u64, u64)>> = old.clone();
+            let mut steps = Vec::new();
+            for rank in 0..new {
+                let mut extra = vec!["--restore-state", dir_arg.as_str()];
+                extra.extend(eq);
+                let out = read(&f, "full", new, rank, &extra);
+                let rest = dumped_minibatches(&out)
+                    .iter()
+                    .filter(|mb| mb["sequences"][0]["sweep"] == 0)
+                    .count();
+                steps.push(rest);
+                let got = sequences(&out);
+                let fresh = sequences(&read(&f, "full", new, rank, &eq));
+                let later = |v: &[(u64, u64)]| -> Vec<(u64, u64)> {
+                    v.iter().filter(|(s, _)| *s == 1).copied().collect()
+                };
+                assert_eq!(
+                    later(&got),
+                    later(&fresh),
+                    "{mode}: 3 -> {new}, worker {rank}"
+                );
+                readers.push(got);
+            }
+            assert!(
+                steps[0] > 0 && steps.iter().all(|&s| s == steps[0]),
+                "{mode}: 3 -> {new}: {steps:?}"
+            );
+            // No sequence of sweep 0 from two readers (repeat repeats a worker's own part
+            // only); spread: every one exactly once.
+            let mut seen = std::collections::BTreeSet::new();
+            let mut all = Vec::new();
+            for keys in &readers {
+                let own: std::collections::BTreeSet<u64> = keys
+                    .iter()
+                    .filter(|(s, _)| *s == 0)
+                    .map(|(_, k)| *k)
+                    .collect();
+                assert!(seen.is_disjoint(&own), "{mode}: 3 -> {new}");
+                seen.extend(own);
+                all.extend(keys.iter().filter(|(s, _)| *s == 0).map(|(_, k)| *k));
+            }
+            if mode == "spread" {
+                all.sort_unstable();
+                assert_eq!(all, (0..SEQUENCES).collect::<Vec<_>>(), "3 -> {new}: once");
+            }
+        }
+    }
+}

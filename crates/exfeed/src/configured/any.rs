@@ -68,8 +68,8 @@ use crate::error::{Diagnostic, Error, Result};
 use crate::io::data_stamp::{self, FileStamp};
 use crate::io::InputPath;
 use crate::reader::{
-    equalize_quota, EpochLimit, Minibatch, MinibatchSize, Reader, ReaderOptions, ReaderState,
-    SequenceInfo,
+    equalize_quota, EpochLimit, Minibatch, MinibatchSize, QuotaBasis, Reader, ReaderOptions,
+    ReaderState, SequenceInfo,
 };
 use crate::stream::StreamSpec;
 
@@ -297,6 +297,10 @@ impl AnyReader {
                 };
                 let (workers, rank) = (run.num_workers, run.worker_rank);
                 options.equalize_mode = e.mode;
+                options.equalize_basis = Some(QuotaBasis {
+                    minibatch_size: e.minibatch_size,
+                    ranks: e.ranks,
+                });
                 options.equalize = Some(equalize_quota(
                     total,
                     e.minibatch_size.count(),
@@ -463,6 +467,12 @@ impl AnyReader {
     /// Of a mix: what each source contributed to each sweep (see [`Reader::mix_report`]).
     pub fn mix_report(&self) -> Vec<crate::reader::SweepMix> {
         typed!(&self.typed, r, _s => r.mix_report())
+    }
+
+    /// With equalize, the minibatches this worker delivers in the current sweep (see
+    /// [`Reader::sweep_quota`]).
+    pub fn sweep_quota(&self) -> Option<u64> {
+        typed!(&self.typed, r, _s => r.sweep_quota())
     }
 
     /// With equalize, the notes of the sweeps ended since the last call (see

@@ -28,6 +28,13 @@
 //! count, and the reader says so. A resumed reader's state holds the old positions
 //! ([`Resume`]) until its resumed sweeps are over, so it can be saved and resumed again, on the
 //! same count or another.
+//!
+//! With equalize, an old worker that went through its whole part and began it again has its
+//! position back at the part's start: its count of the sweep's sequences
+//! ([`Position::delivered`]) says it delivered the whole part. Every new worker needs sequences
+//! of the rest for its quota: where fewer chunks than new workers have sequences left, the
+//! sequences are dealt instead of the chunks ([`Resume::equalized`]). The quota of the rest is
+//! the engine's (`rest_quota`).
 
 use super::plan::{shuffle_window, SweepPlan, Window};
 use super::ChunkInfo;
@@ -43,12 +50,21 @@ pub struct Position {
     pub window: usize,
     /// Sequences of that window delivered.
     pub offset: usize,
+    /// With equalize: the sequences delivered in that sweep, repeats included. As many as the
+    /// worker's part holds means its whole part was delivered: with equalize repeat a worker
+    /// goes through its part again from window 0, so its window and offset no longer say it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delivered: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Position {
     /// Whether the worker had delivered anything of its position's sweep.
     fn begun(&self) -> bool {
-        self.window > 0 || self.offset > 0
+        self.window > 0 || self.offset > 0 || self.delivered > 0
     }
 }
 
@@ -60,6 +76,11 @@ pub struct Resume {
     pub num_workers: usize,
     /// The old workers' positions, by rank.
     pub positions: Vec<Position>,
+    /// The new workers read with equalize, which needs every one of them to have sequences of
+    /// the rest to deliver: where fewer chunks than new workers have sequences left, the
+    /// sequences are dealt one by one instead of the chunks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub equalized: bool,
 }
 
 /// The most sweeps a resume finishes: old workers further apart than this are refused (their
@@ -122,7 +143,7 @@ pub(super) fn all_plans(
         Some((last, earlier)) if sweep < first_fresh_sweep(resumes) => {
             let old = all_plans(inputs, earlier, last.num_workers, sweep)?;
             let rest = remainder(&old, last, sweep)?;
-            Ok(deal(rest, workers, sweep))
+            Ok(deal(rest, workers, sweep, last.equalized))
         }
         _ => Ok(fresh_plans(inputs, workers, sweep)),
     }
@@ -173,6 +194,10 @@ fn remainder(old: &[SweepPlan], resume: &Resume, sweep: u64) -> Result<Vec<Piece
             std::cmp::Ordering::Less => (0, 0),
         };
         let listed = plan.listed.as_deref().unwrap_or_default();
+        let part: usize = listed.iter().map(Vec::len).sum();
+        if at.sweep == sweep && at.delivered >= part as u64 {
+            continue; // the whole part was delivered (and begun again, with equalize repeat)
+        }
         if from_window > listed.len() {
             return Err(format!(
                 "worker {rank} of {}: window {from_window} of sweep {sweep} does not exist",
@@ -199,9 +224,24 @@ fn remainder(old: &[SweepPlan], resume: &Resume, sweep: u64) -> Result<Vec<Piece
     Ok(pieces)
 }
 
-/// Deals the pieces' chunks (those with sequences left) round-robin to `workers` new workers:
-/// each one's plan has one window per piece it has chunks of.
-fn deal(pieces: Vec<Piece>, workers: usize, sweep: u64) -> Vec<SweepPlan> {
+/// Deals the pieces to `workers` new workers: their chunks that have sequences left
+/// round-robin (the `i`-th such chunk to new worker `i % workers`), or, with `equalized` and
+/// fewer such chunks than new workers, their sequences round-robin (a chunk is then decoded by
+/// each new worker it has sequences for). Each new worker's plan has one window per piece it
+/// has sequences of: those of the piece's chunks, in the piece's order.
+fn deal(pieces: Vec<Piece>, workers: usize, sweep: u64, equalized: bool) -> Vec<SweepPlan> {
+    let left = |piece: &Piece| {
+        let mut left = vec![false; piece.chunks.len()];
+        for &(i, _) in &piece.order {
+            left[i as usize] = true;
+        }
+        left
+    };
+    let chunks_left: usize = pieces
+        .iter()
+        .map(|p| left(p).iter().filter(|&&l| l).count())
+        .sum();
+    let by_sequence = equalized && chunks_left < workers;
     let mut plans: Vec<SweepPlan> = (0..workers)
         .map(|_| SweepPlan {
             sweep,
@@ -212,33 +252,64 @@ fn deal(pieces: Vec<Piece>, workers: usize, sweep: u64) -> Vec<SweepPlan> {
         .collect();
     let mut next = 0usize;
     for piece in pieces {
-        // Which new worker each chunk of the piece goes to, and its place in that one's window.
-        let mut left = vec![false; piece.chunks.len()];
-        for &(i, _) in &piece.order {
-            left[i as usize] = true;
-        }
-        let mut owner = vec![(usize::MAX, 0u32); piece.chunks.len()];
-        let starts: Vec<usize> = plans.iter().map(|p| p.chunks.len()).collect();
-        for (i, _) in left.iter().enumerate().filter(|(_, &l)| l) {
-            let worker = next % workers;
-            next += 1;
-            let plan = &mut plans[worker];
-            owner[i] = (worker, (plan.chunks.len() - starts[worker]) as u32);
-            plan.chunks.push(piece.chunks[i]);
-        }
         let mut orders = vec![Vec::new(); workers];
-        for &(i, s) in &piece.order {
-            let (worker, at) = owner[i as usize];
-            orders[worker].push((at, s));
-        }
-        for ((plan, order), start) in plans.iter_mut().zip(orders).zip(starts) {
-            if !order.is_empty() {
-                plan.windows.push(start..plan.chunks.len());
-                plan.listed.as_mut().expect("listed").push(order);
+        if by_sequence {
+            for &entry in &piece.order {
+                orders[next % workers].push(entry);
+                next += 1;
             }
+        } else {
+            let mut owner = vec![0; piece.chunks.len()];
+            for (i, _) in left(&piece).iter().enumerate().filter(|(_, &l)| l) {
+                owner[i] = next % workers;
+                next += 1;
+            }
+            for &entry in &piece.order {
+                orders[owner[entry.0 as usize]].push(entry);
+            }
+        }
+        for (plan, order) in plans.iter_mut().zip(orders) {
+            if order.is_empty() {
+                continue;
+            }
+            // The piece's chunks this worker has sequences of, in the piece's order.
+            let mut own: Vec<u32> = order.iter().map(|&(i, _)| i).collect();
+            own.sort_unstable();
+            own.dedup();
+            let start = plan.chunks.len();
+            plan.chunks
+                .extend(own.iter().map(|&i| piece.chunks[i as usize]));
+            plan.windows.push(start..plan.chunks.len());
+            let at = |i: u32| own.binary_search(&i).expect("one of its chunks") as u32;
+            let order = order.into_iter().map(|(i, s)| (at(i), s)).collect();
+            plan.listed.as_mut().expect("listed").push(order);
         }
     }
     plans
+}
+
+/// The sequences of the rest of a sweep in `plans` (every new worker's), and its samples by
+/// `infos`: a chunk's samples per sequence times its sequences in the rest (exact where the
+/// chunk's sequences are all as long; the same for every worker either way).
+pub(super) fn rest_size(plans: &[SweepPlan], infos: &[ChunkInfo]) -> (u64, u64) {
+    let mut counts = std::collections::BTreeMap::<usize, u64>::new();
+    for plan in plans {
+        for (w, entries) in plan.listed.iter().flatten().enumerate() {
+            let chunks = plan.window_chunks(w);
+            for &(i, _) in entries {
+                *counts.entry(chunks[i as usize]).or_default() += 1;
+            }
+        }
+    }
+    let sequences = counts.values().sum();
+    let samples = counts.iter().map(|(&c, &n)| {
+        let info = &infos[c];
+        u128::from(n) * u128::from(info.samples) / info.sequences.max(1) as u128
+    });
+    (
+        sequences,
+        u64::try_from(samples.sum::<u128>()).unwrap_or(u64::MAX),
+    )
 }
 
 #[cfg(test)]
@@ -288,13 +359,16 @@ mod tests {
                     sweep: 0,
                     window: 1,
                     offset: 2,
+                    delivered: 0,
                 },
                 Position {
                     sweep: 0,
                     window: 0,
                     offset: 3,
+                    delivered: 0,
                 },
             ],
+            equalized: false,
         };
         let mut seen: Vec<(usize, u32)> = Vec::new();
         let l0 = old[0].listed.as_ref().unwrap();

@@ -87,6 +87,11 @@ pub struct ReaderOptions {
     pub equalize: Option<u64>,
     /// How [`ReaderOptions::equalize`] keeps the ranks in step.
     pub equalize_mode: EqualizeMode,
+    /// What [`ReaderOptions::equalize`] was computed from: the minibatch size and the ranks kept
+    /// in step. A reader resumed with equalize on another number of workers
+    /// ([`Reader::restore_from_all`]) computes the quota of the rest of the interrupted sweep
+    /// from them; without them that is refused.
+    pub equalize_basis: Option<QuotaBasis>,
     /// Whose order: exfeed's (the default) or CNTK's block randomizer exactly
     /// ([`Randomizer::Cntk`]: CTF and CBF with their full index; see the `cntk_order` module).
     pub randomizer: Randomizer,
@@ -118,6 +123,15 @@ pub fn equalize_quota(
     Ok(steps / parts + u64::from(part < steps % parts))
 }
 
+/// What a sweep's equalize quota is computed from ([`equalize_quota`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaBasis {
+    /// The minibatch size; in sequences ([`MinibatchSize::Sequences`]), sequences are counted.
+    pub minibatch_size: MinibatchSize,
+    /// The ranks kept in step; the workers are split evenly between them.
+    pub ranks: usize,
+}
+
 /// Decoding threads per core beyond which a reader refuses ([`ReaderOptions::max_threads`]):
 /// decoding is CPU-bound, so more threads than cores only wait on each other.
 const MAX_THREADS_PER_CORE: usize = 4;
@@ -138,6 +152,7 @@ impl Default for ReaderOptions {
             with_replacement: false,
             equalize: None,
             equalize_mode: EqualizeMode::Repeat,
+            equalize_basis: None,
             randomizer: Randomizer::Exfeed,
         }
     }
@@ -207,6 +222,11 @@ pub struct ReaderState {
     /// [`ReaderOptions::equalize`]: minibatches per sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equalize: Option<u64>,
+    /// With equalize: the ranks kept in step ([`QuotaBasis::ranks`]). Resumed on the same
+    /// number of workers but other ranks (or another quota), the workers are not in step: the
+    /// rest of the sweep is then shared as on another count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equalize_ranks: Option<usize>,
     /// With equalize: minibatches and sequences delivered in the current sweep so far.
     #[serde(default)]
     pub sweep_minibatches: u64,
@@ -359,6 +379,8 @@ pub struct Reader<T: Element> {
     /// worker's plans of the sweeps they had begun.
     resumes: Vec<Resume>,
     resumed_plans: Vec<Arc<SweepPlan>>,
+    /// With equalize: this worker's quota of each resumed sweep, of its rest.
+    resumed_quotas: Vec<(u64, u64)>,
     /// Of a resumed reader: the chunks as its resumed sweeps count them, made once (see
     /// [`Reader::resume_infos`]).
     resume_chunks: Option<Arc<[ChunkInfo]>>,
@@ -512,6 +534,7 @@ impl<T: Element> Reader<T> {
             mix_sweeps: Vec::new(),
             resumes: Vec::new(),
             resumed_plans: Vec::new(),
+            resumed_quotas: Vec::new(),
             resume_chunks: None,
             total_samples,
             // By file name, so that a saved state moves with the data to another directory.
@@ -624,11 +647,15 @@ impl<T: Element> Reader<T> {
             weighted: "drawing weighted by frequency",
             chunks: "number of chunks",
             total_samples: "number of samples",
-            equalize: "equalize (minibatches per sweep)",
             byte_ranges: "chunks as byte ranges without an index (index none)",
         );
+        // The quota differs between workers, and a resume on another count has its own.
         if same_workers {
-            compare!(num_workers: "num_workers", worker_rank: "worker_rank");
+            compare!(
+                num_workers: "num_workers",
+                worker_rank: "worker_rank",
+                equalize: "equalize (minibatches per sweep)",
+            );
         }
         if state.mix != now.mix {
             mismatch.push(format!("the mix was {:?}, is {:?}", state.mix, now.mix));
@@ -653,12 +680,17 @@ impl<T: Element> Reader<T> {
     /// differ: the rest of the sweeps they had begun is split between the new workers, every
     /// sequence none of them delivered exactly once, and the sweeps after those are planned
     /// for the new count (see the `elastic` module for the rule). With the same count this is
-    /// [`Reader::restore`] of this rank's state (the set is still checked).
+    /// [`Reader::restore`] of this rank's state (the set is still checked), unless equalize
+    /// keeps other ranks in step now (or with another quota, or not at all before).
     ///
-    /// Refused, naming the option, where the rest of a sweep is not defined exactly: equalize,
-    /// drawing with replacement, randomizer cntk, an epoch limit in samples (it counts per
-    /// worker). Chunks that are byte ranges (CTF with index none) are decoded once here to
-    /// count their sequences. The counts of what was delivered
+    /// With equalize ([`ReaderOptions::equalize_basis`] needed), the rest of a resumed sweep
+    /// has a quota of its own, the same number of minibatches for every new rank; the sweeps
+    /// after it have the options' quota (see the `rest_quota` function for the rule).
+    ///
+    /// Refused, naming the option, where the rest of a sweep is not defined exactly: drawing
+    /// with replacement, randomizer cntk, an epoch limit in samples (it counts per worker).
+    /// Chunks that are byte ranges (CTF with index none) are decoded once here to count their
+    /// sequences. The counts of what was delivered
     /// ([`Reader::samples_delivered`], [`Reader::minibatches`]) start from the old workers'
     /// totals divided by the new count.
     pub fn restore_from_all(
@@ -668,8 +700,15 @@ impl<T: Element> Reader<T> {
     ) -> Result<Self> {
         let by_rank = states_by_rank(states)?;
         let old = by_rank.len();
-        if old == options.num_workers {
-            let own = by_rank[options.worker_rank.min(old - 1)];
+        // With equalize, the same count continues each worker's state only with the same
+        // ranks and quota: otherwise the rest of the sweep gets a quota of its own.
+        let ranks = options
+            .equalize
+            .and(options.equalize_basis)
+            .map(|b| b.ranks);
+        let own = by_rank[options.worker_rank.min(old - 1)];
+        let in_step = own.equalize == options.equalize && own.equalize_ranks == ranks;
+        if old == options.num_workers && in_step {
             let r = Reader::restore(source, options, own)?;
             for s in &by_rank {
                 r.check_fits(s, false)?;
@@ -683,12 +722,6 @@ impl<T: Element> Reader<T> {
             )))
         };
         let first = by_rank[0];
-        if options.equalize.is_some() || first.equalize.is_some() {
-            return refuse(
-                "equalize repeats or drops sequences to keep each worker count in step, so the \
-                 rest of a sweep is not defined (read without equalize to resume elsewhere)",
-            );
-        }
         if options.with_replacement || first.with_replacement {
             return refuse("draws with replacement (with_replacement, Lens's randomized or probabilistic) have no rest of a sweep");
         }
@@ -722,11 +755,13 @@ impl<T: Element> Reader<T> {
                     sweep: latest,
                     window: 0,
                     offset: 0,
+                    delivered: 0,
                 },
                 false => Position {
                     sweep: s.sweep,
                     window: s.window,
                     offset: s.offset,
+                    delivered: s.sweep_sequences,
                 },
             })
             .collect();
@@ -734,6 +769,7 @@ impl<T: Element> Reader<T> {
         resumes.push(Resume {
             num_workers: old,
             positions,
+            equalized: r.opts.equalize.is_some(),
         });
         let start = resumes.last().map_or(0, |r| r.start());
         let new = r.opts.num_workers as u64;
@@ -783,16 +819,27 @@ impl<T: Element> Reader<T> {
             window: o.window,
             order: &order,
         };
-        let mut plans = Vec::new();
+        let (mut plans, mut quotas) = (Vec::new(), Vec::new());
         for sweep in self.sweep..end {
             let mut all = elastic::all_plans(&inputs, &self.resumes, o.num_workers, sweep)
                 .map_err(|e| {
                     Error::config(format!("the saved reader states do not fit the data: {e}"))
                 })?;
+            if o.equalize.is_some() {
+                quotas.push((sweep, rest_quota(o, &all, &infos)?));
+            }
             plans.push(Arc::new(all.swap_remove(o.worker_rank)));
         }
         self.resumed_plans = plans;
+        self.resumed_quotas = quotas;
         Ok(())
+    }
+
+    /// With equalize, the minibatches to deliver in the current sweep: the quota of a fresh
+    /// sweep, or of the rest of a resumed one.
+    fn quota(&self) -> Option<u64> {
+        let resumed = self.resumed_quotas.iter().find(|(s, _)| *s == self.sweep);
+        (self.opts.equalize).map(|q| resumed.map_or(q, |&(_, rest)| rest))
     }
 
     /// The chunks as the plans of resumed sweeps count them: the source's, or, where its chunks
@@ -884,6 +931,9 @@ impl<T: Element> Reader<T> {
             total_samples: self.total_samples,
             corpus: self.corpus.clone(),
             equalize: self.opts.equalize,
+            equalize_ranks: (self.opts.equalize)
+                .and(self.opts.equalize_basis)
+                .map(|b| b.ranks),
             sweep_minibatches: self.sweep_minibatches,
             sweep_sequences: self.sweep_sequences,
             byte_ranges: self.source.chunks_by_byte_range(),
@@ -1075,7 +1125,8 @@ impl<T: Element> Reader<T> {
             return Ok(false);
         }
         // The samples this minibatch may take, and the sequences.
-        let (size_samples, sequences) = match (self.opts.equalize, self.opts.equalize_mode) {
+        let quota = self.quota();
+        let (size_samples, sequences) = match (quota, self.opts.equalize_mode) {
             (Some(quota), EqualizeMode::Spread) => (usize::MAX, self.spread_share(quota)),
             _ => match size {
                 MinibatchSize::Samples(n) => (n, usize::MAX),
@@ -1083,7 +1134,7 @@ impl<T: Element> Reader<T> {
             },
         };
         // The sweep's last equalized minibatch: the window after it is not loaded.
-        let last = (self.opts.equalize).is_some_and(|q| self.sweep_minibatches + 1 >= q);
+        let last = quota.is_some_and(|q| self.sweep_minibatches + 1 >= q);
         let budget = match self.opts.limit {
             EpochLimit::Samples(n) => {
                 (size_samples as u64).min(n.saturating_sub(self.samples_delivered)) as usize
@@ -1147,7 +1198,7 @@ impl<T: Element> Reader<T> {
             }
         }
         self.minibatches = self.minibatches.saturating_add(1);
-        if let Some(quota) = self.opts.equalize {
+        if let Some(quota) = quota {
             self.sweep_minibatches += 1;
             self.sweep_sequences += mb.len() as u64;
             if self.sweep_minibatches >= quota {
@@ -1167,9 +1218,13 @@ impl<T: Element> Reader<T> {
         left.div_ceil(steps) as usize
     }
 
-    /// The sequences of this worker's part of `sweep`, by the index.
+    /// The sequences of this worker's part of `sweep`, by the index (of a resumed sweep: those
+    /// its plan lists, the part of the rest).
     fn part_sequences(&mut self, sweep: u64) -> u64 {
         let plan = self.plan(sweep);
+        if let Some(listed) = &plan.listed {
+            return listed.iter().map(|l| l.len() as u64).sum();
+        }
         let chunks = self.source.chunks();
         plan.chunks
             .iter()
@@ -1300,6 +1355,12 @@ impl<T: Element> Reader<T> {
         }
     }
 
+    /// With equalize, the minibatches this worker delivers in the current sweep: the options'
+    /// quota, or in the rest of a sweep resumed on another count, its quota of the rest.
+    pub fn sweep_quota(&self) -> Option<u64> {
+        self.quota()
+    }
+
     /// With equalize, the notes of the sweeps ended since the last call: what each repeated or
     /// dropped.
     pub fn take_notes(&mut self) -> Vec<String> {
@@ -1365,6 +1426,11 @@ impl<T: Element> Reader<T> {
             if self.limit_reached() {
                 self.done = true;
                 return Ok(());
+            }
+            if self.quota() == Some(0) {
+                // The rest of a resumed sweep gives this worker no minibatch (see `rest_quota`).
+                self.end_equalized_sweep(0);
+                continue;
             }
             if available == Some(true) {
                 return Ok(());
@@ -1700,6 +1766,47 @@ impl<T: Element> Drop for Reader<T> {
         self.drop_pending();
         pool::keep(self.spare.drain(..));
     }
+}
+
+/// With equalize, the quota of worker `o.worker_rank` in the rest of a resumed sweep, from
+/// every new worker's plan of it (`all`), so that every rank delivers as many minibatches:
+/// [`equalize_quota`] of the rest's samples (or sequences, by the minibatch size), at least one
+/// minibatch per new worker; 0 where the rest is empty, or where a new worker has no sequence
+/// of it (a rest of fewer sequences than new workers: it is dropped).
+fn rest_quota(o: &ReaderOptions, all: &[SweepPlan], infos: &[ChunkInfo]) -> Result<u64> {
+    let Some(basis) = o.equalize_basis else {
+        return Err(Error::config(
+            "equalize: resuming on another number of workers computes the quota of the rest of \
+             the sweep from the minibatch size and the ranks (ReaderOptions::equalize_basis), \
+             which were not given",
+        ));
+    };
+    let (sequences, samples) = elastic::rest_size(all, infos);
+    let total = match basis.minibatch_size {
+        MinibatchSize::Samples(_) => samples,
+        MinibatchSize::Sequences(_) => sequences,
+    };
+    // An empty rest, or one that leaves a new worker nothing (dealt by sequence, so fewer
+    // sequences than new workers).
+    if all
+        .iter()
+        .any(|p| p.listed.iter().flatten().all(Vec::is_empty))
+    {
+        return Ok(0);
+    }
+    let size = basis.minibatch_size.count();
+    // At least one minibatch per new worker, so that every part of the rest is delivered.
+    let parts = (all.len() / basis.ranks.max(1)) as u64;
+    let least = parts
+        .saturating_mul(basis.ranks as u64)
+        .saturating_mul(size as u64);
+    equalize_quota(
+        total.max(least),
+        size,
+        all.len(),
+        basis.ranks,
+        o.worker_rank,
+    )
 }
 
 /// The resumes still needed from sweep `sweep` on: without those whose resumed sweeps are all

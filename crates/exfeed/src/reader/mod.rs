@@ -117,8 +117,8 @@ mod tests;
 
 pub use cntk_order::Randomizer;
 pub use engine::{
-    equalize_quota, EpochLimit, EqualizeMode, ReadSummary, Reader, ReaderOptions, ReaderState,
-    Stopper, Window,
+    equalize_quota, EpochLimit, EqualizeMode, QuotaBasis, ReadSummary, Reader, ReaderOptions,
+    ReaderState, Stopper, Window,
 };
 pub use minibatch::{write_minibatch_json, Minibatch, MinibatchSize, SequenceInfo};
 pub use mix::{Mix, MixCount, MixPart, SweepMix};

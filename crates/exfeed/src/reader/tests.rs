@@ -930,7 +930,7 @@ mod properties {
             let (first, states) = elastic_phase(&src, &options, &[], &stops);
             let (second, states) = elastic_phase(&src, &options, &states, &then);
             // (On the same count each worker goes on with its own plan: tested elsewhere.)
-            let end = first_fresh_sweep(&states, new, u64::MAX);
+            let end = first_fresh_sweep(&states, (new, None), u64::MAX);
             let (resumed, _) = elastic_phase(&src, &options, &states, &vec![None; new]);
             for (rank, got) in resumed.iter().enumerate() {
                 let o = ReaderOptions { num_workers: new, worker_rank: rank, ..options.clone() };
@@ -1520,17 +1520,21 @@ fn elastic_phase(
     (seen, saved)
 }
 
-/// The first sweep that `workers` workers resumed from `states` plan as a fresh reader does:
-/// on the same count that of the old workers' own plans (`before`), else the first none of them
-/// had begun.
-fn first_fresh_sweep(states: &[ReaderState], workers: usize, before: u64) -> u64 {
+/// The first sweep that `workers` workers (with equalize over `ranks`) resumed from `states`
+/// plan as a fresh reader does: where each continues its own state (the same count and ranks)
+/// that of the old workers' own plans (`before`), else the first none of them had begun.
+fn first_fresh_sweep(
+    states: &[ReaderState],
+    (workers, ranks): (usize, Option<usize>),
+    before: u64,
+) -> u64 {
     match states.first() {
         None => 0,
-        Some(s) if s.num_workers == workers => before,
+        Some(s) if s.num_workers == workers && s.equalize_ranks == ranks => before,
         // Where the old workers were, and where those they were resumed from had been.
         Some(_) => states
             .iter()
-            .map(|s| s.sweep + u64::from(s.window > 0 || s.offset > 0))
+            .map(|s| s.sweep + u64::from(s.window > 0 || s.offset > 0 || s.sweep_sequences > 0))
             .chain(
                 states
                     .iter()
@@ -1574,7 +1578,7 @@ fn resumed_on_other_worker_counts_the_rest_of_a_sweep_once_then_fresh_sweeps() {
             let mut all = Vec::new();
             let mut end = 0;
             for stops in phases.iter() {
-                end = first_fresh_sweep(&states, stops.len(), end);
+                end = first_fresh_sweep(&states, (stops.len(), None), end);
                 let (seen, saved) = elastic_phase(&src, &options, &states, stops);
                 // From the first sweep no old worker had begun: a fresh reader's order.
                 for (rank, got) in seen.iter().enumerate() {
@@ -1681,7 +1685,7 @@ fn resuming_on_another_count_names_what_is_missing_or_refused() {
         .err()
         .unwrap();
     assert!(err.message().contains("holds 4 positions"), "{err}");
-    // equalize
+    // equalize without what its quota was computed from
     let eq = ReaderOptions {
         equalize: Some(3),
         ..options.clone()
@@ -1694,7 +1698,7 @@ fn resuming_on_another_count_names_what_is_missing_or_refused() {
             ..new(2)
         },
     );
-    assert!(m.contains("equalize"), "{m}");
+    assert!(m.contains("equalize_basis"), "{m}");
     // The same count restores each worker's own state, as Reader::restore does.
     let (_, states) = elastic_phase(&src, &options, &[], &[Some(2), Some(5)]);
     for rank in 0..2 {
@@ -1708,4 +1712,315 @@ fn resuming_on_another_count_names_what_is_missing_or_refused() {
         let mut b = Reader::restore(src.clone(), o, own).unwrap();
         assert_eq!(drain(&mut a, 4).1, drain(&mut b, 4).1);
     }
+}
+
+/// A minibatch's sweep and keys.
+type Delivered = (u64, Vec<u64>);
+
+/// One phase of an equalized read: `stops.len()` workers kept in step over `ranks` ranks, each
+/// reading `stops[w]` minibatches of `size` (`None`: to the end), from the start or resumed
+/// from all of `states`: each worker's minibatches as (sweep, keys), and their states.
+fn equalized_phase(
+    src: &Arc<MemorySource<f32>>,
+    base: &ReaderOptions,
+    size: MinibatchSize,
+    (ranks, states, stops): (usize, &[ReaderState], &[Option<u64>]),
+) -> (Vec<Vec<Delivered>>, Vec<ReaderState>) {
+    let workers = stops.len();
+    let (mut seen, mut saved) = (Vec::new(), Vec::new());
+    for (rank, stop) in stops.iter().enumerate() {
+        let o = equalized_options(src, base, size, (ranks, workers, rank));
+        let mut r = match states.is_empty() {
+            true => Reader::new(src.clone(), o).unwrap(),
+            false => Reader::restore_from_all(src.clone(), o, states).unwrap(),
+        };
+        let mut mb = r.new_minibatch();
+        let mut got = Vec::new();
+        while stop.is_none_or(|s| (got.len() as u64) < s)
+            && r.next_minibatch(size, &mut mb).unwrap()
+        {
+            check_data(&mb);
+            let sweep = mb.sequences[0].sweep;
+            assert!(mb.sequences.iter().all(|s| s.sweep == sweep), "one sweep");
+            got.push((sweep, mb.sequences.iter().map(|s| s.key).collect()));
+            assert!(got.len() < 10_000, "runaway reader");
+        }
+        seen.push(got);
+        saved.push(ReaderState::from_json(&r.state().to_json()).unwrap());
+    }
+    saved.reverse(); // any order will do
+    (seen, saved)
+}
+
+/// Worker `rank` of `workers` kept in step over `ranks` ranks with minibatches of `size`.
+fn equalized_options(
+    src: &Arc<MemorySource<f32>>,
+    base: &ReaderOptions,
+    size: MinibatchSize,
+    (ranks, workers, rank): (usize, usize, usize),
+) -> ReaderOptions {
+    let total = match size {
+        MinibatchSize::Samples(_) => src.chunks().iter().map(|c| c.samples).sum(),
+        MinibatchSize::Sequences(_) => src.chunks().iter().map(|c| c.sequences as u64).sum(),
+    };
+    ReaderOptions {
+        num_workers: workers,
+        worker_rank: rank,
+        equalize: Some(equalize_quota(total, size.count(), workers, ranks, rank).unwrap()),
+        equalize_basis: Some(QuotaBasis {
+            minibatch_size: size,
+            ranks,
+        }),
+        ..base.clone()
+    }
+}
+
+#[test]
+fn an_equalized_state_saved_in_the_rest_of_a_sweep_restores_exactly() {
+    let src = source(90, 5);
+    for mode in [EqualizeMode::Repeat, EqualizeMode::Spread] {
+        let base = ReaderOptions {
+            equalize_mode: mode,
+            limit: EpochLimit::Sweeps(2),
+            ..opts()
+        };
+        let (_, states) = equalized_phase(&src, &base, 8.into(), (2, &[], &[Some(3), Some(11)]));
+        for rank in 0..3 {
+            let o = equalized_options(&src, &base, 8.into(), (3, 3, rank));
+            let mut whole = Reader::restore_from_all(src.clone(), o.clone(), &states).unwrap();
+            let (all, _) = drain(&mut whole, 8);
+            // The rest's note counts the part of the rest (not the worker's fresh part).
+            let notes = whole.take_notes();
+            let rest: u64 = all
+                .iter()
+                .filter(|m| m[0].sweep == 0)
+                .map(|m| m.len() as u64)
+                .sum();
+            if mode == EqualizeMode::Spread {
+                assert!(
+                    notes[0].contains(&format!("its part has {rest} sequences")),
+                    "{notes:?}"
+                );
+            }
+            let mut first = Reader::restore_from_all(src.clone(), o.clone(), &states).unwrap();
+            let mut mb = first.new_minibatch();
+            for _ in 0..2 {
+                assert!(first.next_minibatch(8, &mut mb).unwrap());
+            }
+            let state = ReaderState::from_json(&first.state().to_json()).unwrap();
+            assert_eq!(state.resumed.len(), 1, "still in the rest");
+            let mut again = Reader::restore(src.clone(), o, &state).unwrap();
+            assert_eq!(drain(&mut again, 8).0, all[2..], "{mode:?} worker {rank}");
+        }
+    }
+}
+
+#[test]
+fn resumed_with_equalize_on_other_counts_keeps_ranks_in_step() {
+    let n = 90;
+    let src = source(n, 5);
+    let sweeps = 3;
+    let base = ReaderOptions {
+        limit: EpochLimit::Sweeps(sweeps),
+        ..opts()
+    };
+    // Per phase: the ranks and each worker's stop. 90 sequences of 1 to 5 samples in 18
+    // chunks; minibatches of 8 samples (or 3 sequences).
+    type Phase<'a> = (usize, &'a [Option<u64>]);
+    let scenarios: &[(MinibatchSize, &[Phase<'_>])] = &[
+        // 2 ranks x 2 workers -> 3 x 1; workers 2 and 3 reached their quota (sweep 1).
+        (
+            8.into(),
+            &[(2, &[Some(4), Some(2), Some(8), Some(9)]), (3, &[None; 3])],
+        ),
+        // 2 x 1 -> 2 x 2, then 3 x 2 from inside the rest.
+        (
+            8.into(),
+            &[
+                (2, &[Some(3), Some(11)]),
+                (2, &[Some(2), Some(1), Some(1), Some(0)]),
+                (3, &[None; 6]),
+            ],
+        ),
+        // Near the end of the sweep onto more workers than chunks left: sequences dealt.
+        (8.into(), &[(2, &[Some(14), Some(14)]), (3, &[None; 6])]),
+        // 3 x 1 -> 1 x 2, minibatches of 3 sequences.
+        (
+            MinibatchSize::Sequences(3),
+            &[(3, &[Some(5), Some(0), Some(9)]), (1, &[None; 2])],
+        ),
+        // 5 x 1 -> 2 x 1: workers 3 and 4 (15 sequences, 13 minibatches of 4 samples)
+        // delivered their whole part, and their position is back at its start (repeat).
+        (4.into(), &[(5, &[Some(12); 5]), (2, &[None; 2])]),
+        // The same count on other ranks (2 x 2 -> 4 x 1): not in step, so shared as a rest;
+        // then on the same ranks again at the same step, each continuing its own state.
+        (
+            8.into(),
+            &[
+                (2, &[Some(3), Some(2), Some(3), Some(2)]),
+                (4, &[Some(2); 4]),
+                (4, &[None; 4]),
+            ],
+        ),
+        // Saved before anything was read.
+        (8.into(), &[(2, &[Some(0), Some(0)]), (4, &[None; 4])]),
+    ];
+    let mut repeat_passes = 0;
+    for mode in [EqualizeMode::Repeat, EqualizeMode::Spread] {
+        let base = ReaderOptions {
+            equalize_mode: mode,
+            ..base.clone()
+        };
+        for (size, phases) in scenarios {
+            let what = format!("{mode:?} {size:?} {phases:?}");
+            let mut states: Vec<ReaderState> = Vec::new();
+            // Per sweep, what each (phase, worker) delivered.
+            let mut by_reader: Vec<Vec<Vec<u64>>> = vec![Vec::new(); sweeps as usize];
+            let mut end = 0;
+            for (ranks, stops) in phases.iter() {
+                let workers = stops.len();
+                end = first_fresh_sweep(&states, (workers, Some(*ranks)), end);
+                let (seen, saved) = equalized_phase(&src, &base, *size, (*ranks, &states, stops));
+                // An old worker that went through its whole part (and began it again).
+                for s in &saved {
+                    let part = fresh_part(&src, &base, s.worker_rank, s.num_workers);
+                    if s.resumed.is_empty() && s.sweep == 0 && s.sweep_sequences >= part {
+                        repeat_passes += 1;
+                    }
+                }
+                for sweep in 0..sweeps {
+                    for got in &seen {
+                        let keys = got.iter().filter(|(s, _)| *s == sweep);
+                        let keys = keys.flat_map(|(_, k)| k.clone()).collect();
+                        by_reader[sweep as usize].push(keys);
+                    }
+                }
+                if stops.iter().any(Option::is_some) {
+                    states = saved;
+                    continue;
+                }
+                // Read to the end: every rank the same minibatches in every sweep, the rest
+                // of a resumed one included.
+                for sweep in 0..sweeps {
+                    let per_rank: Vec<usize> = seen
+                        .chunks(workers / ranks)
+                        .map(|rank| rank.iter().flatten().filter(|(s, _)| *s == sweep).count())
+                        .collect();
+                    assert!(
+                        per_rank.iter().all(|&m| m == per_rank[0]),
+                        "{what} sweep {sweep}: {per_rank:?}"
+                    );
+                }
+                // From the first sweep no old worker had begun: a fresh reader's minibatches.
+                let (fresh, _) = equalized_phase(&src, &base, *size, (*ranks, &[], stops));
+                for (got, fresh) in seen.iter().zip(&fresh) {
+                    let later = |v: &[Delivered]| -> Vec<Delivered> {
+                        v.iter().filter(|(s, _)| *s >= end).cloned().collect()
+                    };
+                    assert_eq!(later(got), later(fresh), "{what}");
+                }
+            }
+            for (sweep, readers) in by_reader.iter().enumerate() {
+                // No sequence delivered by two readers (an old and a new worker, two new
+                // ones): only a worker's repeat of its own part comes twice.
+                let mut union = BTreeSet::new();
+                for keys in readers {
+                    let own: BTreeSet<u64> = keys.iter().copied().collect();
+                    assert!(union.is_disjoint(&own), "{what} sweep {sweep}");
+                    union.extend(own);
+                }
+                if mode == EqualizeMode::Spread {
+                    let mut all: Vec<u64> = readers.concat();
+                    all.sort_unstable();
+                    assert_eq!(
+                        all,
+                        (0..n as u64).collect::<Vec<_>>(),
+                        "{what} sweep {sweep}: once"
+                    );
+                }
+            }
+        }
+    }
+    assert!(repeat_passes > 0, "an old worker was in its repeat pass");
+}
+
+/// The sequences of worker `rank` of `workers`'s part of sweep 0.
+fn fresh_part(
+    src: &Arc<MemorySource<f32>>,
+    base: &ReaderOptions,
+    rank: usize,
+    workers: usize,
+) -> u64 {
+    let o = ReaderOptions {
+        num_workers: workers,
+        worker_rank: rank,
+        equalize: None,
+        limit: EpochLimit::Sweeps(1),
+        ..base.clone()
+    };
+    flat(&read_all(src.clone(), o, 8).0).len() as u64
+}
+
+#[test]
+fn an_equalized_rest_of_fewer_sequences_than_new_workers_is_dropped_with_a_note() {
+    let src = source(90, 5);
+    let base = ReaderOptions {
+        equalize_mode: EqualizeMode::Spread,
+        limit: EpochLimit::Sweeps(2),
+        ..opts()
+    };
+    // 15 of 16 minibatches each: 4 sequences are left, for 6 new workers.
+    let (seen, states) = equalized_phase(&src, &base, 8.into(), (2, &[], &[Some(15); 2]));
+    let old: usize = seen.iter().flatten().map(|(_, k)| k.len()).sum();
+    assert_eq!(old, 86);
+    for rank in 0..6 {
+        let o = equalized_options(&src, &base, 8.into(), (3, 6, rank));
+        let mut r = Reader::restore_from_all(src.clone(), o.clone(), &states).unwrap();
+        let (got, _) = drain(&mut r, 8);
+        assert!(got.iter().all(|m| m[0].sweep == 1), "nothing of sweep 0");
+        let notes = r.take_notes();
+        assert!(
+            notes[0].contains("sweep 0") && notes[0].contains("delivered 0 minibatches"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[0].contains("dropped") || notes[0].contains("has 0 sequences"),
+            "{notes:?}"
+        );
+        let fresh = read_all(src.clone(), o, 8).0;
+        assert_eq!(flat(&got), sweep_keys_all(&fresh, 1));
+    }
+}
+
+/// The (sweep, key) of every sequence of `sweep`.
+fn sweep_keys_all(seqs: &[Vec<SequenceInfo>], sweep: u64) -> Vec<(u64, u64)> {
+    flat(seqs)
+        .into_iter()
+        .filter(|&(s, _)| s == sweep)
+        .collect()
+}
+
+#[test]
+fn equalized_states_resume_without_equalize_as_their_rest() {
+    let src = source(90, 5);
+    let base = ReaderOptions {
+        limit: EpochLimit::Sweeps(1),
+        ..opts()
+    };
+    // Workers 3 and 4 went through their whole part and are back at its start (repeat).
+    let (seen, states) = equalized_phase(&src, &base, 4.into(), (5, &[], &[Some(12); 5]));
+    let old: BTreeSet<u64> = seen.iter().flatten().flat_map(|(_, k)| k.clone()).collect();
+    let mut rest = Vec::new();
+    for rank in 0..3 {
+        let o = ReaderOptions {
+            num_workers: 3,
+            worker_rank: rank,
+            ..base.clone()
+        };
+        let mut r = Reader::restore_from_all(src.clone(), o, &states).unwrap();
+        rest.extend(flat(&drain(&mut r, 4).0).into_iter().map(|(_, k)| k));
+    }
+    rest.sort_unstable();
+    let expected: Vec<u64> = (0..90).filter(|k| !old.contains(k)).collect();
+    assert_eq!(rest, expected, "the rest, each sequence once");
 }
