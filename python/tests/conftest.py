@@ -18,6 +18,16 @@ SAMPLES = REPO / "samples"
 IN_CI = os.environ.get("CI") == "true"
 
 
+def pytest_configure(config):
+    # exfeed.torch filters, when it is imported, a few warnings that say nothing to its users.
+    # pytest restores the warning filters after each test (and after collection), so an import
+    # inside a test would keep them for that test only: import it here, as a user's program does.
+    try:
+        import exfeed.torch  # noqa: F401
+    except ImportError:  # pragma: no cover - without torch; the torch tests say so themselves
+        pass
+
+
 def child_env() -> dict:
     """The environment of a child Python that imports this checkout's exfeed."""
     paths = [str(REPO / "python"), os.environ.get("PYTHONPATH")]
