@@ -20,12 +20,13 @@
 //! its digits as one word, then vectors sum and scale four words at once, each lane by the same
 //! operations as [`number`], so to the same bits (tests compare both builds of the loop).
 //!
-//! Printed floats (`-0.123456 4.567890`) most often come in blocks of one shape: every number
-//! has its `.` as many bytes before its end. With AVX2 such a block (checked on its masks at
-//! once: `wide::same_decimals`) skips that per-number work: each number's digits are loaded
-//! from the 9 bytes that end at its last one, four numbers at a time, one shuffle takes out
-//! their `.`s, the bytes before each number are masked off, and one scale makes the values;
-//! the signs come from the masks too (a carry past each `-` runs to its number's end).
+//! Most blocks are of one shape: printed floats (`-0.123456 4.567890`) have their `.` as many
+//! bytes before their end, pixel data is integers; all of at most 7 digits. With AVX2 such a
+//! block (checked on its masks at once: `wide::same_shape`) skips the per-number work on
+//! shapes: each number's digits are loaded from the 9 bytes that end at its last one, four
+//! numbers at a time, one shuffle takes out their `.`s, the bytes before each number are
+//! masked off, and one scale makes the values; the signs come from the masks too (a carry
+//! past each `-` runs to its number's end). Lone `0`s of integers are skipped as before.
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
@@ -483,12 +484,10 @@ mod wide {
             lasts: u64,
             got: &mut [T; BLOCK / 2],
         ) -> (usize, Option<usize>) {
-            if !DOTS {
-                return self.integers(block_of(w), c, starts, lasts, got);
-            }
-            match same_decimals(w, c, *starts, lasts) {
-                Some(decimals) => same_shape(w, c, starts, lasts, decimals, got),
-                None => self.decimals(block_of(w), c, starts, lasts, got),
+            match same_shape::<DOTS>(w, c, *starts, lasts) {
+                Some(decimals) => alike::<T, DOTS>(w, c, starts, lasts, decimals, got),
+                None if DOTS => self.decimals(block_of(w), c, starts, lasts, got),
+                None => self.integers(block_of(w), c, starts, lasts, got),
             }
         }
     }
@@ -604,44 +603,50 @@ mod wide {
     }
 
     /// The decimals every number that ends in the block has, when they all have the same shape:
-    /// one `.` followed by `d` digits (1 to 6), at most 8 bytes after the sign (what [`parts`]
-    /// takes); and the block starts at a separator or at a number whose first byte follows a
+    /// with `DOTS`, one `.` followed by `d` digits (1 to 6); without, integers (`d` 0); at most
+    /// 7 digits; and the block starts at a separator or at a number whose first byte follows a
     /// non-digit (as `read_blocks` reads). Then the 9 bytes that end at a number's last one
     /// hold all its digits and its `.`, at the same place in each, and no other number's digit
     /// after a non-digit.
     #[inline(always)]
-    pub(super) fn same_decimals(w: &Window, c: &Classes, starts: u64, lasts: u64) -> Option<usize> {
-        if lasts == 0 {
+    pub(super) fn same_shape<const DOTS: bool>(
+        w: &Window,
+        c: &Classes,
+        starts: u64,
+        lasts: u64,
+    ) -> Option<usize> {
+        if lasts == 0 || starts & 1 != 0 && w[BEFORE - 1].is_ascii_digit() {
             return None;
         }
-        // The bytes up to the last number's end, and the `.`s among them.
+        // The bytes up to the last number's end; eight of a number's bytes in a row there.
         let ended = u64::MAX >> lasts.leading_zeros();
+        let body = (c.digit | c.dot) & ended;
+        let two = body & body >> 1;
+        let four = two & two >> 2;
+        let eight = four & four >> 4;
+        if !DOTS {
+            // (A block without a `.`.)
+            return (eight == 0).then_some(0);
+        }
         let dots = c.dot & ended;
         // The first number's decimals; then each `.` must be as many bytes before its
         // number's end, with digits alone after it up to the separator: where a carry added
         // past a `.` runs through the digits after it to stop.
         let d = lasts.trailing_zeros().wrapping_sub(dots.trailing_zeros());
         let after_dots = c.digit.wrapping_add(dots << 1) & !c.digit;
-        // Nine bytes of a number in a row: more than 7 digits.
-        let body = (c.digit | c.dot) & ended;
-        let two = body & body >> 1;
-        let four = two & two >> 2;
-        let nine = four & four >> 4 & body >> 8;
-        let digit_before = starts & 1 != 0 && w[BEFORE - 1].is_ascii_digit();
         ((1..=6).contains(&d)
             && dots == lasts >> d
             && after_dots == lasts << 1
-            && nine == 0
-            && !digit_before)
+            && eight & body >> 8 == 0)
             .then_some(d as usize)
     }
 
-    /// [`block_numbers`] for a block of numbers of one shape (see [`same_decimals`]):
-    /// `decimals` for every number, each read from the 9 bytes that end at its last one, four
-    /// at a time with one shuffle that takes out their `.`s and one scale; no work on a
-    /// number's shape (its start, length or `.`) one by one.
+    /// [`block_numbers`] (`DOTS`) or [`block_integers`] for a block of numbers of one shape
+    /// (see [`same_shape`]): `decimals` for every number, each read from the 9 bytes that end
+    /// at its last one, four at a time with one shuffle that takes out their `.`s and one
+    /// scale; no work on a number's shape (its start, length or `.`) one by one.
     #[inline(always)]
-    fn same_shape<T: Element>(
+    fn alike<T: Element, const DOTS: bool>(
         w: &Window,
         c: &Classes,
         starts: &mut u64,
@@ -660,14 +665,21 @@ mod wide {
         };
         // SAFETY: as in `classify`.
         let scale = unsafe { _mm256_set1_pd(scale) };
-        let n = lasts.count_ones() as usize;
-        let mut left = lasts;
-        for at in (0..n).step_by(4) {
+        // Of integers, lone `0`s are the zeros `got` starts with (as in `block_integers`).
+        let mut left = if DOTS {
+            lasts
+        } else {
+            lasts & !(*starts & c.zero)
+        };
+        for at in (0..left.count_ones() as usize).step_by(4) {
             let mut four = [0; 4];
             let mut signs = [0; 4];
             for k in 0..4 {
-                // Past the last number, the block's last byte (its values are not kept).
-                let last = (left | 1 << (BLOCK - 1)).trailing_zeros() as usize;
+                // Past the last number, the group's first once more (its value to its place).
+                let last = match left {
+                    0 => four[0],
+                    _ => left.trailing_zeros() as usize,
+                };
                 four[k] = last;
                 signs[k] = ((negative >> last >> 1) as i32) << 31;
                 left &= left.wrapping_sub(1);
@@ -676,23 +688,37 @@ mod wide {
             let m = unsafe { window_sums(w, four, decimals) };
             // SAFETY: as in `classify`.
             let signs = unsafe { _mm_setr_epi32(signs[0], signs[1], signs[2], signs[3]) };
-            // SAFETY: as in `classify`. (At most 7 digits: no `f32` past 2^24.)
-            unsafe { scaled(m, scale, signs, at, got) };
+            // (At most 7 digits: no `f32` past 2^24.)
+            if DOTS {
+                let out = (&mut got[at..at + 4]).try_into().expect("4 values");
+                // SAFETY: as in `classify`.
+                unsafe { scaled(m, scale, signs, out) };
+            } else {
+                let mut values = [T::default(); 4];
+                // SAFETY: as in `classify`.
+                unsafe { scaled(m, scale, signs, &mut values) };
+                // Each integer to its place among the block's numbers.
+                for (&last, value) in four.iter().zip(values) {
+                    got[(lasts & ((1 << last) - 1)).count_ones() as usize & (BLOCK / 2 - 1)] =
+                        value;
+                }
+            }
         }
         read_past(starts, lasts);
-        (n, None)
+        (lasts.count_ones() as usize, None)
     }
 
     /// For each count of decimals `d` (1 to 7), the shuffle that takes the 8 bytes other than
     /// the `.` out of the 9 that end at a number's last one (bytes 0 to 8 of a load, the `.` at
-    /// `8 - d`), first byte lowest, into the low 8 bytes (the high 8 zero).
+    /// `8 - d`; for integers, `d` 0, the first byte is dropped), first byte lowest, into the
+    /// low 8 bytes (the high 8 zero).
     const SHUFFLES: [[u8; 16]; 8] = {
         let mut all = [[0x80; 16]; 8];
-        let mut d = 1;
+        let mut d = 0;
         while d < 8 {
             let mut k = 0;
             while k < 8 {
-                all[d][k] = if k < 8 - d { k } else { k + 1 } as u8;
+                all[d][k] = if k < 8 - d && d > 0 { k } else { k + 1 } as u8;
                 k += 1;
             }
             d += 1;
@@ -701,7 +727,7 @@ mod wide {
     };
 
     /// The values of the digits of the 4 numbers whose last bytes are at `lasts` in the block of
-    /// `w`, each with `decimals` after its `.` (see [`same_decimals`]): what
+    /// `w`, each with `decimals` after its `.` (see [`same_shape`]): what
     /// `number::digits_value` gives each.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -792,33 +818,27 @@ mod wide {
         let scales: &[f64; 4] = p.scales[at..at + 4].try_into().expect("4 scales");
         // SAFETY: an unaligned load of 4 values.
         let scale = unsafe { _mm256_loadu_pd(scales.as_ptr()) };
-        scaled(sums(p, at), scale, load128(&p.signs, at), at, got)
+        let out = (&mut got[at..at + 4]).try_into().expect("4 values");
+        scaled(sums(p, at), scale, load128(&p.signs, at), out)
     }
 
     /// The 4 integers `m`, each scaled (see [`Pending`]) and given its sign (an `f32`'s bit), into
-    /// `got[at..at + 4]`; which is the first `f32` past 2^24, 32 if none is (see [`convert`]).
+    /// `out`; which is the first `f32` past 2^24, 32 if none is (see [`convert`]).
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn scaled<T: Element>(
-        m: __m128i,
-        scale: __m256d,
-        signs: __m128i,
-        at: usize,
-        got: &mut [T; BLOCK / 2],
-    ) -> usize {
-        let got: &mut dyn Any = got;
-        if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+    fn scaled<T: Element>(m: __m128i, scale: __m256d, signs: __m128i, out: &mut [T; 4]) -> usize {
+        let out: &mut dyn Any = out;
+        if let Some(out) = out.downcast_mut::<[f32; 4]>() {
             let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale));
             let v = _mm_or_si128(_mm_castps_si128(v), signs);
-            store128(got, at, v);
+            store128(out, 0, v);
             return past_f32(m);
-        } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+        } else if let Some(out) = out.downcast_mut::<[f64; 4]>() {
             let v = _mm256_div_pd(_mm256_cvtepi32_pd(m), scale);
             let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
             let v = _mm256_or_si256(_mm256_castpd_si256(v), signs);
-            // SAFETY: an unaligned store of 4 values, `at + 4 <= 32` (`at` a multiple of 4
-            // below 32).
-            unsafe { _mm256_storeu_si256(got[at..at + 4].as_mut_ptr().cast(), v) };
+            // SAFETY: an unaligned store of 4 values.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) };
         }
         BLOCK / 2
     }
@@ -973,14 +993,15 @@ mod tests {
             let mut line = Vec::new();
             // Mostly one shape per line (as data is), with others mixed in.
             let main_shape = next(11);
-            // The decimals of this line's numbers of one shape.
+            // The decimals of this line's numbers of one shape; whether it has signs.
             let alike = 1 + next(6);
+            let signs = next(4) != 0;
             for _ in 0..next(90) {
                 let shape = if next(10) < 8 { main_shape } else { next(14) };
                 let digits = |n: u64, next: &mut dyn FnMut(u64) -> u64| {
                     (0..n).map(|_| b'0' + next(10) as u8).collect::<Vec<u8>>()
                 };
-                if next(3) == 0 {
+                if signs && next(3) == 0 {
                     line.push(b'-');
                 }
                 let token: Vec<u8> = match shape {
@@ -1018,6 +1039,15 @@ mod tests {
             read_both::<f32>(&line, 100);
             read_both::<f64>(&line, 100);
         }
+        // Blocks of 32 one-byte numbers (each group of four full, the last one too), one of
+        // them not `0`.
+        for at in 0..32 {
+            let mut line = b"0 ".repeat(40);
+            line[2 * at] = b'7';
+            let (_, count, values) = read_both::<f32>(&line, 100);
+            assert_eq!((count, values[at]), (40, 7.0), "{at}");
+            read_both::<f64>(&line, 100);
+        }
         // Values at the edge of `f32`'s exact integers, in every slot of a group of four.
         for at in 0..5 {
             let mut line = b" 1.5".repeat(at);
@@ -1034,21 +1064,34 @@ mod tests {
         }
     }
 
-    /// Blocks whose numbers all have one shape (each count of decimals, with and without a
-    /// sign, 1 to 8 digits) are found as such and read as one at a time; blocks with anything
-    /// else among their numbers are not.
+    /// Blocks whose numbers all have one shape (integers, or each count of decimals; with and
+    /// without a sign, 1 to 7 digits) are found as such and read as one at a time; blocks with
+    /// anything else among their numbers are not.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn blocks_of_one_shape_are_found() {
-        let shape = |before: u8, text: &str| {
+        /// The shape `wide::same_shape` finds in a block of `text` after the byte `before`.
+        fn shape<const DOTS: bool>(before: u8, text: &str) -> Option<usize> {
             let mut w = [b'\n'; BEFORE + SPAN];
             w[BEFORE - 1] = before;
             w[BEFORE..BEFORE + text.len()].copy_from_slice(text.as_bytes());
             let c = classify_scalar(block_of(&w)[..BLOCK].try_into().unwrap());
             let n = numbers(&c);
-            wide::same_decimals(&w, &c, n.starts, n.lasts)
-        };
-        for d in 1..=7 {
+            wide::same_shape::<DOTS>(&w, &c, n.starts, n.lasts)
+        }
+        /// `text`'s numbers as both readers read them (`read_both` compares) and as
+        /// `parse_number` does, bit for bit.
+        fn read_as_parse_number(text: &str) {
+            let want: Vec<f64> = text
+                .split_whitespace()
+                .map(|t| crate::number::parse_number(t.as_bytes(), 0).unwrap().0)
+                .collect();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let (_, count, got) = read_both::<f64>(text.as_bytes(), 100);
+            assert_eq!((count, bits(&got)), (want.len(), bits(&want)), "{text}");
+            assert_eq!(read_both::<f32>(text.as_bytes(), 100).1, want.len());
+        }
+        for d in 1..=6 {
             for int in 1..=7 - d {
                 let number = |sign: &str| format!("{sign}{}.{}", "9".repeat(int), "1".repeat(d));
                 let mut text = format!("{} {}\t{}", number(""), number("-"), number("-"));
@@ -1056,24 +1099,17 @@ mod tests {
                     text = format!("{text} {}", number(["", "-"][text.len() % 2]));
                 }
                 text.push(' ');
-                assert_eq!(shape(b' ', &text), Some(d), "{text}");
-                // The line's numbers as one at a time reads them (`read_both` compares).
-                let want: Vec<f64> = text
-                    .split_whitespace()
-                    .map(|t| {
-                        crate::number::parse_number::<f64>(t.as_bytes(), 0)
-                            .unwrap()
-                            .0
-                    })
-                    .collect();
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                let (_, count, got) = read_both::<f64>(text.as_bytes(), 100);
-                assert_eq!((count, bits(&got)), (want.len(), bits(&want)), "{text}");
-                assert_eq!(read_both::<f32>(text.as_bytes(), 100).1, want.len());
+                assert_eq!(shape::<true>(b' ', &text), Some(d), "{text}");
+                read_as_parse_number(&text);
                 // A digit before the block (one of its numbers would start there).
-                assert_eq!(shape(b'5', &text), None, "{text}");
+                assert_eq!(shape::<true>(b'5', &text), None, "{text}");
             }
         }
+        let pixels = "0 0 255 0 7 -0 0 -12 1234567 0 00 99 0 1 ";
+        assert_eq!(shape::<false>(b' ', pixels), Some(0));
+        read_as_parse_number(pixels);
+        assert_eq!(shape::<false>(b'1', pixels), None);
+        assert_eq!(shape::<false>(b' ', "0 12345678 0 "), None);
         for other in [
             "0.5 0.25 ",
             "0.5 7 0.5 ",
@@ -1085,7 +1121,7 @@ mod tests {
             "1.5 -2 ",
             "7 8 ",
         ] {
-            assert_eq!(shape(b' ', other), None, "{other}");
+            assert_eq!(shape::<true>(b' ', other), None, "{other}");
         }
     }
 
