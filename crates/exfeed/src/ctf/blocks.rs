@@ -25,8 +25,8 @@
 //! block (checked on its masks at once: `wide::same_shape`) skips the per-number work on
 //! shapes: each number's digits are loaded from the 9 bytes that end at its last one, four
 //! numbers at a time, one shuffle takes out their `.`s, the bytes before each number are
-//! masked off, and one scale makes the values; the signs come from the masks too (a carry
-//! past each `-` runs to its number's end). Lone `0`s of integers are skipped as before.
+//! masked off, and one scale makes the values; a `-` as the last of those bytes is a sign.
+//! Lone `0`s of integers are skipped as before.
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
@@ -654,11 +654,6 @@ mod wide {
         decimals: usize,
         got: &mut [T; BLOCK / 2],
     ) -> (usize, Option<usize>) {
-        // The last bytes of the numbers with a `-`: a carry added past each `-` runs through
-        // its number's bytes to the separator after it.
-        let ended = u64::MAX >> lasts.leading_zeros();
-        let body = (c.digit | c.dot) & ended;
-        let negative = body.wrapping_add((c.minus & ended) << 1) & lasts << 1;
         let scale = match T::PRECISION {
             Precision::Float => INV_POW10_F64[decimals & 7],
             Precision::Double => POW10_F64[decimals & 7],
@@ -673,21 +668,16 @@ mod wide {
         };
         for at in (0..left.count_ones() as usize).step_by(4) {
             let mut four = [0; 4];
-            let mut signs = [0; 4];
             for k in 0..4 {
                 // Past the last number, the group's first once more (its value to its place).
-                let last = match left {
+                four[k] = match left {
                     0 => four[0],
                     _ => left.trailing_zeros() as usize,
                 };
-                four[k] = last;
-                signs[k] = ((negative >> last >> 1) as i32) << 31;
                 left &= left.wrapping_sub(1);
             }
             // SAFETY: as in `classify`.
-            let m = unsafe { window_sums(w, four, decimals) };
-            // SAFETY: as in `classify`.
-            let signs = unsafe { _mm_setr_epi32(signs[0], signs[1], signs[2], signs[3]) };
+            let (m, signs) = unsafe { window_sums(w, four, decimals) };
             // (At most 7 digits: no `f32` past 2^24.)
             if DOTS {
                 let out = (&mut got[at..at + 4]).try_into().expect("4 values");
@@ -731,7 +721,7 @@ mod wide {
     /// `number::digits_value` gives each.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn window_sums(w: &Window, lasts: [usize; 4], decimals: usize) -> __m128i {
+    fn window_sums(w: &Window, lasts: [usize; 4], decimals: usize) -> (__m128i, __m128i) {
         let shuffle: &[u8; 16] = &SHUFFLES[decimals & 7];
         // SAFETY: an unaligned load of 16 bytes.
         let shuffle = unsafe { _mm_loadu_si128(shuffle.as_ptr().cast()) };
@@ -756,7 +746,19 @@ mod wide {
         let digits = _mm256_andnot_si256(before, v);
         // The 128-bit halves' `[a, c, a, c]` and `[b, d, b, d]` to `[a, b, c, d]`.
         let order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
-        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(eight_digit_sums(digits), order))
+        let sums = _mm256_permutevar8x32_epi32(eight_digit_sums(digits), order);
+        // A number's sign: its last non-digit byte (at most 7 digits: in the window) a `-`.
+        let last_before = _mm256_andnot_si256(_mm256_srli_epi64::<8>(before), before);
+        let minus = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'-'.wrapping_sub(b'0') as i8));
+        let positive =
+            _mm256_cmpeq_epi64(_mm256_and_si256(minus, last_before), _mm256_setzero_si256());
+        // The 64-bit lanes `[a, c, b, d]`'s high halves (the sign bit of an `f32`'s) in order.
+        let order = _mm256_setr_epi32(1, 5, 3, 7, 0, 0, 0, 0);
+        let signs = _mm256_andnot_si256(
+            _mm256_permutevar8x32_epi32(positive, order),
+            _mm256_set1_epi32(i32::MIN),
+        );
+        (_mm256_castsi256_si128(sums), _mm256_castsi256_si128(signs))
     }
 
     /// The 16 bytes from 8 before the byte `a` of the block of `w`, and those from 8 before
