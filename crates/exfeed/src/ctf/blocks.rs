@@ -243,9 +243,9 @@ struct Numbers {
     /// number's start or not before a digit (what follows the last byte is not known: a number
     /// starting there is read from the next block), or a `.` not after a digit.
     bad: u64,
-    /// The first byte of each number before it.
+    /// The first byte of each number before `bad`'s first.
     starts: u64,
-    /// The last byte of each number before it followed by a separator (within the block).
+    /// The last byte of each of those followed by a separator (within the block).
     lasts: u64,
 }
 
@@ -625,7 +625,7 @@ mod wide {
         let four = two & two >> 2;
         let eight = four & four >> 4;
         if !DOTS {
-            // (A block without a `.`.)
+            // Integers (the block has no `.`): none of 8 digits.
             return (eight == 0).then_some(0);
         }
         let dots = c.dot & ended;
@@ -637,6 +637,7 @@ mod wide {
         ((1..=6).contains(&d)
             && dots == lasts >> d
             && after_dots == lasts << 1
+            // None of 8 digits and a `.`.
             && eight & body >> 8 == 0)
             .then_some(d as usize)
     }
