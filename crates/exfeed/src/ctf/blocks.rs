@@ -19,6 +19,14 @@
 //! and its numbers are converted four at a time: the scalar loop checks each one and places
 //! its digits as one word, then vectors sum and scale four words at once, each lane by the same
 //! operations as [`number`], so to the same bits (tests compare both builds of the loop).
+//!
+//! Most blocks are of one shape: printed floats (`-0.123456 4.567890`) have their `.` as many
+//! bytes before their end, pixel data is integers; all of at most 7 digits. With AVX2 such a
+//! block (checked on its masks at once: `wide::same_shape`) skips the per-number work on
+//! shapes: each number's digits are loaded from the 9 bytes that end at its last one, four
+//! numbers at a time, one shuffle takes out their `.`s, the bytes before each number are
+//! masked off, and one scale makes the values; a `-` as the last of those bytes is a sign.
+//! Lone `0`s of integers are skipped as before.
 
 use crate::batch::StreamData;
 use crate::element::{Element, Precision};
@@ -29,6 +37,17 @@ use crate::number::{digits_value, fast, short_f32, without_dot};
 /// Bytes a block covers; the loads of its last number's digits read up to 8 bytes past it.
 const BLOCK: usize = 64;
 const SPAN: usize = BLOCK + 8;
+/// Bytes read before a block too (by loads of the 9 bytes that end at a number's last one).
+const BEFORE: usize = 8;
+
+/// A block's bytes with those around it: `BEFORE` bytes, then the `SPAN` from the block's start.
+type Window = [u8; BEFORE + SPAN];
+
+/// The bytes of `w` from its block's start.
+#[inline(always)]
+fn block_of(w: &Window) -> &[u8; SPAN] {
+    w[BEFORE..].try_into().unwrap_or(&[0; SPAN])
+}
 
 /// The bytes of a block by class, bit `k` for byte `k`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -218,6 +237,34 @@ fn block_integers<T: Element>(
     (lasts.count_ones() as usize, None)
 }
 
+/// Where a block's numbers are, by [`numbers`].
+struct Numbers {
+    /// The first byte the block cannot take: not numeric or a separator, a `-` not at a
+    /// number's start or not before a digit (what follows the last byte is not known: a number
+    /// starting there is read from the next block), or a `.` not after a digit.
+    bad: u64,
+    /// The first byte of each number before `bad`'s first.
+    starts: u64,
+    /// The last byte of each of those followed by a separator (within the block).
+    lasts: u64,
+}
+
+/// Where the numbers of a block classified as `c` are.
+#[inline(always)]
+fn numbers(c: &Classes) -> Numbers {
+    let numeric = c.digit | c.minus | c.dot;
+    let starts = numeric & !(numeric << 1);
+    let bad = !(numeric | c.separator)
+        | (c.minus & !(starts & (c.digit >> 1)) & !(1 << 63))
+        | (c.dot & !(c.digit << 1));
+    let before_bad = bad.wrapping_sub(1) & !bad;
+    Numbers {
+        bad,
+        starts: starts & before_bad,
+        lasts: numeric & before_bad & (c.separator >> 1),
+    }
+}
+
 /// Takes out of `starts` the numbers read: those that start up to the last one's end.
 #[inline(always)]
 fn read_past(starts: &mut u64, lasts: u64) {
@@ -234,7 +281,7 @@ trait BlockReader {
     /// [`block_numbers`]'s work (`DOTS`), or [`block_integers`]'s, to its results.
     fn numbers<T: Element, const DOTS: bool>(
         &mut self,
-        b: &[u8; SPAN],
+        w: &Window,
         c: &Classes,
         starts: &mut u64,
         lasts: u64,
@@ -254,16 +301,16 @@ impl BlockReader for OneAtATime {
     #[inline(always)]
     fn numbers<T: Element, const DOTS: bool>(
         &mut self,
-        b: &[u8; SPAN],
+        w: &Window,
         c: &Classes,
         starts: &mut u64,
         lasts: u64,
         got: &mut [T; BLOCK / 2],
     ) -> (usize, Option<usize>) {
         if DOTS {
-            block_numbers(b, c, starts, lasts, got)
+            block_numbers(block_of(w), c, starts, lasts, got)
         } else {
-            block_integers(b, c, starts, lasts, got)
+            block_integers(block_of(w), c, starts, lasts, got)
         }
     }
 }
@@ -300,43 +347,42 @@ fn read_blocks<T: Element>(
     stream: &mut StreamData<T>,
     reader: &mut impl BlockReader,
 ) -> usize {
-    let mut tail;
+    let mut copy;
     loop {
-        let b: &[u8; SPAN] = match line.get(i..i + SPAN) {
-            Some(b) => b.try_into().unwrap_or(&[0; SPAN]),
+        let window = i
+            .checked_sub(BEFORE)
+            .and_then(|from| line.get(from..i + SPAN));
+        let w: &Window = match window {
+            Some(w) => w.try_into().unwrap_or(&[0; BEFORE + SPAN]),
             None => {
-                // The line's last bytes, a newline after them (where the block stops).
+                // The line's first or last bytes, newlines around them (where the block stops).
                 let rest = line.get(i..).unwrap_or_default();
                 if rest.is_empty() {
                     return i;
                 }
-                tail = [b'\n'; SPAN];
-                tail[..rest.len()].copy_from_slice(rest);
-                &tail
+                copy = [b'\n'; BEFORE + SPAN];
+                let before = line.get(i.saturating_sub(BEFORE)..i).unwrap_or_default();
+                copy[BEFORE - before.len()..BEFORE].copy_from_slice(before);
+                let rest = &rest[..rest.len().min(SPAN)];
+                copy[BEFORE..BEFORE + rest.len()].copy_from_slice(rest);
+                &copy
             }
         };
+        let b = block_of(w);
         let c = reader.classify(b[..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
-        let numeric = c.digit | c.minus | c.dot;
-        let starts = numeric & !(numeric << 1);
-        // The first byte the block cannot take: not numeric or a separator, a `-` not at a
-        // number's start or not before a digit (what follows the last byte is not known: a
-        // number starting there is read from the next block), or a `.` not after a digit.
-        let bad = !(numeric | c.separator)
-            | (c.minus & !(starts & (c.digit >> 1)) & !(1 << 63))
-            | (c.dot & !(c.digit << 1));
-        let before_bad = bad.wrapping_sub(1) & !bad;
-        let numeric = numeric & before_bad;
-        let mut starts = starts & before_bad;
-        // The last byte of each number followed by a separator (within the block).
-        let lasts = numeric & (c.separator >> 1);
+        let Numbers {
+            bad,
+            mut starts,
+            lasts,
+        } = numbers(&c);
         // A 64-byte block holds at most 32 numbers (each followed by a separator): their values
         // are written in place past the stream's (zeros at first), those within `dim` kept.
         // (Integers alone, as pixel data, skip the work of finding a `.`.)
         let got = stream.dense_block::<{ BLOCK / 2 }>();
         let (n, stop) = if c.dot == 0 {
-            reader.numbers::<T, false>(b, &c, &mut starts, lasts, got)
+            reader.numbers::<T, false>(w, &c, &mut starts, lasts, got)
         } else {
-            reader.numbers::<T, true>(b, &c, &mut starts, lasts, got)
+            reader.numbers::<T, true>(w, &c, &mut starts, lasts, got)
         };
         stream.keep_dense_block::<{ BLOCK / 2 }>(dim.saturating_sub(*count).min(n));
         *count += n;
@@ -432,16 +478,16 @@ mod wide {
         #[inline(always)]
         fn numbers<T: Element, const DOTS: bool>(
             &mut self,
-            b: &[u8; SPAN],
+            w: &Window,
             c: &Classes,
             starts: &mut u64,
             lasts: u64,
             got: &mut [T; BLOCK / 2],
         ) -> (usize, Option<usize>) {
-            if DOTS {
-                self.decimals(b, c, starts, lasts, got)
-            } else {
-                self.integers(b, c, starts, lasts, got)
+            match same_shape::<DOTS>(w, c, *starts, lasts) {
+                Some(decimals) => alike::<T, DOTS>(w, c, starts, lasts, decimals, got),
+                None if DOTS => self.decimals(block_of(w), c, starts, lasts, got),
+                None => self.integers(block_of(w), c, starts, lasts, got),
             }
         }
     }
@@ -556,6 +602,180 @@ mod wide {
         }
     }
 
+    /// The decimals every number that ends in the block has, when they all have the same shape:
+    /// with `DOTS`, one `.` followed by `d` digits (1 to 6); without, integers (`d` 0); at most
+    /// 7 digits; and the block starts at a separator or at a number whose first byte follows a
+    /// non-digit (as `read_blocks` reads). Then the 9 bytes that end at a number's last one
+    /// hold all its digits and its `.`, at the same place in each, and no other number's digit
+    /// after a non-digit.
+    #[inline(always)]
+    pub(super) fn same_shape<const DOTS: bool>(
+        w: &Window,
+        c: &Classes,
+        starts: u64,
+        lasts: u64,
+    ) -> Option<usize> {
+        if lasts == 0 || starts & 1 != 0 && w[BEFORE - 1].is_ascii_digit() {
+            return None;
+        }
+        // The bytes up to the last number's end; eight of a number's bytes in a row there.
+        let ended = u64::MAX >> lasts.leading_zeros();
+        let body = (c.digit | c.dot) & ended;
+        let two = body & body >> 1;
+        let four = two & two >> 2;
+        let eight = four & four >> 4;
+        if !DOTS {
+            // Integers (the block has no `.`): none of 8 digits.
+            return (eight == 0).then_some(0);
+        }
+        let dots = c.dot & ended;
+        // The first number's decimals; then each `.` must be as many bytes before its
+        // number's end, with digits alone after it up to the separator: where a carry added
+        // past a `.` runs through the digits after it to stop.
+        let d = lasts.trailing_zeros().wrapping_sub(dots.trailing_zeros());
+        let after_dots = c.digit.wrapping_add(dots << 1) & !c.digit;
+        ((1..=6).contains(&d)
+            && dots == lasts >> d
+            && after_dots == lasts << 1
+            // None of 8 digits and a `.`.
+            && eight & body >> 8 == 0)
+            .then_some(d as usize)
+    }
+
+    /// [`block_numbers`] (`DOTS`) or [`block_integers`] for a block of numbers of one shape
+    /// (see [`same_shape`]): `decimals` for every number, each read from the 9 bytes that end
+    /// at its last one, four at a time with one shuffle that takes out their `.`s and one
+    /// scale; no work on a number's shape (its start, length or `.`) one by one.
+    #[inline(always)]
+    fn alike<T: Element, const DOTS: bool>(
+        w: &Window,
+        c: &Classes,
+        starts: &mut u64,
+        lasts: u64,
+        decimals: usize,
+        got: &mut [T; BLOCK / 2],
+    ) -> (usize, Option<usize>) {
+        let scale = match T::PRECISION {
+            Precision::Float => INV_POW10_F64[decimals & 7],
+            Precision::Double => POW10_F64[decimals & 7],
+        };
+        // SAFETY: as in `classify`.
+        let scale = unsafe { _mm256_set1_pd(scale) };
+        // Of integers, lone `0`s are the zeros `got` starts with (as in `block_integers`).
+        let mut left = if DOTS {
+            lasts
+        } else {
+            lasts & !(*starts & c.zero)
+        };
+        for at in (0..left.count_ones() as usize).step_by(4) {
+            let mut four = [0; 4];
+            for k in 0..4 {
+                // Past the last number, the group's first once more (its value to its place).
+                four[k] = match left {
+                    0 => four[0],
+                    _ => left.trailing_zeros() as usize,
+                };
+                left &= left.wrapping_sub(1);
+            }
+            // SAFETY: as in `classify`.
+            let (m, signs) = unsafe { window_sums(w, four, decimals) };
+            // (At most 7 digits: no `f32` past 2^24.)
+            if DOTS {
+                let out = (&mut got[at..at + 4]).try_into().expect("4 values");
+                // SAFETY: as in `classify`.
+                unsafe { scaled(m, scale, signs, out) };
+            } else {
+                let mut values = [T::default(); 4];
+                // SAFETY: as in `classify`.
+                unsafe { scaled(m, scale, signs, &mut values) };
+                // Each integer to its place among the block's numbers.
+                for (&last, value) in four.iter().zip(values) {
+                    got[(lasts & ((1 << last) - 1)).count_ones() as usize & (BLOCK / 2 - 1)] =
+                        value;
+                }
+            }
+        }
+        read_past(starts, lasts);
+        (lasts.count_ones() as usize, None)
+    }
+
+    /// For each count of decimals `d` (1 to 7), the shuffle that takes the 8 bytes other than
+    /// the `.` out of the 9 that end at a number's last one (bytes 0 to 8 of a load, the `.` at
+    /// `8 - d`; for integers, `d` 0, the first byte is dropped), first byte lowest, into the
+    /// low 8 bytes (the high 8 zero).
+    const SHUFFLES: [[u8; 16]; 8] = {
+        let mut all = [[0x80; 16]; 8];
+        let mut d = 0;
+        while d < 8 {
+            let mut k = 0;
+            while k < 8 {
+                all[d][k] = if k < 8 - d && d > 0 { k } else { k + 1 } as u8;
+                k += 1;
+            }
+            d += 1;
+        }
+        all
+    };
+
+    /// The values of the digits of the 4 numbers whose last bytes are at `lasts` in the block of
+    /// `w`, each with `decimals` after its `.` (see [`same_shape`]): what
+    /// `number::digits_value` gives each.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn window_sums(w: &Window, lasts: [usize; 4], decimals: usize) -> (__m128i, __m128i) {
+        let shuffle: &[u8; 16] = &SHUFFLES[decimals & 7];
+        // SAFETY: an unaligned load of 16 bytes.
+        let shuffle = unsafe { _mm_loadu_si128(shuffle.as_ptr().cast()) };
+        let low = _mm256_broadcastsi128_si256(shuffle);
+        // The first and second numbers' digits to the low 64 bits of each 128, the third and
+        // fourth's to the high.
+        let x = _mm256_or_si256(
+            _mm256_shuffle_epi8(two_windows(w, lasts[0], lasts[1]), low),
+            _mm256_shuffle_epi8(
+                two_windows(w, lasts[2], lasts[3]),
+                _mm256_shuffle_epi32::<0x4e>(low),
+            ),
+        );
+        let v = _mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8));
+        let digit = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(9)), v);
+        // The bytes before a number (its sign, a separator, another number): from the last
+        // non-digit below its digits down.
+        let mut before = _mm256_andnot_si256(digit, _mm256_set1_epi8(-1));
+        before = _mm256_or_si256(before, _mm256_srli_epi64::<8>(before));
+        before = _mm256_or_si256(before, _mm256_srli_epi64::<16>(before));
+        before = _mm256_or_si256(before, _mm256_srli_epi64::<32>(before));
+        let digits = _mm256_andnot_si256(before, v);
+        // The 128-bit halves' `[a, c, a, c]` and `[b, d, b, d]` to `[a, b, c, d]`.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
+        let sums = _mm256_permutevar8x32_epi32(eight_digit_sums(digits), order);
+        // A number's sign: its last non-digit byte (at most 7 digits: in the window) a `-`.
+        let last_before = _mm256_andnot_si256(_mm256_srli_epi64::<8>(before), before);
+        let minus = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'-'.wrapping_sub(b'0') as i8));
+        let positive =
+            _mm256_cmpeq_epi64(_mm256_and_si256(minus, last_before), _mm256_setzero_si256());
+        // The 64-bit lanes `[a, c, b, d]`'s high halves (the sign bit of an `f32`'s) in order.
+        let order = _mm256_setr_epi32(1, 5, 3, 7, 0, 0, 0, 0);
+        let signs = _mm256_andnot_si256(
+            _mm256_permutevar8x32_epi32(positive, order),
+            _mm256_set1_epi32(i32::MIN),
+        );
+        (_mm256_castsi256_si128(sums), _mm256_castsi256_si128(signs))
+    }
+
+    /// The 16 bytes from 8 before the byte `a` of the block of `w`, and those from 8 before
+    /// `b`, in a vector's 128-bit halves.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn two_windows(w: &Window, a: usize, b: usize) -> __m256i {
+        let load = |at: usize| -> __m128i {
+            let at = BEFORE + (at & (BLOCK - 1)) - 8;
+            let bytes: &[u8; 16] = w[at..at + 16].try_into().expect("16 bytes");
+            // SAFETY: an unaligned load of 16 bytes.
+            unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+        };
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(load(a)), load(b))
+    }
+
     /// [`super::classify`] 32 bytes at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -598,24 +818,30 @@ mod wide {
     #[target_feature(enable = "avx2")]
     #[inline]
     fn convert<T: Element>(p: &Pending, at: usize, got: &mut [T; BLOCK / 2]) -> usize {
-        let got: &mut dyn Any = got;
-        let m = sums(p, at);
         let scales: &[f64; 4] = p.scales[at..at + 4].try_into().expect("4 scales");
         // SAFETY: an unaligned load of 4 values.
         let scale = unsafe { _mm256_loadu_pd(scales.as_ptr()) };
-        let signs = load128(&p.signs, at);
-        if let Some(got) = got.downcast_mut::<[f32; BLOCK / 2]>() {
+        let out = (&mut got[at..at + 4]).try_into().expect("4 values");
+        scaled(sums(p, at), scale, load128(&p.signs, at), out)
+    }
+
+    /// The 4 integers `m`, each scaled (see [`Pending`]) and given its sign (an `f32`'s bit), into
+    /// `out`; which is the first `f32` past 2^24, 32 if none is (see [`convert`]).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn scaled<T: Element>(m: __m128i, scale: __m256d, signs: __m128i, out: &mut [T; 4]) -> usize {
+        let out: &mut dyn Any = out;
+        if let Some(out) = out.downcast_mut::<[f32; 4]>() {
             let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale));
             let v = _mm_or_si128(_mm_castps_si128(v), signs);
-            store128(got, at, v);
+            store128(out, 0, v);
             return past_f32(m);
-        } else if let Some(got) = got.downcast_mut::<[f64; BLOCK / 2]>() {
+        } else if let Some(out) = out.downcast_mut::<[f64; 4]>() {
             let v = _mm256_div_pd(_mm256_cvtepi32_pd(m), scale);
             let signs = _mm256_slli_epi64::<32>(_mm256_cvtepu32_epi64(signs));
             let v = _mm256_or_si256(_mm256_castpd_si256(v), signs);
-            // SAFETY: an unaligned store of 4 values, `at + 4 <= 32` (`at` a multiple of 4
-            // below 32).
-            unsafe { _mm256_storeu_si256(got[at..at + 4].as_mut_ptr().cast(), v) };
+            // SAFETY: an unaligned store of 4 values.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) };
         }
         BLOCK / 2
     }
@@ -769,13 +995,16 @@ mod tests {
         for _ in 0..3000 {
             let mut line = Vec::new();
             // Mostly one shape per line (as data is), with others mixed in.
-            let main_shape = next(9);
+            let main_shape = next(11);
+            // The decimals of this line's numbers of one shape; whether it has signs.
+            let alike = 1 + next(6);
+            let signs = next(4) != 0;
             for _ in 0..next(90) {
-                let shape = if next(10) < 8 { main_shape } else { next(12) };
+                let shape = if next(10) < 8 { main_shape } else { next(14) };
                 let digits = |n: u64, next: &mut dyn FnMut(u64) -> u64| {
                     (0..n).map(|_| b'0' + next(10) as u8).collect::<Vec<u8>>()
                 };
-                if next(3) == 0 {
+                if signs && next(3) == 0 {
                     line.push(b'-');
                 }
                 let token: Vec<u8> = match shape {
@@ -794,16 +1023,32 @@ mod tests {
                         t.extend(digits(6, &mut next));
                         t
                     }
-                    7 => digits(9 + next(3), &mut next),
-                    8 => b"1.5e3".to_vec(),
-                    9 => b"1.2.3".to_vec(),
-                    10 => b"16777217.".to_vec(),
+                    7 | 8 => {
+                        // Up to 8 digits: 7 at most are read by the block.
+                        let mut t = digits(1 + next(8 - alike), &mut next);
+                        t.push(b'.');
+                        t.extend(digits(alike, &mut next));
+                        t
+                    }
+                    9 => digits(9 + next(3), &mut next),
+                    10 => b"1.5e3".to_vec(),
+                    11 => b"1.2.3".to_vec(),
+                    12 => b"16777217.".to_vec(),
                     _ => b"|y".to_vec(),
                 };
                 line.extend(token);
                 line.push(if next(20) == 0 { b'\t' } else { b' ' });
             }
             read_both::<f32>(&line, 100);
+            read_both::<f64>(&line, 100);
+        }
+        // Blocks of 32 one-byte numbers (each group of four full, the last one too), one of
+        // them not `0`.
+        for at in 0..32 {
+            let mut line = b"0 ".repeat(40);
+            line[2 * at] = b'7';
+            let (_, count, values) = read_both::<f32>(&line, 100);
+            assert_eq!((count, values[at]), (40, 7.0), "{at}");
             read_both::<f64>(&line, 100);
         }
         // Values at the edge of `f32`'s exact integers, in every slot of a group of four.
@@ -819,6 +1064,67 @@ mod tests {
             let (to, count, _) = read_both::<f32>(&line, 100);
             assert_eq!((to, count), (4 * at + 13, 2 * at + 2));
             read_both::<f64>(&line, 100);
+        }
+    }
+
+    /// Blocks whose numbers all have one shape (integers, or each count of decimals; with and
+    /// without a sign, 1 to 7 digits) are found as such and read as one at a time; blocks with
+    /// anything else among their numbers are not.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn blocks_of_one_shape_are_found() {
+        /// The shape `wide::same_shape` finds in a block of `text` after the byte `before`.
+        fn shape<const DOTS: bool>(before: u8, text: &str) -> Option<usize> {
+            let mut w = [b'\n'; BEFORE + SPAN];
+            w[BEFORE - 1] = before;
+            w[BEFORE..BEFORE + text.len()].copy_from_slice(text.as_bytes());
+            let c = classify_scalar(block_of(&w)[..BLOCK].try_into().unwrap());
+            let n = numbers(&c);
+            wide::same_shape::<DOTS>(&w, &c, n.starts, n.lasts)
+        }
+        /// `text`'s numbers as both readers read them (`read_both` compares) and as
+        /// `parse_number` does, bit for bit.
+        fn read_as_parse_number(text: &str) {
+            let want: Vec<f64> = text
+                .split_whitespace()
+                .map(|t| crate::number::parse_number(t.as_bytes(), 0).unwrap().0)
+                .collect();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let (_, count, got) = read_both::<f64>(text.as_bytes(), 100);
+            assert_eq!((count, bits(&got)), (want.len(), bits(&want)), "{text}");
+            assert_eq!(read_both::<f32>(text.as_bytes(), 100).1, want.len());
+        }
+        for d in 1..=6 {
+            for int in 1..=7 - d {
+                let number = |sign: &str| format!("{sign}{}.{}", "9".repeat(int), "1".repeat(d));
+                let mut text = format!("{} {}\t{}", number(""), number("-"), number("-"));
+                while text.len() + int + d + 3 < BLOCK {
+                    text = format!("{text} {}", number(["", "-"][text.len() % 2]));
+                }
+                text.push(' ');
+                assert_eq!(shape::<true>(b' ', &text), Some(d), "{text}");
+                read_as_parse_number(&text);
+                // A digit before the block (one of its numbers would start there).
+                assert_eq!(shape::<true>(b'5', &text), None, "{text}");
+            }
+        }
+        let pixels = "0 0 255 0 7 -0 0 -12 1234567 0 00 99 0 1 ";
+        assert_eq!(shape::<false>(b' ', pixels), Some(0));
+        read_as_parse_number(pixels);
+        assert_eq!(shape::<false>(b'1', pixels), None);
+        assert_eq!(shape::<false>(b' ', "0 12345678 0 "), None);
+        for other in [
+            "0.5 0.25 ",
+            "0.5 7 0.5 ",
+            "1.5 1234567.8 1.5 ",
+            "12.345678 ",
+            "1.5 1.2.3 1.5 ",
+            "20. 1.5 ",
+            "1.5 2. ",
+            "1.5 -2 ",
+            "7 8 ",
+        ] {
+            assert_eq!(shape::<true>(b' ', other), None, "{other}");
         }
     }
 
