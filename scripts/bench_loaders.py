@@ -352,6 +352,10 @@ def warm(data: str, name: str) -> None:
         paths = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs] if os.path.isdir(path) else [path]
         for p in paths:
             with open(p, "rb", buffering=0) as f:
+                # Dropped from the page cache first, then read in order: every loader's files are
+                # cached the same way, as a first sequential read leaves them. (A file the jobs
+                # before left cached piecemeal read up to 1.2x slower here, the same bytes.)
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
                 while f.read(1 << 20):
                     pass
 
