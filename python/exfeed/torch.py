@@ -699,12 +699,8 @@ class Dataset(torch.utils.data.IterableDataset):
     def _unstarted(self, position: dict) -> dict:
         """The reader position of a partition that had not read yet: where its reader starts."""
         partition, partitions = position["partition"]
-        # threads=0: no reader threads in this process, which may fork DataLoader workers.
-        options = {**self.reader_options, "threads": 0}
-        with exfeed.Reader(
-            self.files, **self._size(), seed=self.seed + position["epoch"], max_sweeps=1,
-            num_workers=partitions, worker_rank=partition, **options,
-        ) as reader:
+        with self._counting_reader(seed=self.seed + position["epoch"], max_sweeps=1, num_workers=partitions,
+                                   worker_rank=partition) as reader:
             self._restore(reader, position)
             return reader.state_dict()
 
@@ -714,15 +710,19 @@ class Dataset(torch.utils.data.IterableDataset):
             return {"minibatch_sequences": self.batch_size}
         return {"minibatch_size": self.minibatch_size}
 
+    def _counting_reader(self, **options: Any) -> "exfeed.Reader":
+        """A reader of the data set opened in this process only to count or to position (its
+        sizes, a resumed quota, an unstarted partition's state): without reader threads
+        (threads=0), as this process may fork DataLoader workers."""
+        return exfeed.Reader(self.files, **self._size(), **{**self.reader_options, "threads": 0}, **options)
+
     def _length(self) -> tuple:
         resumed = self._resumed_length()
         if resumed is not None:
             return resumed
         if self._len is None:
             rank, world = self._ranks()
-            # threads=0: no reader threads in this process, which may fork DataLoader workers.
-            options = {**self.reader_options, "threads": 0}
-            with exfeed.Reader(self.files, **self._size(), seed=self.seed, **options) as reader:
+            with self._counting_reader(seed=self.seed) as reader:
                 total = reader.total_samples if self.batch_size is None else reader.total_sequences
             size = self.minibatch_size or self.batch_size
             if self._equalized(world):
@@ -741,11 +741,8 @@ class Dataset(torch.utils.data.IterableDataset):
                 or int(self._epochs[_SLOTS]) != resume["begun"][0]:
             return None
         if "len" not in resume:
-            # threads=0: no reader threads in this process, which may fork DataLoader workers.
-            options = {**self.reader_options, "threads": 0}
-            with exfeed.Reader(self.files, **self._size(), seed=self.seed + resume["epoch"], max_sweeps=1,
-                               num_workers=world, worker_rank=rank, equalize=world,
-                               equalize_mode=self.equalize_mode, **options) as reader:
+            with self._counting_reader(seed=self.seed + resume["epoch"], max_sweeps=1, num_workers=world,
+                                       worker_rank=rank, equalize=world, equalize_mode=self.equalize_mode) as reader:
                 reader.load_state_dict(resume["resumed_from"])
                 resume["len"] = (reader.sweep_quota, True)
         return resume["len"]
