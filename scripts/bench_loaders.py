@@ -12,11 +12,11 @@ Each loader runs in a fresh process: EPOCHS shuffled epochs of minibatches of BA
 torch tensors, through torch.utils.data.DataLoader with num_workers 0 and 2 (exfeed's, LitData's
 and WebDataset's own loader classes where they have one). Each loader's modules are imported
 before the clock starts (their import time is reported apart); it reports samples/s over all
-epochs from creating the loader (its files read once before, so that every loader reads from the
-page cache), the time to make the loader (the dataset and DataLoader
-objects), the time from the start of the first epoch's iteration to its first minibatch, and
-peak RSS (the main process, and the largest worker). Preparation time is what it took to write the loader's format from the
-NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
+epochs from creating the loader (its files dropped from the page cache and read back in order
+before, so that every loader reads from a cache in the same state), the time to make the loader
+(the dataset and DataLoader objects), the time from the start of the first epoch's iteration to
+its first minibatch, and peak RSS (the main process, and the largest worker). Preparation time
+is what it took to write the loader's format from the NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
 the 1 MiB chunks docs/pytorch.md recommends for exfeed.torch). Then, for the MNIST-like set,
 scripts/shuffle_quality.py puts each loader's default shuffle beside a full one."""
 
@@ -340,8 +340,8 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
                       "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
 
-# What each loader reads; read through once before its runs, so that every loader starts from the
-# page cache (otherwise whichever files the jobs before it left cached are fast).
+# What each loader reads; dropped from the page cache and read through once before its runs (warm),
+# so that every loader starts from a cache in the same state.
 FILES = {"memmap": ("x.npy", "y.npy", "offsets.npy"), "exfeed-cbf": ("data.cbf",), "exfeed-ctf": ("data.ctf",),
          **{name: (directory,) for name, directory in DIRECTORIES.items()}}
 
