@@ -835,13 +835,6 @@ impl<T: Element> Reader<T> {
         Ok(())
     }
 
-    /// With equalize, the minibatches to deliver in the current sweep: the quota of a fresh
-    /// sweep, or of the rest of a resumed one.
-    fn quota(&self) -> Option<u64> {
-        let resumed = self.resumed_quotas.iter().find(|(s, _)| *s == self.sweep);
-        (self.opts.equalize).map(|q| resumed.map_or(q, |&(_, rest)| rest))
-    }
-
     /// The chunks as the plans of resumed sweeps count them: the source's, or, where its chunks
     /// are byte ranges whose counts are estimates, the sequences each decodes to (what the old
     /// workers' windows held). Those are counted once, decoding every chunk on the reader's
@@ -1125,7 +1118,7 @@ impl<T: Element> Reader<T> {
             return Ok(false);
         }
         // The samples this minibatch may take, and the sequences.
-        let quota = self.quota();
+        let quota = self.sweep_quota();
         let (size_samples, sequences) = match (quota, self.opts.equalize_mode) {
             (Some(quota), EqualizeMode::Spread) => (usize::MAX, self.spread_share(quota)),
             _ => match size {
@@ -1358,7 +1351,8 @@ impl<T: Element> Reader<T> {
     /// With equalize, the minibatches this worker delivers in the current sweep: the options'
     /// quota, or in the rest of a sweep resumed on another count, its quota of the rest.
     pub fn sweep_quota(&self) -> Option<u64> {
-        self.quota()
+        let resumed = self.resumed_quotas.iter().find(|(s, _)| *s == self.sweep);
+        (self.opts.equalize).map(|q| resumed.map_or(q, |&(_, rest)| rest))
     }
 
     /// With equalize, the notes of the sweeps ended since the last call: what each repeated or
@@ -1427,7 +1421,7 @@ impl<T: Element> Reader<T> {
                 self.done = true;
                 return Ok(());
             }
-            if self.quota() == Some(0) {
+            if self.sweep_quota() == Some(0) {
                 // The rest of a resumed sweep gives this worker no minibatch (see `rest_quota`).
                 self.end_equalized_sweep(0);
                 continue;
