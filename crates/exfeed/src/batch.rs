@@ -295,14 +295,58 @@ impl<T: Element> StreamData<T> {
     /// sequences, with one bulk copy per buffer (no sample may be open).
     pub fn extend_from_sequences(&mut self, other: &StreamData<T>, seqs: Range<usize>) {
         debug_assert_eq!(self.open_dense_len_or_zero(), 0, "a sample is still open");
+        let samples = self.push_sequence_bounds(other, seqs);
+        self.extend_from_samples(other, samples);
+    }
+
+    /// Appends the boundaries of sequences `seqs` of `other` (after this stream's samples);
+    /// returns the samples of `other` they hold.
+    fn push_sequence_bounds(&mut self, other: &StreamData<T>, seqs: Range<usize>) -> Range<usize> {
         let first = other.seq_offsets[seqs.start];
         let base = self.num_samples();
-        self.extend_from_samples(other, first..other.seq_offsets[seqs.end]);
         self.seq_offsets.extend(
             other.seq_offsets[seqs.start + 1..=seqs.end]
                 .iter()
                 .map(|&o| o - first + base),
         );
+        first..other.seq_offsets[seqs.end]
+    }
+
+    /// Dense: appends sequences `seqs` of `other` (same dim) as finished sequences but for
+    /// their values, which it returns: the caller copies them into the room that
+    /// [`Self::dense_room`] makes, then calls [`Self::dense_room_written`]. Until then the
+    /// stream counts samples whose values are not there (`values` is shorter than
+    /// `samples * dim`).
+    pub(crate) fn extend_from_sequences_but_values<'o>(
+        &mut self,
+        other: &'o StreamData<T>,
+        seqs: Range<usize>,
+    ) -> &'o [T] {
+        debug_assert_eq!((self.storage, self.dim), (Storage::Dense, other.dim));
+        let r = self.push_sequence_bounds(other, seqs);
+        self.dense_samples += r.len();
+        &other.values[r.start * self.dim..r.end * self.dim]
+    }
+
+    /// Dense: room for the values missing after [`Self::extend_from_sequences_but_values`]
+    /// (uninitialized, not zero-filled: a fill would be one more pass over the memory); where
+    /// it starts, just past the values. The pointer stays valid until the stream is changed.
+    pub(crate) fn dense_room(&mut self) -> *mut T {
+        let missing = self.dense_samples * self.dim - self.values.len();
+        self.values.reserve(missing);
+        self.values.spare_capacity_mut().as_mut_ptr().cast()
+    }
+
+    /// Dense: takes the room of [`Self::dense_room`] as the missing values.
+    ///
+    /// # Safety
+    /// All of the room's `samples * dim - values.len()` values must have been written.
+    pub(crate) unsafe fn dense_room_written(&mut self) {
+        let len = self.dense_samples * self.dim;
+        debug_assert!(len <= self.values.capacity());
+        // SAFETY: `dense_room` reserved up to `len`, and the caller wrote all the values up to
+        // it.
+        unsafe { self.values.set_len(len) }
     }
 
     /// Appends copies of samples `r` of `other`.
@@ -523,6 +567,27 @@ impl<T: Element> SequenceBatch<T> {
     pub fn push_sequences_from(&mut self, other: &SequenceBatch<T>, seqs: Range<usize>) {
         for (mine, theirs) in self.streams.iter_mut().zip(&other.streams) {
             mine.extend_from_sequences(theirs, seqs.clone());
+        }
+        self.keys.extend_from_slice(&other.keys[seqs]);
+    }
+
+    /// As [`SequenceBatch::push_sequences_from`], but for the values of the dense streams:
+    /// `values(stream, values)` is given those to copy (see
+    /// [`StreamData::extend_from_sequences_but_values`]).
+    pub(crate) fn push_sequences_but_dense_values<'o>(
+        &mut self,
+        other: &'o SequenceBatch<T>,
+        seqs: Range<usize>,
+        mut values: impl FnMut(usize, &'o [T]),
+    ) {
+        for (i, (mine, theirs)) in self.streams.iter_mut().zip(&other.streams).enumerate() {
+            match mine.storage {
+                Storage::Dense => values(
+                    i,
+                    mine.extend_from_sequences_but_values(theirs, seqs.clone()),
+                ),
+                Storage::Sparse => mine.extend_from_sequences(theirs, seqs.clone()),
+            }
         }
         self.keys.extend_from_slice(&other.keys[seqs]);
     }

@@ -7,7 +7,7 @@
 use super::cntk_order::{minibatch_budgets, CntkEpoch, CntkEpochSize, CntkRandomizer, CntkWindow};
 use super::engine::{check_frames, EpochLimit, ReaderOptions, Window};
 use super::minibatch::Minibatch;
-use super::packing::{copy_sequences, Entry, Loaded};
+use super::packing::{Entry, Loaded, Packer};
 use super::stats::{DecodeCounters, ReaderStats, WaitClock};
 use super::ChunkSource;
 use crate::batch::SequenceBatch;
@@ -43,6 +43,7 @@ pub(super) struct CntkDelivery<T: Element> {
     /// (sweep, place in its order) where [`CntkDelivery::decode_ahead`] stopped scanning.
     scanned: (u64, usize),
     pool: Option<rayon::ThreadPool>,
+    packer: Packer,
     prefetch_chunks: usize,
     /// Empty batches to decode into.
     spare: Vec<SequenceBatch<T>>,
@@ -128,6 +129,7 @@ impl<T: Element> CntkDelivery<T> {
             ahead: HashMap::new(),
             scanned: (0, 0),
             pool,
+            packer: Packer::default(),
             prefetch_chunks: opts.prefetch_chunks.max(1),
             spare: Vec::new(),
             done: false,
@@ -198,7 +200,9 @@ impl<T: Element> CntkDelivery<T> {
             while start < batch.sweeps.len() {
                 let sweep = batch.sweeps[start];
                 let end = start + batch.sweeps[start..].partition_point(|&s| s == sweep);
-                copy_sequences(&self.loaded, start..end, sweep, self.corpus, mb);
+                let (loaded, pool) = (&self.loaded, self.pool.as_ref());
+                self.packer
+                    .copy_sequences(loaded, start..end, sweep, self.corpus, mb, pool);
                 start = end;
             }
             mb.samples = self.loaded.order.iter().map(|e| e.samples).sum();

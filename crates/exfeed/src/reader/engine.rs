@@ -5,7 +5,7 @@ use super::elastic::{self, PlanInputs, Position, Resume};
 use super::madvise::prepare_batch;
 use super::minibatch::{Minibatch, MinibatchSize};
 use super::mix::{MixCount, SweepMix};
-use super::packing::{copy_sequences, Entry, Loaded};
+use super::packing::{Entry, Loaded, Packer};
 pub use super::plan::Window;
 use super::plan::{draw_window, shuffle_window, SweepPlan};
 use super::pool;
@@ -327,6 +327,7 @@ pub struct Reader<T: Element> {
     opts: ReaderOptions,
     defining: Option<usize>,
     pool: Option<rayon::ThreadPool>,
+    packer: Packer,
     plans: VecDeque<Arc<SweepPlan>>,
     // Consumer position.
     sweep: u64,
@@ -496,6 +497,7 @@ impl<T: Element> Reader<T> {
             specs,
             defining,
             pool,
+            packer: Packer::default(),
             plans: VecDeque::new(),
             sweep: 0,
             window: 0,
@@ -1166,7 +1168,9 @@ impl<T: Element> Reader<T> {
                 }
             }
             let corpus = self.corpus.is_some();
-            copy_sequences(loaded, start..end, self.sweep, corpus, mb);
+            let pool = self.pool.as_ref();
+            self.packer
+                .copy_sequences(loaded, start..end, self.sweep, corpus, mb, pool);
             if let (Some(plan), Some(mix)) = (mix_plan, self.source.mix()) {
                 let chunks = plan.window_chunks(self.window);
                 for e in &loaded.order[start..end] {

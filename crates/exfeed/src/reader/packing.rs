@@ -1,12 +1,16 @@
 //! Packing minibatches: a loaded window's sequences, in delivery order, copied into a
 //! [`Minibatch`]. Runs of consecutive sequences of one chunk (file order) are one bulk copy;
 //! in shuffled order the data of the sequences a few places ahead is prefetched into the cache
-//! ([`super::prefetch`]), as they are scattered over the window's chunks.
+//! ([`super::prefetch`]), as they are scattered over the window's chunks. With reader threads,
+//! the copy of a large minibatch's dense values is shared with one of them ([`Pieces`]).
 
 use super::minibatch::{Minibatch, SequenceInfo};
-use super::prefetch::{prefetch_boundaries, prefetch_sequence};
+use super::prefetch::{prefetch_boundaries, prefetch_sequence, prefetch_start};
 use crate::batch::SequenceBatch;
 use crate::element::Element;
+use crate::stream::Storage;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A window whose chunks are decoded: their batches and the order its sequences are delivered in.
 pub(super) struct Loaded<T> {
@@ -30,16 +34,102 @@ pub(super) struct Entry {
 /// How many sequences ahead of the one being copied are prefetched into the cache.
 const PREFETCH_AHEAD: usize = 8;
 
-/// Appends the sequences `range` of a loaded window's order to `mb`: runs of consecutive
-/// sequences of one chunk (file order) with one bulk copy each; in shuffled order, one sequence
-/// at a time with the data of those a few places ahead prefetched, as they are scattered over
-/// the window's chunks.
-pub(super) fn copy_sequences<T: Element>(
+/// Dense values of at least this many bytes are copied by the consumer's thread and one of the
+/// reader's threads together; fewer are not worth waking a thread for.
+pub(super) const SHARE_FROM_BYTES: usize = 64 << 10;
+
+/// The bytes of a piece of a shared copy (at least, but for the last; spans are cut to it).
+const PIECE_BYTES: usize = 32 << 10;
+
+/// Packs minibatches, sharing the copy of their dense values with the reader's threads.
+#[derive(Default)]
+pub(super) struct Packer {
+    /// The pieces of the last shared copy; a late helper task may still hold them.
+    pieces: Arc<Pieces>,
+}
+
+impl Packer {
+    /// Appends the sequences `range` of a loaded window's order to `mb`: runs of consecutive
+    /// sequences of one chunk (file order) with one bulk copy each; in shuffled order, one
+    /// sequence at a time with the data of those a few places ahead prefetched, as they are
+    /// scattered over the window's chunks. With a `pool`, the dense values of a large
+    /// minibatch are copied in pieces that this thread and a task on the pool take in turn.
+    pub(super) fn copy_sequences<T: Element>(
+        &mut self,
+        loaded: &Loaded<T>,
+        range: std::ops::Range<usize>,
+        sweep: u64,
+        corpus: bool,
+        mb: &mut Minibatch<T>,
+        pool: Option<&rayon::ThreadPool>,
+    ) {
+        let dense_dims: usize = (mb.data.streams().iter())
+            .filter(|s| s.storage() == Storage::Dense)
+            .map(|s| s.dim())
+            .sum();
+        let samples: usize = loaded.order[range.clone()].iter().map(|e| e.samples).sum();
+        let dense_bytes = samples
+            .saturating_mul(dense_dims)
+            .saturating_mul(std::mem::size_of::<T>());
+        // The last shared copy's task, if it has not run yet (its thread is busy decoding),
+        // still holds the pieces: then this thread copies alone.
+        let (Some(pool), Some(pieces), true) = (
+            pool,
+            Arc::get_mut(&mut self.pieces),
+            dense_bytes >= SHARE_FROM_BYTES,
+        ) else {
+            for_runs(loaded, range, sweep, corpus, mb, true, |mb, batch, seqs| {
+                mb.push_sequences_from(batch, seqs)
+            });
+            return;
+        };
+        pieces.clear(mb.data.streams().len());
+        for_runs(
+            loaded,
+            range,
+            sweep,
+            corpus,
+            mb,
+            false,
+            |mb, batch, seqs| {
+                mb.push_sequences_but_dense_values(batch, seqs, |stream, values| {
+                    pieces.add(stream, values)
+                })
+            },
+        );
+        pieces.end_piece();
+        for (i, room) in pieces.rooms.iter_mut().enumerate() {
+            if room.bytes > 0 {
+                room.start = mb.data.stream_mut(i).dense_room().cast();
+            }
+        }
+        let helper = self.pieces.clone();
+        pool.spawn(move || helper.take());
+        let abort = AbortOnUnwind;
+        self.pieces.take();
+        self.pieces.wait();
+        std::mem::forget(abort);
+        for (i, room) in self.pieces.rooms.iter().enumerate() {
+            if room.bytes > 0 {
+                // SAFETY: every piece is copied (`wait`), and the pieces cover the stream's
+                // room: the spans `add` appended, one after another from its start.
+                unsafe { mb.data.stream_mut(i).dense_room_written() }
+            }
+        }
+    }
+}
+
+/// Appends the sequences `range` of `loaded`'s order to `mb` (their infos), copying each run
+/// of consecutive sequences of one chunk with `copy`; prefetches ahead in shuffled order (the
+/// data of the dense streams too, if `dense`).
+fn for_runs<T: Element>(
     loaded: &Loaded<T>,
     range: std::ops::Range<usize>,
     sweep: u64,
     corpus: bool,
     mb: &mut Minibatch<T>,
+    dense: bool,
+    mut copy: impl FnMut(&mut SequenceBatch<T>, &SequenceBatch<T>, std::ops::Range<usize>),
 ) {
     let order = &loaded.order;
     let mut i = range.start;
@@ -59,12 +149,13 @@ pub(super) fn copy_sequences<T: Element>(
                 prefetch_boundaries(&loaded.batches[far.chunk as usize], far.seq as usize);
             }
             if let Some(ahead) = order.get(i + PREFETCH_AHEAD) {
-                prefetch_sequence(&loaded.batches[ahead.chunk as usize], ahead.seq as usize);
+                let batch = &loaded.batches[ahead.chunk as usize];
+                prefetch_sequence(batch, ahead.seq as usize, dense);
             }
         }
         let batch = &loaded.batches[first.chunk as usize];
         let seqs = first.seq as usize..order[j - 1].seq as usize + 1;
-        mb.data.push_sequences_from(batch, seqs.clone());
+        copy(&mut mb.data, batch, seqs.clone());
         mb.sequences.extend(
             batch.keys()[seqs]
                 .iter()
@@ -77,5 +168,146 @@ pub(super) fn copy_sequences<T: Element>(
                 }),
         );
         i = j;
+    }
+}
+
+/// The dense copies of a minibatch, in pieces that the consumer's thread and a task on the
+/// reader's pool take in turn (`next`): a thread copies only the pieces it takes, so a task
+/// that runs late, once all are taken, touches no memory of the batches or the minibatch. The
+/// consumer waits only for pieces in progress (`done`), never for a piece no one has begun.
+#[derive(Default)]
+pub(super) struct Pieces {
+    /// The copies, piece after piece.
+    spans: Vec<Span>,
+    /// Where each piece's spans end in `spans`.
+    ends: Vec<usize>,
+    /// The bytes of the open (last) piece so far.
+    open: usize,
+    /// Per stream of the minibatch, its room for the values.
+    rooms: Vec<Room>,
+    /// The next piece to take (past the last: none left).
+    next: AtomicUsize,
+    /// The pieces copied.
+    done: AtomicUsize,
+}
+
+/// A copy of `bytes` from `src` to `at` bytes into stream `stream`'s room.
+struct Span {
+    src: *const u8,
+    stream: usize,
+    at: usize,
+    bytes: usize,
+}
+
+/// A dense stream's room for the values of the minibatch's new samples.
+struct Room {
+    /// The bytes its spans take so far.
+    bytes: usize,
+    /// Where it starts (once made).
+    start: *mut u8,
+}
+
+// SAFETY: the pointers are those of the window's batches (read) and of the minibatch's rooms
+// (written, each byte by one span). A thread dereferences them only for a piece it took with
+// `next` below the count of pieces, and the consumer's thread, which holds the batches and the
+// minibatch borrowed throughout, returns only when every piece taken is copied (`wait`); a new
+// copy resets `next` only with the `Arc` to itself (`Arc::get_mut`).
+unsafe impl Send for Pieces {}
+// SAFETY: as for `Send`; shared, the pieces are only read, but for the atomics.
+unsafe impl Sync for Pieces {}
+
+impl Pieces {
+    /// Empty, for a minibatch of `streams` streams.
+    fn clear(&mut self, streams: usize) {
+        self.spans.clear();
+        self.ends.clear();
+        self.open = 0;
+        self.rooms.clear();
+        self.rooms.resize_with(streams, || Room {
+            bytes: 0,
+            start: std::ptr::null_mut(),
+        });
+        *self.next.get_mut() = 0;
+        *self.done.get_mut() = 0;
+    }
+
+    /// Appends the copy of `values` to the room of stream `stream`, in pieces of
+    /// [`PIECE_BYTES`].
+    fn add<T>(&mut self, stream: usize, values: &[T]) {
+        let src: *const u8 = values.as_ptr().cast();
+        let bytes = std::mem::size_of_val(values);
+        let mut done = 0;
+        while done < bytes {
+            let n = (bytes - done).min(PIECE_BYTES - self.open);
+            let room = &mut self.rooms[stream];
+            self.spans.push(Span {
+                src: src.wrapping_add(done),
+                stream,
+                at: room.bytes,
+                bytes: n,
+            });
+            room.bytes += n;
+            done += n;
+            self.open += n;
+            if self.open == PIECE_BYTES {
+                self.end_piece();
+            }
+        }
+    }
+
+    /// Ends the open piece, if it has any bytes.
+    fn end_piece(&mut self) {
+        if self.ends.last().copied().unwrap_or(0) < self.spans.len() {
+            self.ends.push(self.spans.len());
+        }
+        self.open = 0;
+    }
+
+    /// Takes pieces and copies them, until none is left.
+    fn take(&self) {
+        loop {
+            let p = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&end) = self.ends.get(p) else {
+                return;
+            };
+            let start = p.checked_sub(1).map_or(0, |q| self.ends[q]);
+            for (k, span) in self.spans[start..end].iter().enumerate() {
+                if let Some(ahead) = self.spans.get(start + k + PREFETCH_AHEAD) {
+                    prefetch_start(ahead.src.cast(), ahead.bytes);
+                }
+                let dst = self.rooms[span.stream].start.wrapping_add(span.at);
+                // SAFETY: piece `p` is this thread's alone (`next`); its spans read the
+                // window's batches and write their own bytes of a stream's room (reserved by
+                // `dense_room`), which the consumer's thread keeps alive and untouched until
+                // every piece is done (see `Send`).
+                unsafe { std::ptr::copy_nonoverlapping(span.src, dst, span.bytes) };
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Waits until every piece is copied: only for those in progress on another thread, as
+    /// this one has taken the rest (`take`).
+    fn wait(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.ends.len() {
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Aborts the process if dropped: held while the reader's thread may write into the minibatch,
+/// so that a panic there cannot hand the minibatch back (to be freed) under that write. (A
+/// panic on the pool's thread aborts by itself: the pool has no panic handler.)
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        std::process::abort();
     }
 }

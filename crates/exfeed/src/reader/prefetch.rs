@@ -33,12 +33,14 @@ fn prefetch_line(p: *const i8) {
     let _ = p;
 }
 
-/// Asks the CPU to start loading sequence `seq`'s data (up to 1 KiB a stream) into the cache.
+/// Asks the CPU to start loading sequence `seq`'s data (up to 1 KiB a stream) into the cache:
+/// of every stream, or (`dense` false) of its sparse streams only.
 #[inline]
-pub(super) fn prefetch_sequence<T: Element>(batch: &SequenceBatch<T>, seq: usize) {
+pub(super) fn prefetch_sequence<T: Element>(batch: &SequenceBatch<T>, seq: usize, dense: bool) {
     for stream in batch.streams() {
         let r = stream.sequence_samples(seq);
         let values = match stream.storage() {
+            crate::stream::Storage::Dense if !dense => None,
             crate::stream::Storage::Dense => {
                 let d = stream.dim();
                 stream.values().get(r.start * d..r.end * d)
@@ -49,11 +51,15 @@ pub(super) fn prefetch_sequence<T: Element>(batch: &SequenceBatch<T>, seq: usize
             }
         };
         let Some(values) = values else { continue };
-        // The first KiB; the hardware prefetcher follows a longer sequential copy by itself.
-        let bytes = std::mem::size_of_val(values).min(1024);
-        let p = values.as_ptr().cast::<i8>();
-        for off in (0..bytes).step_by(64) {
-            prefetch_line(p.wrapping_add(off));
-        }
+        prefetch_start(values.as_ptr().cast(), std::mem::size_of_val(values));
+    }
+}
+
+/// Asks the CPU to start loading the first KiB (at most) of the `bytes` at `p`; the hardware
+/// prefetcher follows a longer sequential copy by itself.
+#[inline]
+pub(super) fn prefetch_start(p: *const i8, bytes: usize) {
+    for off in (0..bytes.min(1024)).step_by(64) {
+        prefetch_line(p.wrapping_add(off));
     }
 }

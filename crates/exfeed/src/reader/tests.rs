@@ -1,6 +1,7 @@
 //! Tests of the engine on in-memory sources.
 
 use super::elastic;
+use super::packing::SHARE_FROM_BYTES;
 use super::plan::SweepPlan;
 use super::*;
 use crate::error::ErrorKind;
@@ -2023,4 +2024,130 @@ fn equalized_states_resume_without_equalize_as_their_rest() {
     rest.sort_unstable();
     let expected: Vec<u64> = (0..90).filter(|k| !old.contains(k)).collect();
     assert_eq!(rest, expected, "the rest, each sequence once");
+}
+
+/// `n` sequences of lengths `len(k)` with two dense streams (`dim` and 3) around a sparse one;
+/// every value tells its sequence, sample and place.
+fn numbered_batch<T: Element>(
+    n: usize,
+    dim: usize,
+    len: impl Fn(usize) -> usize,
+) -> (Vec<StreamSpec>, SequenceBatch<T>) {
+    let specs = vec![
+        StreamSpec::new("big", Storage::Dense, dim),
+        StreamSpec::new("ids", Storage::Sparse, 10),
+        StreamSpec::new("small", Storage::Dense, 3),
+    ];
+    let mut b = SequenceBatch::new(&specs);
+    let value =
+        |k: usize, i: usize, j: usize| T::from_f64(((k * 1009 + i * 31 + j) % 65521) as f64);
+    for k in 0..n {
+        for i in 0..len(k) {
+            let big: Vec<T> = (0..dim).map(|j| value(k, i, j)).collect();
+            b.stream_mut(0).push_dense_sample(&big);
+            b.stream_mut(1)
+                .push_sparse_sample(&[(k % 10) as u32], &[value(k, i, 0)]);
+            b.stream_mut(2).push_dense_sample(&[value(k, i, 7); 3]);
+        }
+        b.finish_sequence(k as u64);
+    }
+    (specs, b)
+}
+
+/// Reads `batch` in chunks of `per_chunk` sequences with `threads` threads; every minibatch.
+fn all_minibatches<T: Element>(
+    specs: &[StreamSpec],
+    batch: &SequenceBatch<T>,
+    per_chunk: usize,
+    o: ReaderOptions,
+    size: MinibatchSize,
+) -> Vec<Minibatch<T>> {
+    let src = Arc::new(MemorySource::from_batch(specs.to_vec(), batch, per_chunk));
+    let mut r = Reader::new(src, o).unwrap();
+    let mut mb = r.new_minibatch();
+    let mut all = Vec::new();
+    while r.next_minibatch(size, &mut mb).unwrap() {
+        all.push(mb.clone());
+    }
+    all
+}
+
+/// Large dense minibatches, whose copy the consumer's thread shares with the reader's threads
+/// in pieces, hold exactly what the same reader delivers on one thread.
+#[test]
+fn shared_copies_deliver_what_one_thread_does() {
+    fn case<T: Element>(
+        name: &str,
+        (n, dim, per_chunk): (usize, usize, usize),
+        len: impl Fn(usize) -> usize,
+        size: MinibatchSize,
+    ) {
+        let (specs, batch) = numbered_batch::<T>(n, dim, len);
+        for randomize in [true, false] {
+            let o = ReaderOptions {
+                randomize,
+                seed: 5,
+                window: Window::Chunks(3),
+                limit: EpochLimit::Sweeps(2),
+                ..ReaderOptions::default()
+            };
+            let read = |threads| {
+                let o = ReaderOptions {
+                    threads,
+                    ..o.clone()
+                };
+                all_minibatches(&specs, &batch, per_chunk, o, size)
+            };
+            let alone = read(0);
+            let dense = |m: &Minibatch<T>| {
+                let s = m.data.streams();
+                (s[0].values().len() + s[2].values().len()) * T::SIZE
+            };
+            assert!(
+                dense(&alone[0]) >= SHARE_FROM_BYTES,
+                "{name}: a large minibatch"
+            );
+            if !randomize {
+                // Each chunk is a window: some minibatches span two.
+                let spans = |m: &Minibatch<T>| {
+                    let keys = m.data.keys();
+                    keys.iter()
+                        .any(|&k| k as usize / per_chunk != keys[0] as usize / per_chunk)
+                };
+                assert!(alone.iter().any(spans), "{name}");
+            }
+            for threads in [1, 2] {
+                let shared = read(threads);
+                let what = format!("{name}, randomize {randomize}, {threads} threads");
+                assert_eq!(shared.len(), alone.len(), "{what}");
+                for (m, (a, b)) in shared.iter().zip(&alone).enumerate() {
+                    assert_eq!(a.sequences, b.sequences, "{what}: minibatch {m}");
+                    assert!(a.data == b.data, "{what}: minibatch {m}'s data");
+                }
+            }
+        }
+    }
+    let mnist = MinibatchSize::Samples(256);
+    case::<f32>("1-sample sequences", (3000, 784, 250), |_| 1, mnist);
+    case::<f64>("1-sample sequences, f64", (2000, 200, 170), |_| 1, mnist);
+    let long = |k| 20 + (k * 37) % 400;
+    case::<f32>(
+        "long sequences",
+        (300, 64, 25),
+        long,
+        MinibatchSize::Samples(3000),
+    );
+    let short = |k| 1 + (k * 13) % 150;
+    case::<f32>(
+        "dim 1",
+        (1200, 1, 100),
+        short,
+        MinibatchSize::Samples(10_000),
+    );
+    case::<f64>(
+        "dim 1, f64",
+        (1200, 1, 100),
+        short,
+        MinibatchSize::Sequences(130),
+    );
 }
