@@ -645,4 +645,42 @@ mod tests {
             .unwrap();
         assert!(err.to_string().contains("CTF and CBF"), "{err}");
     }
+
+    /// Large dense minibatches (whose copy is shared with the reader's threads) in CNTK's
+    /// order hold exactly what one thread delivers.
+    #[test]
+    fn shared_copies_deliver_what_one_thread_does() {
+        let dim = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.ctf");
+        let mut text = String::new();
+        for id in 0..1500 {
+            text.push_str(&format!("{id} |x"));
+            for j in 0..dim {
+                text.push_str(&format!(" {}", (id * 7 + j) % 1000));
+            }
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+        let mut source_options = x_source_options(64 << 10);
+        source_options.ctf.inputs = vec![format!("x:dense:{dim}").parse().unwrap()];
+        let read = |threads| {
+            let source = CtfSource::open(&InputPath::new(&path), source_options.clone());
+            let opts = ReaderOptions {
+                threads,
+                ..options(1, 0, Window::Chunks(3))
+            };
+            let mut reader = Reader::<f32>::new(Arc::new(source.unwrap()), opts).unwrap();
+            let mut mb = reader.new_minibatch();
+            let mut all = Vec::new();
+            while reader.next_minibatch(256, &mut mb).unwrap() {
+                all.push((mb.sequences.clone(), mb.data.clone()));
+            }
+            all
+        };
+        let alone = read(0);
+        let bytes = alone[0].1.streams()[0].values().len() * 4;
+        assert!(bytes >= super::super::packing::SHARE_FROM_BYTES, "{bytes}");
+        assert!(read(2) == alone);
+    }
 }
