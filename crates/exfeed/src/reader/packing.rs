@@ -10,7 +10,7 @@ use crate::batch::SequenceBatch;
 use crate::element::Element;
 use crate::stream::Storage;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// A window whose chunks are decoded: their batches and the order its sequences are delivered in.
 pub(super) struct Loaded<T> {
@@ -44,8 +44,8 @@ const PIECE_BYTES: usize = 32 << 10;
 /// Packs minibatches, sharing the copy of their dense values with the reader's threads.
 #[derive(Default)]
 pub(super) struct Packer {
-    /// The last shared copy; a late helper task may still hold it.
-    shared: Arc<Shared>,
+    /// The pieces of the last shared copy; a late helper task may still hold them.
+    pieces: Arc<Pieces>,
 }
 
 impl Packer {
@@ -72,10 +72,10 @@ impl Packer {
             .saturating_mul(dense_dims)
             .saturating_mul(std::mem::size_of::<T>());
         // The last shared copy's task, if it has not run yet (its thread is busy decoding),
-        // still holds it: then this thread copies alone.
-        let (Some(pool), Some(shared), true) = (
+        // still holds the pieces: then this thread copies alone.
+        let (Some(pool), Some(pieces), true) = (
             pool,
-            Arc::get_mut(&mut self.shared),
+            Arc::get_mut(&mut self.pieces),
             dense_bytes >= SHARE_FROM_BYTES,
         ) else {
             for_runs(loaded, range, sweep, corpus, mb, true, |mb, batch, seqs| {
@@ -83,14 +83,7 @@ impl Packer {
             });
             return;
         };
-        let mut pieces = shared.pieces.take().unwrap_or_default();
         pieces.clear(mb.data.streams().len());
-        *shared.next.get_mut() = 0;
-        *shared.done.get_mut() = 0;
-        // The task is started first, so that its thread wakes while this one makes the pieces.
-        let helper = self.shared.clone();
-        pool.spawn(move || helper.help());
-        let _publish = Publish(&self.shared.pieces);
         for_runs(
             loaded,
             range,
@@ -110,12 +103,13 @@ impl Packer {
                 room.start = mb.data.stream_mut(i).dense_room().cast();
             }
         }
-        let pieces = self.shared.pieces.get_or_init(|| pieces);
+        let helper = self.pieces.clone();
+        pool.spawn(move || helper.take());
         let abort = AbortOnUnwind;
-        self.shared.take(pieces);
-        self.shared.wait(pieces);
+        self.pieces.take();
+        self.pieces.wait();
         std::mem::forget(abort);
-        for (i, room) in pieces.rooms.iter().enumerate() {
+        for (i, room) in self.pieces.rooms.iter().enumerate() {
             if room.bytes > 0 {
                 // SAFETY: every piece is copied (`wait`), and the pieces cover the stream's
                 // room: the spans `add` appended, one after another from its start.
@@ -177,23 +171,12 @@ fn for_runs<T: Element>(
     }
 }
 
-/// A copy shared between the consumer's thread and a task on the reader's pool: the consumer
-/// makes its pieces (while the task's thread wakes) and publishes them; then both take pieces
-/// in turn (`next`). A thread copies only the pieces it takes, so a task that runs late, once
-/// all are taken, touches no memory of the batches or the minibatch. The consumer waits only
-/// for pieces in progress (`done`), never for a piece no one has begun.
+/// The dense copies of a minibatch, in pieces that the consumer's thread and a task on the
+/// reader's pool take in turn (`next`): a thread copies only the pieces it takes, so a task
+/// that runs late, once all are taken, touches no memory of the batches or the minibatch. The
+/// consumer waits only for pieces in progress (`done`), never for a piece no one has begun.
 #[derive(Default)]
-struct Shared {
-    pieces: OnceLock<Pieces>,
-    /// The next piece to take (past the last: none left).
-    next: AtomicUsize,
-    /// The pieces copied.
-    done: AtomicUsize,
-}
-
-/// The dense copies of a minibatch, in pieces.
-#[derive(Default)]
-struct Pieces {
+pub(super) struct Pieces {
     /// The copies, piece after piece.
     spans: Vec<Span>,
     /// Where each piece's spans end in `spans`.
@@ -202,6 +185,10 @@ struct Pieces {
     open: usize,
     /// Per stream of the minibatch, its room for the values.
     rooms: Vec<Room>,
+    /// The next piece to take (past the last: none left).
+    next: AtomicUsize,
+    /// The pieces copied.
+    done: AtomicUsize,
 }
 
 /// A copy of `bytes` from `src` to `at` bytes into stream `stream`'s room.
@@ -226,7 +213,7 @@ struct Room {
 // minibatch borrowed throughout, returns only when every piece taken is copied (`wait`); a new
 // copy resets `next` only with the `Arc` to itself (`Arc::get_mut`).
 unsafe impl Send for Pieces {}
-// SAFETY: as for `Send`; shared, the pieces are only read.
+// SAFETY: as for `Send`; shared, the pieces are only read, but for the atomics.
 unsafe impl Sync for Pieces {}
 
 impl Pieces {
@@ -240,6 +227,8 @@ impl Pieces {
             bytes: 0,
             start: std::ptr::null_mut(),
         });
+        *self.next.get_mut() = 0;
+        *self.done.get_mut() = 0;
     }
 
     /// Appends the copy of `values` to the room of stream `stream`, in pieces of
@@ -273,33 +262,20 @@ impl Pieces {
         }
         self.open = 0;
     }
-}
-
-impl Shared {
-    /// The task's part: waits for the pieces to be published, then takes some.
-    fn help(&self) {
-        let mut spins = 0;
-        loop {
-            if let Some(pieces) = self.pieces.get() {
-                return self.take(pieces);
-            }
-            back_off(&mut spins);
-        }
-    }
 
     /// Takes pieces and copies them, until none is left.
-    fn take(&self, pieces: &Pieces) {
+    fn take(&self) {
         loop {
             let p = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(&end) = pieces.ends.get(p) else {
+            let Some(&end) = self.ends.get(p) else {
                 return;
             };
-            let start = p.checked_sub(1).map_or(0, |q| pieces.ends[q]);
-            for (k, span) in pieces.spans[start..end].iter().enumerate() {
-                if let Some(ahead) = pieces.spans.get(start + k + PREFETCH_AHEAD) {
+            let start = p.checked_sub(1).map_or(0, |q| self.ends[q]);
+            for (k, span) in self.spans[start..end].iter().enumerate() {
+                if let Some(ahead) = self.spans.get(start + k + PREFETCH_AHEAD) {
                     prefetch_start(ahead.src.cast(), ahead.bytes);
                 }
-                let dst = pieces.rooms[span.stream].start.wrapping_add(span.at);
+                let dst = self.rooms[span.stream].start.wrapping_add(span.at);
                 // SAFETY: piece `p` is this thread's alone (`next`); its spans read the
                 // window's batches and write their own bytes of a stream's room (reserved by
                 // `dense_room`), which the consumer's thread keeps alive and untouched until
@@ -312,31 +288,16 @@ impl Shared {
 
     /// Waits until every piece is copied: only for those in progress on another thread, as
     /// this one has taken the rest (`take`).
-    fn wait(&self, pieces: &Pieces) {
-        let mut spins = 0;
-        while self.done.load(Ordering::Acquire) < pieces.ends.len() {
-            back_off(&mut spins);
+    fn wait(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.ends.len() {
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
-    }
-}
-
-/// One round of waiting for another thread: spinning at first, then yielding the core.
-fn back_off(spins: &mut u32) {
-    if *spins < 64 {
-        *spins += 1;
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-}
-
-/// Publishes no pieces if the consumer's thread unwinds before it publishes its own, so that
-/// the task waiting for them ends.
-struct Publish<'a>(&'a OnceLock<Pieces>);
-
-impl Drop for Publish<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.set(Pieces::default());
     }
 }
 
