@@ -15,7 +15,9 @@ before the clock starts (their import time is reported apart); it reports sample
 epochs from creating the loader (its files dropped from the page cache and read back in order
 before, so that every loader reads from a cache in the same state), the time to make the loader
 (the dataset and DataLoader objects), the time from the start of the first epoch's iteration to
-its first minibatch, and peak RSS (the main process, and the largest worker). Preparation time
+its first minibatch, and peak RSS (the main process, and the largest worker). Beside the rate over
+all epochs it gives the rate of the epochs after the first (the first also fills the page tables
+and allocates what is reused later, which a long training amortizes). Preparation time
 is what it took to write the loader's format from the NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
 the 1 MiB chunks docs/pytorch.md recommends for exfeed.torch). Then, for the MNIST-like set,
 scripts/shuffle_quality.py puts each loader's default shuffle beside a full one."""
@@ -324,6 +326,7 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
     made = time.perf_counter()
     first = None
     samples = 0
+    ends = []  # the clock at the end of each epoch
     for _ in range(EPOCHS):
         for item in batches:
             xs, ys, lengths = item if len(item) == 3 else (*item, None)
@@ -332,11 +335,14 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
             assert xs.dtype == torch.float32 and xs.shape[-1] == (DIM if lengths is None else SEQ_DIM), xs.shape
             assert len(ys) == xs.shape[0], (ys.shape, xs.shape)
             samples += xs.shape[0] if lengths is None else int(lengths.sum())
-    seconds = time.perf_counter() - start
+        ends.append(time.perf_counter())
+    seconds = ends[-1] - start
     if samples != EPOCHS * total:
         sys.exit(f"{name}: {samples} samples in {EPOCHS} epochs of {total}")
     worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers else 0.0
-    print(json.dumps({"seconds": seconds, "samples": samples, "first": first, "import": start - imported,
+    # Every epoch delivers the same samples: the later epochs' share of them is known.
+    later = (ends[-1] - ends[0], samples * (EPOCHS - 1) // EPOCHS)
+    print(json.dumps({"seconds": seconds, "samples": samples, "later": later, "first": first, "import": start - imported,
                       "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
 
@@ -397,21 +403,24 @@ def main() -> None:
                 print(f"{name:11} workers={workers}: failed: {failed[0]}", flush=True)
                 continue
             rate = statistics.median(r["samples"] / r["seconds"] for r in runs)
+            later = statistics.median(r["later"][1] / r["later"][0] for r in runs)
             first = statistics.median(r["first"] for r in runs)
             imported = statistics.median(r["import"] for r in runs)
             made = statistics.median(r["make"] for r in runs)
             rss = max(r["rss"] for r in runs)
             worker = max(r["worker_rss"] for r in runs)
-            rows[(name, workers)] = rate
-            print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s, first batch {first:6.3f} s "
+            rows[(name, workers)] = (rate, later)
+            print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s (later epochs {later / 1e3:7.1f}k), "
+                  f"first batch {first:6.3f} s "
                   f"(made in {made:.3f} s, imported in {imported:.2f} s), peak RSS {rss:5.0f} MB" + (f" (largest worker {worker:.0f} MB)" if workers else "")
                   + (f", prepared in {prep[name]:.1f} s" if name in prep else ""), flush=True)
     ceiling, cap = rows.get(("memmap", 0)), rows.get(("fresh", 2))
     for name in ("exfeed-cbf", "exfeed-ctf"):
-        if ceiling and (name, 0) in rows:
-            print(f"{name} workers=0: {rows[(name, 0)] / ceiling:.0%} of the memmap ceiling")
-        if cap and (name, 2) in rows:
-            print(f"{name} workers=2: {rows[(name, 2)] / cap:.0%} of the fresh-tensor transfer cap")
+        for workers, bound, what in ((0, ceiling, "the memmap ceiling"), (2, cap, "the fresh-tensor transfer cap")):
+            if bound and (name, workers) in rows:
+                (rate, later), (bound_rate, bound_later) = rows[(name, workers)], bound
+                print(f"{name} workers={workers}: {rate / bound_rate:.0%} of {what} "
+                      f"(later epochs: {later / bound_later:.0%} of its later epochs)")
     print(f"load average {os.getloadavg()}", flush=True)
     if a.set == "mnist":
         subprocess.run([sys.executable, "-W", "ignore", os.path.join(os.path.dirname(__file__), "shuffle_quality.py"),
