@@ -326,7 +326,7 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
     made = time.perf_counter()
     first = None
     samples = 0
-    ends = []  # the clock at the end of each epoch
+    ends = []  # the clock and the samples so far at the end of each epoch
     for _ in range(EPOCHS):
         for item in batches:
             xs, ys, lengths = item if len(item) == 3 else (*item, None)
@@ -335,13 +335,12 @@ def child(name: str, data: str, workers: int, n: int, dataset: str) -> None:
             assert xs.dtype == torch.float32 and xs.shape[-1] == (DIM if lengths is None else SEQ_DIM), xs.shape
             assert len(ys) == xs.shape[0], (ys.shape, xs.shape)
             samples += xs.shape[0] if lengths is None else int(lengths.sum())
-        ends.append(time.perf_counter())
-    seconds = ends[-1] - start
+        ends.append((time.perf_counter(), samples))
+    seconds = ends[-1][0] - start
     if samples != EPOCHS * total:
         sys.exit(f"{name}: {samples} samples in {EPOCHS} epochs of {total}")
     worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers else 0.0
-    # Every epoch delivers the same samples: the later epochs' share of them is known.
-    later = (ends[-1] - ends[0], samples * (EPOCHS - 1) // EPOCHS)
+    later = (ends[-1][0] - ends[0][0], ends[-1][1] - ends[0][1])  # the epochs after the first
     print(json.dumps({"seconds": seconds, "samples": samples, "later": later, "first": first, "import": start - imported,
                       "make": made - start, "rss": peak_rss_mb(), "worker_rss": worker_rss}))
 
