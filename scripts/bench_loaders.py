@@ -17,7 +17,8 @@ before, so that every loader reads from a cache in the same state), the time to 
 (the dataset and DataLoader objects), the time from the start of the first epoch's iteration to
 its first minibatch, and peak RSS (the main process, and the largest worker). Beside the rate over
 all epochs it gives the rate of the epochs after the first (the first also fills the page tables
-and allocates what is reused later, which a long training amortizes). Preparation time
+and allocates what is reused later, which a long training amortizes). With --runs N the loaders
+take turns, N rounds of one run each, and the medians are taken. Preparation time
 is what it took to write the loader's format from the NumPy arrays (for exfeed: CTF is the users' data as it is; CBF is `exfeed.convert` of it, in
 the 1 MiB chunks docs/pytorch.md recommends for exfeed.torch). Then, for the MNIST-like set,
 scripts/shuffle_quality.py puts each loader's default shuffle beside a full one."""
@@ -391,28 +392,34 @@ def main() -> None:
     what = (f"{n} MNIST-like samples, minibatch {BATCH}" if a.set == "mnist" else
             f"{n} sequences of 1-{SEQ_LONGEST} samples of {SEQ_DIM} values, minibatch {SEQ_BATCH} sequences padded")
     print(f"load average {os.getloadavg()}; {what}, {EPOCHS} shuffled epochs; medians of {a.runs}", flush=True)
-    prep = prepare(data, n, a.set, a.loaders.split(","))
+    names = a.loaders.split(",")
+    prep = prepare(data, n, a.set, names)
     rows = {}
-    for name in a.loaders.split(","):
-        warm(data, name)  # once: nothing else runs between its runs
-        for workers in ONLY_WORKERS.get(name, (0, 2)):
-            runs = [measure(name, data, workers, n, a.set) for _ in range(a.runs)]
-            failed = [r["error"] for r in runs if "error" in r]
-            if failed:
-                print(f"{name:11} workers={workers}: failed: {failed[0]}", flush=True)
-                continue
-            rate = statistics.median(r["samples"] / r["seconds"] for r in runs)
-            later = statistics.median(r["later"][1] / r["later"][0] for r in runs)
-            first = statistics.median(r["first"] for r in runs)
-            imported = statistics.median(r["import"] for r in runs)
-            made = statistics.median(r["make"] for r in runs)
-            rss = max(r["rss"] for r in runs)
-            worker = max(r["worker_rss"] for r in runs)
-            rows[(name, workers)] = (rate, later)
-            print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s (later epochs {later / 1e3:7.1f}k), "
-                  f"first batch {first:6.3f} s "
-                  f"(made in {made:.3f} s, imported in {imported:.2f} s), peak RSS {rss:5.0f} MB" + (f" (largest worker {worker:.0f} MB)" if workers else "")
-                  + (f", prepared in {prep[name]:.1f} s" if name in prep else ""), flush=True)
+    for name in names:
+        warm(data, name)  # once, before any run (the page cache holds every loader's files)
+    cases = [(name, workers) for name in names for workers in ONLY_WORKERS.get(name, (0, 2))]
+    results = {case: [] for case in cases}
+    for _ in range(a.runs):
+        # Rounds of one run of each: a change of the machine's load falls on every loader alike.
+        for name, workers in cases:
+            results[(name, workers)].append(measure(name, data, workers, n, a.set))
+    for (name, workers), runs in results.items():
+        failed = [r["error"] for r in runs if "error" in r]
+        if failed:
+            print(f"{name:11} workers={workers}: failed: {failed[0]}", flush=True)
+            continue
+        rate = statistics.median(r["samples"] / r["seconds"] for r in runs)
+        later = statistics.median(r["later"][1] / r["later"][0] for r in runs)
+        first = statistics.median(r["first"] for r in runs)
+        imported = statistics.median(r["import"] for r in runs)
+        made = statistics.median(r["make"] for r in runs)
+        rss = max(r["rss"] for r in runs)
+        worker = max(r["worker_rss"] for r in runs)
+        rows[(name, workers)] = (rate, later)
+        print(f"{name:11} workers={workers}: {rate / 1e3:7.1f}k samples/s (later epochs {later / 1e3:7.1f}k), "
+              f"first batch {first:6.3f} s "
+              f"(made in {made:.3f} s, imported in {imported:.2f} s), peak RSS {rss:5.0f} MB" + (f" (largest worker {worker:.0f} MB)" if workers else "")
+              + (f", prepared in {prep[name]:.1f} s" if name in prep else ""), flush=True)
     ceiling, cap = rows.get(("memmap", 0)), rows.get(("fresh", 2))
     for name in ("exfeed-cbf", "exfeed-ctf"):
         for workers, bound, what in ((0, ceiling, "the memmap ceiling"), (2, cap, "the fresh-tensor transfer cap")):
