@@ -78,19 +78,16 @@ impl Packer {
         let dense_bytes = samples
             .saturating_mul(dense_dims)
             .saturating_mul(std::mem::size_of::<T>());
-        let set = match pool {
-            Some(_) if dense_bytes >= SHARE_FROM_BYTES => self.free_set(),
-            _ => None,
-        };
-        let (Some(pool), Some((set, pieces))) = (
-            pool,
-            set.and_then(|i| Some((i, Arc::get_mut(&mut self.sets[i])?))),
-        ) else {
+        let shared = pool
+            .filter(|_| dense_bytes >= SHARE_FROM_BYTES)
+            .and_then(|pool| Some((pool, self.free_set()?)));
+        let Some((pool, set)) = shared else {
             for_runs(loaded, range, sweep, corpus, mb, true, |mb, batch, seqs| {
                 mb.push_sequences_from(batch, seqs)
             });
             return;
         };
+        let pieces = Arc::get_mut(&mut self.sets[set]).expect("no task holds a free set");
         pieces.clear(mb.data.streams().len());
         for_runs(
             loaded,
@@ -132,7 +129,7 @@ impl Packer {
     /// A set of pieces whose tasks have all run (a new one while there are fewer than
     /// [`PIECE_SETS`]), if there is one.
     fn free_set(&mut self) -> Option<usize> {
-        let free = self.sets.iter().position(|p| Arc::strong_count(p) == 1);
+        let free = self.sets.iter_mut().position(|p| Arc::get_mut(p).is_some());
         if free.is_none() && self.sets.len() < PIECE_SETS {
             self.sets.push(Arc::default());
             return Some(self.sets.len() - 1);
